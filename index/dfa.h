@@ -1,0 +1,90 @@
+// Dfa: a minimal, anchored, byte-level deterministic automaton for a Regex.
+//
+// The automaton reads the UTF-8 bytes of the whole text. State 0 is the dead
+// state (no continuation can match); every other state can still reach an
+// accepting state. Bytes are grouped into equivalence classes: two bytes in one
+// class have the same transition from every state.
+#ifndef MASKD_INDEX_DFA_H_
+#define MASKD_INDEX_DFA_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "index/regex.h"
+
+namespace maskd {
+
+struct DfaOptions {
+  // Cap on DFA states during construction (before minimization).
+  uint32_t max_states = 100000;
+  // Cap on NFA states built from the syntax tree.
+  uint32_t max_nfa_states = 2000000;
+  // Compilation fails with DeadlineExceeded past this time.
+  absl::Time deadline = absl::InfiniteFuture();
+  // When set and true, compilation fails with Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+class Dfa {
+ public:
+  using State = uint32_t;
+  static constexpr State kDead = 0;
+  static constexpr uint32_t kNoDistance = 0xFFFFFFFFu;
+
+  static absl::StatusOr<std::shared_ptr<const Dfa>> Compile(const Regex& regex,
+                                                            const DfaOptions& options = {});
+  // Parse + Compile.
+  static absl::StatusOr<std::shared_ptr<const Dfa>> FromPattern(
+      std::string_view pattern, const RegexLimits& limits = {}, const DfaOptions& options = {});
+
+  State start() const { return start_; }
+  uint32_t num_states() const { return num_states_; }
+  uint32_t num_classes() const { return num_classes_; }
+  uint8_t byte_class(uint8_t byte) const { return byte_class_[byte]; }
+
+  State Next(State s, uint8_t byte) const {
+    return table_[static_cast<size_t>(s) * num_classes_ + byte_class_[byte]];
+  }
+  // Walks `bytes` from `s`; kDead as soon as a byte is rejected.
+  State Walk(State s, std::string_view bytes) const {
+    for (char c : bytes) {
+      s = Next(s, static_cast<uint8_t>(c));
+      if (s == kDead) return kDead;
+    }
+    return s;
+  }
+  bool IsAccepting(State s) const { return accepting_[s] != 0; }
+  // Fewest bytes from `s` to an accepting state; 0 when accepting,
+  // kNoDistance for the dead state.
+  uint32_t DistanceToAccept(State s) const { return distance_[s]; }
+  // When `s` is not accepting and exactly one byte leads to a live state, that
+  // byte; otherwise -1. Used to build forced continuations.
+  int ForcedByte(State s) const { return forced_byte_[s]; }
+  // Whether the full text `text` matches.
+  bool Matches(std::string_view text) const;
+
+  size_t MemoryBytes() const;
+
+ private:
+  friend class DfaBuilder;
+  Dfa() = default;
+
+  State start_ = kDead;
+  uint32_t num_states_ = 0;
+  uint32_t num_classes_ = 0;
+  uint8_t byte_class_[256] = {};
+  std::vector<State> table_;          // num_states_ * num_classes_
+  std::vector<uint8_t> accepting_;    // num_states_
+  std::vector<uint32_t> distance_;    // num_states_
+  std::vector<int16_t> forced_byte_;  // num_states_
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_DFA_H_

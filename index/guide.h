@@ -1,0 +1,76 @@
+// Guide: the constraint state of one generated sequence over a shared index.
+//
+// A Guide starts in the index's start state. Each advanced token must be
+// allowed by the current mask; a disallowed token is an error and leaves the
+// state unchanged. Taking an EOS id (allowed only where the constraint may
+// end) finishes the guide: from then on only EOS ids are allowed. A Guide is
+// not thread-safe; distinct Guides over one index are independent.
+#ifndef MASKD_INDEX_GUIDE_H_
+#define MASKD_INDEX_GUIDE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "index/token_index.h"
+
+namespace maskd {
+
+class Guide {
+ public:
+  explicit Guide(std::shared_ptr<const TokenIndex> index);
+
+  // The guide reached from the start by `tokens` (stateless replay).
+  static absl::StatusOr<Guide> Replay(std::shared_ptr<const TokenIndex> index,
+                                      absl::Span<const uint32_t> tokens);
+
+  const TokenIndex& index() const { return *index_; }
+  const std::shared_ptr<const TokenIndex>& shared_index() const { return index_; }
+
+  // Writes the current mask into `words` (packed layout; see index/token_index.h).
+  // `words` must hold at least index().num_words() words; words past that are
+  // zeroed (tokens past the vocabulary are never allowed). Fails with
+  // InvalidArgument when `words` is too small.
+  absl::Status WriteMask(absl::Span<uint32_t> words) const;
+  // Same without checks: `words` holds exactly index().num_words() words.
+  void WriteMaskUnchecked(uint32_t* words) const;
+
+  bool IsAllowed(uint32_t token) const;
+  // InvalidArgument for an id outside the vocabulary width,
+  // FailedPrecondition for a token not allowed now; the state is unchanged.
+  absl::Status Advance(uint32_t token);
+  // All or nothing: on error the state is as before the call. The message
+  // names the position in `tokens` of the offending id.
+  absl::Status Advance(absl::Span<const uint32_t> tokens);
+  // Undoes the last `n` advanced tokens. OutOfRange when n > num_tokens().
+  absl::Status Rollback(size_t n);
+  // Back to the start state.
+  void Reset();
+  // An independent copy (shares the index).
+  Guide Fork() const { return *this; }
+
+  bool IsAccepting() const;
+  bool IsFinished() const { return state_ == kFinished; }
+  // Tokens advanced since the start.
+  size_t num_tokens() const { return history_.size(); }
+  // DFA state, or kFinished.
+  uint32_t state() const { return state_; }
+  static constexpr uint32_t kFinished = 0xFFFFFFFFu;
+
+  // The bytes every accepted text must continue with from here, up to the
+  // first branch or accepting state, at most `max_bytes` (jump-forward).
+  std::string ForcedContinuation(size_t max_bytes = 256) const;
+
+ private:
+  std::shared_ptr<const TokenIndex> index_;
+  uint32_t state_;
+  std::vector<uint32_t> history_;  // state before each advanced token
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_GUIDE_H_

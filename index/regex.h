@@ -1,0 +1,80 @@
+// Regex: parse a regular expression into a syntax tree over Unicode codepoints.
+//
+// The syntax is what Outlines, Python's `re` and JSON-Schema-to-regex
+// converters emit (see docs/regex.md). A constraint always matches the whole
+// generated text as UTF-8: there is no search, so `^` and `$` are accepted only
+// at the very ends and ignored. What a DFA cannot express (backreferences,
+// lookaround, word boundaries) is an InvalidArgument error naming the
+// construct and its byte offset in the pattern.
+#ifndef MASKD_INDEX_REGEX_H_
+#define MASKD_INDEX_REGEX_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace maskd {
+
+// Largest Unicode codepoint.
+inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+
+// A set of codepoints as sorted, disjoint, non-adjacent closed ranges.
+class CodepointSet {
+ public:
+  CodepointSet() = default;
+  void AddRange(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
+  void Add(const CodepointSet& other);
+  CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates
+  bool empty() const { return ranges_.empty(); }
+  bool Contains(uint32_t cp) const;
+  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
+
+ private:
+  void Normalize();
+  std::vector<std::pair<uint32_t, uint32_t>> ranges_;
+};
+
+// A regex syntax tree node. Immutable after parsing.
+struct RegexNode {
+  enum class Kind {
+    kEmpty,      // matches the empty string
+    kSet,        // one codepoint from `set` (an empty set matches nothing)
+    kConcat,     // children in sequence
+    kAlternate,  // any one child
+    kRepeat,     // child repeated [min, max] times; max == kUnbounded: no upper bound
+  };
+  static constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
+
+  Kind kind = Kind::kEmpty;
+  CodepointSet set;
+  std::vector<std::unique_ptr<RegexNode>> children;
+  uint32_t min = 0, max = 0;
+};
+
+struct RegexLimits {
+  size_t max_pattern_bytes = 1 << 20;  // pattern length in bytes
+  uint32_t max_repeat = 1000;          // largest n in {n}, {n,}, {n,m}
+  size_t max_nodes = 1 << 20;          // syntax tree nodes after expanding counted repeats
+};
+
+class Regex {
+ public:
+  static absl::StatusOr<Regex> Parse(std::string_view pattern, const RegexLimits& limits = {});
+
+  const RegexNode& root() const { return *root_; }
+  // Syntax tree nodes counting counted repeats as expanded: a size estimate.
+  size_t expanded_size() const { return expanded_size_; }
+
+ private:
+  std::unique_ptr<RegexNode> root_;
+  size_t expanded_size_ = 0;
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_REGEX_H_

@@ -1,0 +1,93 @@
+// TokenIndex: for each state of a Dfa, the tokens of a Vocabulary allowed there.
+//
+// A token is allowed in state s when its bytes can be walked from s without
+// reaching the dead state. EOS ids are allowed exactly in accepting states;
+// other special tokens and padding ids never are. Masks are computed on first
+// use by walking the vocabulary's TokenTrie (skipping a subtree at the first
+// rejected byte), memoized per state, and shared between identical states. All
+// methods are thread-safe; reading a computed mask takes no lock.
+#ifndef MASKD_INDEX_TOKEN_INDEX_H_
+#define MASKD_INDEX_TOKEN_INDEX_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "index/dfa.h"
+#include "index/regex.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+class StateMask;
+
+class TokenIndex {
+ public:
+  using State = Dfa::State;
+
+  static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
+                                                  std::shared_ptr<const Vocabulary> vocab);
+  ~TokenIndex();
+  TokenIndex(const TokenIndex&) = delete;
+  TokenIndex& operator=(const TokenIndex&) = delete;
+
+  const Dfa& dfa() const { return *dfa_; }
+  const Vocabulary& vocabulary() const { return *vocab_; }
+  State start() const { return dfa_->start(); }
+  // Words per packed mask row: ceil(vocabulary().size() / 32).
+  uint32_t num_words() const { return num_words_; }
+
+  // Writes the mask of live state `s` into words[0, num_words()): bit t & 31 of
+  // word t >> 5 is set iff token t is allowed.
+  void WriteMask(State s, uint32_t* words) const;
+  // Number of tokens allowed in `s` (EOS included when accepting).
+  uint32_t CountAllowed(State s) const;
+  bool IsAllowed(State s, uint32_t token) const;
+  // The state after text token `token` from `s`, found by walking its bytes;
+  // Dfa::kDead when the token is not an allowed text token (EOS, specials and
+  // padding ids are never text).
+  State NextState(State s, uint32_t token) const;
+
+  // Computes the masks of every state reachable from start() through allowed
+  // tokens, on `threads` threads. Fails with DeadlineExceeded or Cancelled.
+  absl::Status Precompute(int threads, absl::Time deadline = absl::InfiniteFuture(),
+                          const std::atomic<bool>* cancel = nullptr) const;
+  // States whose masks have been computed so far.
+  uint32_t num_computed_states() const;
+  // DFA plus the masks computed so far (the trie belongs to the vocabulary).
+  size_t MemoryBytes() const;
+
+ private:
+  class MaskStore;
+  TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab);
+  const StateMask& MaskOf(State s) const;
+  const StateMask& ComputeMask(State s) const;
+
+  std::shared_ptr<const Dfa> dfa_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  uint32_t num_words_;
+  // Per DFA state: its mask once computed (owned by store_), else null.
+  std::unique_ptr<std::atomic<const StateMask*>[]> masks_;
+  std::unique_ptr<MaskStore> store_;
+};
+
+// Options for compiling a regex against a vocabulary.
+struct CompileOptions {
+  RegexLimits regex;
+  DfaOptions dfa;      // its deadline and cancel flag also bound Precompute
+  bool eager = false;  // precompute every reachable state's mask
+  int threads = 1;     // for eager precomputation
+};
+
+// Parse + Dfa::Compile + TokenIndex::Create (+ Precompute when eager).
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
+    std::string_view pattern, std::shared_ptr<const Vocabulary> vocab,
+    const CompileOptions& options = {});
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_TOKEN_INDEX_H_

@@ -1,0 +1,74 @@
+#include "index/token_trie.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string_view>
+
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab) {
+  std::vector<uint32_t> ids;
+  ids.reserve(vocab.num_tokens());
+  for (uint32_t id = 0; id < vocab.size(); ++id) {
+    // Node depths are 16-bit; no real tokenizer has a token anywhere near 64 KiB.
+    size_t n = vocab.bytes(id).size();
+    if (vocab.has_token(id) && !vocab.is_special(id) && n > 0 && n <= 0xFFFF) {
+      ids.push_back(id);
+    }
+  }
+  // Sort by bytes (unsigned), then id: a sorted list visits prefixes in DFS order.
+  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
+    std::string_view x = vocab.bytes(a), y = vocab.bytes(b);
+    int c = x.compare(y);  // char_traits<char>::compare compares as unsigned char
+    return c != 0 ? c < 0 : a < b;
+  });
+
+  auto trie = std::unique_ptr<TokenTrie>(new TokenTrie());
+  std::vector<Node>& nodes = trie->nodes_;
+  nodes.push_back(Node{0, 0, 0, 0});
+  trie->token_begin_.push_back(0);
+  // path[d] = node index of the current prefix of length d.
+  std::vector<uint32_t> path = {0};
+  std::string_view prev;
+  for (uint32_t id : ids) {
+    std::string_view b = vocab.bytes(id);
+    size_t common = 0;
+    while (common < prev.size() && common < b.size() && prev[common] == b[common]) ++common;
+    // Close the nodes below the common prefix.
+    path.resize(common + 1);
+    for (size_t d = common; d < b.size(); ++d) {
+      uint32_t n = static_cast<uint32_t>(nodes.size());
+      uint16_t depth = static_cast<uint16_t>(d + 1);
+      nodes.push_back(Node{static_cast<uint8_t>(b[d]), 0, depth, 0});
+      trie->token_begin_.push_back(static_cast<uint32_t>(trie->token_ids_.size()));
+      path.push_back(n);
+    }
+    trie->token_ids_.push_back(id);
+    trie->max_depth_ = std::max<uint32_t>(trie->max_depth_, static_cast<uint32_t>(b.size()));
+    prev = b;
+  }
+  // token_begin_[i] is where node i's tokens start: the token pushed for node i
+  // was appended after node i was created and before any later node, so the
+  // begin offsets recorded at creation are correct; close with the end.
+  trie->token_begin_.push_back(static_cast<uint32_t>(trie->token_ids_.size()));
+  // next[i]: first node after i's subtree = first later node with depth <= depth[i].
+  std::vector<uint32_t> stack;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    while (!stack.empty() && nodes[stack.back()].depth >= nodes[i].depth) {
+      nodes[stack.back()].next = i;
+      stack.pop_back();
+    }
+    stack.push_back(i);
+  }
+  for (uint32_t i : stack) nodes[i].next = static_cast<uint32_t>(nodes.size());
+  return trie;
+}
+
+size_t TokenTrie::MemoryBytes() const {
+  return nodes_.capacity() * sizeof(Node) + token_begin_.capacity() * sizeof(uint32_t) +
+         token_ids_.capacity() * sizeof(uint32_t);
+}
+
+}  // namespace maskd

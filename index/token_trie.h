@@ -1,0 +1,51 @@
+// TokenTrie: the vocabulary's text tokens as a flat byte trie in DFS order.
+//
+// Built once per Vocabulary and shared by every index over it. Walking the
+// trie against a DFA visits each distinct token prefix once and skips a whole
+// subtree at the first byte the DFA rejects.
+#ifndef MASKD_INDEX_TOKEN_TRIE_H_
+#define MASKD_INDEX_TOKEN_TRIE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace maskd {
+
+class Vocabulary;
+
+class TokenTrie {
+ public:
+  // One node per distinct non-empty token prefix. Node 0 is the root (the
+  // empty prefix); nodes 1.. are in depth-first order, children sorted by byte.
+  struct Node {
+    uint8_t byte;     // the last byte of this node's prefix (0 for the root)
+    uint8_t unused;
+    uint16_t depth;   // prefix length in bytes; the root has depth 0
+    uint32_t next;    // index of the first node after this node's subtree
+  };
+  static_assert(sizeof(Node) == 8);
+
+  // Every token that is not special and has 1 to 65535 bytes.
+  static std::unique_ptr<const TokenTrie> Build(const Vocabulary& vocab);
+
+  size_t num_nodes() const { return nodes_.size(); }
+  const Node* nodes() const { return nodes_.data(); }
+  // Token ids whose bytes equal node i's prefix:
+  // token_ids()[token_begin()[i] .. token_begin()[i + 1]).
+  const uint32_t* token_begin() const { return token_begin_.data(); }
+  const uint32_t* token_ids() const { return token_ids_.data(); }
+  uint32_t max_depth() const { return max_depth_; }
+  size_t MemoryBytes() const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> token_begin_;  // num_nodes() + 1 entries
+  std::vector<uint32_t> token_ids_;
+  uint32_t max_depth_ = 0;
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_TOKEN_TRIE_H_
