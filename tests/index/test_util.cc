@@ -1,0 +1,56 @@
+#include "tests/index/test_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+namespace maskd::testing {
+
+std::string BundledTokenizerPath() { return std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3"; }
+
+std::string SharedTokenizerPath(const std::string& name) {
+  std::string p = std::string(MASKD_SHARED_DIR) + "/tokenizers/" + name;
+  return std::filesystem::exists(p + "/tokenizer.json") ? p : "";
+}
+
+const std::vector<std::string>& SharedTokenizerNames() {
+  static const auto* names =
+      new std::vector<std::string>{"llama2", "llama3", "qwen3", "gemma3", "gptoss"};
+  return *names;
+}
+
+std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, std::shared_ptr<const Vocabulary>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(name);
+  if (it != cache->end()) return it->second;
+  std::string path = SharedTokenizerPath(name);
+  std::shared_ptr<const Vocabulary> v;
+  if (!path.empty()) {
+    auto loaded = Vocabulary::Load(path);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "loading %s: %s\n", path.c_str(), loaded.status().ToString().c_str());
+      std::abort();
+    }
+    v = *loaded;
+  }
+  (*cache)[name] = v;
+  return v;
+}
+
+std::shared_ptr<const Vocabulary> BundledVocabulary() {
+  static std::shared_ptr<const Vocabulary> v = [] {
+    auto loaded = Vocabulary::Load(BundledTokenizerPath());
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "loading bundled tokenizer: %s\n", loaded.status().ToString().c_str());
+      std::abort();
+    }
+    return *loaded;
+  }();
+  return v;
+}
+
+}  // namespace maskd::testing

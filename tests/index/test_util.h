@@ -1,0 +1,26 @@
+// Shared helpers for index tests: where the bundled and shared tokenizers are.
+#ifndef MASKD_TESTS_INDEX_TEST_UTIL_H_
+#define MASKD_TESTS_INDEX_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "index/vocabulary.h"
+
+namespace maskd::testing {
+
+// data/tokenizers/qwen3 in the source tree (always present).
+std::string BundledTokenizerPath();
+// ../shared/tokenizers/<name>, or "" when ../shared is absent.
+std::string SharedTokenizerPath(const std::string& name);
+// The five shared tokenizers' names.
+const std::vector<std::string>& SharedTokenizerNames();
+// Loads (and caches for the process) a shared tokenizer; null when absent.
+std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name);
+// Loads (and caches) the bundled tokenizer; aborts the test binary on failure.
+std::shared_ptr<const Vocabulary> BundledVocabulary();
+
+}  // namespace maskd::testing
+
+#endif  // MASKD_TESTS_INDEX_TEST_UTIL_H_
