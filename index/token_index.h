@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -65,7 +66,9 @@ class TokenIndex {
   class MaskStore;
   TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab);
   const StateMask& MaskOf(State s) const;
-  const StateMask& ComputeMask(State s) const;
+  // Walks the trie from `s`, publishes and returns its mask; when
+  // `successors` is set, appends the distinct states reached by allowed tokens.
+  const StateMask& ComputeMask(State s, std::vector<State>* successors) const;
 
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;

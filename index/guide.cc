@@ -1,0 +1,121 @@
+#include "index/guide.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace maskd {
+
+Guide::Guide(std::shared_ptr<const TokenIndex> index)
+    : index_(std::move(index)), state_(index_->start()) {}
+
+absl::StatusOr<Guide> Guide::Replay(std::shared_ptr<const TokenIndex> index,
+                                    absl::Span<const uint32_t> tokens) {
+  Guide g(std::move(index));
+  g.history_.reserve(tokens.size());
+  if (auto s = g.Advance(tokens); !s.ok()) return s;
+  return g;
+}
+
+void Guide::WriteMaskUnchecked(uint32_t* words) const {
+  if (state_ != kFinished) {
+    index_->WriteMask(state_, words);
+    return;
+  }
+  std::memset(words, 0, static_cast<size_t>(index_->num_words()) * sizeof(uint32_t));
+  for (uint32_t eos : index_->vocabulary().eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
+}
+
+absl::Status Guide::WriteMask(absl::Span<uint32_t> words) const {
+  const uint32_t need = index_->num_words();
+  if (words.size() < need) {
+    return absl::InvalidArgumentError(absl::StrCat("mask buffer of ", words.size(),
+                                                   " words is smaller than the vocabulary's ",
+                                                   need, " words"));
+  }
+  WriteMaskUnchecked(words.data());
+  if (words.size() > need) {
+    std::memset(words.data() + need, 0, (words.size() - need) * sizeof(uint32_t));
+  }
+  return absl::OkStatus();
+}
+
+bool Guide::IsAllowed(uint32_t token) const {
+  const Vocabulary& v = index_->vocabulary();
+  if (state_ == kFinished) return v.is_eos(token);
+  return index_->IsAllowed(state_, token);
+}
+
+bool Guide::IsAccepting() const {
+  return state_ == kFinished || index_->dfa().IsAccepting(state_);
+}
+
+absl::Status Guide::Advance(uint32_t token) {
+  const Vocabulary& v = index_->vocabulary();
+  if (token >= v.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token id ", token, " is outside the vocabulary (size ", v.size(), ")"));
+  }
+  uint32_t next;
+  if (v.is_eos(token)) {
+    if (!IsAccepting()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("token ", token, " (EOS) is not allowed: the constraint cannot end here"));
+    }
+    next = kFinished;
+  } else {
+    next = state_ == kFinished ? Dfa::kDead : index_->NextState(state_, token);
+    if (next == Dfa::kDead) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "token ", token, " is not allowed", state_ == kFinished ? " after EOS" : " in this state"));
+    }
+  }
+  history_.push_back(state_);
+  state_ = next;
+  return absl::OkStatus();
+}
+
+absl::Status Guide::Advance(absl::Span<const uint32_t> tokens) {
+  const size_t before = history_.size();
+  const uint32_t state_before = state_;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (auto s = Advance(tokens[i]); !s.ok()) {
+      history_.resize(before);
+      state_ = state_before;
+      return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Guide::Rollback(size_t n) {
+  if (n > history_.size()) {
+    return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n, " tokens: only ",
+                                              history_.size(), " were advanced"));
+  }
+  if (n == 0) return absl::OkStatus();
+  state_ = history_[history_.size() - n];
+  history_.resize(history_.size() - n);
+  return absl::OkStatus();
+}
+
+void Guide::Reset() {
+  history_.clear();
+  state_ = index_->start();
+}
+
+std::string Guide::ForcedContinuation(size_t max_bytes) const {
+  std::string out;
+  if (state_ == kFinished) return out;
+  const Dfa& dfa = index_->dfa();
+  uint32_t s = state_;
+  while (out.size() < max_bytes) {
+    int b = dfa.ForcedByte(s);
+    if (b < 0) break;
+    out.push_back(static_cast<char>(b));
+    s = dfa.Next(s, static_cast<uint8_t>(b));
+  }
+  return out;
+}
+
+}  // namespace maskd

@@ -1,0 +1,563 @@
+#include "index/regex.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace maskd {
+
+// ---------------------------------------------------------------------------
+// CodepointSet
+
+void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
+  ranges_.emplace_back(lo, hi);
+  Normalize();
+}
+
+void CodepointSet::Add(const CodepointSet& other) {
+  ranges_.insert(ranges_.end(), other.ranges_.begin(), other.ranges_.end());
+  Normalize();
+}
+
+void CodepointSet::Normalize() {
+  std::sort(ranges_.begin(), ranges_.end());
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const auto& r : ranges_) {
+    if (!out.empty() && r.first <= out.back().second + 1) {
+      out.back().second = std::max(out.back().second, r.second);
+    } else {
+      out.push_back(r);
+    }
+  }
+  ranges_ = std::move(out);
+}
+
+CodepointSet CodepointSet::Complement() const {
+  // Universe: every Unicode scalar value (surrogates cannot be encoded in UTF-8).
+  CodepointSet out;
+  uint32_t next = 0;
+  for (const auto& [lo, hi] : ranges_) {
+    if (lo > next) out.ranges_.emplace_back(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCodepoint) out.ranges_.emplace_back(next, kMaxCodepoint);
+  // Remove surrogates.
+  std::vector<std::pair<uint32_t, uint32_t>> clipped;
+  for (const auto& [lo, hi] : out.ranges_) {
+    if (hi < 0xD800 || lo > 0xDFFF) {
+      clipped.emplace_back(lo, hi);
+      continue;
+    }
+    if (lo < 0xD800) clipped.emplace_back(lo, 0xD7FF);
+    if (hi > 0xDFFF) clipped.emplace_back(0xE000, hi);
+  }
+  out.ranges_ = std::move(clipped);
+  return out;
+}
+
+bool CodepointSet::Contains(uint32_t cp) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(cp, kMaxCodepoint + 1));
+  if (it == ranges_.begin()) return false;
+  --it;
+  return cp >= it->first && cp <= it->second;
+}
+
+// ---------------------------------------------------------------------------
+// Parser
+
+namespace {
+
+using Node = std::unique_ptr<RegexNode>;
+
+Node MakeNode(RegexNode::Kind kind) {
+  auto n = std::make_unique<RegexNode>();
+  n->kind = kind;
+  return n;
+}
+
+Node MakeSet(CodepointSet set) {
+  Node n = MakeNode(RegexNode::Kind::kSet);
+  n->set = std::move(set);
+  return n;
+}
+
+CodepointSet Single(uint32_t cp) {
+  CodepointSet s;
+  s.AddRange(cp, cp);
+  return s;
+}
+
+// ASCII semantics for the shorthand classes, as RE2 and JavaScript (see docs/regex.md).
+CodepointSet DigitSet() {
+  CodepointSet s;
+  s.AddRange('0', '9');
+  return s;
+}
+CodepointSet WordSet() {
+  CodepointSet s;
+  s.AddRange('0', '9');
+  s.AddRange('A', 'Z');
+  s.AddRange('a', 'z');
+  s.AddRange('_', '_');
+  return s;
+}
+CodepointSet SpaceSet() {
+  CodepointSet s;
+  s.AddRange('\t', '\r');  // \t \n \v \f \r
+  s.AddRange(' ', ' ');
+  return s;
+}
+CodepointSet AnyButNewline() {
+  return Single('\n').Complement();
+}
+
+class Parser {
+ public:
+  Parser(std::string_view pattern, const RegexLimits& limits) : p_(pattern), limits_(limits) {}
+
+  absl::StatusOr<Node> Parse() {
+    // A leading '^' and a trailing unescaped '$' anchor the whole text, which a
+    // constraint always does: accept and drop them.
+    size_t end = p_.size();
+    if (pos_ < end && p_[pos_] == '^') ++pos_;
+    if (end > pos_ && p_[end - 1] == '$' && !EscapedAt(end - 1)) --end;
+    end_ = end;
+    auto node = ParseAlternation(0);
+    if (!node.ok()) return node.status();
+    if (pos_ < end_) {
+      // Only an unbalanced ')' stops the top-level alternation early.
+      return Error(pos_, "unmatched ')'");
+    }
+    return node;
+  }
+
+ private:
+  // Whether the byte at `i` is preceded by an odd number of backslashes.
+  bool EscapedAt(size_t i) const {
+    size_t n = 0;
+    while (i > n && p_[i - 1 - n] == '\\') ++n;
+    return n % 2 == 1;
+  }
+
+  absl::Status Error(size_t offset, const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat("regex: ", what, " at byte offset ", offset));
+  }
+
+  bool AtEnd() const { return pos_ >= end_; }
+  char Peek() const { return p_[pos_]; }
+
+  // Decodes one UTF-8 codepoint at pos_.
+  absl::StatusOr<uint32_t> NextCodepoint() {
+    size_t start = pos_;
+    uint8_t b0 = static_cast<uint8_t>(p_[pos_]);
+    if (b0 < 0x80) {
+      ++pos_;
+      return b0;
+    }
+    int len = (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || start + len > end_) return Error(start, "invalid UTF-8 in pattern");
+    uint32_t cp = b0 & (0x7F >> len);
+    for (int i = 1; i < len; ++i) {
+      uint8_t b = static_cast<uint8_t>(p_[start + i]);
+      if ((b & 0xC0) != 0x80) return Error(start, "invalid UTF-8 in pattern");
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > kMaxCodepoint || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return Error(start, "invalid UTF-8 in pattern");
+    }
+    pos_ += len;
+    return cp;
+  }
+
+  absl::StatusOr<Node> ParseAlternation(int depth) {
+    if (depth > kMaxNesting) return Error(pos_, "groups nested too deeply");
+    std::vector<Node> branches;
+    while (true) {
+      auto branch = ParseConcat(depth);
+      if (!branch.ok()) return branch.status();
+      branches.push_back(std::move(*branch));
+      if (!AtEnd() && Peek() == '|') {
+        ++pos_;
+        continue;
+      }
+      break;
+    }
+    if (branches.size() == 1) return std::move(branches[0]);
+    Node alt = MakeNode(RegexNode::Kind::kAlternate);
+    alt->children = std::move(branches);
+    return alt;
+  }
+
+  absl::StatusOr<Node> ParseConcat(int depth) {
+    std::vector<Node> items;
+    while (!AtEnd() && Peek() != '|' && Peek() != ')') {
+      auto item = ParseRepeat(depth);
+      if (!item.ok()) return item.status();
+      if (*item) items.push_back(std::move(*item));
+    }
+    if (items.empty()) return MakeNode(RegexNode::Kind::kEmpty);
+    if (items.size() == 1) return std::move(items[0]);
+    Node cat = MakeNode(RegexNode::Kind::kConcat);
+    cat->children = std::move(items);
+    return cat;
+  }
+
+  // Parses "{n}", "{n,}", "{n,m}" at pos_. Returns false (pos_ unchanged) when
+  // the text is not a quantifier, in which case '{' is a literal (as in Python).
+  absl::StatusOr<bool> ParseBraces(uint32_t* min, uint32_t* max) {
+    size_t start = pos_;
+    size_t i = pos_ + 1;
+    auto number = [&](uint64_t* out) {
+      size_t s = i;
+      uint64_t v = 0;
+      while (i < end_ && p_[i] >= '0' && p_[i] <= '9') {
+        v = v * 10 + (p_[i] - '0');
+        if (v > 0xFFFFFFFFull) v = 0xFFFFFFFFull;
+        ++i;
+      }
+      *out = v;
+      return i > s;
+    };
+    uint64_t lo = 0, hi = 0;
+    bool has_lo = number(&lo);
+    bool has_hi = false;
+    bool comma = false;
+    if (i < end_ && p_[i] == ',') {
+      comma = true;
+      ++i;
+      has_hi = number(&hi);
+    }
+    if (i >= end_ || p_[i] != '}') return false;
+    if (!has_lo && !comma) return false;  // "{}" is a literal
+    if (!has_lo) lo = 0;                  // "{,m}" as Python: 0 to m
+    ++i;
+    if (!comma) hi = lo;
+    if (comma && !has_hi) hi = RegexNode::kUnbounded;
+    if (lo > limits_.max_repeat || (hi != RegexNode::kUnbounded && hi > limits_.max_repeat)) {
+      return Error(start, absl::StrCat("repeat count exceeds the limit of ", limits_.max_repeat));
+    }
+    if (hi != RegexNode::kUnbounded && hi < lo) return Error(start, "repeat {n,m} with m < n");
+    *min = static_cast<uint32_t>(lo);
+    *max = static_cast<uint32_t>(hi);
+    pos_ = i;
+    return true;
+  }
+
+  absl::StatusOr<Node> ParseRepeat(int depth) {
+    size_t atom_start = pos_;
+    auto atom = ParseAtom(depth);
+    if (!atom.ok()) return atom.status();
+    Node node = std::move(*atom);
+    bool quantified = false;
+    while (!AtEnd()) {
+      char c = Peek();
+      uint32_t min = 0, max = 0;
+      size_t q = pos_;
+      if (c == '*') {
+        min = 0, max = RegexNode::kUnbounded, ++pos_;
+      } else if (c == '+') {
+        min = 1, max = RegexNode::kUnbounded, ++pos_;
+      } else if (c == '?') {
+        min = 0, max = 1, ++pos_;
+      } else if (c == '{') {
+        auto is_q = ParseBraces(&min, &max);
+        if (!is_q.ok()) return is_q.status();
+        if (!*is_q) break;
+      } else {
+        break;
+      }
+      if (!node) return Error(q, "quantifier with nothing to repeat");
+      if (quantified) return Error(q, "multiple repeat (possessive quantifiers are not supported)");
+      quantified = true;
+      // A lazy quantifier matches the same language.
+      if (!AtEnd() && Peek() == '?') ++pos_;
+      if (!AtEnd() && Peek() == '+') {
+        return Error(pos_, "possessive quantifier is not supported");
+      }
+      Node rep = MakeNode(RegexNode::Kind::kRepeat);
+      rep->min = min;
+      rep->max = max;
+      rep->children.push_back(std::move(node));
+      node = std::move(rep);
+    }
+    (void)atom_start;
+    return node;
+  }
+
+  // Returns null for constructs that match the empty string and add nothing
+  // (comments).
+  absl::StatusOr<Node> ParseAtom(int depth) {
+    size_t start = pos_;
+    char c = Peek();
+    switch (c) {
+      case '(':
+        return ParseGroup(depth);
+      case '[': {
+        auto set = ParseClass();
+        if (!set.ok()) return set.status();
+        return MakeSet(std::move(*set));
+      }
+      case '.':
+        ++pos_;
+        return MakeSet(AnyButNewline());
+      case '^':
+        return Error(start, "'^' is only supported at the start of the pattern");
+      case '$':
+        return Error(start, "'$' is only supported at the end of the pattern");
+      case '*':
+      case '+':
+      case '?':
+        return Error(start, "quantifier with nothing to repeat");
+      case '\\': {
+        auto set = ParseEscape(/*in_class=*/false);
+        if (!set.ok()) return set.status();
+        return MakeSet(std::move(*set));
+      }
+      default: {
+        auto cp = NextCodepoint();
+        if (!cp.ok()) return cp.status();
+        return MakeSet(Single(*cp));
+      }
+    }
+  }
+
+  absl::StatusOr<Node> ParseGroup(int depth) {
+    size_t start = pos_;
+    ++pos_;  // '('
+    auto starts = [&](std::string_view s) { return p_.substr(pos_, s.size()) == s; };
+    if (starts("?")) {
+      if (starts("?:")) {
+        pos_ += 2;
+      } else if (starts("?P<") || starts("?<") ) {
+        if (starts("?<=") || starts("?<!")) return Error(start, "lookbehind is not supported");
+        size_t close = p_.find('>', pos_);
+        if (close == std::string_view::npos || close >= end_) return Error(start, "unterminated group name");
+        pos_ = close + 1;
+      } else if (starts("?P=")) {
+        return Error(start, "backreference is not supported");
+      } else if (starts("?=") || starts("?!")) {
+        return Error(start, "lookahead is not supported");
+      } else if (starts("?#")) {
+        size_t close = p_.find(')', pos_);
+        if (close == std::string_view::npos || close >= end_) return Error(start, "unterminated comment");
+        pos_ = close + 1;
+        return Node(nullptr);
+      } else if (starts("?(")) {
+        return Error(start, "conditional group is not supported");
+      } else {
+        return Error(start, "inline flags are not supported");
+      }
+    }
+    auto inner = ParseAlternation(depth + 1);
+    if (!inner.ok()) return inner.status();
+    if (AtEnd() || Peek() != ')') return Error(start, "missing ')'");
+    ++pos_;
+    return inner;
+  }
+
+  // Parses an escape at pos_ ('\\'). In a class, \b is a backspace.
+  absl::StatusOr<CodepointSet> ParseEscape(bool in_class) {
+    size_t start = pos_;
+    ++pos_;
+    if (AtEnd()) return Error(start, "trailing backslash");
+    char c = Peek();
+    auto hex = [&](int digits) -> absl::StatusOr<uint32_t> {
+      uint32_t v = 0;
+      for (int i = 0; i < digits; ++i) {
+        if (pos_ >= end_) return Error(start, "incomplete hex escape");
+        char h = p_[pos_];
+        int d = (h >= '0' && h <= '9') ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
+        if (d < 0) return Error(start, "invalid hex escape");
+        v = v * 16 + d;
+        ++pos_;
+      }
+      return v;
+    };
+    auto codepoint = [&](absl::StatusOr<uint32_t> v) -> absl::StatusOr<CodepointSet> {
+      if (!v.ok()) return v.status();
+      if (*v > kMaxCodepoint) return Error(start, "escape beyond U+10FFFF");
+      if (*v >= 0xD800 && *v <= 0xDFFF) return Error(start, "escape of a surrogate codepoint");
+      return Single(*v);
+    };
+    ++pos_;
+    switch (c) {
+      case 'd': return DigitSet();
+      case 'D': return DigitSet().Complement();
+      case 'w': return WordSet();
+      case 'W': return WordSet().Complement();
+      case 's': return SpaceSet();
+      case 'S': return SpaceSet().Complement();
+      case 'n': return Single('\n');
+      case 't': return Single('\t');
+      case 'r': return Single('\r');
+      case 'f': return Single('\f');
+      case 'v': return Single('\v');
+      case 'a': return Single('\a');
+      case '0': {
+        // Python: \0 plus up to two more octal digits is an octal escape.
+        uint32_t v = 0;
+        for (int i = 0; i < 2 && !AtEnd() && Peek() >= '0' && Peek() <= '7'; ++i) {
+          v = v * 8 + (Peek() - '0');
+          ++pos_;
+        }
+        return Single(v);
+      }
+      case 'x':
+        if (!AtEnd() && Peek() == '{') {
+          size_t close = p_.find('}', pos_);
+          if (close == std::string_view::npos || close >= end_ || close == pos_ + 1 || close - pos_ > 9) {
+            return Error(start, "invalid \\x{...} escape");
+          }
+          ++pos_;
+          auto v = hex(static_cast<int>(close - pos_));
+          ++pos_;
+          return codepoint(v);
+        }
+        return codepoint(hex(2));
+      case 'u': return codepoint(hex(4));
+      case 'U': return codepoint(hex(8));
+      case 'b':
+        if (in_class) return Single('\b');
+        return Error(start, "word boundary \\b is not supported");
+      case 'B': return Error(start, "\\B is not supported");
+      case 'A': case 'Z': case 'z': case 'G':
+        return Error(start, absl::StrCat("anchor \\", std::string(1, c), " is not supported"));
+      case 'p': case 'P': return Error(start, "Unicode property classes are not supported");
+      case 'N': return Error(start, "named characters \\N{...} are not supported");
+      default: break;
+    }
+    if (c >= '1' && c <= '7' && pos_ + 1 < end_ && p_[pos_] >= '0' && p_[pos_] <= '7' &&
+        p_[pos_ + 1] >= '0' && p_[pos_ + 1] <= '7') {
+      // Python: three octal digits are an octal escape (at most \377).
+      uint32_t v = (c - '0') * 64 + (p_[pos_] - '0') * 8 + (p_[pos_ + 1] - '0');
+      if (v > 0377) return Error(start, "octal escape beyond \\377");
+      pos_ += 2;
+      return Single(v);
+    }
+    if (c >= '1' && c <= '9') return Error(start, "backreference is not supported");
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      return Error(start, absl::StrCat("unknown escape \\", std::string(1, c)));
+    }
+    // Any other escaped character stands for itself.
+    pos_ = start + 1;
+    auto cp = NextCodepoint();
+    if (!cp.ok()) return cp.status();
+    return Single(*cp);
+  }
+
+  absl::StatusOr<CodepointSet> ParseClass() {
+    size_t start = pos_;
+    ++pos_;  // '['
+    bool negate = false;
+    if (!AtEnd() && Peek() == '^') {
+      negate = true;
+      ++pos_;
+    }
+    CodepointSet set;
+    bool first = true;
+    while (true) {
+      if (AtEnd()) return Error(start, "missing ']'");
+      char c = Peek();
+      if (c == ']' && !first) {
+        ++pos_;
+        break;
+      }
+      if (c == '[' && pos_ + 1 < end_ && (p_[pos_ + 1] == ':' || p_[pos_ + 1] == '=' || p_[pos_ + 1] == '.')) {
+        return Error(pos_, "POSIX character classes are not supported");
+      }
+      first = false;
+      // One item: a codepoint, or an escape that may be a whole class.
+      size_t item_start = pos_;
+      uint32_t lo;
+      if (c == '\\') {
+        auto esc = ParseEscape(/*in_class=*/true);
+        if (!esc.ok()) return esc.status();
+        const auto& r = esc->ranges();
+        if (r.size() != 1 || r[0].first != r[0].second) {
+          set.Add(*esc);  // \d, \w, ... cannot start a range
+          if (!AtEnd() && Peek() == '-' && pos_ + 1 < end_ && p_[pos_ + 1] != ']') {
+            return Error(item_start, "bad character range");
+          }
+          continue;
+        }
+        lo = r[0].first;
+      } else {
+        auto cp = NextCodepoint();
+        if (!cp.ok()) return cp.status();
+        lo = *cp;
+      }
+      uint32_t hi = lo;
+      if (!AtEnd() && Peek() == '-' && pos_ + 1 < end_ && p_[pos_ + 1] != ']') {
+        ++pos_;
+        if (Peek() == '\\') {
+          auto esc = ParseEscape(/*in_class=*/true);
+          if (!esc.ok()) return esc.status();
+          const auto& r = esc->ranges();
+          if (r.size() != 1 || r[0].first != r[0].second) return Error(item_start, "bad character range");
+          hi = r[0].first;
+        } else {
+          auto cp = NextCodepoint();
+          if (!cp.ok()) return cp.status();
+          hi = *cp;
+        }
+        if (hi < lo) return Error(item_start, "bad character range (end before start)");
+      }
+      // Ranges may span the surrogates; they cannot appear in UTF-8 text.
+      if (lo < 0xD800 || hi > 0xDFFF) {
+        if (lo < 0xD800) set.AddRange(lo, std::min<uint32_t>(hi, 0xD7FF));
+        if (hi > 0xDFFF) set.AddRange(std::max<uint32_t>(lo, 0xE000), hi);
+      }
+    }
+    return negate ? set.Complement() : set;
+  }
+
+  static constexpr int kMaxNesting = 1000;
+  std::string_view p_;
+  const RegexLimits& limits_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+};
+
+// Node count with counted repeats expanded, saturating at `cap` + 1.
+size_t ExpandedSize(const RegexNode& n, size_t cap) {
+  size_t own = 1;
+  for (const auto& c : n.children) {
+    own += ExpandedSize(*c, cap);
+    if (own > cap) return cap + 1;
+  }
+  if (n.kind == RegexNode::Kind::kRepeat) {
+    uint64_t copies = n.max == RegexNode::kUnbounded ? std::max<uint32_t>(n.min, 1) : n.max;
+    uint64_t total = 1 + static_cast<uint64_t>(own - 1) * std::max<uint64_t>(copies, 1);
+    return total > cap ? cap + 1 : static_cast<size_t>(total);
+  }
+  return own;
+}
+
+}  // namespace
+
+absl::StatusOr<Regex> Regex::Parse(std::string_view pattern, const RegexLimits& limits) {
+  if (pattern.size() > limits.max_pattern_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "regex: pattern of %d bytes exceeds the limit of %d bytes", pattern.size(),
+        limits.max_pattern_bytes));
+  }
+  Parser parser(pattern, limits);
+  auto root = parser.Parse();
+  if (!root.ok()) return root.status();
+  Regex re;
+  re.root_ = std::move(*root);
+  re.expanded_size_ = ExpandedSize(*re.root_, limits.max_nodes);
+  if (re.expanded_size_ > limits.max_nodes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "regex: pattern expands to more than %d nodes (counted repeats multiply their body)",
+        limits.max_nodes));
+  }
+  return re;
+}
+
+}  // namespace maskd

@@ -1,0 +1,296 @@
+#include "index/token_index.h"
+
+#include <algorithm>
+#include <cstring>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "index/token_trie.h"
+
+namespace maskd {
+
+// The allowed tokens of one or more DFA states (identical masks are shared).
+// Stored dense (one bit per token id) or, when few tokens are allowed, as the
+// sorted list of their ids: the sparse form is never larger than the dense one
+// and writing it costs a memset plus one store per id.
+class StateMask {
+ public:
+  StateMask(bool dense, uint32_t count, std::vector<uint32_t> data)
+      : dense_(dense), count_(count), data_(std::move(data)) {}
+
+  void Write(uint32_t* words, uint32_t num_words) const {
+    if (dense_) {
+      std::memcpy(words, data_.data(), static_cast<size_t>(num_words) * sizeof(uint32_t));
+      return;
+    }
+    std::memset(words, 0, static_cast<size_t>(num_words) * sizeof(uint32_t));
+    for (uint32_t id : data_) words[id >> 5] |= 1u << (id & 31);
+  }
+  bool Has(uint32_t id) const {
+    if (dense_) return (data_[id >> 5] >> (id & 31)) & 1;
+    return std::binary_search(data_.begin(), data_.end(), id);
+  }
+  uint32_t count() const { return count_; }
+  bool dense() const { return dense_; }
+  const std::vector<uint32_t>& data() const { return data_; }
+  size_t MemoryBytes() const { return sizeof(StateMask) + data_.capacity() * sizeof(uint32_t); }
+
+ private:
+  bool dense_;
+  uint32_t count_;
+  std::vector<uint32_t> data_;
+};
+
+// Owns the distinct masks of one index and shares identical ones.
+class TokenIndex::MaskStore {
+ public:
+  // Returns the stored mask equal to (dense, count, data), adding it if new.
+  const StateMask* Intern(bool dense, uint32_t count, std::vector<uint32_t> data) {
+    size_t h = absl::HashOf(dense, absl::MakeConstSpan(data));
+    absl::MutexLock lock(&mu_);
+    auto& bucket = by_hash_[h];
+    for (const StateMask* m : bucket) {
+      if (m->dense() == dense && m->data() == data) return m;
+    }
+    owned_.push_back(std::make_unique<StateMask>(dense, count, std::move(data)));
+    const StateMask* m = owned_.back().get();
+    bucket.push_back(m);
+    bytes_.fetch_add(m->MemoryBytes() + sizeof(void*) * 3, std::memory_order_relaxed);
+    return m;
+  }
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<size_t, std::vector<const StateMask*>> by_hash_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<StateMask>> owned_ ABSL_GUARDED_BY(mu_);
+  std::atomic<size_t> bytes_{0};
+};
+
+namespace {
+
+// Per-thread buffers for mask computation, reused across calls.
+struct WalkScratch {
+  std::vector<uint32_t> words;
+  std::vector<Dfa::State> stack;
+  std::vector<uint64_t> seen;  // bitset over DFA states, for successors
+};
+
+WalkScratch& Scratch() {
+  thread_local WalkScratch scratch;
+  return scratch;
+}
+
+}  // namespace
+
+TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab)
+    : dfa_(std::move(dfa)),
+      vocab_(std::move(vocab)),
+      num_words_((vocab_->size() + 31) / 32),
+      masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
+      store_(std::make_unique<MaskStore>()) {
+  for (uint32_t s = 0; s < dfa_->num_states(); ++s) masks_[s].store(nullptr, std::memory_order_relaxed);
+}
+
+TokenIndex::~TokenIndex() = default;
+
+std::shared_ptr<const TokenIndex> TokenIndex::Create(std::shared_ptr<const Dfa> dfa,
+                                                     std::shared_ptr<const Vocabulary> vocab) {
+  return std::shared_ptr<const TokenIndex>(new TokenIndex(std::move(dfa), std::move(vocab)));
+}
+
+const StateMask& TokenIndex::MaskOf(State s) const {
+  const StateMask* m = masks_[s].load(std::memory_order_acquire);
+  if (m != nullptr) return *m;
+  return ComputeMask(s, nullptr);
+}
+
+const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
+  WalkScratch& w = Scratch();
+  w.words.assign(num_words_, 0);
+  const TokenTrie& trie = vocab_->trie();
+  w.stack.resize(trie.max_depth() + 1);
+  const bool want_successors = successors != nullptr;
+  if (want_successors) w.seen.assign((dfa_->num_states() + 63) / 64, 0);
+
+  uint32_t* words = w.words.data();
+  State* stack = w.stack.data();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* token_begin = trie.token_begin();
+  const uint32_t* token_ids = trie.token_ids();
+  const uint32_t n = static_cast<uint32_t>(trie.num_nodes());
+  const Dfa& dfa = *dfa_;
+
+  if (s != Dfa::kDead) {
+    stack[0] = s;
+    uint32_t i = 1;
+    while (i < n) {
+      const TokenTrie::Node node = nodes[i];
+      const State t = dfa.Next(stack[node.depth - 1], node.byte);
+      if (t == Dfa::kDead) {
+        i = node.next;  // no token below this prefix is allowed
+        continue;
+      }
+      stack[node.depth] = t;
+      uint32_t b = token_begin[i];
+      const uint32_t e = token_begin[i + 1];
+      if (b != e) {
+        for (; b < e; ++b) {
+          const uint32_t id = token_ids[b];
+          words[id >> 5] |= 1u << (id & 31);
+        }
+        if (want_successors && !((w.seen[t >> 6] >> (t & 63)) & 1)) {
+          w.seen[t >> 6] |= uint64_t{1} << (t & 63);
+          successors->push_back(t);
+        }
+      }
+      ++i;
+    }
+  }
+  // EOS ids: allowed exactly in accepting states, whatever their bytes.
+  const bool accepting = s != Dfa::kDead && dfa.IsAccepting(s);
+  for (uint32_t eos : vocab_->eos_ids()) {
+    if (accepting) {
+      words[eos >> 5] |= 1u << (eos & 31);
+    } else {
+      words[eos >> 5] &= ~(1u << (eos & 31));
+    }
+  }
+  uint32_t count = 0;
+  for (uint32_t k = 0; k < num_words_; ++k) count += static_cast<uint32_t>(__builtin_popcount(words[k]));
+
+  std::vector<uint32_t> data;
+  const bool dense = count > num_words_ / 8;
+  if (dense) {
+    data.assign(w.words.begin(), w.words.end());
+  } else {
+    data.reserve(count);
+    for (uint32_t k = 0; k < num_words_; ++k) {
+      for (uint32_t bits = words[k]; bits != 0; bits &= bits - 1) {
+        data.push_back(k * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));
+      }
+    }
+  }
+  const StateMask* m = store_->Intern(dense, count, std::move(data));
+  const StateMask* expected = nullptr;
+  // Another thread may have published the same state's mask meanwhile: both
+  // are equal and interned, so either pointer is the same object.
+  masks_[s].compare_exchange_strong(expected, m, std::memory_order_acq_rel);
+  return *m;
+}
+
+void TokenIndex::WriteMask(State s, uint32_t* words) const { MaskOf(s).Write(words, num_words_); }
+
+uint32_t TokenIndex::CountAllowed(State s) const { return MaskOf(s).count(); }
+
+bool TokenIndex::IsAllowed(State s, uint32_t token) const {
+  if (token >= vocab_->size() || s == Dfa::kDead) return false;
+  const StateMask* m = masks_[s].load(std::memory_order_acquire);
+  if (m != nullptr) return m->Has(token);
+  if (vocab_->is_eos(token)) return dfa_->IsAccepting(s);
+  return NextState(s, token) != Dfa::kDead;
+}
+
+TokenIndex::State TokenIndex::NextState(State s, uint32_t token) const {
+  if (token >= vocab_->size() || !vocab_->has_token(token) || vocab_->is_special(token) ||
+      vocab_->is_eos(token)) {
+    return Dfa::kDead;
+  }
+  std::string_view bytes = vocab_->bytes(token);
+  if (bytes.empty() || bytes.size() > 0xFFFF) return Dfa::kDead;
+  return dfa_->Walk(s, bytes);
+}
+
+absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
+                                    const std::atomic<bool>* cancel) const {
+  const uint32_t n = dfa_->num_states();
+  std::vector<uint8_t> queued(n, 0);
+  std::vector<State> queue;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0;
+  int busy = 0;
+  absl::Status status;
+  if (start() != Dfa::kDead) {
+    queue.push_back(start());
+    queued[start()] = 1;
+  }
+  auto worker = [&] {
+    std::vector<State> successors;
+    while (true) {
+      State s;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return next < queue.size() || busy == 0 || !status.ok(); });
+        if (!status.ok() || next >= queue.size()) {
+          cv.notify_all();
+          return;
+        }
+        s = queue[next++];
+        ++busy;
+      }
+      absl::Status abort;
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+        abort = absl::CancelledError("index precomputation cancelled");
+      } else if (deadline != absl::InfiniteFuture() && absl::Now() > deadline) {
+        abort = absl::DeadlineExceededError("index precomputation exceeded its deadline");
+      }
+      successors.clear();
+      if (abort.ok()) ComputeMask(s, &successors);
+      std::lock_guard<std::mutex> lock(mu);
+      --busy;
+      if (!abort.ok() && status.ok()) status = abort;
+      for (State t : successors) {
+        if (!queued[t]) {
+          queued[t] = 1;
+          queue.push_back(t);
+        }
+      }
+      cv.notify_all();
+    }
+  };
+  threads = std::max(1, threads);
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return status;
+}
+
+uint32_t TokenIndex::num_computed_states() const {
+  uint32_t c = 0;
+  for (uint32_t s = 0; s < dfa_->num_states(); ++s) {
+    if (masks_[s].load(std::memory_order_relaxed) != nullptr) ++c;
+  }
+  return c;
+}
+
+size_t TokenIndex::MemoryBytes() const {
+  return sizeof(TokenIndex) + dfa_->MemoryBytes() +
+         static_cast<size_t>(dfa_->num_states()) * sizeof(std::atomic<const StateMask*>) +
+         store_->bytes();
+}
+
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(std::string_view pattern,
+                                                               std::shared_ptr<const Vocabulary> vocab,
+                                                               const CompileOptions& options) {
+  auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa);
+  if (!dfa.ok()) return dfa.status();
+  if ((*dfa)->start() == Dfa::kDead) {
+    return absl::InvalidArgumentError("regex: the pattern matches no text");
+  }
+  auto index = TokenIndex::Create(std::move(*dfa), std::move(vocab));
+  if (options.eager) {
+    auto status = index->Precompute(options.threads, options.dfa.deadline, options.dfa.cancel);
+    if (!status.ok()) return status;
+  }
+  return index;
+}
+
+}  // namespace maskd
