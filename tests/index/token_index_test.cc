@@ -1,0 +1,209 @@
+// Token index: per-state masks against a brute-force walk of every token, on
+// the bundled tokenizer and the five shared ones; random walks whose texts
+// must fully match the regex under RE2; lazy and eager masks agree.
+#include "index/token_index.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "index/guide.h"
+#include "index/random_walk.h"
+#include "re2/re2.h"
+#include "tests/index/test_util.h"
+
+namespace maskd {
+namespace {
+
+// The bench regexes (outlines-core's write_mask_into and Outlines'
+// logits-processor benchmarks) and a few more shapes.
+const std::vector<std::string>& Regexes() {
+  static const auto* r = new std::vector<std::string>{
+      R"([a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)",
+      R"(\+?[1-9][0-9]{7,14})",
+      R"(([1-9]|0[1-9]|1[0-9]|2[0-9]|3[0-1])(\.|-|/)([1-9]|0[1-9]|1[0-2])(\.|-|/)([0-9][0-9]|19[0-9][0-9]|20[0-9][0-9])|([0-9][0-9]|19[0-9][0-9]|20[0-9][0-9])(\.|-|/)([1-9]|0[1-9]|1[0-2])(\.|-|/)([1-9]|0[1-9]|1[0-9]|2[0-9]|3[0-1]))",
+      R"((?:(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.){3}(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?))",
+      R"((https?:\/\/)?([\da-z\.-]+)\.([a-z\.]{2,6})([\/\w \.-]*)*\/?)",
+      R"(\d{3}-\d{2}-\d{4})",
+      R"([^Z]*)",
+      R"(Z*)",
+      R"re(\{"name": "[^"\\]{1,20}", "age": (0|[1-9][0-9]{0,2})\})re",
+      R"((true|false|null|-?(0|[1-9][0-9]*)(\.[0-9]+)?))",
+      R"(héllo (wörld|世界|🙂)+)",
+      R"(.{0,12})",
+  };
+  return *r;
+}
+
+bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {
+  const Vocabulary& v = index.vocabulary();
+  if (v.is_eos(t)) return index.dfa().IsAccepting(s);
+  if (!v.has_token(t) || v.is_special(t) || v.bytes(t).empty()) return false;
+  return index.dfa().Walk(s, v.bytes(t)) != Dfa::kDead;
+}
+
+// Compares the masks of up to `max_states` states reachable through tokens
+// (breadth-first from the start) with a brute-force walk of every token id.
+void CheckAgainstBruteForce(std::shared_ptr<const Vocabulary> vocab, const std::string& regex,
+                            int max_states) {
+  auto index = CompileRegex(regex, vocab);
+  ASSERT_TRUE(index.ok()) << regex << ": " << index.status();
+  const TokenIndex& ix = **index;
+  std::vector<uint32_t> mask(ix.num_words());
+  std::vector<Dfa::State> queue = {ix.start()};
+  std::vector<bool> seen(ix.dfa().num_states(), false);
+  seen[ix.start()] = true;
+  for (size_t q = 0; q < queue.size() && static_cast<int>(q) < max_states; ++q) {
+    Dfa::State s = queue[q];
+    ix.WriteMask(s, mask.data());
+    uint32_t count = 0;
+    std::mt19937 rng(s);
+    std::vector<uint32_t> allowed;
+    for (uint32_t t = 0; t < vocab->size(); ++t) {
+      bool want = BruteAllowed(ix, s, t);
+      bool got = (mask[t >> 5] >> (t & 31)) & 1;
+      ASSERT_EQ(got, want) << "regex " << regex << " state " << s << " token " << t;
+      ASSERT_EQ(ix.IsAllowed(s, t), want) << "token " << t;
+      if (want) {
+        ++count;
+        if (!vocab->is_eos(t)) allowed.push_back(t);
+      }
+    }
+    // Bits past the vocabulary width are never set.
+    for (uint32_t t = vocab->size(); t < ix.num_words() * 32; ++t) {
+      ASSERT_FALSE((mask[t >> 5] >> (t & 31)) & 1);
+    }
+    EXPECT_EQ(ix.CountAllowed(s), count);
+    // Explore a few successors.
+    std::shuffle(allowed.begin(), allowed.end(), rng);
+    for (size_t i = 0; i < allowed.size() && i < 8; ++i) {
+      Dfa::State t = ix.NextState(s, allowed[i]);
+      ASSERT_NE(t, Dfa::kDead);
+      if (!seen[t]) {
+        seen[t] = true;
+        queue.push_back(t);
+      }
+    }
+  }
+}
+
+TEST(TokenIndex, MasksEqualBruteForceOnBundledTokenizer) {
+  for (const auto& regex : Regexes()) CheckAgainstBruteForce(testing::BundledVocabulary(), regex, 12);
+}
+
+TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
+  int checked = 0;
+  for (const auto& name : testing::SharedTokenizerNames()) {
+    auto vocab = testing::SharedVocabulary(name);
+    if (!vocab) continue;
+    ++checked;
+    for (const auto& regex : Regexes()) {
+      SCOPED_TRACE(name);
+      CheckAgainstBruteForce(vocab, regex, 4);
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
+  EXPECT_EQ(checked, 5);
+}
+
+TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
+  VocabularyOptions options;
+  options.vocab_size = 151936;  // Qwen3 models pad logits to this width
+  auto vocab = Vocabulary::Load(testing::BundledTokenizerPath(), options);
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  auto index = CompileRegex("[^Z]*", *vocab);
+  ASSERT_TRUE(index.ok());
+  std::vector<uint32_t> mask((*index)->num_words());
+  (*index)->WriteMask((*index)->start(), mask.data());
+  uint32_t highest = 0;
+  for (uint32_t t = 0; t < (*vocab)->size(); ++t) {
+    if ((*vocab)->has_token(t)) highest = t;
+  }
+  ASSERT_LT(highest + 1, 151936u);
+  for (uint32_t t = highest + 1; t < 151936; ++t) ASSERT_FALSE((mask[t >> 5] >> (t & 31)) & 1) << t;
+  // Special tokens other than EOS are never allowed; EOS is (the start accepts "").
+  for (uint32_t t = 0; t < (*vocab)->size(); ++t) {
+    if ((*vocab)->is_special(t)) {
+      EXPECT_EQ(((mask[t >> 5] >> (t & 31)) & 1) != 0, (*vocab)->is_eos(t)) << t;
+    }
+  }
+}
+
+TEST(TokenIndex, EagerAndLazyAgree) {
+  auto vocab = testing::BundledVocabulary();
+  for (const auto& regex : Regexes()) {
+    CompileOptions eager;
+    eager.eager = true;
+    eager.threads = 2;
+    auto a = CompileRegex(regex, vocab, eager);
+    auto b = CompileRegex(regex, vocab);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_GT((*a)->num_computed_states(), 0u);
+    std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
+    for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
+      (*a)->WriteMask(s, ma.data());
+      (*b)->WriteMask(s, mb.data());
+      ASSERT_EQ(ma, mb) << regex << " state " << s;
+    }
+  }
+}
+
+TEST(TokenIndex, PrecomputeHonoursDeadlineAndCancel) {
+  auto index = CompileRegex(Regexes()[0], testing::BundledVocabulary());
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ((*index)->Precompute(2, absl::Now() - absl::Seconds(1)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  std::atomic<bool> cancel{true};
+  EXPECT_EQ((*index)->Precompute(1, absl::InfiniteFuture(), &cancel).code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_TRUE((*index)->Precompute(2).ok());
+}
+
+TEST(TokenIndex, EmptyLanguageIsAnError) {
+  auto index = CompileRegex("[^\\x00-\\x{10FFFF}]", testing::BundledVocabulary());
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Random walks: every step's token was allowed (Advance checks it) and every
+// finished text fully matches the regex under RE2, an independent matcher.
+void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_regex) {
+  int finished = 0, total = 0;
+  for (const auto& regex : Regexes()) {
+    auto index = CompileRegex(regex, vocab);
+    ASSERT_TRUE(index.ok());
+    RE2 oracle(regex);
+    ASSERT_TRUE(oracle.ok()) << regex;
+    for (int i = 0; i < walks_per_regex; ++i) {
+      auto walk = RandomWalk(*index, 1000 * i + 17, 48);
+      ASSERT_TRUE(walk.ok()) << regex << ": " << walk.status();
+      ++total;
+      if (walk->finished) {
+        ++finished;
+        ASSERT_TRUE(RE2::FullMatch(walk->text, oracle)) << regex << " text: " << walk->text;
+      }
+      // Every prefix walked is still a prefix of the language.
+      ASSERT_NE((*index)->dfa().Walk((*index)->start(), walk->text), Dfa::kDead);
+    }
+  }
+  EXPECT_GT(finished, total * 8 / 10) << "most walks should reach EOS";
+}
+
+TEST(TokenIndex, RandomWalksMatchRe2OnBundledTokenizer) { CheckRandomWalks(testing::BundledVocabulary(), 250); }
+
+TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
+  int checked = 0;
+  for (const auto& name : testing::SharedTokenizerNames()) {
+    auto vocab = testing::SharedVocabulary(name);
+    if (!vocab) continue;
+    if (vocab->eos_ids().empty()) continue;
+    ++checked;
+    SCOPED_TRACE(name);
+    CheckRandomWalks(vocab, 170);
+  }
+  if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
+}
+
+}  // namespace
+}  // namespace maskd

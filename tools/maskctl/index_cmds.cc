@@ -1,0 +1,179 @@
+// Offline subcommands over the core library: compile, walk, sample.
+// With the global --addr flag, `compile` talks to a running maskd instead.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "index/guide.h"
+#include "index/json_schema.h"
+#include "index/random_walk.h"
+#include "index/token_index.h"
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/digest.h"
+#include "tools/maskctl/tokenizer_flag.h"
+#ifdef MASKD_WITH_CLIENT
+#include "tools/maskctl/online.h"
+#endif
+
+namespace maskctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void PrintLine(const nlohmann::json& j) {
+  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+std::set<std::string> WithTokenizerFlags(std::set<std::string> flags) {
+  const auto& t = TokenizerValueFlags();
+  flags.insert(t.begin(), t.end());
+  return flags;
+}
+
+// The regex a command constrains with: --regex R, or --json-schema FILE
+// converted to a regex.
+absl::StatusOr<std::string> ConstraintRegex(const Args& args) {
+  auto regex = args.Get("regex");
+  auto schema_file = args.Get("json-schema");
+  if (regex.has_value() == schema_file.has_value()) {
+    return absl::InvalidArgumentError("give exactly one of --regex or --json-schema");
+  }
+  if (regex) return *regex;
+  std::ifstream in(*schema_file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(*schema_file, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto converted = maskd::JsonSchemaToRegex(text.str());
+  if (!converted.ok()) {
+    return absl::Status(converted.status().code(),
+                        absl::StrCat(*schema_file, ": ", converted.status().message()));
+  }
+  for (const auto& w : converted->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  return converted->regex;
+}
+
+int RunCompile(const Context& ctx) {
+#ifdef MASKD_WITH_CLIENT
+  if (!ctx.addr.empty()) return RunOnlineCompile(ctx);
+#endif
+  if (!ctx.addr.empty()) return Fail("compile", "this maskctl was built without the client library");
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "threads"}), {"eager"});
+  if (!args.ok()) return Fail("compile", std::string(args.status().message()));
+  auto vocab = LoadTokenizerFlag(*args);
+  if (!vocab.ok()) return Fail("compile", std::string(vocab.status().message()));
+  auto threads = args->GetUint("threads", 1);
+  if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
+
+  Clock::time_point t0 = Clock::now();
+  auto pattern = ConstraintRegex(*args);
+  if (!pattern.ok()) return Fail("compile", std::string(pattern.status().message()));
+  maskd::CompileOptions options;
+  auto index = maskd::CompileRegex(*pattern, *vocab, options);
+  if (!index.ok()) return Fail("compile", std::string(index.status().message()));
+  double compile_ms = MsSince(t0);
+  std::vector<uint32_t> mask((*index)->num_words());
+  maskd::Guide guide(*index);
+  guide.WriteMaskUnchecked(mask.data());
+  double first_mask_ms = MsSince(t0);
+  nlohmann::json out = {{"dfa_states", (*index)->dfa().num_states()},
+                        {"compile_ms", compile_ms},
+                        {"first_mask_ms", first_mask_ms}};
+  if (args->Has("eager")) {
+    auto status = (*index)->Precompute(static_cast<int>(*threads));
+    if (!status.ok()) return Fail("compile", std::string(status.message()));
+    out["ready_ms"] = MsSince(t0);
+    out["ready_states"] = (*index)->num_computed_states();
+  }
+  out["index_bytes"] = (*index)->MemoryBytes();
+  PrintLine(out);
+  return 0;
+}
+
+int RunWalk(const Context& ctx) {
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "tokens"}), {"full"});
+  if (!args.ok()) return Fail("walk", std::string(args.status().message()));
+  auto vocab = LoadTokenizerFlag(*args);
+  if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
+  auto tokens = args->GetUintList("tokens");
+  if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
+  auto pattern = ConstraintRegex(*args);
+  if (!pattern.ok()) return Fail("walk", std::string(pattern.status().message()));
+  auto index = maskd::CompileRegex(*pattern, *vocab);
+  if (!index.ok()) return Fail("walk", std::string(index.status().message()));
+
+  const bool full = args->Has("full");
+  maskd::Guide guide(*index);
+  std::vector<uint32_t> mask((*index)->num_words());
+  auto emit = [&](size_t step) {
+    guide.WriteMaskUnchecked(mask.data());
+    const size_t bytes = mask.size() * sizeof(uint32_t);  // little-endian host words
+    nlohmann::json line = {
+        {"step", step},
+        {"state", guide.IsFinished() ? -1 : static_cast<int64_t>(guide.state())},
+        {"allowed", maskd::CountAllowedTokens(mask.data(), (*index)->num_words())},
+        {"mask_sha256", Sha256Hex(mask.data(), bytes)},
+        {"accepting", guide.IsAccepting()}};
+    if (full) {
+      line["mask_b64"] = absl::Base64Escape(
+          absl::string_view(reinterpret_cast<const char*>(mask.data()), bytes));
+    }
+    PrintLine(line);
+  };
+  emit(0);
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    if (auto s = guide.Advance((*tokens)[i]); !s.ok()) {
+      PrintLine({{"step", i + 1}, {"error", std::string(s.message())}});
+      return 3;
+    }
+    emit(i + 1);
+  }
+  return 0;
+}
+
+int RunSample(const Context& ctx) {
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "seed", "max-tokens"}), {});
+  if (!args.ok()) return Fail("sample", std::string(args.status().message()));
+  auto vocab = LoadTokenizerFlag(*args);
+  if (!vocab.ok()) return Fail("sample", std::string(vocab.status().message()));
+  auto seed = args->GetUint("seed", 0);
+  auto max_tokens = args->GetUint("max-tokens", 64);
+  if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
+  if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
+  auto pattern = ConstraintRegex(*args);
+  if (!pattern.ok()) return Fail("sample", std::string(pattern.status().message()));
+  auto index = maskd::CompileRegex(*pattern, *vocab);
+  if (!index.ok()) return Fail("sample", std::string(index.status().message()));
+  auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
+  if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
+  PrintLine({{"tokens", walk->tokens}, {"text_hex", Hex(walk->text)}, {"finished", walk->finished}});
+  return 0;
+}
+
+}  // namespace
+
+MASKCTL_COMMAND("compile",
+                "compile --tokenizer T (--regex R | --json-schema FILE) [--eager [--threads N]] "
+                "[--vocab-size N] [--eos IDS]   (with --addr: compile on a server, --tokenizer NAME)",
+                RunCompile);
+MASKCTL_COMMAND("walk",
+                "walk --tokenizer T (--regex R | --json-schema FILE) --tokens 12,345,6 [--full]",
+                RunWalk);
+MASKCTL_COMMAND("sample",
+                "sample --tokenizer T (--regex R | --json-schema FILE) --seed S --max-tokens N",
+                RunSample);
+
+}  // namespace maskctl
