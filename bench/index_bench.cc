@@ -1,0 +1,223 @@
+// Core engine benchmarks: compile to first mask, compile to all states ready,
+// writing a ready state's mask against a memcpy of the same bytes, and
+// advancing one token. Workload: ../shared/corpora/bench-regexes.json x
+// tokenizers llama3, qwen3, gemma3 (from ../shared/tokenizers).
+//
+//   build/bin/index_bench [--benchmark_filter=...]
+//
+// Figures and commands are recorded in docs/benchmarks.md.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "benchmark/benchmark.h"
+#include "index/guide.h"
+#include "index/random_walk.h"
+#include "index/token_index.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+namespace {
+
+std::map<std::string, std::string> BenchRegexes() {
+  std::ifstream in(std::string(MASKD_SHARED_DIR) + "/corpora/bench-regexes.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  std::map<std::string, std::string> out;
+  if (j.is_discarded()) return out;
+  for (auto& [name, re] : j["regexes"].items()) out[name] = re.get<std::string>();
+  return out;
+}
+
+std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const Vocabulary>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  auto v = Vocabulary::Load(std::string(MASKD_SHARED_DIR) + "/tokenizers/" + name);
+  if (!v.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), v.status().ToString().c_str());
+    std::exit(1);
+  }
+  return cache[name] = *v;
+}
+
+void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex) {
+  auto vocab = LoadShared(tokenizer);
+  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  for (auto _ : state) {
+    auto index = CompileRegex(regex, vocab);
+    if (!index.ok()) {
+      state.SkipWithError(std::string(index.status().message()).c_str());
+      return;
+    }
+    (*index)->WriteMask((*index)->start(), mask.data());
+    benchmark::DoNotOptimize(mask.data());
+  }
+}
+
+void CompileReady(benchmark::State& state, std::string tokenizer, std::string regex, int threads) {
+  auto vocab = LoadShared(tokenizer);
+  CompileOptions options;
+  options.eager = true;
+  options.threads = threads;
+  size_t bytes = 0, states = 0;
+  for (auto _ : state) {
+    auto index = CompileRegex(regex, vocab, options);
+    if (!index.ok()) {
+      state.SkipWithError(std::string(index.status().message()).c_str());
+      return;
+    }
+    bytes = (*index)->MemoryBytes();
+    states = (*index)->num_computed_states();
+  }
+  state.counters["index_bytes"] = static_cast<double>(bytes);
+  state.counters["ready_states"] = static_cast<double>(states);
+}
+
+// States visited by a few random walks: the states a generation really meets.
+std::vector<Dfa::State> WalkStates(const std::shared_ptr<const TokenIndex>& index) {
+  std::vector<Dfa::State> states;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    auto walk = RandomWalk(index, seed, 32);
+    if (!walk.ok()) continue;
+    Guide g(index);
+    for (uint32_t t : walk->tokens) {
+      if (g.IsFinished()) break;
+      states.push_back(g.state());
+      if (!g.Advance(t).ok()) break;
+    }
+  }
+  return states;
+}
+
+void WriteMask(benchmark::State& state, std::string tokenizer, std::string regex) {
+  auto vocab = LoadShared(tokenizer);
+  CompileOptions options;
+  options.eager = true;
+  auto index = CompileRegex(regex, vocab, options);
+  if (!index.ok()) {
+    state.SkipWithError(std::string(index.status().message()).c_str());
+    return;
+  }
+  std::vector<Dfa::State> states = WalkStates(*index);
+  std::vector<uint32_t> mask((*index)->num_words());
+  size_t i = 0;
+  for (auto _ : state) {
+    (*index)->WriteMask(states[i], mask.data());
+    benchmark::DoNotOptimize(mask.data());
+    benchmark::ClobberMemory();
+    if (++i == states.size()) i = 0;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mask.size() * 4);
+}
+
+void Memcpy(benchmark::State& state, std::string tokenizer) {
+  auto vocab = LoadShared(tokenizer);
+  const size_t words = (vocab->size() + 31) / 32;
+  // Several sources, as WriteMask reads several distinct masks.
+  std::vector<std::vector<uint32_t>> src(8, std::vector<uint32_t>(words, 0x5a5a5a5a));
+  std::vector<uint32_t> dst(words);
+  size_t i = 0;
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src[i].data(), words * 4);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+    i = (i + 1) & 7;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * words * 4);
+}
+
+void Advance(benchmark::State& state, std::string tokenizer, std::string regex) {
+  auto vocab = LoadShared(tokenizer);
+  CompileOptions options;
+  options.eager = true;
+  auto index = CompileRegex(regex, vocab, options);
+  if (!index.ok()) {
+    state.SkipWithError(std::string(index.status().message()).c_str());
+    return;
+  }
+  // (state, token) pairs from random walks.
+  std::vector<std::pair<Dfa::State, uint32_t>> steps;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    auto walk = RandomWalk(*index, seed, 32);
+    if (!walk.ok()) continue;
+    Guide g(*index);
+    for (uint32_t t : walk->tokens) {
+      if (vocab->is_eos(t)) break;
+      steps.emplace_back(g.state(), t);
+      if (!g.Advance(t).ok()) break;
+    }
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize((*index)->NextState(steps[i].first, steps[i].second));
+    if (++i == steps.size()) i = 0;
+  }
+}
+
+void GuideAdvance(benchmark::State& state, std::string tokenizer, std::string regex) {
+  auto vocab = LoadShared(tokenizer);
+  CompileOptions options;
+  options.eager = true;
+  auto index = CompileRegex(regex, vocab, options);
+  if (!index.ok()) {
+    state.SkipWithError(std::string(index.status().message()).c_str());
+    return;
+  }
+  auto walk = RandomWalk(*index, 1, 32);
+  std::vector<uint32_t> tokens;
+  for (uint32_t t : walk->tokens) {
+    if (!vocab->is_eos(t)) tokens.push_back(t);
+  }
+  Guide g(*index);
+  size_t i = 0;
+  for (auto _ : state) {
+    if (i == tokens.size()) {
+      state.PauseTiming();
+      g.Reset();
+      i = 0;
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(g.Advance(tokens[i++]));
+  }
+}
+
+}  // namespace
+}  // namespace maskd
+
+int main(int argc, char** argv) {
+  if (!std::filesystem::exists(std::string(MASKD_SHARED_DIR) + "/tokenizers/llama3")) {
+    std::fprintf(stderr, "index_bench needs ../shared (tokenizers and corpora/bench-regexes.json)\n");
+    return 1;
+  }
+  auto regexes = maskd::BenchRegexes();
+  for (const char* tok : {"llama3", "qwen3", "gemma3"}) {
+    std::string t = tok;
+    benchmark::RegisterBenchmark(("Memcpy/" + t).c_str(), maskd::Memcpy, t);
+    for (const auto& [name, re] : regexes) {
+      std::string suffix = t + "/" + name;
+      benchmark::RegisterBenchmark(("CompileFirstMask/" + suffix).c_str(), maskd::CompileFirstMask, t, re)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("CompileReady/" + suffix).c_str(), maskd::CompileReady, t, re, 1)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("CompileReady2T/" + suffix).c_str(), maskd::CompileReady, t, re, 2)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("WriteMask/" + suffix).c_str(), maskd::WriteMask, t, re);
+      benchmark::RegisterBenchmark(("NextState/" + suffix).c_str(), maskd::Advance, t, re);
+      benchmark::RegisterBenchmark(("GuideAdvance/" + suffix).c_str(), maskd::GuideAdvance, t, re);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

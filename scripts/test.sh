@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine (as root) to the default test
+# suite: installs what is missing, builds in Release, runs every test through
+# ctest (tests that need ../shared or a GPU say so and skip when absent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+if [ -x scripts/deploy_deps.sh ]; then scripts/deploy_deps.sh; fi
+scripts/build.sh
+ctest --test-dir "${MASKD_BUILD_DIR:-build}" -LE slow --output-on-failure -j "${MASKD_TEST_JOBS:-2}"
