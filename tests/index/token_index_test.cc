@@ -3,7 +3,9 @@
 // must fully match the regex under RE2; lazy and eager masks agree.
 #include "index/token_index.h"
 
+#include <atomic>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -147,6 +149,42 @@ TEST(TokenIndex, EagerAndLazyAgree) {
       ASSERT_EQ(ma, mb) << regex << " state " << s;
     }
   }
+}
+
+// Many threads computing and reading the masks of one lazy index at once see
+// exactly the masks of an eagerly built one.
+TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
+  auto vocab = testing::BundledVocabulary();
+  const std::string& regex = Regexes()[0];  // email: several states, large masks
+  CompileOptions eager;
+  eager.eager = true;
+  auto reference = CompileRegex(regex, vocab, eager);
+  auto lazy = CompileRegex(regex, vocab);
+  ASSERT_TRUE(reference.ok() && lazy.ok());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint32_t> a((*lazy)->num_words()), b((*lazy)->num_words());
+      for (int i = 0; i < 30; ++i) {
+        auto walk = RandomWalk(*lazy, 100 * t + i, 24);
+        if (!walk.ok()) {
+          mismatches++;
+          return;
+        }
+        Guide g(*lazy);
+        for (uint32_t tok : walk->tokens) {
+          if (g.IsFinished()) break;
+          (*lazy)->WriteMask(g.state(), a.data());
+          (*reference)->WriteMask(g.state(), b.data());
+          if (a != b) mismatches++;
+          if (!g.Advance(tok).ok()) mismatches++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(TokenIndex, PrecomputeHonoursDeadlineAndCancel) {
