@@ -1,0 +1,316 @@
+#include "shm/region_registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "shm/cuda_ipc_internal.h"
+
+namespace maskd::shm {
+namespace {
+// Debian's abseil has its own string_view type: bridge for StrCat.
+inline absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
+
+
+class SystemRegion final : public Region {
+ public:
+  SystemRegion(std::string name, void* map_base, size_t map_len, size_t delta,
+               uint64_t byte_size)
+      : Region(std::move(name), RegionKind::kSystem,
+               static_cast<char*>(map_base) + delta, byte_size, -1),
+        map_base_(map_base), map_len_(map_len) {}
+  ~SystemRegion() override { munmap(map_base_, map_len_); }
+
+ private:
+  void* const map_base_;
+  const size_t map_len_;
+};
+
+class CudaRegion final : public Region {
+ public:
+  CudaRegion(std::string name, void* ipc_base, uint64_t offset,
+             uint64_t byte_size, int device_id,
+             std::function<void(std::string_view)> log)
+      : Region(std::move(name), RegionKind::kCuda,
+               static_cast<char*>(ipc_base) + offset, byte_size, device_id),
+        ipc_base_(ipc_base), log_(std::move(log)) {}
+  ~CudaRegion() override {
+    std::string detail;
+    internal::CloseCudaIpc(ipc_base_, device_id(), &detail);
+    if (!detail.empty() && log_) log_(detail);
+  }
+
+ private:
+  void* const ipc_base_;
+  const std::function<void(std::string_view)> log_;
+};
+
+// Offset + size, overflow-checked, with both inside [0, limit].
+absl::Status CheckBounds(uint64_t offset, uint64_t size, uint64_t limit,
+                         std::string_view what) {
+  uint64_t end;
+  if (__builtin_add_overflow(offset, size, &end)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("offset ", offset, " + byte size ", size, " overflows"));
+  }
+  if (end > limit) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "offset ", offset, " + byte size ", size, " exceeds the ", Sv(what),
+        " size ", limit));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const char* RegionKindName(RegionKind kind) {
+  return kind == RegionKind::kCuda ? "cuda" : "system";
+}
+
+absl::Status Region::CheckRange(uint64_t offset, uint64_t length) const {
+  uint64_t end;
+  if (__builtin_add_overflow(offset, length, &end) || end > byte_size_) {
+    return absl::OutOfRangeError(
+        absl::StrCat("range [", offset, ", +", length, ") is outside region \"",
+                     name_, "\" of ", byte_size_, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> Region::At(uint64_t offset, uint64_t length) const {
+  absl::Status s = CheckRange(offset, length);
+  if (!s.ok()) return s;
+  return static_cast<void*>(static_cast<char*>(data_) + offset);
+}
+
+RegionRegistry::RegionRegistry() : RegionRegistry(Options()) {}
+RegionRegistry::RegionRegistry(Options options) : options_(std::move(options)) {}
+RegionRegistry::~RegionRegistry() = default;
+
+void RegionRegistry::Log(std::string_view message) const {
+  if (options_.log) {
+    options_.log(message);
+  } else {
+    std::fprintf(stderr, "maskd shm: %.*s\n", static_cast<int>(message.size()),
+                 message.data());
+  }
+}
+
+absl::Status RegionRegistry::CheckCanRegister(std::string_view name) const {
+  if (!options_.allow_registration) {
+    return absl::FailedPreconditionError(
+        "shared-memory registration is disabled on this server");
+  }
+  if (name.empty()) {
+    return absl::InvalidArgumentError("region name is empty");
+  }
+  if (name.size() > options_.max_name_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "region name is longer than ", options_.max_name_length, " bytes"));
+  }
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7F) {
+      return absl::InvalidArgumentError("region name has a control character");
+    }
+  }
+  if (regions_.find(name) != regions_.end()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("region \"", Sv(name), "\" is already registered"));
+  }
+  if (regions_.size() >= options_.max_regions) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many shared-memory regions (limit ", options_.max_regions, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegionRegistry::RegisterSystem(std::string_view name,
+                                            std::string_view key,
+                                            uint64_t offset,
+                                            uint64_t byte_size) {
+  std::lock_guard<std::mutex> l(mu_);
+  absl::Status s = CheckCanRegister(name);
+  if (!s.ok()) return s;
+  // Key: "/name", no other '/', no NUL, at most NAME_MAX bytes.
+  if (key.empty() || key[0] != '/' || key.size() > 255 ||
+      key.find('/', 1) != std::string_view::npos ||
+      key.find('\0') != std::string_view::npos || key == "/" ||
+      key.find("..") != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        "shared-memory key must be \"/name\" with no other '/' and at most "
+        "255 bytes");
+  }
+  if (key.substr(0, options_.key_prefix.size()) != options_.key_prefix) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "shared-memory key must start with \"", options_.key_prefix, "\""));
+  }
+  if (byte_size == 0) {
+    return absl::InvalidArgumentError("region byte size is 0");
+  }
+  uint64_t end;
+  if (__builtin_add_overflow(offset, byte_size, &end) ||
+      end > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offset ", offset, " + byte size ", byte_size, " overflows"));
+  }
+  const std::string key_str(key);
+  const int fd = shm_open(key_str.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    const int e = errno;
+    Log(absl::StrCat("shm_open(", key_str, ") for region \"", Sv(name),
+                     "\": ", std::strerror(e)));
+    if (e == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("shared-memory key \"", Sv(key), "\" does not exist"));
+    }
+    if (e == EACCES || e == EPERM) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "shared-memory key \"", Sv(key), "\" is not accessible to the server"));
+    }
+    if (e == ENAMETOOLONG || e == EINVAL) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shared-memory key \"", Sv(key), "\" is not valid"));
+    }
+    return absl::InternalError("could not open the shared-memory key");
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    Log(absl::StrCat("fstat(", key_str, "): ", std::strerror(errno)));
+    close(fd);
+    return absl::InternalError("could not inspect the shared-memory key");
+  }
+  s = CheckBounds(offset, byte_size, static_cast<uint64_t>(st.st_size),
+                  "shared-memory object");
+  if (!s.ok()) {
+    close(fd);
+    return s;
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t aligned = offset - offset % page;
+  const uint64_t delta = offset - aligned;
+  const size_t map_len = static_cast<size_t>(delta + byte_size);
+  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                 static_cast<off_t>(aligned));
+  const int mmap_errno = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    Log(absl::StrCat("mmap(", key_str, ", ", map_len, " bytes at ", aligned,
+                     "): ", std::strerror(mmap_errno)));
+    if (mmap_errno == EACCES) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "shared-memory key \"", Sv(key), "\" cannot be mapped read-write"));
+    }
+    return absl::InternalError("could not map the shared-memory key");
+  }
+  regions_.emplace(std::string(name),
+                   std::make_shared<SystemRegion>(std::string(name), p, map_len,
+                                                  static_cast<size_t>(delta),
+                                                  byte_size));
+  return absl::OkStatus();
+}
+
+absl::Status RegionRegistry::RegisterCuda(std::string_view name,
+                                          std::string_view raw_handle,
+                                          int device_id, uint64_t offset,
+                                          uint64_t byte_size) {
+  std::lock_guard<std::mutex> l(mu_);
+  absl::Status s = CheckCanRegister(name);
+  if (!s.ok()) return s;
+  // Checked on every path, CUDA build or not.
+  if (raw_handle.size() != kCudaIpcHandleSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA IPC handle must be exactly ", kCudaIpcHandleSize,
+                     " bytes, got ", raw_handle.size()));
+  }
+  if (device_id < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA device id ", device_id, " is negative"));
+  }
+  if (byte_size == 0) {
+    return absl::InvalidArgumentError("region byte size is 0");
+  }
+  uint64_t end;
+  if (__builtin_add_overflow(offset, byte_size, &end)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offset ", offset, " + byte size ", byte_size, " overflows"));
+  }
+  if (!internal::CudaIpcSupported()) {
+    return absl::UnimplementedError(
+        "CUDA shared-memory regions are not supported by this server build");
+  }
+  void* base = nullptr;
+  uint64_t alloc_size = 0;
+  std::string detail;
+  s = internal::OpenCudaIpc(raw_handle.data(), device_id, &base, &alloc_size,
+                            &detail);
+  if (!detail.empty()) {
+    Log(absl::StrCat("CUDA region \"", Sv(name), "\": ", detail));
+  }
+  if (!s.ok()) return s;
+  s = CheckBounds(offset, byte_size, alloc_size, "CUDA allocation");
+  if (!s.ok()) {
+    detail.clear();
+    internal::CloseCudaIpc(base, device_id, &detail);
+    if (!detail.empty()) Log(detail);
+    return s;
+  }
+  regions_.emplace(std::string(name),
+                   std::make_shared<CudaRegion>(std::string(name), base, offset,
+                                                byte_size, device_id,
+                                                options_.log));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RegionLease> RegionRegistry::Acquire(std::string_view name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+  }
+  return RegionLease(it->second);
+}
+
+absl::Status RegionRegistry::Unregister(std::string_view name) {
+  // Drop the references outside the lock: the last one unmaps.
+  std::map<std::string, std::shared_ptr<const Region>, std::less<>> dropped;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (name.empty()) {
+      dropped.swap(regions_);
+    } else {
+      auto it = regions_.find(name);
+      if (it == regions_.end()) {
+        return absl::NotFoundError(
+            absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+      }
+      dropped.insert(regions_.extract(it));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RegionInfo>> RegionRegistry::List(
+    std::string_view name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<RegionInfo> out;
+  for (const auto& [n, r] : regions_) {
+    if (!name.empty() && n != name) continue;
+    out.push_back(RegionInfo{n, r->kind(), r->byte_size(), r->device_id(),
+                             r.use_count() - 1});
+  }
+  if (!name.empty() && out.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+  }
+  return out;
+}
+
+}  // namespace maskd::shm

@@ -1,0 +1,316 @@
+#include "shm/region_registry.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shm/cuda_export.h"
+#include "shm/posix_segment.h"
+
+namespace maskd::shm {
+namespace {
+
+using absl::StatusCode;
+
+std::string Key(const std::string& tag) {
+  return "/maskd-test-" + std::to_string(getpid()) + "-" + tag;
+}
+
+RegionRegistry::Options Enabled(std::vector<std::string>* log = nullptr) {
+  RegionRegistry::Options o;
+  o.allow_registration = true;
+  o.key_prefix = "/maskd-";
+  if (log != nullptr) {
+    o.log = [log](std::string_view m) { log->emplace_back(m); };
+  } else {
+    o.log = [](std::string_view) {};
+  }
+  return o;
+}
+
+// True when /proc/self/maps shows a mapping of shared-memory object `key`.
+bool IsMapped(const std::string& key) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/dev/shm" + key) != std::string::npos) return true;
+  }
+  return false;
+}
+
+PosixShmSegment MakeSegment(const std::string& key, size_t size) {
+  auto seg = PosixShmSegment::Create(key, size);
+  EXPECT_TRUE(seg.ok()) << seg.status();
+  return std::move(seg).value();
+}
+
+TEST(RegionRegistry, RegistrationDisabledByDefault) {
+  RegionRegistry reg;  // default options
+  PosixShmSegment seg = MakeSegment(Key("disabled"), 4096);
+  absl::Status s = reg.RegisterSystem("r", seg.key(), 0, 4096);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_EQ(reg.RegisterCuda("c", std::string(64, 'x'), 0, 0, 16).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(RegionRegistry, SystemRegionMapsTheRightBytes) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("bytes"), 3 * 4096);
+  auto* p = static_cast<uint8_t*>(seg.data());
+  for (size_t i = 0; i < seg.size(); ++i) p[i] = static_cast<uint8_t>(i * 7);
+  // Unaligned offset: the registry maps from the page below.
+  ASSERT_TRUE(reg.RegisterSystem("logits", seg.key(), 4100, 5000).ok());
+  auto lease = reg.Acquire("logits");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const RegionLease r = *lease;
+  EXPECT_EQ(r->kind(), RegionKind::kSystem);
+  EXPECT_EQ(r->byte_size(), 5000u);
+  EXPECT_EQ(r->device_id(), -1);
+  EXPECT_EQ(std::memcmp(r->data(), p + 4100, 5000), 0);
+  // Writes go both ways (MAP_SHARED).
+  static_cast<uint8_t*>(r->data())[0] = 0xAB;
+  EXPECT_EQ(p[4100], 0xAB);
+  p[4101] = 0xCD;
+  EXPECT_EQ(static_cast<uint8_t*>(r->data())[1], 0xCD);
+}
+
+TEST(RegionRegistry, BadKeys) {
+  std::vector<std::string> log;
+  RegionRegistry reg(Enabled(&log));
+  EXPECT_EQ(reg.RegisterSystem("a", "", 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", "maskd-x", 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", "/maskd-a/b", 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", "/maskd-..", 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", "/" + std::string(300, 'm'), 0, 8).code(),
+            StatusCode::kInvalidArgument);
+  // Outside the configured prefix, even when the object exists.
+  PosixShmSegment other = MakeSegment("/otherapp-" + std::to_string(getpid()), 4096);
+  absl::Status s = reg.RegisterSystem("a", other.key(), 0, 8);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(std::string(s.message()).find("/maskd-"), std::string::npos);
+  // Inside the prefix but missing: NotFound, with no server path in the text.
+  s = reg.RegisterSystem("a", Key("missing"), 0, 8);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s;
+  EXPECT_EQ(std::string(s.message()).find("/dev/shm"), std::string::npos);
+  EXPECT_EQ(std::string(s.message()).find("No such file"), std::string::npos);
+  ASSERT_FALSE(log.empty());  // the detail went to the log
+  EXPECT_NE(log.back().find("No such file"), std::string::npos);
+}
+
+TEST(RegionRegistry, BadNames) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("names"), 4096);
+  EXPECT_EQ(reg.RegisterSystem("", seg.key(), 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem(std::string(129, 'n'), seg.key(), 0, 8).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a\nb", seg.key(), 0, 8).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RegionRegistry, BoundsAndOverflow) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("bounds"), 8192);
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), 0, 8193).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), 8192, 1).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), 4096, 4097).code(), StatusCode::kOutOfRange);
+  // offset + size wraps around 2^64.
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), UINT64_MAX - 10, 100).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterSystem("a", seg.key(), 100, UINT64_MAX).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(reg.RegisterCuda("c", std::string(64, 'x'), 0, UINT64_MAX, 2).code(),
+            StatusCode::kInvalidArgument);
+  // Exactly the whole object is fine.
+  ASSERT_TRUE(reg.RegisterSystem("a", seg.key(), 0, 8192).ok());
+  auto r = reg.Acquire("a");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)->CheckRange(0, 8192).ok());
+  EXPECT_TRUE((*r)->CheckRange(8192, 0).ok());
+  EXPECT_EQ((*r)->CheckRange(8000, 193).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ((*r)->CheckRange(UINT64_MAX, 2).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ((*r)->CheckRange(2, UINT64_MAX).code(), StatusCode::kOutOfRange);
+  auto at = (*r)->At(100, 8);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(*at, static_cast<char*>((*r)->data()) + 100);
+  EXPECT_EQ((*r)->At(8190, 8).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(RegionRegistry, DuplicateAndUnknownNames) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("dup"), 4096);
+  ASSERT_TRUE(reg.RegisterSystem("x", seg.key(), 0, 64).ok());
+  EXPECT_EQ(reg.RegisterSystem("x", seg.key(), 64, 64).code(), StatusCode::kAlreadyExists);
+  // One name space for both kinds.
+  EXPECT_EQ(reg.RegisterCuda("x", std::string(64, 'h'), 0, 0, 64).code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(reg.Acquire("y").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(reg.Unregister("y").code(), StatusCode::kNotFound);
+  EXPECT_EQ(reg.List("y").status().code(), StatusCode::kNotFound);
+}
+
+TEST(RegionRegistry, CudaHandleLengthCheckedOnEveryBuild) {
+  RegionRegistry reg(Enabled());
+  for (size_t n : {0u, 63u, 65u, 128u}) {
+    absl::Status s = reg.RegisterCuda("c", std::string(n, '\x01'), 0, 0, 16);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << n << " " << s;
+    EXPECT_NE(std::string(s.message()).find("64 bytes"), std::string::npos) << s;
+  }
+  EXPECT_EQ(reg.RegisterCuda("c", std::string(64, '\x01'), -1, 0, 16).code(),
+            StatusCode::kInvalidArgument);
+  // A well-formed but bogus handle: no CUDA build -> Unimplemented; no GPU ->
+  // Unavailable; a GPU -> the driver rejects it -> InvalidArgument.
+  absl::Status s = reg.RegisterCuda("c", std::string(64, '\x01'), 0, 0, 16);
+  EXPECT_TRUE(s.code() == StatusCode::kUnimplemented ||
+              s.code() == StatusCode::kUnavailable ||
+              s.code() == StatusCode::kInvalidArgument)
+      << s;
+  // No CUDA internals in the client-visible text.
+  EXPECT_EQ(std::string(s.message()).find("cudaError"), std::string::npos) << s;
+  EXPECT_EQ(std::string(s.message()).find("CUDA_ERROR"), std::string::npos) << s;
+  EXPECT_TRUE(reg.List()->empty());
+#ifndef MASKD_SHM_HAVE_CUDA
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ExportCudaIpcHandle(&s).status().code(), StatusCode::kUnimplemented);
+#endif
+}
+
+TEST(RegionRegistry, UnregisterWhileInUseKeepsMappingUntilRelease) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("inuse"), 4096);
+  std::memset(seg.data(), 0x11, 4096);
+  ASSERT_TRUE(reg.RegisterSystem("step", seg.key(), 0, 4096).ok());
+  RegionLease lease = *reg.Acquire("step");
+  {
+    auto list = reg.List();
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->size(), 1u);
+    EXPECT_EQ((*list)[0].lease_count, 1);
+  }
+  ASSERT_TRUE(reg.Unregister("step").ok());
+  EXPECT_EQ(reg.Acquire("step").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(reg.List()->empty());
+  // Still mapped: read and write through the lease.
+  EXPECT_TRUE(IsMapped(seg.key()));
+  auto* d = static_cast<uint8_t*>(lease->data());
+  EXPECT_EQ(d[4095], 0x11);
+  d[10] = 0x22;
+  EXPECT_EQ(static_cast<uint8_t*>(seg.data())[10], 0x22);
+  // The name is free again while the old mapping lives on.
+  ASSERT_TRUE(reg.RegisterSystem("step", seg.key(), 0, 128).ok());
+  EXPECT_EQ((*reg.Acquire("step"))->byte_size(), 128u);
+  ASSERT_TRUE(reg.Unregister("step").ok());
+  // Last user releases: unmapped now. (The client's own mapping is the
+  // segment's; unmap it first so /proc/self/maps shows only the registry's.)
+  const std::string key = seg.key();
+  std::vector<uint8_t> keep(static_cast<uint8_t*>(seg.data()),
+                            static_cast<uint8_t*>(seg.data()) + 16);
+  seg.Reset();
+  EXPECT_TRUE(IsMapped(key));  // still the lease's mapping
+  EXPECT_EQ(d[10], 0x22);
+  lease.reset();
+  EXPECT_FALSE(IsMapped(key));
+}
+
+TEST(RegionRegistry, UnregisterAllAndList) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("all"), 4096);
+  ASSERT_TRUE(reg.RegisterSystem("b", seg.key(), 0, 100).ok());
+  ASSERT_TRUE(reg.RegisterSystem("a", seg.key(), 100, 200).ok());
+  auto list = reg.List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "a");
+  EXPECT_EQ((*list)[0].byte_size, 200u);
+  EXPECT_EQ((*list)[1].name, "b");
+  EXPECT_EQ((*list)[1].kind, RegionKind::kSystem);
+  EXPECT_STREQ(RegionKindName((*list)[1].kind), "system");
+  auto one = reg.List("b");
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  RegionLease held = *reg.Acquire("a");
+  ASSERT_TRUE(reg.Unregister("").ok());
+  EXPECT_TRUE(reg.List()->empty());
+  EXPECT_TRUE(reg.Unregister("").ok());  // empty registry: still OK
+  EXPECT_EQ(held->byte_size(), 200u);
+  static_cast<char*>(held->data())[0] = 'z';
+  EXPECT_EQ(static_cast<char*>(seg.data())[100], 'z');
+}
+
+TEST(RegionRegistry, MaxRegions) {
+  RegionRegistry::Options o = Enabled();
+  o.max_regions = 2;
+  RegionRegistry reg(o);
+  PosixShmSegment seg = MakeSegment(Key("max"), 4096);
+  ASSERT_TRUE(reg.RegisterSystem("1", seg.key(), 0, 1).ok());
+  ASSERT_TRUE(reg.RegisterSystem("2", seg.key(), 0, 1).ok());
+  EXPECT_EQ(reg.RegisterSystem("3", seg.key(), 0, 1).code(), StatusCode::kResourceExhausted);
+}
+
+TEST(RegionRegistry, ClientUnmapsAndRecreatesRegion) {
+  RegionRegistry reg(Enabled());
+  const std::string key = Key("recreate");
+  PosixShmSegment seg = MakeSegment(key, 4096);
+  std::memset(seg.data(), 'A', 4096);
+  ASSERT_TRUE(reg.RegisterSystem("r", key, 0, 4096).ok());
+  EXPECT_EQ(static_cast<char*>((*reg.Acquire("r"))->data())[5], 'A');
+  // Client tears down: unregister, unmap + unlink.
+  ASSERT_TRUE(reg.Unregister("r").ok());
+  seg.Reset();
+  EXPECT_FALSE(seg.valid());
+  EXPECT_EQ(reg.RegisterSystem("r", key, 0, 4096).code(), StatusCode::kNotFound);
+  // ... and re-creates it, larger, with new contents.
+  seg = MakeSegment(key, 8192);
+  std::memset(seg.data(), 'B', 8192);
+  ASSERT_TRUE(reg.RegisterSystem("r", key, 0, 8192).ok());
+  RegionLease r = *reg.Acquire("r");
+  EXPECT_EQ(static_cast<char*>(r->data())[8191], 'B');
+}
+
+TEST(PosixShmSegment, CreateErrorsAndMove) {
+  const std::string key = Key("seg");
+  EXPECT_EQ(PosixShmSegment::Create("noslash", 10).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PosixShmSegment::Create(key, 0).status().code(), StatusCode::kInvalidArgument);
+  PosixShmSegment a = MakeSegment(key, 100);
+  EXPECT_EQ(PosixShmSegment::Create(key, 100).status().code(), StatusCode::kAlreadyExists);
+  PosixShmSegment b = std::move(a);
+  EXPECT_FALSE(a.valid());
+  EXPECT_TRUE(b.valid());
+  EXPECT_EQ(b.size(), 100u);
+  b = PosixShmSegment();
+  // Unlinked: the key can be created again.
+  EXPECT_TRUE(PosixShmSegment::Create(key, 100).ok());
+}
+
+TEST(RegionRegistry, ConcurrentAcquireAndUnregister) {
+  RegionRegistry reg(Enabled());
+  PosixShmSegment seg = MakeSegment(Key("race"), 4096);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> reads{0};
+  std::vector<std::thread> users;
+  for (int t = 0; t < 3; ++t) {
+    users.emplace_back([&] {
+      while (!stop.load()) {
+        auto l = reg.Acquire("hot");
+        if (!l.ok()) continue;
+        reads += static_cast<volatile char*>((*l)->data())[4095] == 0 ? 1 : 0;
+      }
+    });
+  }
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(reg.RegisterSystem("hot", seg.key(), 0, 4096).ok());
+    ASSERT_TRUE(reg.Unregister("hot").ok());
+  }
+  stop = true;
+  for (auto& t : users) t.join();
+  SUCCEED() << reads.load() << " reads";
+}
+
+}  // namespace
+}  // namespace maskd::shm
