@@ -1,6 +1,9 @@
 #include "index/token_index.h"
 
 #include <algorithm>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <cstring>
 #include <condition_variable>
 #include <mutex>
@@ -15,6 +18,33 @@
 
 namespace maskd {
 
+namespace {
+
+// Copies `n` words with plain vector loads and stores. glibc's memcpy uses
+// `rep movsb` for blocks this size, which on AMD Zen runs 15-35x slower when
+// (dst - src) mod 4096 is a small positive number (page-offset aliasing); a
+// caller's buffer can land there by chance, so the hot path avoids it.
+inline void CopyWords(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
+#if defined(__SSE2__)
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 4));
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 8));
+    __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 12));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 4), b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 8), c);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 12), d);
+  }
+  if (i < n) std::memcpy(dst + i, src + i, (n - i) * sizeof(uint32_t));
+#else
+  std::memcpy(dst, src, n * sizeof(uint32_t));
+#endif
+}
+
+}  // namespace
+
 // The allowed tokens of one or more DFA states (identical masks are shared).
 // Stored dense (one bit per token id) or, when few tokens are allowed, as the
 // sorted list of their ids: the sparse form is never larger than the dense one
@@ -26,7 +56,7 @@ class StateMask {
 
   void Write(uint32_t* words, uint32_t num_words) const {
     if (dense_) {
-      std::memcpy(words, data_.data(), static_cast<size_t>(num_words) * sizeof(uint32_t));
+      CopyWords(words, data_.data(), num_words);
       return;
     }
     std::memset(words, 0, static_cast<size_t>(num_words) * sizeof(uint32_t));
