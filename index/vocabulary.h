@@ -4,6 +4,36 @@
 // Token ids run from 0 to size() - 1, where size() is the logits (mask) width:
 // ids without a token (gaps in the tokenizer's id space, or padding ids past
 // the tokenizer's highest id) exist but have no bytes, and are always masked.
+//
+// What a token's bytes are (the bytes HF `tokenizers` decode gives for the
+// token, token by token; scripts/tokenizer_digests.py checks every token of
+// the shared tokenizers against HF):
+//  - Supported models: BPE (model.vocab is {token: id}) and Unigram
+//    (model.vocab is [[piece, score], ...], id = index). WordPiece and
+//    WordLevel are refused: their decoders join tokens with context-dependent
+//    spaces / "##" prefixes, so a token has no bytes of its own.
+//  - The kind comes from the decoder (or, when it has none, the
+//    pre_tokenizer): ByteLevel -> byte-level; Metaspace, Replace "▁" -> " ",
+//    ByteFallback -> SentencePiece. Other decoders that change bytes are
+//    refused. Fuse, Strip (llama2's "drop the first space of the whole
+//    text") and Metaspace's first-token space removal act on a decoded
+//    sequence's start, not on a token's bytes, and are ignored.
+//  - Byte-level: each character maps back through GPT-2's byte<->unicode
+//    table; a string with a character outside the table keeps its UTF-8
+//    (HF's own fallback). SentencePiece: "▁" is ' '; a whole token "<0xXX>"
+//    is the byte 0xXX when the decoder has ByteFallback. Tokens whose bytes
+//    are not valid UTF-8 on their own are normal.
+//  - added_tokens: ids as written in the file (HF re-derives them and agrees
+//    for well-formed files). An added token replaces a model.vocab entry with
+//    the same id (HF's id_to_token looks at added tokens first). Special ones
+//    keep their content's UTF-8 (for display) and are never text. Non-special
+//    ones are text and go through the decoder like any token, as HF decode
+//    does: gemma3's "▁▁" is two spaces, qwen3's "<think>" is itself.
+//  - EOS: tokenizer_config.json's "eos_token" (a string or {"content": ...}),
+//    looked up among added tokens, then model.vocab; an eos_token that is no
+//    token is an error. No config (or a null eos_token) and no override: no
+//    EOS ids. Multi-EOS models (generation_config.json) pass an override.
+//  - Ids must be < 2^24 (a bound on what a hostile file can make us allocate).
 #ifndef MASKD_INDEX_VOCABULARY_H_
 #define MASKD_INDEX_VOCABULARY_H_
 
@@ -34,15 +64,21 @@ struct VocabularyOptions {
   // are padding and always masked. When unset: highest id + 1.
   std::optional<uint32_t> vocab_size;
   // EOS ids. When non-empty they replace the EOS found in
-  // tokenizer_config.json ("eos_token"). Each must be a token id < size().
+  // tokenizer_config.json ("eos_token"). Each must be < size() (InvalidArgument
+  // otherwise); any order, duplicates allowed.
   std::vector<uint32_t> eos_ids;
 };
 
 class Vocabulary {
  public:
   // Loads `path`: a tokenizer.json, a tokenizer.json.gz, or a folder holding
-  // one of them. tokenizer_config.json (or .json.gz) beside it is read when
-  // present. Errors name the file and the problem; no partial object.
+  // one of them (tokenizer.json first). tokenizer_config.json (or .json.gz)
+  // beside it is read when present and options.eos_ids is empty (EOS is all
+  // it contributes). Gzip is recognised by its magic bytes, whatever the
+  // name. Errors name the file and the problem, no partial object: NotFound
+  // for a missing file or folder entry, InvalidArgument for bad content
+  // (malformed JSON, bad gzip, unsupported model or decoder, duplicate or
+  // out-of-range ids, a vocab_size or EOS id that does not fit).
   static absl::StatusOr<std::shared_ptr<const Vocabulary>> Load(
       const std::string& path, const VocabularyOptions& options = {});
 
@@ -82,6 +118,13 @@ class Vocabulary {
 
   // Lowercase hex SHA-256 over every id's bytes, special flag, the EOS ids and
   // size(). Stable across runs and machines: the tokenizer half of cache keys.
+  // The hashed serialization (integers are little-endian uint32 unless said):
+  //   "maskd-vocab-v1\n" (15 ASCII bytes), size(),
+  //   for each id in [0, size()): flags (one byte: 1 = has a token,
+  //     2 = special), byte length, the bytes;
+  //   number of EOS ids, then each EOS id in ascending order.
+  // Kind is not hashed: two tokenizers with equal bytes, flags, EOS and size
+  // produce equal masks. scripts/tokenizer_digests.py recomputes it.
   const std::string& content_hash() const { return content_hash_; }
 
   // Trie of the text tokens' bytes, built once at load, shared by all indexes.
