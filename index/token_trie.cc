@@ -18,12 +18,30 @@ std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab) {
       ids.push_back(id);
     }
   }
-  // Sort by bytes (unsigned), then id: a sorted list visits prefixes in DFS order.
-  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
-    std::string_view x = vocab.bytes(a), y = vocab.bytes(b);
+  // Sort by bytes (unsigned), then id: a sorted list visits prefixes in DFS
+  // order. Each entry carries its first 8 bytes as a big-endian integer, so
+  // most comparisons are one integer compare without touching the strings.
+  struct Entry {
+    uint64_t key;
+    uint32_t id;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(ids.size());
+  for (uint32_t id : ids) {
+    std::string_view b = vocab.bytes(id);
+    uint64_t key = 0;
+    for (size_t i = 0; i < 8; ++i) {
+      key = (key << 8) | (i < b.size() ? static_cast<uint8_t>(b[i]) : 0);
+    }
+    entries.push_back(Entry{key, id});
+  }
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    if (a.key != b.key) return a.key < b.key;
+    std::string_view x = vocab.bytes(a.id), y = vocab.bytes(b.id);
     int c = x.compare(y);  // char_traits<char>::compare compares as unsigned char
-    return c != 0 ? c < 0 : a < b;
+    return c != 0 ? c < 0 : a.id < b.id;
   });
+  for (size_t i = 0; i < entries.size(); ++i) ids[i] = entries[i].id;
 
   auto trie = std::unique_ptr<TokenTrie>(new TokenTrie());
   std::vector<Node>& nodes = trie->nodes_;
