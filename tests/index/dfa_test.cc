@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "index/regex.h"
 #include "re2/re2.h"
 
@@ -166,7 +167,7 @@ class RegexGen {
     int n = Uniform(1, 3);
     std::string out;
     for (int i = 0; i < n; ++i) out += Piece(depth);
-    if (depth < 2 && Uniform(0, 4) == 0) out += "|" + Regex(depth + 1);
+    if (depth < 2 && Uniform(0, 4) == 0) absl::StrAppend(&out, "|", Regex(depth + 1));
     return out;
   }
 
@@ -185,21 +186,21 @@ class RegexGen {
     static const char* kAtoms[] = {"a", "b", "c", "é", "中", "😀", ".", "\\d", "\\w", "\\s",
                                    "[a-c]", "[^a]", "[é-中]", "[^😀b]", "\\-", "[0-9-]",
                                    "\\x61", "\\x{4e2d}", "[\\d\\s]", "\\W"};
-    if (depth < 3 && Uniform(0, 5) == 0) return "(" + Regex(depth + 1) + ")";
-    if (depth < 3 && Uniform(0, 8) == 0) return "(?:" + Regex(depth + 1) + ")";
+    if (depth < 3 && Uniform(0, 5) == 0) return absl::StrCat("(", Regex(depth + 1), ")");
+    if (depth < 3 && Uniform(0, 8) == 0) return absl::StrCat("(?:", Regex(depth + 1), ")");
     return kAtoms[Uniform(0, 19)];
   }
 
   std::string Piece(int depth) {
     std::string a = Atom(depth);
     switch (Uniform(0, 9)) {
-      case 0: return a + "*";
-      case 1: return a + "+";
-      case 2: return a + "?";
-      case 3: return a + "{" + std::to_string(Uniform(0, 3)) + "}";
-      case 4: return a + "{" + std::to_string(Uniform(0, 2)) + "," + std::to_string(Uniform(2, 4)) + "}";
-      case 5: return a + "{" + std::to_string(Uniform(0, 2)) + ",}";
-      case 6: return a + "*?";
+      case 0: return absl::StrCat(a, "*");
+      case 1: return absl::StrCat(a, "+");
+      case 2: return absl::StrCat(a, "?");
+      case 3: return absl::StrCat(a, "{", Uniform(0, 3), "}");
+      case 4: return absl::StrCat(a, "{", Uniform(0, 2), ",", Uniform(2, 4), "}");
+      case 5: return absl::StrCat(a, "{", Uniform(0, 2), ",}");
+      case 6: return absl::StrCat(a, "*?");
       default: return a;
     }
   }
