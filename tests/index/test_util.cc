@@ -53,4 +53,6 @@ std::shared_ptr<const Vocabulary> BundledVocabulary() {
   return v;
 }
 
+int Scaled(int full, int quick) { return std::getenv("MASKD_TEST_QUICK") != nullptr ? quick : full; }
+
 }  // namespace maskd::testing

@@ -21,6 +21,10 @@ std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name);
 // Loads (and caches) the bundled tokenizer; aborts the test binary on failure.
 std::shared_ptr<const Vocabulary> BundledVocabulary();
 
+// `full`, or `quick` when MASKD_TEST_QUICK is set in the environment (the
+// sanitizer run in CI sets it: the same checks on fewer random cases).
+int Scaled(int full, int quick);
+
 }  // namespace maskd::testing
 
 #endif  // MASKD_TESTS_INDEX_TEST_UTIL_H_

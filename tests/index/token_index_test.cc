@@ -102,7 +102,7 @@ TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
     ++checked;
     for (const auto& regex : Regexes()) {
       SCOPED_TRACE(name);
-      CheckAgainstBruteForce(vocab, regex, 4);
+      CheckAgainstBruteForce(vocab, regex, testing::Scaled(4, 2));
     }
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
@@ -228,7 +228,9 @@ void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_reg
   EXPECT_GT(finished, total * 8 / 10) << "most walks should reach EOS";
 }
 
-TEST(TokenIndex, RandomWalksMatchRe2OnBundledTokenizer) { CheckRandomWalks(testing::BundledVocabulary(), 250); }
+TEST(TokenIndex, RandomWalksMatchRe2OnBundledTokenizer) {
+  CheckRandomWalks(testing::BundledVocabulary(), testing::Scaled(250, 40));
+}
 
 TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
   int checked = 0;
@@ -238,7 +240,7 @@ TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
     if (vocab->eos_ids().empty()) continue;
     ++checked;
     SCOPED_TRACE(name);
-    CheckRandomWalks(vocab, 170);
+    CheckRandomWalks(vocab, testing::Scaled(170, 20));
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
 }
