@@ -16,7 +16,7 @@ JOBS="${JOBS:-$(nproc)}"
 ARCH="${CUDA_ARCH:-90}"
 OUT="${OUT:-$BUILD}"
 mkdir -p "$OUT"
-TARGETS=(apply_mask_cuda_test cuda_ipc_test cuda_ipc_child apply_mask_cuda_bench)
+TARGETS=(apply_mask_cuda_test cuda_ipc_test cuda_ipc_child apply_mask_cuda_bench maskd shm_service_gpu_test)
 
 echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not available')"
 echo "== configure $BUILD (sm_$ARCH)"

@@ -1,0 +1,98 @@
+// JSON Schema -> regex: compiles a JSON Schema into a regular expression whose
+// full matches are JSON texts valid against the schema, laid out as the
+// options say (by default exactly as Python's json.dumps writes them).
+//
+// A constraint is a language: every text the regex matches is a valid
+// instance, and every valid instance in the expected layout matches (within
+// the documented limits: recursion unrolled to a depth, counted repeats capped,
+// keywords listed in docs/json-schema.md as not enforced). Keywords that only
+// describe are ignored; a validation keyword the converter cannot enforce is an
+// InvalidArgument error naming the keyword and its JSON pointer; a keyword
+// ignored because no regex can enforce it (e.g. uniqueItems) is reported in
+// JsonSchemaRegex::warnings.
+//
+// The regex syntax is the common subset of Python's `re`, RE2 and maskd's
+// parser (index/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
+// non-ASCII characters appear as raw UTF-8; control characters as \xHH.
+#ifndef MASKD_INDEX_JSON_SCHEMA_H_
+#define MASKD_INDEX_JSON_SCHEMA_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace maskd {
+
+// How JSON tokens are separated in the generated text.
+enum class JsonWhitespace {
+  // Python's json.dumps default: ", " between items, ": " after keys, nothing
+  // else ("{}" and "[]" when empty). MaskBench's layout.
+  kPython,
+  // json.dumps(separators=(",", ":")): no whitespace at all.
+  kCompact,
+  // Any whitespace matching `whitespace_pattern` around every structural
+  // token ("{", "}", "[", "]", ",", ":").
+  kFlexible,
+};
+
+struct JsonSchemaOptions {
+  JsonWhitespace whitespace = JsonWhitespace::kPython;
+  // Used with kFlexible only: a regex matching the allowed whitespace run.
+  std::string whitespace_pattern = "[ \\t\\n\\r]{0,8}";
+
+  // A $ref that reaches itself is expanded at most this many times along one
+  // path; deeper, the branch is cut (optional properties, array items and
+  // union branches disappear). A cut that leaves the root without instances is
+  // an error naming the required property or item.
+  int max_recursion_depth = 3;
+  // Nesting depth of arrays/objects allowed where the schema allows any JSON
+  // value (`{}`, `true`, an absent `items`, open additionalProperties).
+  int any_value_depth = 2;
+
+  // additionalProperties when a schema says nothing: true follows the JSON
+  // Schema spec (extra properties allowed, after the declared ones); false
+  // closes objects (what most generation setups want).
+  bool additional_properties_default_open = true;
+
+  // A schema without "type" allows every type (the spec). When true, a
+  // schema without "type" whose validation keywords all belong to one type
+  // (e.g. only "properties"/"required": object; "items": array; "pattern":
+  // string; "minimum": number) allows that type only. Schemas with no
+  // type-specific keyword (e.g. {} or only "enum") still allow any value.
+  bool infer_type_from_keywords = true;
+
+  // Whether strings in const/enum are written as json.dumps(ensure_ascii=True)
+  // does (non-ASCII as \uXXXX) or raw UTF-8. Free-form strings always accept
+  // both raw UTF-8 and any \uXXXX escape.
+  bool ensure_ascii = true;
+
+  // Counted repeats (maxLength, maxItems, ...) above this bound are not
+  // enforced (warning); the lower bound stays. At most 1000.
+  int max_counted_repeat = 1000;
+
+  // Input and output limits.
+  size_t max_schema_bytes = 8 << 20;  // InvalidArgument above
+  size_t max_regex_bytes = 1 << 20;   // ResourceExhausted above (maskd's parser limit)
+};
+
+struct JsonSchemaRegex {
+  std::string regex;
+  // Keywords not enforced, one line each with the schema location, e.g.
+  // "uniqueItems at /properties/tags: not enforced". Sorted, no duplicates.
+  std::vector<std::string> warnings;
+};
+
+// InvalidArgument: bad JSON (with the parse error position), unsupported
+// keyword or $ref, schema without instances. ResourceExhausted: regex too big.
+absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options = {});
+
+// A stable text of the options for cache keys (every field, fixed order).
+std::string JsonSchemaOptionsKey(const JsonSchemaOptions& options);
+
+}  // namespace maskd
+
+#endif  // MASKD_INDEX_JSON_SCHEMA_H_

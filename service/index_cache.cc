@@ -1,0 +1,390 @@
+#include "service/index_cache.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "service/metrics.h"
+
+#if __has_include("index/json_schema.h")
+#include "index/json_schema.h"
+#define MASKD_HAVE_JSON_SCHEMA 1
+#endif
+
+namespace maskd {
+
+struct IndexCache::Entry {
+  std::string id;
+  std::string tokenizer;
+  std::shared_ptr<const Vocabulary> vocab;
+  ConstraintKind kind = ConstraintKind::kRegex;
+  std::string constraint;  // cleared once compiled
+  bool eager = false;
+  absl::Time created;
+  absl::Time deadline;
+  std::atomic<bool> cancel{false};
+
+  // Guarded by Shared::mu.
+  IndexState state = IndexState::kCompiling;
+  absl::Status status;
+  std::shared_ptr<const TokenIndex> index;
+  double queue_ms = 0, compile_ms = 0;
+  absl::Time finished_at;
+  uint64_t tick = 0;   // last use, for LRU
+  uint64_t bytes = 0;  // MemoryBytes at the last Maintain
+  std::vector<std::pair<Callback, bool>> waiters;  // callback, cache hit
+  std::weak_ptr<IndexLease> lease;
+};
+
+struct IndexLease::Shared {
+  IndexCacheOptions options;
+  Metrics* metrics = nullptr;
+  absl::Mutex mu;
+  absl::CondVar cv;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  uint64_t tick ABSL_GUARDED_BY(mu) = 0;
+  size_t pending ABSL_GUARDED_BY(mu) = 0;  // queued or running
+  absl::flat_hash_map<std::string, std::shared_ptr<IndexCache::Entry>> entries ABSL_GUARDED_BY(mu);
+  std::deque<std::shared_ptr<IndexCache::Entry>> queue ABSL_GUARDED_BY(mu);
+  std::vector<std::thread> threads;
+
+  IndexInfo Snapshot(const IndexCache::Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    IndexInfo info;
+    info.id = e.id;
+    info.state = e.state;
+    info.status = e.status;
+    info.index = e.index;
+    info.tokenizer = e.tokenizer;
+    info.vocab_size = e.vocab->size();
+    if (e.index) {
+      info.dfa_states = e.index->dfa().num_states();
+      info.memory_bytes = e.index->MemoryBytes();
+    }
+    info.queue_ms = e.queue_ms;
+    info.compile_ms = e.compile_ms;
+    return info;
+  }
+
+  void MaintainLocked(std::vector<std::shared_ptr<IndexCache::Entry>>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    absl::Time now = absl::Now();
+    uint64_t total = 0, mru = 0;
+    std::vector<IndexCache::Entry*> candidates;
+    for (auto it = entries.begin(); it != entries.end();) {
+      IndexCache::Entry& e = *it->second;
+      if (e.state == IndexState::kFailed && now - e.finished_at >= options.failure_ttl) {
+        dropped->push_back(it->second);
+        entries.erase(it++);
+        continue;
+      }
+      if (e.state == IndexState::kReady) {
+        e.bytes = e.index->MemoryBytes();
+        total += e.bytes;
+        mru = std::max(mru, e.tick);
+      }
+      ++it;
+    }
+    if (total > options.max_bytes) {
+      for (auto& [id, e] : entries) {
+        if (e->state == IndexState::kReady && e->lease.expired() && e->tick != mru) {
+          candidates.push_back(e.get());
+        }
+      }
+      std::sort(candidates.begin(), candidates.end(),
+                [](const auto* a, const auto* b) { return a->tick < b->tick; });
+      uint64_t evicted = 0;
+      for (IndexCache::Entry* e : candidates) {
+        if (total <= options.max_bytes) break;
+        total -= e->bytes;
+        auto it = entries.find(e->id);
+        dropped->push_back(it->second);  // destroyed outside the lock
+        entries.erase(it);
+        ++evicted;
+      }
+      if (metrics && evicted) metrics->CacheEvicted(evicted);
+    }
+    if (metrics) metrics->SetCacheBytes(total);
+  }
+
+  void Maintain() {
+    std::vector<std::shared_ptr<IndexCache::Entry>> dropped;
+    absl::MutexLock lock(&mu);
+    MaintainLocked(&dropped);
+  }
+};
+
+IndexLease::~IndexLease() { cache_->Maintain(); }
+
+IndexCache::IndexCache(const IndexCacheOptions& options, Metrics* metrics)
+    : shared_(std::make_shared<IndexLease::Shared>()) {
+  shared_->options = options;
+  shared_->metrics = metrics;
+  int n = std::max(1, options.compile_threads);
+  for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(); });
+}
+
+IndexCache::~IndexCache() {
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->stop = true;
+    for (auto& [id, e] : shared_->entries) e->cancel.store(true);
+    shared_->cv.SignalAll();
+  }
+  for (auto& t : shared_->threads) t.join();
+  // Entries still queued never ran: fail them so their waiters finish.
+  std::deque<std::shared_ptr<Entry>> left;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    left.swap(shared_->queue);
+  }
+  for (auto& e : left) Finish(e, absl::CancelledError("server shutting down"), nullptr, 0, 0);
+}
+
+std::string IndexCache::IndexId(const CompileSpec& spec) {
+  // Length-prefixed fields: no two keys share a serialization.
+  std::string key;
+  auto add = [&](absl::string_view f) {
+    uint64_t n = f.size();
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key.append(f.data(), f.size());
+  };
+  add(spec.kind == ConstraintKind::kRegex ? "regex" : "json_schema");
+#ifdef MASKD_HAVE_JSON_SCHEMA
+  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));
+#endif
+  add(spec.vocab ? spec.vocab->content_hash() : "");
+  add(spec.eager ? "eager" : "lazy");
+  add(spec.constraint);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(key.data(), key.size(), digest, &len, EVP_sha256(), nullptr);
+  return absl::StrCat(
+      "ix-", absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), 16)));
+}
+
+absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback on_done) {
+  if (!spec.vocab) return absl::InvalidArgumentError("no tokenizer");
+#ifndef MASKD_HAVE_JSON_SCHEMA
+  if (spec.kind == ConstraintKind::kJsonSchema) {
+    return absl::UnimplementedError("this server was built without the JSON Schema converter");
+  }
+#endif
+  std::string id = IndexId(spec);
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it != s.entries.end()) {
+    Entry& e = *it->second;
+    e.tick = ++s.tick;
+    if (s.metrics) s.metrics->CacheHit();
+    IndexInfo info = s.Snapshot(e);
+    info.cache_hit = true;
+    if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+    return info;
+  }
+  if (s.stop) return absl::UnavailableError("server shutting down");
+  if (s.pending >= s.options.max_pending) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
+  }
+  if (s.metrics) s.metrics->CacheMiss();
+  auto e = std::make_shared<Entry>();
+  e->id = id;
+  e->tokenizer = spec.tokenizer;
+  e->vocab = spec.vocab;
+  e->kind = spec.kind;
+  e->constraint = spec.constraint;
+  e->eager = spec.eager;
+  e->created = absl::Now();
+  absl::Duration timeout = s.options.compile_timeout;
+  if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
+  e->deadline = e->created + timeout;
+  e->tick = ++s.tick;
+  if (on_done) e->waiters.emplace_back(std::move(on_done), false);
+  s.entries[id] = e;
+  s.queue.push_back(e);
+  ++s.pending;
+  s.cv.Signal();
+  return s.Snapshot(*e);
+}
+
+absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done) {
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it == s.entries.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+  }
+  Entry& e = *it->second;
+  e.tick = ++s.tick;
+  if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+  IndexInfo info = s.Snapshot(e);
+  info.cache_hit = true;
+  return info;
+}
+
+bool IndexCache::Cancel(absl::string_view id) {
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it == s.entries.end() || it->second->state != IndexState::kCompiling) return false;
+  it->second->cancel.store(true);
+  return true;
+}
+
+void IndexCache::CancelAll() {
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  for (auto& [id, e] : s.entries) {
+    if (e->state == IndexState::kCompiling) e->cancel.store(true);
+  }
+}
+
+absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view id) {
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it == s.entries.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+  }
+  Entry& e = *it->second;
+  if (e.state == IndexState::kCompiling) {
+    return absl::FailedPreconditionError(absl::StrCat("index '", id, "' is still compiling"));
+  }
+  if (e.state == IndexState::kFailed) return e.status;
+  e.tick = ++s.tick;
+  if (auto lease = e.lease.lock()) return lease;
+  std::shared_ptr<IndexLease> lease(new IndexLease(shared_, e.id, e.index));
+  e.lease = lease;
+  return lease;
+}
+
+void IndexCache::Maintain() { shared_->Maintain(); }
+
+uint64_t IndexCache::bytes() const {
+  auto& s = *shared_;
+  absl::MutexLock lock(&s.mu);
+  uint64_t total = 0;
+  for (auto& [id, e] : s.entries) {
+    if (e->state == IndexState::kReady) total += e->index->MemoryBytes();
+  }
+  return total;
+}
+
+size_t IndexCache::size() const {
+  absl::MutexLock lock(&shared_->mu);
+  return shared_->entries.size();
+}
+
+void IndexCache::Worker() {
+  auto& s = *shared_;
+  for (;;) {
+    std::shared_ptr<Entry> e;
+    {
+      absl::MutexLock lock(&s.mu);
+      while (!s.stop && s.queue.empty()) s.cv.Wait(&s.mu);
+      if (s.stop) return;
+      e = std::move(s.queue.front());
+      s.queue.pop_front();
+    }
+    Run(e);
+  }
+}
+
+void IndexCache::Run(const std::shared_ptr<Entry>& e) {
+  absl::Time start = absl::Now();
+  double queue_ms = absl::ToDoubleMilliseconds(start - e->created);
+  const IndexCacheOptions& o = shared_->options;
+  CompileOptions options;
+  options.regex = o.regex;
+  options.dfa.max_states = o.max_dfa_states;
+  options.dfa.max_nfa_states = o.max_nfa_states;
+  options.dfa.deadline = e->deadline;
+  options.dfa.cancel = &e->cancel;
+  options.eager = e->eager;
+  options.threads = 1;
+  absl::StatusOr<std::shared_ptr<const TokenIndex>> index;
+  if (e->cancel.load()) {
+    index = absl::CancelledError("compilation cancelled");
+  } else if (start >= e->deadline) {
+    index = absl::DeadlineExceededError("compilation deadline passed while queued");
+  } else if (e->kind == ConstraintKind::kRegex) {
+    index = CompileRegex(e->constraint, e->vocab, options);
+  } else {
+#ifdef MASKD_HAVE_JSON_SCHEMA
+    auto regex = JsonSchemaToRegex(e->constraint);
+    if (!regex.ok()) {
+      index = regex.status();
+    } else {
+      options.regex.max_pattern_bytes =
+          std::max(options.regex.max_pattern_bytes, JsonSchemaOptions().max_regex_bytes);
+      index = CompileRegex(regex->regex, e->vocab, options);
+    }
+#else
+    index = absl::UnimplementedError("JSON Schema support not built");
+#endif
+  }
+  double compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  if (index.ok()) {
+    Finish(e, absl::OkStatus(), *std::move(index), queue_ms, compile_ms);
+  } else {
+    Finish(e, index.status(), nullptr, queue_ms, compile_ms);
+  }
+}
+
+void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
+                        std::shared_ptr<const TokenIndex> index, double queue_ms,
+                        double compile_ms) {
+  auto& s = *shared_;
+  if (status.ok() && index->MemoryBytes() > s.options.max_bytes) {
+    status = absl::ResourceExhaustedError(absl::StrCat("index needs ", index->MemoryBytes(),
+                                                       " bytes, more than the cache's ",
+                                                       s.options.max_bytes, " (--cache-bytes)"));
+    index = nullptr;
+  }
+  if (s.metrics) {
+    std::string result = status.ok() ? "ok" : absl::AsciiStrToLower(std::string(StatusCodeName(static_cast<int>(status.code()))));
+    s.metrics->ObserveCompile(compile_ms / 1e3, result);
+  }
+  std::vector<std::pair<Callback, bool>> waiters;
+  IndexInfo info;
+  std::vector<std::shared_ptr<Entry>> dropped;
+  {
+    absl::MutexLock lock(&s.mu);
+    --s.pending;
+    e->finished_at = absl::Now();
+    e->queue_ms = queue_ms;
+    e->compile_ms = compile_ms;
+    e->constraint.clear();
+    e->constraint.shrink_to_fit();
+    if (status.ok()) {
+      e->state = IndexState::kReady;
+      e->index = std::move(index);
+    } else {
+      e->state = IndexState::kFailed;
+      e->status = status;
+    }
+    info = s.Snapshot(*e);
+    waiters.swap(e->waiters);
+    auto it = s.entries.find(e->id);
+    if (status.code() == absl::StatusCode::kCancelled && it != s.entries.end() &&
+        it->second == e) {
+      s.entries.erase(it);  // not cached: the next identical request starts afresh
+    }
+    s.MaintainLocked(&dropped);
+  }
+  for (auto& [callback, hit] : waiters) {
+    info.cache_hit = hit;
+    callback(info);
+  }
+}
+
+}  // namespace maskd

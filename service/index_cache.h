@@ -1,0 +1,148 @@
+// IndexCache: compiled indexes keyed by (constraint, tokenizer, options).
+//
+// Invariants:
+//  - One entry per key, named by its index id ("ix-" + 32 hex digits of the
+//    key's SHA-256). Identical concurrent requests share the entry and its one
+//    compilation.
+//  - Entries are compiled on `compile_threads` threads, each against a
+//    deadline (request timeout capped at `compile_timeout`) and a cancel flag.
+//  - A failed compilation stays cached for `failure_ttl`, returning the same
+//    error; a cancelled one is dropped at once.
+//  - Ready indexes are bounded in bytes (TokenIndex::MemoryBytes, which grows
+//    as masks are computed lazily): past `max_bytes`, least recently used
+//    entries are evicted, except entries leased by live sessions and the most
+//    recently used one. An index larger than `max_bytes` on its own fails with
+//    RESOURCE_EXHAUSTED.
+// Thread-safe. No method is on the Step path (sessions hold their index).
+#ifndef MASKD_SERVICE_INDEX_CACHE_H_
+#define MASKD_SERVICE_INDEX_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "index/dfa.h"
+#include "index/regex.h"
+#include "index/token_index.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+class Metrics;
+
+struct IndexCacheOptions {
+  uint64_t max_bytes = uint64_t{1} << 30;            // --cache-bytes
+  int compile_threads = 2;                           // --compile-threads
+  absl::Duration compile_timeout = absl::Seconds(30);  // --compile-timeout
+  absl::Duration failure_ttl = absl::Seconds(10);    // --failure-ttl
+  size_t max_pending = 256;                          // --max-pending-compiles
+  RegexLimits regex;                                 // --max-regex-bytes, --max-regex-repeat
+  uint32_t max_dfa_states = 100000;                  // --max-dfa-states
+  uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
+};
+
+enum class ConstraintKind { kRegex, kJsonSchema };
+
+struct CompileSpec {
+  std::string tokenizer;  // name, reported back
+  std::shared_ptr<const Vocabulary> vocab;
+  ConstraintKind kind = ConstraintKind::kRegex;
+  std::string constraint;
+  bool eager = false;
+  absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
+};
+
+enum class IndexState { kCompiling, kReady, kFailed };
+
+// A snapshot of one entry.
+struct IndexInfo {
+  std::string id;
+  IndexState state = IndexState::kCompiling;
+  absl::Status status;                       // the error when kFailed
+  std::shared_ptr<const TokenIndex> index;   // when kReady
+  std::string tokenizer;
+  uint32_t vocab_size = 0;
+  uint32_t dfa_states = 0;
+  uint64_t memory_bytes = 0;
+  double queue_ms = 0;
+  double compile_ms = 0;
+  bool cache_hit = false;
+};
+
+// Keeps an index from eviction while alive. Shared by the sessions using it.
+class IndexLease {
+ public:
+  ~IndexLease();
+  const std::shared_ptr<const TokenIndex>& index() const { return index_; }
+  const std::string& id() const { return id_; }
+
+ private:
+  friend class IndexCache;
+  struct Shared;
+  IndexLease(std::shared_ptr<Shared> cache, std::string id, std::shared_ptr<const TokenIndex> index)
+      : cache_(std::move(cache)), id_(std::move(id)), index_(std::move(index)) {}
+  std::shared_ptr<Shared> cache_;
+  std::string id_;
+  std::shared_ptr<const TokenIndex> index_;
+};
+
+class IndexCache {
+ public:
+  // Called once with the final snapshot (kReady or kFailed), on a compile
+  // thread (or the caller's, for Cancel/CancelAll). Must not block.
+  using Callback = std::function<void(const IndexInfo&)>;
+
+  IndexCache(const IndexCacheOptions& options, Metrics* metrics /* nullable */);
+  // Cancels pending compilations (their callbacks run) and joins the threads.
+  ~IndexCache();
+  IndexCache(const IndexCache&) = delete;
+  IndexCache& operator=(const IndexCache&) = delete;
+
+  // The id `spec` has (or would have).
+  static std::string IndexId(const CompileSpec& spec);
+
+  // Finds or starts the entry for `spec`. Returns its snapshot now. When that
+  // snapshot is kCompiling and `on_done` is set, `on_done` runs later, once.
+  // Errors (not compile failures, which are in the snapshot):
+  // RESOURCE_EXHAUSTED when `max_pending` compilations are queued.
+  absl::StatusOr<IndexInfo> Compile(const CompileSpec& spec, Callback on_done = nullptr);
+  // The entry `id`, with the same waiting rule. NOT_FOUND when unknown
+  // (never compiled, evicted, failure expired or cancelled).
+  absl::StatusOr<IndexInfo> Get(absl::string_view id, Callback on_done = nullptr);
+  // Requests cancellation of a compiling entry; false when not compiling.
+  bool Cancel(absl::string_view id);
+  // Cancels every compiling entry (shutdown).
+  void CancelAll();
+
+  // A lease on ready entry `id`. NOT_FOUND when unknown,
+  // FAILED_PRECONDITION when compiling, the entry's error when failed.
+  absl::StatusOr<std::shared_ptr<IndexLease>> Lease(absl::string_view id);
+
+  // Drops expired failures and evicts over budget. Runs after each
+  // compilation and lease release; call it periodically too (masks grow).
+  void Maintain();
+
+  // Ready bytes, entries.
+  uint64_t bytes() const;
+  size_t size() const;
+
+ private:
+  friend struct IndexLease::Shared;
+  struct Entry;
+  void Worker();
+  void Run(const std::shared_ptr<Entry>& e);
+  void Finish(const std::shared_ptr<Entry>& e, absl::Status status,
+              std::shared_ptr<const TokenIndex> index, double queue_ms, double compile_ms);
+
+  std::shared_ptr<IndexLease::Shared> shared_;
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_INDEX_CACHE_H_

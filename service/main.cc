@@ -1,0 +1,314 @@
+// maskd: the token-mask sidecar. See docs/service.md for flags, defaults and
+// the shutdown sequence.
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "service/index_cache.h"
+#include "service/log.h"
+#include "service/maskd_service.h"
+#include "service/metrics.h"
+#include "service/session_table.h"
+#include "service/shm_service.h"
+#include "service/tokenizer_registry.h"
+
+#ifndef MASKD_VERSION
+#define MASKD_VERSION "0.0.0"
+#endif
+#ifndef MASKD_SOURCE_DIR
+#define MASKD_SOURCE_DIR ""
+#endif
+
+ABSL_FLAG(std::vector<std::string>, listen,
+          std::vector<std::string>({"unix:///tmp/maskd.sock", "127.0.0.1:50051"}),
+          "gRPC listen addresses (repeatable or comma-separated): unix:///abs/path, "
+          "unix:relative, host:port");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics HTTP address host:port (port 0: any free port); empty: off");
+ABSL_FLAG(std::string, tokenizer_dir, "",
+          "Folder with one subfolder per tokenizer; default: <exe>/../share/maskd/tokenizers, "
+          "else the source tree's data/tokenizers");
+ABSL_FLAG(std::vector<std::string>, vocab_size, {},
+          "Model logits width per tokenizer, name=N (repeatable); overrides a vocab_size file");
+ABSL_FLAG(uint64_t, cache_bytes, uint64_t{1} << 30, "Index cache budget in bytes");
+ABSL_FLAG(absl::Duration, session_ttl, absl::Minutes(10), "Idle time after which a session expires");
+ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
+ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
+ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
+          "Compilation deadline (requests may ask for less)");
+ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
+ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
+ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
+          "gRPC receive and send message size limit in bytes");
+ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
+ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
+ABSL_FLAG(uint64_t, max_regex_bytes, uint64_t{1} << 20, "Constraint (regex or schema) bytes at most");
+ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in a regex");
+ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
+ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
+ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
+ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
+          "On SIGTERM/SIGINT: time in-flight RPCs get to finish");
+ABSL_FLAG(bool, allow_shm, false,
+          "Allow clients to register shared-memory regions (SharedMemory service); off: FAILED_PRECONDITION");
+ABSL_FLAG(std::string, shm_prefix, "/maskd-",
+          "POSIX shared-memory keys clients may register must start with this prefix");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "On SIGTERM/SIGINT: time health reports NOT_SERVING while still serving, before "
+          "refusing new RPCs");
+
+namespace maskd {
+namespace {
+
+// Collects every occurrence of a repeatable flag ("--name=v" / "--name v").
+std::vector<std::string> Repeated(int argc, char** argv, const std::string& name) {
+  std::vector<std::string> out;
+  const std::string eq = "--" + name + "=", bare = "--" + name;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v;
+    if (a.rfind(eq, 0) == 0) {
+      v = a.substr(eq.size());
+    } else if (a == bare && i + 1 < argc) {
+      v = argv[i + 1];
+    } else {
+      continue;
+    }
+    for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) out.emplace_back(p);
+  }
+  return out;
+}
+
+std::string ExeDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  buf[n] = 0;
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+std::string DefaultTokenizerDir() {
+  std::error_code ec;
+  std::string installed = ExeDir() + "/../share/maskd/tokenizers";
+  if (std::filesystem::is_directory(installed, ec)) return installed;
+  return std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "token masks for constrained generation over gRPC (docs/service.md)");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "service/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return std::string("maskd ") + MASKD_VERSION + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<std::string> listen_repeated = Repeated(argc, argv, "listen");
+  std::vector<std::string> vocab_repeated = Repeated(argc, argv, "vocab_size");
+  for (auto& v : Repeated(argc, argv, "vocab-size")) vocab_repeated.push_back(v);
+  // absl flags spell names with underscores; accept dashes too.
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && a.rfind("--", 0) == 0) {
+      size_t end = a.find('=');
+      for (size_t k = 2; k < std::min(end, a.size()); ++k) {
+        if (a[k] == '-') a[k] = '_';
+      }
+    }
+    args.push_back(a);
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+  if (positional.size() > 1) {
+    LogError(absl::StrCat("unexpected argument '", positional[1], "'"));
+    return 2;
+  }
+  listen_repeated = Repeated(static_cast<int>(cargs.size()), cargs.data(), "listen");
+  std::vector<std::string> listen =
+      listen_repeated.empty() ? absl::GetFlag(FLAGS_listen) : listen_repeated;
+  if (vocab_repeated.empty()) vocab_repeated = absl::GetFlag(FLAGS_vocab_size);
+  std::map<std::string, uint32_t> vocab_sizes;
+  for (const auto& v : vocab_repeated) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(v, absl::MaxSplits('=', 1));
+    uint32_t n;
+    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &n)) {
+      LogError(absl::StrCat("--vocab-size: want name=N, got '", v, "'"));
+      return 2;
+    }
+    vocab_sizes[kv.first] = n;
+  }
+  std::string tokenizer_dir = absl::GetFlag(FLAGS_tokenizer_dir);
+  if (tokenizer_dir.empty()) tokenizer_dir = DefaultTokenizerDir();
+
+  // SIGTERM/SIGINT are taken by sigwait below: block them before any thread
+  // starts so every thread inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  const absl::Time started = absl::Now();
+  Metrics metrics(MASKD_VERSION);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string metrics_addr = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_addr.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(metrics_addr);
+    } catch (const std::exception& e) {
+      LogError(absl::StrCat("cannot serve metrics on ", metrics_addr, ": ", e.what()));
+      return 1;
+    }
+    exposer->RegisterCollectable(metrics.registry());
+    exposer->RegisterCollectable(metrics.collectable());
+    auto ports = exposer->GetListeningPorts();
+    if (!ports.empty()) {
+      metrics_addr = absl::StrCat(metrics_addr.substr(0, metrics_addr.rfind(':')), ":", ports[0]);
+    }
+  }
+
+  TokenizerRegistry tokenizers(absl::GetFlag(FLAGS_max_tokenizers));
+  IndexCacheOptions cache_options;
+  cache_options.max_bytes = absl::GetFlag(FLAGS_cache_bytes);
+  cache_options.compile_threads = absl::GetFlag(FLAGS_compile_threads);
+  cache_options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
+  cache_options.failure_ttl = absl::GetFlag(FLAGS_failure_ttl);
+  cache_options.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
+  cache_options.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
+  cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
+  cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
+  cache_options.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
+  auto cache = std::make_unique<IndexCache>(cache_options, &metrics);
+  SessionTableOptions session_options;
+  session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
+  session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
+  auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
+  metrics.SetSessionsMax(session_options.max_sessions);
+  ServiceLimits limits;
+  limits.max_batch = absl::GetFlag(FLAGS_max_batch);
+  limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
+  limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
+  MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
+  ShmServiceOptions shm_options;
+  shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
+  shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
+  if (shm_options.key_prefix.empty() || shm_options.key_prefix[0] != '/') {
+    LogError("--shm_prefix must start with '/'");
+    return 2;
+  }
+  shm_options.max_batch = limits.max_batch;
+  shm_options.max_tokens_per_request = limits.max_tokens_per_request;
+  SharedMemoryService shm_service(shm_options, sessions.get(), &metrics);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::vector<int> ports(listen.size(), 0);
+  for (size_t i = 0; i < listen.size(); ++i) {
+    builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
+  }
+  const int max_message = static_cast<int>(
+      std::min<uint64_t>(absl::GetFlag(FLAGS_max_message_bytes), INT_MAX));
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
+  builder.RegisterService(&service);
+  builder.RegisterService(&shm_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    LogError(absl::StrCat("cannot listen on ", absl::StrJoin(listen, ",")));
+    return 1;
+  }
+  for (size_t i = 0; i < listen.size(); ++i) {
+    if (ports[i] == 0) {
+      LogError(absl::StrCat("cannot listen on ", listen[i]));
+      server->Shutdown();
+      return 1;
+    }
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(false);
+
+  std::vector<std::string> errors;
+  auto loaded = tokenizers.LoadDir(tokenizer_dir, vocab_sizes, &errors);
+  for (const auto& e : errors) LogError(e);
+  if (!loaded.ok()) {
+    LogError(std::string(loaded.status().message()));
+    server->Shutdown(absl::ToChronoTime(absl::Now()));
+    return 1;
+  }
+  health->SetServingStatus(true);
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < listen.size(); ++i) {
+    shown.push_back(listen[i].rfind("unix", 0) == 0 || ports[i] == 0
+                        ? listen[i]
+                        : absl::StrCat(listen[i].substr(0, listen[i].rfind(':')), ":", ports[i]));
+  }
+  LogInfo(absl::StrCat("start version=", MASKD_VERSION, " pid=", getpid(),
+                       " listen=", absl::StrJoin(shown, ","),
+                       " metrics=", metrics_addr.empty() ? "off" : metrics_addr,
+                       " tokenizer_dir=", tokenizer_dir, " tokenizers=",
+                       absl::StrJoin(*loaded, ","), " ready_ms=",
+                       absl::ToInt64Milliseconds(absl::Now() - started)));
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  const absl::Time stop_at = absl::Now();
+  health->SetServingStatus(false);
+  absl::SleepFor(absl::GetFlag(FLAGS_drain_delay));
+  const absl::Time deadline = absl::Now() + absl::GetFlag(FLAGS_grace_period);
+  absl::Notification shut;
+  std::thread shutdown([&] {
+    server->Shutdown(absl::ToChronoTime(deadline));
+    shut.Notify();
+  });
+  // Compilations some RPC waits for are cancelled at the deadline, so that
+  // Shutdown (which waits for every call to finish) returns.
+  if (!shut.WaitForNotificationWithDeadline(deadline)) {
+    cache->CancelAll();
+    shut.WaitForNotification();
+  }
+  shutdown.join();
+  server->Wait();
+  server.reset();
+  sessions.reset();
+  cache.reset();
+  LogInfo(absl::StrCat("stop signal=", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                       " drain_ms=", absl::ToInt64Milliseconds(absl::Now() - stop_at),
+                       " uptime_s=", absl::ToInt64Seconds(absl::Now() - started)));
+  return 0;
+}
+
+}  // namespace
+}  // namespace maskd
+
+int main(int argc, char** argv) { return maskd::Run(argc, argv); }

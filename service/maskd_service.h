@@ -1,0 +1,85 @@
+// MaskdService: the gRPC face of maskd (callback API). A thin shell: it
+// validates requests, translates protos to the gRPC-free classes
+// (TokenizerRegistry, IndexCache, SessionTable) and absl::Status to
+// grpc::Status, and counts errors. Nothing here blocks a callback thread:
+// requests that wait for a compilation finish from the compile thread.
+#ifndef MASKD_SERVICE_MASKD_SERVICE_H_
+#define MASKD_SERVICE_MASKD_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "maskd/v1/maskd.grpc.pb.h"
+#include "service/index_cache.h"
+#include "service/metrics.h"
+#include "service/session_table.h"
+#include "service/tokenizer_registry.h"
+
+namespace maskd {
+
+struct ServiceLimits {
+  uint32_t max_batch = 1024;                 // --max-batch: entries per Step
+  uint64_t max_message_bytes = 64ull << 20;  // --max-message-bytes: reply size cap
+  uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
+  uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens: tokens in one Step or Mask
+};
+
+class MaskdService final : public maskd::v1::Maskd::CallbackService {
+ public:
+  MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
+               Metrics* metrics, const ServiceLimits& limits, std::string version);
+  ~MaskdService() override;
+
+  using Ctx = grpc::CallbackServerContext;
+  using Reactor = grpc::ServerUnaryReactor;
+  Reactor* Ping(Ctx* ctx, const v1::PingRequest*, v1::PingResponse*) override;
+  Reactor* Stats(Ctx* ctx, const v1::StatsRequest*, v1::StatsResponse*) override;
+  Reactor* ListTokenizers(Ctx* ctx, const v1::ListTokenizersRequest*,
+                          v1::ListTokenizersResponse*) override;
+  Reactor* RegisterTokenizer(Ctx* ctx, const v1::RegisterTokenizerRequest*,
+                             v1::RegisterTokenizerResponse*) override;
+  Reactor* Detokenize(Ctx* ctx, const v1::DetokenizeRequest*, v1::DetokenizeResponse*) override;
+  Reactor* Compile(Ctx* ctx, const v1::CompileRequest*, v1::CompileResponse*) override;
+  Reactor* GetIndex(Ctx* ctx, const v1::GetIndexRequest*, v1::CompileResponse*) override;
+  Reactor* CancelCompile(Ctx* ctx, const v1::CancelCompileRequest*,
+                         v1::CancelCompileResponse*) override;
+  Reactor* CreateSession(Ctx* ctx, const v1::CreateSessionRequest*,
+                         v1::CreateSessionResponse*) override;
+  Reactor* CloseSession(Ctx* ctx, const v1::CloseSessionRequest*,
+                        v1::CloseSessionResponse*) override;
+  Reactor* ForkSession(Ctx* ctx, const v1::ForkSessionRequest*,
+                       v1::ForkSessionResponse*) override;
+  Reactor* Rollback(Ctx* ctx, const v1::RollbackRequest*, v1::RollbackResponse*) override;
+  Reactor* Step(Ctx* ctx, const v1::StepRequest*, v1::StepResponse*) override;
+  grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* StepStream(Ctx* ctx) override;
+  Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
+
+  // One Step batch (unary or streamed). A non-OK status fails the whole call;
+  // entry errors are in the reply. Reuses `resp`'s buffers.
+  absl::Status DoStep(const v1::StepRequest& req, v1::StepResponse* resp);
+
+ private:
+  class StepStreamReactor;
+  Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
+  void FinishReactor(Reactor* r, const char* method, const absl::Status& s);
+  absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req);
+
+  TokenizerRegistry* const tokenizers_;
+  IndexCache* const cache_;
+  SessionTable* const sessions_;
+  Metrics* const metrics_;
+  const ServiceLimits limits_;
+  const std::string version_;
+  const absl::Time started_;
+  std::unique_ptr<grpc::MessageAllocator<v1::StepRequest, v1::StepResponse>> step_allocator_;
+};
+
+// Resident set size of this process in bytes (0 when unknown).
+uint64_t ProcessRssBytes();
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_MASKD_SERVICE_H_

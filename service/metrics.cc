@@ -1,0 +1,144 @@
+#include "service/metrics.h"
+
+#include <limits>
+#include <sstream>
+
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+
+namespace maskd {
+
+AtomicHistogram::AtomicHistogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+  for (size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0, std::memory_order_relaxed);
+}
+
+void AtomicHistogram::Observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  double old = sum_.load(std::memory_order_relaxed);
+  while (!sum_.compare_exchange_weak(old, old + value, std::memory_order_relaxed)) {
+  }
+}
+
+prometheus::ClientMetric AtomicHistogram::Collect() const {
+  prometheus::ClientMetric m;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    prometheus::ClientMetric::Bucket b;
+    b.cumulative_count = cumulative;
+    b.upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back(b);
+  }
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = sum_.load(std::memory_order_relaxed);
+  return m;
+}
+
+// The lock-free histograms, exposed as their own Collectable.
+class Metrics::Hot : public prometheus::Collectable {
+ public:
+  Hot()
+      : step_seconds({5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2,
+                      5e-2, 0.1, 0.25, 1}),
+        step_batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out(2);
+    out[0].name = "maskd_step_seconds";
+    out[0].help = "Server time per Step call (unary or one streamed message), in seconds";
+    out[0].type = prometheus::MetricType::Histogram;
+    out[0].metric.push_back(step_seconds.Collect());
+    out[1].name = "maskd_step_batch_size";
+    out[1].help = "Entries per Step call";
+    out[1].type = prometheus::MetricType::Histogram;
+    out[1].metric.push_back(step_batch_size.Collect());
+    return out;
+  }
+
+  AtomicHistogram step_seconds;
+  AtomicHistogram step_batch_size;
+};
+
+Metrics::Metrics(absl::string_view version)
+    : registry_(std::make_shared<prometheus::Registry>()), hot_(std::make_shared<Hot>()) {
+  prometheus::BuildGauge()
+      .Name("maskd_build_info")
+      .Help("Always 1; labels describe the build")
+      .Register(*registry_)
+      .Add({{"version", std::string(version)}})
+      .Set(1);
+  compile_seconds_ = &prometheus::BuildHistogram()
+                          .Name("maskd_compile_seconds")
+                          .Help("Index compilation time in seconds, by result")
+                          .Register(*registry_);
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  auto gauge = [&](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  cache_hits_ = counter("maskd_index_cache_hits_total",
+                        "Compile requests answered by an existing cache entry");
+  cache_misses_ = counter("maskd_index_cache_misses_total", "Compile requests that started a compilation");
+  cache_evictions_ = counter("maskd_index_cache_evictions_total", "Indexes evicted to fit --cache-bytes");
+  cache_bytes_ = gauge("maskd_index_cache_bytes", "Bytes held by cached indexes");
+  sessions_active_ = gauge("maskd_sessions_active", "Live sessions");
+  sessions_max_ = gauge("maskd_sessions_max", "The --max-sessions cap");
+  sessions_expired_ = counter("maskd_sessions_expired_total", "Sessions closed by --session-ttl");
+  tokens_advanced_ = counter("maskd_tokens_advanced_total", "Tokens accepted by Step calls");
+  rpc_errors_ = &prometheus::BuildCounter()
+                     .Name("maskd_rpc_errors_total")
+                     .Help("RPCs that failed, by method and gRPC status code")
+                     .Register(*registry_);
+  entry_errors_ = &prometheus::BuildCounter()
+                       .Name("maskd_step_entry_errors_total")
+                       .Help("Step batch entries that failed, by gRPC status code")
+                       .Register(*registry_);
+}
+
+std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return hot_; }
+
+void Metrics::ObserveCompile(double seconds, absl::string_view result) {
+  static const auto* kBuckets = new prometheus::Histogram::BucketBoundaries{
+      1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  compile_seconds_->Add({{"result", std::string(result)}}, *kBuckets).Observe(seconds);
+}
+
+void Metrics::ObserveStep(double seconds, size_t batch_size) {
+  hot_->step_seconds.Observe(seconds);
+  hot_->step_batch_size.Observe(static_cast<double>(batch_size));
+}
+
+void Metrics::RpcError(absl::string_view method, int code) {
+  rpc_errors_->Add({{"method", std::string(method)}, {"code", std::string(StatusCodeName(code))}})
+      .Increment();
+}
+
+void Metrics::StepEntryError(int code) {
+  entry_errors_->Add({{"code", std::string(StatusCodeName(code))}}).Increment();
+}
+
+std::string Metrics::Serialize() const {
+  auto families = registry_->Collect();
+  auto hot = hot_->Collect();
+  families.insert(families.end(), hot.begin(), hot.end());
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+absl::string_view StatusCodeName(int code) {
+  static constexpr absl::string_view kNames[] = {
+      "OK",        "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  if (code < 0 || code > 16) return "UNKNOWN";
+  return kNames[code];
+}
+
+}  // namespace maskd

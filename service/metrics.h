@@ -1,0 +1,97 @@
+// Metrics: maskd's Prometheus metrics. Their names are API (docs/service.md).
+//
+// Base units (seconds, bytes), `_total` on counters, no session ids or
+// constraints as label values. Everything on the Step hot path (step latency,
+// batch size, tokens advanced) is a relaxed atomic: no lock is taken there.
+// Exposition over HTTP is the server binary's business (prometheus::Exposer on
+// registry() and collectable()); Serialize() renders the same text for tests.
+#ifndef MASKD_SERVICE_METRICS_H_
+#define MASKD_SERVICE_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace maskd {
+
+// A histogram whose Observe() is lock-free (prometheus::Histogram takes a
+// mutex). Bucket bounds are fixed at construction, in increasing order.
+class AtomicHistogram {
+ public:
+  explicit AtomicHistogram(std::vector<double> bounds);
+  void Observe(double value);
+  prometheus::ClientMetric Collect() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_.size() + 1 (+Inf)
+  std::atomic<double> sum_{0.0};
+};
+
+class Metrics {
+ public:
+  // `version` becomes maskd_build_info's label.
+  explicit Metrics(absl::string_view version);
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // For prometheus::Exposer::RegisterCollectable.
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  std::shared_ptr<prometheus::Collectable> collectable() const;
+
+  // Compilation finished after `seconds`; `result` is a bounded word
+  // ("ok", "invalid_argument", "deadline_exceeded", ...).
+  void ObserveCompile(double seconds, absl::string_view result);
+  void CacheHit() { cache_hits_->Increment(); }
+  void CacheMiss() { cache_misses_->Increment(); }
+  void CacheEvicted(uint64_t n) { cache_evictions_->Increment(static_cast<double>(n)); }
+  void SetCacheBytes(uint64_t bytes) { cache_bytes_->Set(static_cast<double>(bytes)); }
+  // The --max-sessions cap (maskd_sessions_max), set once at start.
+  void SetSessionsMax(uint64_t n) { sessions_max_->Set(static_cast<double>(n)); }
+  void SetSessionsActive(uint64_t n) { sessions_active_->Set(static_cast<double>(n)); }
+  void SessionsExpired(uint64_t n) { sessions_expired_->Increment(static_cast<double>(n)); }
+  // Hot path: lock-free.
+  void ObserveStep(double seconds, size_t batch_size);
+  void TokensAdvanced(uint64_t n) { tokens_advanced_->Increment(static_cast<double>(n)); }
+  // An RPC (`method`, e.g. "Step") failed with gRPC status code `code` (1..16).
+  void RpcError(absl::string_view method, int code);
+  // A Step batch entry failed with `code`.
+  void StepEntryError(int code);
+
+  // The Prometheus text exposition of every metric (what /metrics serves).
+  std::string Serialize() const;
+
+ private:
+  class Hot;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<Hot> hot_;
+  prometheus::Family<prometheus::Histogram>* compile_seconds_;
+  prometheus::Counter* cache_hits_;
+  prometheus::Counter* cache_misses_;
+  prometheus::Counter* cache_evictions_;
+  prometheus::Gauge* cache_bytes_;
+  prometheus::Gauge* sessions_active_;
+  prometheus::Gauge* sessions_max_;
+  prometheus::Counter* sessions_expired_;
+  prometheus::Counter* tokens_advanced_;
+  prometheus::Family<prometheus::Counter>* rpc_errors_;
+  prometheus::Family<prometheus::Counter>* entry_errors_;
+};
+
+// The canonical upper-case name of a gRPC / absl status code ("NOT_FOUND").
+absl::string_view StatusCodeName(int code);
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_METRICS_H_

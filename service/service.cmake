@@ -1,0 +1,31 @@
+# maskd_service: the gRPC-free core of the sidecar (tokenizer registry, index
+# cache, session table, metrics) plus the thin gRPC service class; `maskd`: the
+# server binary (build/bin/maskd).
+add_library(maskd_service STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/index_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/log.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/maskd_service.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/metrics.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
+target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})
+target_link_libraries(maskd_service
+  PUBLIC maskd_index maskd_proto prometheus-cpp::core absl::flat_hash_map absl::synchronization
+         absl::status absl::statusor absl::time
+  PRIVATE OpenSSL::Crypto)
+
+add_executable(maskd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
+target_compile_options(maskd PRIVATE ${MASKD_WARNINGS})
+target_compile_definitions(maskd PRIVATE
+  MASKD_VERSION="${PROJECT_VERSION}"
+  MASKD_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+target_link_libraries(maskd PRIVATE maskd_service prometheus-cpp::pull gRPC::grpc++_reflection
+  absl::flags absl::flags_parse absl::flags_usage absl::str_format)
+
+include(GNUInstallDirs)
+install(TARGETS maskd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT maskd_server)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/tokenizers
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/maskd COMPONENT maskd_server)
+
+# Shared-memory service (SharedMemory RPCs): see shm_service.cmake.
+include(${CMAKE_CURRENT_SOURCE_DIR}/shm_service.cmake OPTIONAL)

@@ -1,0 +1,210 @@
+#include "service/session_table.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "service/metrics.h"
+
+namespace maskd {
+namespace {
+
+int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
+
+// splitmix64's finalizer: a bijection on uint64.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+Session::Session(uint64_t id, std::shared_ptr<IndexLease> lease)
+    : id_(id),
+      lease_(std::move(lease)),
+      num_words_(lease_->index()->num_words()),
+      vocab_size_(lease_->index()->vocabulary().size()),
+      last_used_ns_(NowNs()),
+      guide_(lease_->index()) {}
+
+std::shared_ptr<Session> Session::Clone(uint64_t new_id) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto s = std::make_shared<Session>(new_id, lease_);
+  absl::MutexLock lock(&mu_);
+  s->guide_ = guide_.Fork();  // `s` is not shared yet: no lock needed on it
+  return s;
+}
+
+void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed); }
+
+StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
+                          absl::Span<uint32_t> row, std::string* forced) {
+  Touch();
+  StepOutcome out;
+  absl::MutexLock lock(&mu_);
+  const size_t n0 = guide_.num_tokens();
+  if (rollback > n0) {
+    out.status = absl::InvalidArgumentError(
+        absl::StrCat("rollback of ", rollback, " tokens, only ", n0, " accepted"));
+  } else if (rollback == 0) {
+    out.status = guide_.Advance(tokens);  // all or nothing
+  } else if (tokens.empty()) {
+    out.status = guide_.Rollback(rollback);
+  } else {
+    // Rollback + advance, all or nothing: on a copy (speculative decoding
+    // only; the common path above neither copies nor allocates).
+    Guide next = guide_;
+    (void)next.Rollback(rollback);
+    out.status = next.Advance(tokens);
+    if (out.status.ok()) guide_ = std::move(next);
+  }
+  out.num_tokens = guide_.num_tokens();
+  out.accepting = guide_.IsAccepting();
+  out.finished = guide_.IsFinished();
+  if (!out.status.ok()) {
+    std::fill(row.begin(), row.end(), 0u);
+    if (forced) forced->clear();
+    return out;
+  }
+  guide_.WriteMaskUnchecked(row.data());
+  if (row.size() > num_words_) std::fill(row.begin() + num_words_, row.end(), 0u);
+  if (forced) *forced = guide_.ForcedContinuation();
+  return out;
+}
+
+absl::StatusOr<uint64_t> Session::Rollback(uint32_t n) {
+  Touch();
+  absl::MutexLock lock(&mu_);
+  if (n > guide_.num_tokens()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rollback of ", n, " tokens, only ", guide_.num_tokens(), " accepted"));
+  }
+  absl::Status s = guide_.Rollback(n);
+  if (!s.ok()) return absl::InvalidArgumentError(s.message());
+  return guide_.num_tokens();
+}
+
+SessionTable::SessionTable(const SessionTableOptions& options, Metrics* metrics)
+    : options_(options), metrics_(metrics), key_(std::random_device{}() * 0x9E3779B97F4A7C15ULL ^
+                                                  static_cast<uint64_t>(NowNs())) {
+  absl::Duration period = options_.sweep_period;
+  if (period <= absl::ZeroDuration()) {
+    period = std::min(options_.ttl / 4, absl::Seconds(1));
+    if (period < absl::Milliseconds(10)) period = absl::Milliseconds(10);
+  }
+  sweeper_ = std::thread([this, period] {
+    while (!stop_.WaitForNotificationWithTimeout(period)) Sweep();
+  });
+}
+
+SessionTable::~SessionTable() {
+  stop_.Notify();
+  sweeper_.join();
+  for (auto& shard : shards_) {
+    absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> map;
+    {
+      absl::MutexLock lock(&shard.mu);
+      map.swap(shard.map);
+    }
+  }
+}
+
+absl::Status SessionTable::NotFound(uint64_t id) {
+  return absl::NotFoundError(absl::StrCat("unknown session ", id));
+}
+
+uint64_t SessionTable::NewId() {
+  for (;;) {
+    uint64_t id = Mix(counter_.fetch_add(1, std::memory_order_relaxed) ^ key_);
+    if (id != 0) return id;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Insert(std::shared_ptr<Session> s) {
+  Shard& shard = ShardOf(s->id());
+  {
+    absl::MutexLock lock(&shard.mu);
+    shard.map.emplace(s->id(), s);
+  }
+  if (metrics_) metrics_->SetSessionsActive(count_.load(std::memory_order_relaxed));
+  return s;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<IndexLease> lease) {
+  if (count_.fetch_add(1) >= options_.max_sessions) {
+    count_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
+  }
+  return Insert(std::make_shared<Session>(NewId(), std::move(lease)));
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {
+  std::shared_ptr<Session> from = Find(id);
+  if (!from) return NotFound(id);
+  if (count_.fetch_add(1) >= options_.max_sessions) {
+    count_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
+  }
+  from->Touch();
+  return Insert(from->Clone(NewId()));
+}
+
+absl::Status SessionTable::Close(uint64_t id) {
+  std::shared_ptr<Session> s;
+  Shard& shard = ShardOf(id);
+  {
+    absl::MutexLock lock(&shard.mu);
+    auto it = shard.map.find(id);
+    if (it == shard.map.end()) return NotFound(id);
+    s = std::move(it->second);
+    shard.map.erase(it);
+  }
+  count_.fetch_sub(1);
+  if (metrics_) metrics_->SetSessionsActive(count_.load(std::memory_order_relaxed));
+  return absl::OkStatus();  // `s` (and maybe the index lease) released outside the lock
+}
+
+std::shared_ptr<Session> SessionTable::Find(uint64_t id) const {
+  Shard& shard = ShardOf(id);
+  absl::ReaderMutexLock lock(&shard.mu);
+  auto it = shard.map.find(id);
+  return it == shard.map.end() ? nullptr : it->second;
+}
+
+size_t SessionTable::ExpireIdle(absl::Time now) {
+  const int64_t cutoff = absl::ToUnixNanos(now - options_.ttl);
+  size_t expired = 0;
+  std::vector<std::shared_ptr<Session>> dropped;
+  for (auto& shard : shards_) {
+    {
+      absl::MutexLock lock(&shard.mu);
+      for (auto it = shard.map.begin(); it != shard.map.end();) {
+        if (it->second->last_used_ns() < cutoff) {
+          dropped.push_back(std::move(it->second));
+          shard.map.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+    expired += dropped.size();
+    count_.fetch_sub(dropped.size());
+    dropped.clear();  // outside the shard lock
+  }
+  if (metrics_ && expired) {
+    metrics_->SessionsExpired(expired);
+    metrics_->SetSessionsActive(count_.load(std::memory_order_relaxed));
+  }
+  return expired;
+}
+
+void SessionTable::Sweep() {
+  ExpireIdle(absl::Now());
+  if (options_.on_sweep) options_.on_sweep();
+}
+
+}  // namespace maskd

@@ -1,0 +1,137 @@
+// SessionTable: the guide state of every live sequence, by session id.
+//
+// Invariants:
+//  - Session ids are unique, never 0, and not sequential (a bijective mix of
+//    a counter and a random key).
+//  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that).
+//  - A session unused for `ttl` is removed by the sweeper thread and counted
+//    as expired; later calls on it get NOT_FOUND.
+//  - Every session holds a lease on its index (IndexLease): a live session's
+//    index is never evicted.
+// Hot path (Find + Session::Step): one shard lock (reader) for the lookup,
+// the session's own mutex for the step; no table-wide lock, no allocation
+// (except a forced continuation longer than the string's inline capacity).
+#ifndef MASKD_SERVICE_SESSION_TABLE_H_
+#define MASKD_SERVICE_SESSION_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "index/guide.h"
+#include "service/index_cache.h"
+
+namespace maskd {
+
+class Metrics;
+
+struct SessionTableOptions {
+  size_t max_sessions = 100000;           // --max-sessions
+  absl::Duration ttl = absl::Minutes(10);  // --session-ttl
+  // Sweeper period; zero: min(ttl / 4, 1 s).
+  absl::Duration sweep_period = absl::ZeroDuration();
+  // Run by the sweeper thread after each sweep (e.g. IndexCache::Maintain,
+  // which re-measures indexes whose masks grew). May be empty.
+  std::function<void()> on_sweep;
+};
+
+// The result of one session step.
+struct StepOutcome {
+  absl::Status status;
+  bool accepting = false;
+  bool finished = false;
+  uint64_t num_tokens = 0;  // since the start, after the step
+};
+
+class Session {
+ public:
+  Session(uint64_t id, std::shared_ptr<IndexLease> lease);
+  // A new session `new_id` in this one's state (fork).
+  std::shared_ptr<Session> Clone(uint64_t new_id) const;
+
+  uint64_t id() const { return id_; }
+  const std::string& index_id() const { return lease_->id(); }
+  uint32_t num_words() const { return num_words_; }
+  uint32_t vocab_size() const { return vocab_size_; }
+
+  // Undoes `rollback` tokens, advances by `tokens`, writes the next mask into
+  // `row` (row.size() >= num_words(); words past it are zeroed) and the forced
+  // continuation into `forced` (cleared; may be null). All or nothing: on
+  // error the state is unchanged and `row` is zeroed.
+  StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
+                   std::string* forced);
+  // Undoes the last n tokens; returns the count left. OUT_OF_RANGE → reported
+  // as INVALID_ARGUMENT; state unchanged on error.
+  absl::StatusOr<uint64_t> Rollback(uint32_t n);
+
+  int64_t last_used_ns() const { return last_used_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class SessionTable;
+  void Touch();
+
+  const uint64_t id_;
+  const std::shared_ptr<IndexLease> lease_;
+  const uint32_t num_words_;
+  const uint32_t vocab_size_;
+  std::atomic<int64_t> last_used_ns_;
+  mutable absl::Mutex mu_;
+  Guide guide_ ABSL_GUARDED_BY(mu_);  // its history (4 bytes per token) allows rollback
+};
+
+class SessionTable {
+ public:
+  SessionTable(const SessionTableOptions& options, Metrics* metrics /* nullable */);
+  // Stops the sweeper; drops every session.
+  ~SessionTable();
+  SessionTable(const SessionTable&) = delete;
+  SessionTable& operator=(const SessionTable&) = delete;
+
+  absl::StatusOr<std::shared_ptr<Session>> Create(std::shared_ptr<IndexLease> lease);
+  // NOT_FOUND when unknown.
+  absl::Status Close(uint64_t id);
+  absl::StatusOr<std::shared_ptr<Session>> Fork(uint64_t id);
+  // Null when unknown. Does not refresh the TTL (Session::Step does).
+  std::shared_ptr<Session> Find(uint64_t id) const;
+
+  // Removes sessions idle since before `now - ttl`; returns how many.
+  size_t ExpireIdle(absl::Time now);
+  size_t size() const { return count_.load(std::memory_order_relaxed); }
+
+  static absl::Status NotFound(uint64_t id);
+
+ private:
+  static constexpr int kShards = 64;
+  struct Shard {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> map ABSL_GUARDED_BY(mu);
+  };
+  Shard& ShardOf(uint64_t id) const { return shards_[(id ^ (id >> 29)) % kShards]; }
+  uint64_t NewId();
+  absl::StatusOr<std::shared_ptr<Session>> Insert(std::shared_ptr<Session> s);
+  void Sweep();
+
+  const SessionTableOptions options_;
+  Metrics* const metrics_;
+  const uint64_t key_;
+  std::atomic<uint64_t> counter_{0};
+  std::atomic<size_t> count_{0};
+  mutable Shard shards_[kShards];
+  absl::Notification stop_;
+  std::thread sweeper_;
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_SESSION_TABLE_H_

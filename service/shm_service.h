@@ -1,0 +1,86 @@
+// SharedMemoryService: the gRPC face of maskd.v1.SharedMemory
+// (proto/maskd/v1/shm.proto). Thin: it translates requests to the region
+// registry (shm/region_registry.h), the session table and the kernels
+// (kernels/apply_mask.h, kernels/apply_mask_cuda.h), and absl::Status to
+// grpc::Status at the edge.
+//
+// StepInRegion, in order: (1) request-level checks (batch size, target,
+// region, range, alignment, row map, session widths): any failure fails the
+// call and steps no session; (2) each entry is stepped (all or nothing per
+// entry, as Step) with its mask written into the region (masks target) or a
+// scratch buffer (logits target, CUDA masks target); (3) the masks are applied
+// in place: rows whose entry failed, or mapped to -1, are left untouched.
+// The call holds a RegionLease throughout, so an UnregisterRegion in between
+// removes the name at once but unmaps only after the call replies.
+//
+// Threads: callbacks run on gRPC's threads and block for the apply (CPU:
+// tens to hundreds of microseconds; CUDA: until the stream is synchronised).
+// CPU applies share one CpuApplier (its pool is created once; calls
+// serialise); CUDA work is serialised by ShmCuda. No allocation per row:
+// per-thread scratch vectors keep their capacity between calls.
+#ifndef MASKD_SERVICE_SHM_SERVICE_H_
+#define MASKD_SERVICE_SHM_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "kernels/apply_mask.h"
+#include "maskd/v1/shm.grpc.pb.h"
+#include "service/metrics.h"
+#include "service/session_table.h"
+#include "service/shm_cuda.h"
+#include "shm/region_registry.h"
+
+namespace maskd {
+
+struct ShmServiceOptions {
+  bool allow_registration = false;           // --allow_shm
+  std::string key_prefix = "/maskd-";        // --shm_prefix
+  uint32_t max_batch = 1024;                 // --max-batch: entries per call
+  uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens
+  size_t max_regions = 1024;                 // regions registered at once
+  int apply_threads = 0;                     // CpuApplier threads; 0 = its default
+};
+
+class SharedMemoryService final : public v1::SharedMemory::CallbackService {
+ public:
+  // `sessions` and `metrics` (nullable) outlive the service.
+  SharedMemoryService(const ShmServiceOptions& options, SessionTable* sessions, Metrics* metrics);
+  ~SharedMemoryService() override;
+
+  using Ctx = grpc::CallbackServerContext;
+  using Reactor = grpc::ServerUnaryReactor;
+  Reactor* RegisterSystemRegion(Ctx* ctx, const v1::RegisterSystemRegionRequest* req,
+                                v1::RegisterSystemRegionResponse*) override;
+  Reactor* RegisterCudaRegion(Ctx* ctx, const v1::RegisterCudaRegionRequest* req,
+                              v1::RegisterCudaRegionResponse*) override;
+  Reactor* ListRegions(Ctx* ctx, const v1::ListRegionsRequest* req,
+                       v1::ListRegionsResponse* resp) override;
+  Reactor* UnregisterRegion(Ctx* ctx, const v1::UnregisterRegionRequest* req,
+                            v1::UnregisterRegionResponse*) override;
+  Reactor* StepInRegion(Ctx* ctx, const v1::StepInRegionRequest* req,
+                        v1::StepInRegionResponse* resp) override;
+
+  // StepInRegion without gRPC. A non-OK status fails the whole call (and
+  // then no session was stepped); entry errors are in `resp`.
+  absl::Status DoStepInRegion(const v1::StepInRegionRequest& req, v1::StepInRegionResponse* resp);
+
+  shm::RegionRegistry& registry() { return *registry_; }
+
+ private:
+  Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
+  absl::Status CheckAllowed() const;
+
+  const ShmServiceOptions options_;
+  SessionTable* const sessions_;
+  Metrics* const metrics_;
+  std::unique_ptr<shm::RegionRegistry> registry_;
+  std::unique_ptr<CpuApplier> applier_;
+  std::unique_ptr<ShmCuda> cuda_;
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_SHM_SERVICE_H_

@@ -1,0 +1,141 @@
+#include "service/tokenizer_registry.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace maskd {
+
+bool TokenizerRegistry::ValidName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return name != "." && name != "..";
+}
+
+absl::StatusOr<std::vector<std::string>> TokenizerRegistry::LoadDir(
+    const std::string& dir, const std::map<std::string, uint32_t>& vocab_sizes,
+    std::vector<std::string>* errors) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("tokenizer folder '", dir, "' is not a directory"));
+  }
+  std::vector<std::string> names;
+  std::vector<fs::path> subdirs;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (fs::is_directory(e.path(), ec)) subdirs.push_back(e.path());
+  }
+  if (ec) return absl::InternalError(absl::StrCat("reading '", dir, "': ", ec.message()));
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const auto& path : subdirs) {
+    std::string name = path.filename().string();
+    if (!ValidName(name)) {
+      errors->push_back(absl::StrCat("tokenizer folder '", path.string(), "': invalid name"));
+      continue;
+    }
+    bool has_json = fs::exists(path / "tokenizer.json", ec) || fs::exists(path / "tokenizer.json.gz", ec);
+    if (!has_json) continue;  // not a tokenizer folder (e.g. an empty placeholder)
+    VocabularyOptions options;
+    if (auto it = vocab_sizes.find(name); it != vocab_sizes.end()) {
+      options.vocab_size = it->second;
+    } else if (fs::exists(path / "vocab_size", ec)) {
+      std::ifstream in(path / "vocab_size");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      uint32_t n;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ss.str()), &n)) {
+        errors->push_back(absl::StrCat("tokenizer '", name, "': vocab_size file is not an integer"));
+        continue;
+      }
+      options.vocab_size = n;
+    }
+    auto vocab = Vocabulary::Load(path.string(), options);
+    if (!vocab.ok()) {
+      errors->push_back(absl::StrCat("tokenizer '", name, "': ", vocab.status().message()));
+      continue;
+    }
+    absl::Status s = Add(TokenizerEntry{name, "dir", *std::move(vocab)});
+    if (!s.ok()) {
+      errors->push_back(absl::StrCat("tokenizer '", name, "': ", s.message()));
+      continue;
+    }
+    names.push_back(name);
+  }
+  return names;
+}
+
+absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(entry.name);
+  if (it != entries_.end()) {
+    if (it->second.vocab->content_hash() == entry.vocab->content_hash()) return absl::OkStatus();
+    return absl::AlreadyExistsError(
+        absl::StrCat("tokenizer '", entry.name, "' is already registered with other content"));
+  }
+  if (entries_.size() >= max_tokenizers_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
+  }
+  std::string name = entry.name;
+  entries_.emplace(std::move(name), std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TokenizerEntry> TokenizerRegistry::Register(absl::string_view name,
+                                                           absl::string_view tokenizer_json,
+                                                           absl::string_view config_json,
+                                                           const VocabularyOptions& options) {
+  if (!ValidName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid tokenizer name '", name, "': want [A-Za-z0-9._-]{1,64}"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!entries_.count(name) && entries_.size() >= max_tokenizers_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
+    }
+  }
+  std::string source = absl::StrCat("registered tokenizer '", name, "'");
+  auto vocab = Vocabulary::FromJson(std::string_view(tokenizer_json.data(), tokenizer_json.size()),
+                                    std::string_view(config_json.data(), config_json.size()),
+                                    options, source);
+  if (!vocab.ok()) {
+    if (vocab.status().code() == absl::StatusCode::kInvalidArgument) return vocab.status();
+    return absl::InvalidArgumentError(vocab.status().message());
+  }
+  TokenizerEntry entry{std::string(name), "registered", *std::move(vocab)};
+  if (absl::Status s = Add(entry); !s.ok()) return s;
+  return Get(name);
+}
+
+absl::StatusOr<TokenizerEntry> TokenizerRegistry::Get(absl::string_view name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown tokenizer '", name, "'"));
+  }
+  return it->second;
+}
+
+std::vector<TokenizerEntry> TokenizerRegistry::List() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<TokenizerEntry> out;
+  for (const auto& [name, e] : entries_) out.push_back(e);
+  return out;
+}
+
+size_t TokenizerRegistry::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return entries_.size();
+}
+
+}  // namespace maskd

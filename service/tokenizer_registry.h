@@ -1,0 +1,70 @@
+// TokenizerRegistry: the tokenizers a server knows, by name.
+//
+// Loaded once from a folder (one subfolder per tokenizer, named after it,
+// holding tokenizer.json[.gz] and optionally tokenizer_config.json and a
+// `vocab_size` file with the model's logits width as a decimal integer) and
+// extended at run time from tokenizer.json bytes. A name never changes its
+// vocabulary once registered. Thread-safe; lookups take a reader lock (not on
+// the Step path: sessions hold their vocabulary through their index).
+#ifndef MASKD_SERVICE_TOKENIZER_REGISTRY_H_
+#define MASKD_SERVICE_TOKENIZER_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+struct TokenizerEntry {
+  std::string name;
+  std::string source;  // "dir" or "registered"
+  std::shared_ptr<const Vocabulary> vocab;
+};
+
+class TokenizerRegistry {
+ public:
+  // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that).
+  explicit TokenizerRegistry(size_t max_tokenizers = 64) : max_tokenizers_(max_tokenizers) {}
+
+  // Loads every subfolder of `dir` (following symlinks). `vocab_sizes`
+  // overrides a folder's `vocab_size` file, by name. Returns the names loaded;
+  // a subfolder that fails to load is reported in `errors` (one line each)
+  // and skipped. Fails only when `dir` cannot be read.
+  absl::StatusOr<std::vector<std::string>> LoadDir(
+      const std::string& dir, const std::map<std::string, uint32_t>& vocab_sizes,
+      std::vector<std::string>* errors);
+
+  // Adds `name` from documents. ALREADY_EXISTS when `name` is taken by a
+  // different vocabulary (same content: returns the existing entry).
+  absl::StatusOr<TokenizerEntry> Register(absl::string_view name, absl::string_view tokenizer_json,
+                                          absl::string_view config_json,
+                                          const VocabularyOptions& options);
+
+  // NOT_FOUND when unknown.
+  absl::StatusOr<TokenizerEntry> Get(absl::string_view name) const;
+  // Sorted by name.
+  std::vector<TokenizerEntry> List() const;
+  size_t size() const;
+
+  // [A-Za-z0-9._-]{1,64}
+  static bool ValidName(absl::string_view name);
+
+ private:
+  absl::Status Add(TokenizerEntry entry);
+
+  const size_t max_tokenizers_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, TokenizerEntry, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_SERVICE_TOKENIZER_REGISTRY_H_

@@ -1,0 +1,345 @@
+// Unit tests of the gRPC-free service classes: TokenizerRegistry, IndexCache,
+// SessionTable, Metrics. Bundled qwen3 tokenizer only.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "index/vocabulary.h"
+#include "service/index_cache.h"
+#include "service/metrics.h"
+#include "service/session_table.h"
+#include "service/tokenizer_registry.h"
+
+namespace maskd {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint32_t kOne = 16, kTwo = 17, kA = 64;
+
+std::shared_ptr<const Vocabulary> Qwen() {
+  static auto* v = new std::shared_ptr<const Vocabulary>(
+      *Vocabulary::Load(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3"));
+  return *v;
+}
+
+CompileSpec Spec(const std::string& regex, bool eager = false) {
+  CompileSpec s;
+  s.tokenizer = "qwen3";
+  s.vocab = Qwen();
+  s.constraint = regex;
+  s.eager = eager;
+  return s;
+}
+
+// Compiles and waits.
+IndexInfo CompileWait(IndexCache& cache, const CompileSpec& spec) {
+  absl::Notification done;
+  IndexInfo out;
+  auto snap = cache.Compile(spec, [&](const IndexInfo& info) {
+    out = info;
+    done.Notify();
+  });
+  EXPECT_TRUE(snap.ok()) << snap.status();
+  if (snap->state != IndexState::kCompiling) return *snap;
+  done.WaitForNotification();
+  return out;
+}
+
+TEST(TokenizerRegistryTest, LoadDirAndRegister) {
+  TokenizerRegistry reg(2);
+  std::vector<std::string> errors;
+  auto names = reg.LoadDir(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers",
+                           {{"qwen3", 151936}}, &errors);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_THAT(*names, ::testing::Contains("qwen3"));
+  EXPECT_TRUE(errors.empty());
+  auto q = reg.Get("qwen3");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->vocab->size(), 151936u);  // --vocab-size override: padding ids
+  EXPECT_EQ(reg.Get("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(reg.LoadDir("/nonexistent", {}, &errors).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(TokenizerRegistry::ValidName("a/b"));
+  EXPECT_FALSE(TokenizerRegistry::ValidName(""));
+  EXPECT_FALSE(TokenizerRegistry::ValidName(".."));
+  EXPECT_TRUE(TokenizerRegistry::ValidName("llama-3.1_8B"));
+  const std::string json = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []},
+      "added_tokens": [], "decoder": {"type": "ByteLevel"}})";
+  auto t = reg.Register("tiny", json, "", VocabularyOptions{});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->source, "registered");
+  EXPECT_EQ(reg.Register("tiny2", json, "", {}).status().code(),
+            absl::StatusCode::kResourceExhausted);  // max 2
+  EXPECT_EQ(reg.List().size(), 2u);
+}
+
+TEST(IndexCacheTest, CompileHitAndIds) {
+  Metrics metrics("test");
+  IndexCache cache({}, &metrics);
+  IndexInfo a = CompileWait(cache, Spec("[0-9]+"));
+  ASSERT_EQ(a.state, IndexState::kReady) << a.status;
+  EXPECT_FALSE(a.cache_hit);
+  EXPECT_GT(a.dfa_states, 1u);
+  EXPECT_EQ(a.vocab_size, Qwen()->size());
+  IndexInfo b = CompileWait(cache, Spec("[0-9]+"));
+  EXPECT_TRUE(b.cache_hit);
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.id, IndexCache::IndexId(Spec("[0-9]+")));
+  EXPECT_NE(a.id, IndexCache::IndexId(Spec("[0-9]+", /*eager=*/true)));
+  CompileSpec schema = Spec("[0-9]+");
+  schema.kind = ConstraintKind::kJsonSchema;
+  EXPECT_NE(a.id, IndexCache::IndexId(schema));
+  auto got = cache.Get(a.id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state, IndexState::kReady);
+  EXPECT_EQ(cache.Get("ix-nothing").status().code(), absl::StatusCode::kNotFound);
+  std::string m = metrics.Serialize();
+  EXPECT_THAT(m, HasSubstr("maskd_index_cache_hits_total 1"));
+  EXPECT_THAT(m, HasSubstr("maskd_index_cache_misses_total 1"));
+  EXPECT_THAT(m, HasSubstr("maskd_compile_seconds_count{result=\"ok\"} 1"));
+}
+
+TEST(IndexCacheTest, FailuresAreCachedThenExpire) {
+  IndexCacheOptions o;
+  o.failure_ttl = absl::Milliseconds(200);
+  IndexCache cache(o, nullptr);
+  IndexInfo a = CompileWait(cache, Spec("a(b"));
+  ASSERT_EQ(a.state, IndexState::kFailed);
+  EXPECT_EQ(a.status.code(), absl::StatusCode::kInvalidArgument);
+  IndexInfo b = CompileWait(cache, Spec("a(b"));
+  EXPECT_TRUE(b.cache_hit);
+  EXPECT_EQ(b.status, a.status);
+  EXPECT_EQ(cache.Lease(a.id).status(), a.status);
+  absl::SleepFor(absl::Milliseconds(250));
+  cache.Maintain();
+  EXPECT_EQ(cache.Get(a.id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(IndexCacheTest, DeadlineAndCancel) {
+  IndexCacheOptions o;
+  o.compile_threads = 1;
+  o.max_pending = 2;
+  IndexCache cache(o, nullptr);
+  CompileSpec slow = Spec("[a-z]{1,500}q", /*eager=*/true);
+  slow.timeout = absl::Milliseconds(1);
+  IndexInfo a = CompileWait(cache, slow);
+  EXPECT_EQ(a.status.code(), absl::StatusCode::kDeadlineExceeded) << a.status;
+
+  // Cancel: a compilation that would take long; its waiter gets CANCELLED and
+  // the entry is dropped.
+  absl::Notification done;
+  IndexInfo out;
+  auto snap = cache.Compile(Spec("[a-z]{1,900}r", true), [&](const IndexInfo& i) {
+    out = i;
+    done.Notify();
+  });
+  ASSERT_TRUE(snap.ok());
+  // A second pending compilation fills max_pending=2; a third is refused.
+  auto second = cache.Compile(Spec("[0-9]{1,900}s", true));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(cache.Compile(Spec("x")).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(cache.Cancel(snap->id));
+  EXPECT_TRUE(cache.Cancel(second->id));
+  done.WaitForNotification();
+  if (out.state == IndexState::kFailed) {
+    EXPECT_EQ(out.status.code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(cache.Get(snap->id).status().code(), absl::StatusCode::kNotFound);
+  }
+  EXPECT_FALSE(cache.Cancel("ix-none"));
+}
+
+TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
+  IndexCacheOptions o;
+  o.max_bytes = 60000;
+  Metrics metrics("test");
+  IndexCache cache(o, &metrics);
+  std::vector<uint32_t> row((Qwen()->size() + 31) / 32);
+  IndexInfo pinned = CompileWait(cache, Spec("[0-9]{3}"));
+  ASSERT_EQ(pinned.state, IndexState::kReady);
+  auto lease = cache.Lease(pinned.id);
+  ASSERT_TRUE(lease.ok());
+  (*lease)->index()->WriteMask((*lease)->index()->start(), row.data());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    IndexInfo info = CompileWait(cache, Spec("[a-z]{" + std::to_string(i + 1) + "}x"));
+    ASSERT_EQ(info.state, IndexState::kReady) << info.status;
+    info.index->WriteMask(info.index->start(), row.data());  // grows the index
+    ids.push_back(info.id);
+    cache.Maintain();
+  }
+  EXPECT_TRUE(cache.Get(pinned.id).ok());      // leased: kept
+  EXPECT_TRUE(cache.Get(ids.back()).ok());     // most recent: kept
+  EXPECT_FALSE(cache.Get(ids.front()).ok());   // oldest unleased: evicted
+  EXPECT_THAT(metrics.Serialize(), ::testing::Not(HasSubstr("maskd_index_cache_evictions_total 0")));
+  // Released: the pinned index becomes evictable.
+  lease->reset();
+  for (int i = 0; i < 3; ++i) {
+    IndexInfo info = CompileWait(cache, Spec("[b-y]{" + std::to_string(i + 1) + "}x"));
+    info.index->WriteMask(info.index->start(), row.data());
+    cache.Maintain();
+  }
+  EXPECT_FALSE(cache.Get(pinned.id).ok());
+  // An index larger than the whole budget fails.
+  IndexCacheOptions tiny;
+  tiny.max_bytes = 100;
+  IndexCache small(tiny, nullptr);
+  IndexInfo big = CompileWait(small, Spec("[0-9]{3}"));
+  EXPECT_EQ(big.status.code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(IndexCacheTest, DedupesConcurrentRequests) {
+  Metrics metrics("test");
+  IndexCache cache({}, &metrics);
+  std::vector<std::thread> threads;
+  std::vector<IndexInfo> out(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] { out[i] = CompileWait(cache, Spec("[a-z]{1,100}[0-9]", true)); });
+  }
+  for (auto& t : threads) t.join();
+  int misses = 0;
+  for (auto& o : out) {
+    EXPECT_EQ(o.state, IndexState::kReady);
+    EXPECT_EQ(o.id, out[0].id);
+    misses += o.cache_hit ? 0 : 1;
+  }
+  EXPECT_EQ(misses, 1);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_compile_seconds_count{result=\"ok\"} 1"));
+}
+
+class SessionTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = std::make_unique<IndexCache>(IndexCacheOptions{}, nullptr);
+    IndexInfo info = CompileWait(*cache_, Spec("[0-9]{2}"));
+    ASSERT_EQ(info.state, IndexState::kReady);
+    id_ = info.id;
+    row_.resize(info.index->num_words() + 3, 0xFFFFFFFFu);
+  }
+  std::shared_ptr<IndexLease> Lease() { return *cache_->Lease(id_); }
+
+  std::unique_ptr<IndexCache> cache_;
+  std::string id_;
+  std::vector<uint32_t> row_;
+};
+
+TEST_F(SessionTableTest, StepRollbackForkClose) {
+  SessionTableOptions o;
+  o.max_sessions = 2;
+  SessionTable table(o, nullptr);
+  auto s = table.Create(Lease());
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE((*s)->id(), 0u);
+  EXPECT_EQ(table.Find((*s)->id()), *s);
+  std::string forced = "junk";
+  StepOutcome r = (*s)->Step(0, {}, absl::MakeSpan(row_), &forced);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_TRUE((row_[kOne >> 5] >> (kOne & 31)) & 1);
+  EXPECT_EQ(row_.back(), 0u);  // padding words zeroed
+  EXPECT_EQ(forced, "");
+  const uint32_t one[] = {kOne}, a[] = {kA}, two_a[] = {kTwo, kA};
+  r = (*s)->Step(0, one, absl::MakeSpan(row_), nullptr);
+  EXPECT_EQ(r.num_tokens, 1u);
+  r = (*s)->Step(0, a, absl::MakeSpan(row_), nullptr);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.num_tokens, 1u);
+  EXPECT_EQ(row_[0], 0u);
+  // Rollback + failing advance: all or nothing.
+  r = (*s)->Step(1, two_a, absl::MakeSpan(row_), nullptr);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_EQ(r.num_tokens, 1u);
+  r = (*s)->Step(2, {}, absl::MakeSpan(row_), nullptr);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument);
+  auto fork = table.Fork((*s)->id());
+  ASSERT_TRUE(fork.ok());
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_EQ(table.Create(Lease()).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(table.Fork((*s)->id()).status().code(), absl::StatusCode::kResourceExhausted);
+  r = (*fork)->Step(0, one, absl::MakeSpan(row_), nullptr);
+  EXPECT_TRUE(r.accepting);
+  EXPECT_EQ(*(*s)->Rollback(1), 0u);
+  EXPECT_EQ((*s)->Rollback(1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(table.Close((*s)->id()).ok());
+  EXPECT_EQ(table.Close((*s)->id()).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(table.Find((*s)->id()), nullptr);
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST_F(SessionTableTest, ExpireIdle) {
+  Metrics metrics("test");
+  SessionTableOptions o;
+  o.ttl = absl::Seconds(30);
+  SessionTable table(o, &metrics);
+  auto a = table.Create(Lease());
+  auto b = table.Create(Lease());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(table.ExpireIdle(absl::Now()), 0u);
+  EXPECT_EQ(table.ExpireIdle(absl::Now() + absl::Seconds(31)), 2u);
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_sessions_expired_total 2"));
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_sessions_active 0"));
+}
+
+TEST_F(SessionTableTest, SweeperExpiresUnusedSessions) {
+  SessionTableOptions o;
+  o.ttl = absl::Milliseconds(100);
+  SessionTable table(o, nullptr);
+  auto a = table.Create(Lease());
+  ASSERT_TRUE(a.ok());
+  uint64_t id = (*a)->id();
+  a->reset();
+  absl::SleepFor(absl::Milliseconds(400));
+  EXPECT_EQ(table.Find(id), nullptr);
+}
+
+TEST_F(SessionTableTest, ConcurrentStepsOnOneSession) {
+  SessionTable table({}, nullptr);
+  auto s = table.Create(Lease());
+  ASSERT_TRUE(s.ok());
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      std::vector<uint32_t> row(row_.size());
+      for (int i = 0; i < 200; ++i) {
+        const uint32_t one[] = {kOne};
+        StepOutcome r = (*s)->Step(0, one, absl::MakeSpan(row), nullptr);
+        if (r.status.ok()) {
+          ++ok;
+          (void)(*s)->Rollback(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GT(ok.load(), 0);
+}
+
+TEST(MetricsTest, ExpositionNamesAndUnits) {
+  Metrics m("1.2.3");
+  m.ObserveStep(25e-6, 64);
+  m.ObserveStep(1e-3, 1);
+  m.TokensAdvanced(65);
+  m.RpcError("Step", 8);
+  m.StepEntryError(5);
+  m.ObserveCompile(0.01, "ok");
+  m.SetCacheBytes(1234);
+  std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr("maskd_build_info{version=\"1.2.3\"} 1"));
+  EXPECT_THAT(text, HasSubstr("maskd_step_seconds_count 2"));
+  EXPECT_THAT(text, HasSubstr("maskd_step_seconds_bucket{le=\"5e-05\"} 1"));
+  EXPECT_THAT(text, HasSubstr("maskd_step_batch_size_sum 65"));
+  EXPECT_THAT(text, HasSubstr("maskd_tokens_advanced_total 65"));
+  EXPECT_THAT(text, HasSubstr("maskd_rpc_errors_total{code=\"RESOURCE_EXHAUSTED\",method=\"Step\"} 1"));
+  EXPECT_THAT(text, HasSubstr("maskd_step_entry_errors_total{code=\"NOT_FOUND\"} 1"));
+  EXPECT_THAT(text, HasSubstr("maskd_index_cache_bytes 1234"));
+  EXPECT_EQ(StatusCodeName(16), "UNAUTHENTICATED");
+  EXPECT_EQ(StatusCodeName(99), "UNKNOWN");
+}
+
+}  // namespace
+}  // namespace maskd

@@ -1,0 +1,609 @@
+// Integration tests of maskd.v1.SharedMemory: the real maskd binary on a
+// temporary unix socket (--allow_shm), POSIX shared-memory segments created
+// here, results checked against Maskd.Step replies of twin sessions.
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "client/shm_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/apply_mask.h"
+#include "nlohmann/json.hpp"
+#include "tests/service/server_harness.h"
+
+namespace maskd {
+namespace {
+
+using ::maskd::testing::MaskdProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Code = absl::StatusCode;
+
+constexpr uint32_t kQwenVocab = 151669;
+constexpr uint32_t kQwenWords = (kQwenVocab + 31) / 32;
+const char kRegex[] = "[a-z]{1,12}( [a-z]{1,12}){0,8}";
+
+std::string Key(const std::string& tag) {
+  static std::atomic<int> n{0};
+  return absl::StrCat("/maskd-test-", getpid(), "-", tag, "-", n++);
+}
+
+shm::PosixShmSegment NewSegment(const std::string& tag, size_t bytes) {
+  auto seg = shm::PosixShmSegment::Create(Key(tag), bytes);
+  EXPECT_TRUE(seg.ok()) << seg.status();
+  return seg.ok() ? *std::move(seg) : shm::PosixShmSegment();
+}
+
+uint32_t NegInf(LogitsDtype d) {
+  return d == LogitsDtype::kFloat32 ? 0xFF800000u : d == LogitsDtype::kFloat16 ? 0xFC00u : 0xFF80u;
+}
+v1::LogitsDtype ProtoDtype(LogitsDtype d) {
+  return d == LogitsDtype::kFloat32   ? v1::LOGITS_DTYPE_FP32
+         : d == LogitsDtype::kFloat16 ? v1::LOGITS_DTYPE_FP16
+                                      : v1::LOGITS_DTYPE_BF16;
+}
+uint32_t GetElem(const void* base, size_t elem, size_t i) {
+  uint32_t v = 0;
+  std::memcpy(&v, static_cast<const char*>(base) + i * elem, elem);
+  return v;
+}
+
+class ShmTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new MaskdProcess({"--allow_shm", "--max-batch=64", "--max-message-bytes=67108864"});
+    ASSERT_TRUE(server_->ok()) << server_->Log();
+    // Two tiny tokenizers of different widths (40 ids: 2 words; 100 ids: 4).
+    auto c = server_->Connect();
+    for (uint32_t v : {40u, 100u}) {
+      v1::RegisterTokenizerRequest req;
+      req.set_name(absl::StrCat("tiny", v));
+      req.set_tokenizer_json(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+        "merges": ["a b"]}, "added_tokens": [{"id": 3, "content": "<eos>", "special": true}],
+        "decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"}})");
+      req.set_tokenizer_config_json(R"({"eos_token": "<eos>"})");
+      req.set_vocab_size(v);
+      auto t = c->RegisterTokenizer(req);
+      ASSERT_TRUE(t.ok()) << t.status();
+    }
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(server_ && server_->ok());
+    client_ = server_->Connect();
+    shm_ = std::make_unique<ShmClient>(client_->channel(), absl::Seconds(30));
+  }
+  void TearDown() override {
+    if (shm_) (void)shm_->UnregisterRegion("");
+  }
+
+  uint64_t NewSession(const std::string& tokenizer = "qwen3", const std::string& regex = kRegex) {
+    v1::CompileRequest req;
+    req.set_tokenizer(tokenizer);
+    req.set_regex(regex);
+    req.set_wait(true);
+    auto s = client_->CreateSession(req);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->session_id() : 0;
+  }
+  std::vector<uint64_t> NewSessions(int n, const std::string& tokenizer = "qwen3",
+                                    const std::string& regex = kRegex) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(NewSession(tokenizer, regex));
+    return ids;
+  }
+  uint64_t NumTokens(uint64_t id) {
+    v1::StepRequest req;
+    req.add_entries()->set_session_id(id);
+    v1::StepResponse resp;
+    EXPECT_TRUE(client_->Step(req, &resp).ok());
+    return resp.results(0).num_tokens();
+  }
+
+  static MaskdProcess* server_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<ShmClient> shm_;
+};
+
+MaskdProcess* ShmTest::server_ = nullptr;
+
+TEST_F(ShmTest, RegisterListUnregister) {
+  auto seg = NewSegment("list", 1 << 16);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("b", seg.key(), 100, 1000).ok());
+  ASSERT_TRUE(shm_->RegisterSystemRegion("a", seg.key(), 0, seg.size()).ok());
+  auto list = shm_->ListRegions();
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name(), "a");
+  EXPECT_EQ((*list)[0].kind(), v1::REGION_KIND_SYSTEM);
+  EXPECT_EQ((*list)[0].byte_size(), seg.size());
+  EXPECT_EQ((*list)[0].device_id(), -1);
+  EXPECT_EQ((*list)[0].calls_in_flight(), 0);
+  EXPECT_EQ((*list)[1].name(), "b");
+  EXPECT_EQ((*list)[1].byte_size(), 1000u);
+  auto one = shm_->ListRegions("b");
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].name(), "b");
+  EXPECT_TRUE(shm_->UnregisterRegion("a").ok());
+  list = shm_->ListRegions();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(shm_->ListRegions("a").status().code(), Code::kNotFound);
+  EXPECT_TRUE(shm_->RegisterSystemRegion("a", seg.key(), 0, 8).ok());  // name free again
+  EXPECT_TRUE(shm_->UnregisterRegion("").ok());
+  list = shm_->ListRegions();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+}
+
+TEST_F(ShmTest, RegistrationErrors) {
+  auto seg = NewSegment("errors", 4096);
+  auto code = [&](const std::string& name, const std::string& key, uint64_t off, uint64_t size) {
+    return shm_->RegisterSystemRegion(name, key, off, size).code();
+  };
+  EXPECT_EQ(code("r", "no-slash", 0, 8), Code::kInvalidArgument);
+  EXPECT_EQ(code("r", absl::StrCat("/other-", getpid()), 0, 8), Code::kPermissionDenied);
+  EXPECT_EQ(code("r", Key("missing"), 0, 8), Code::kNotFound);
+  EXPECT_EQ(code("r", seg.key(), 0, 4097), Code::kOutOfRange);
+  EXPECT_EQ(code("r", seg.key(), 4000, 97), Code::kOutOfRange);
+  EXPECT_EQ(code("r", seg.key(), std::numeric_limits<uint64_t>::max(), 2), Code::kInvalidArgument);
+  EXPECT_EQ(code("r", seg.key(), 0, 0), Code::kInvalidArgument);
+  EXPECT_EQ(code("", seg.key(), 0, 8), Code::kInvalidArgument);
+  ASSERT_EQ(code("r", seg.key(), 0, 4096), Code::kOk);
+  EXPECT_EQ(code("r", seg.key(), 0, 8), Code::kAlreadyExists);
+  EXPECT_EQ(shm_->UnregisterRegion("nope").code(), Code::kNotFound);
+  EXPECT_EQ(shm_->ListRegions("nope").status().code(), Code::kNotFound);
+  // CUDA handles: the length is checked first, on every build.
+  for (size_t len : {0, 63, 65, 128}) {
+    absl::Status s = shm_->RegisterCudaRegion("c", std::string(len, 'x'), 0, 0, 8);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << len << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("64"));
+  }
+  // A well-formed but bogus handle: UNIMPLEMENTED (no CUDA in this build),
+  // UNAVAILABLE (no GPU) or INVALID_ARGUMENT (rejected by the driver); the
+  // message never carries CUDA internals.
+  absl::Status s = shm_->RegisterCudaRegion("c", std::string(64, '\x01'), 0, 0, 8);
+  EXPECT_THAT(s.code(), ::testing::AnyOf(Code::kUnimplemented, Code::kUnavailable,
+                                         Code::kInvalidArgument))
+      << s;
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr("cuda")));
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr("CUDA_ERROR")));
+  // Messages never name server paths.
+  absl::Status missing = shm_->RegisterSystemRegion("r2", Key("gone"), 0, 8);
+  EXPECT_THAT(std::string(missing.message()), Not(HasSubstr("/dev/shm")));
+}
+
+TEST(ShmDisabled, RegistrationOffByDefault) {
+  MaskdProcess server;  // no --allow_shm
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  ShmClient shm(client->channel(), absl::Seconds(30));
+  auto seg = NewSegment("disabled", 4096);
+  absl::Status s = shm.RegisterSystemRegion("r", seg.key(), 0, 4096);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--allow_shm"));
+  EXPECT_EQ(shm.RegisterCudaRegion("c", std::string(64, 'x'), 0, 0, 8).code(),
+            Code::kFailedPrecondition);
+  auto list = shm.ListRegions();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region("r");
+  v1::StepInRegionResponse resp;
+  EXPECT_EQ(shm.StepInRegion(req, &resp).code(), Code::kNotFound);
+}
+
+TEST(ShmPrefix, KeysOutsideTheServersPrefixAreRefused) {
+  const std::string prefix = absl::StrCat("/maskdx-", getpid(), "-");
+  MaskdProcess server({"--allow_shm", "--shm_prefix=" + prefix});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  ShmClient shm(client->channel(), absl::Seconds(30));
+  auto inside = shm::PosixShmSegment::Create(prefix + "a", 4096);
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_TRUE(shm.RegisterSystemRegion("in", inside->key(), 0, 4096).ok());
+  auto outside = NewSegment("prefix", 4096);  // "/maskd-test-...": the default prefix
+  absl::Status s = shm.RegisterSystemRegion("out", outside.key(), 0, 4096);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(prefix));
+
+  MaskdProcess bad({"--allow_shm", "--shm_prefix=no-slash"}, /*wait_ready=*/false);
+  EXPECT_EQ(bad.Wait(30), 2);
+  EXPECT_THAT(bad.Log(), HasSubstr("--shm_prefix"));
+}
+
+// Masks target: the region holds exactly the bytes of Step's reply.
+TEST_F(ShmTest, MasksEqualStepReplyByteForByte) {
+  const int n = 3;
+  std::vector<uint64_t> a = NewSessions(n), b = NewSessions(n);
+  const size_t offset = 64, bytes = size_t{n} * kQwenWords * 4;
+  auto seg = NewSegment("masks", offset + bytes + 64);
+  std::memset(seg.data(), 0xAB, seg.size());
+  ASSERT_TRUE(shm_->RegisterSystemRegion("m", seg.key(), 0, seg.size()).ok());
+  v1::StepInRegionRequest sreq;
+  sreq.mutable_masks()->set_region("m");
+  sreq.mutable_masks()->set_offset(offset);
+  v1::StepRequest req;
+  for (int i = 0; i < n; ++i) {
+    sreq.add_entries()->set_session_id(a[i]);
+    req.add_entries()->set_session_id(b[i]);
+  }
+  std::mt19937_64 rng(3);
+  for (int step = 0; step < 6; ++step) {
+    v1::StepInRegionResponse sresp;
+    v1::StepResponse resp;
+    ASSERT_TRUE(shm_->StepInRegion(sreq, &sresp).ok());
+    ASSERT_TRUE(client_->Step(req, &resp).ok());
+    ASSERT_EQ(sresp.words_per_row(), kQwenWords);
+    ASSERT_EQ(resp.masks().size(), bytes);
+    ASSERT_EQ(std::memcmp(static_cast<char*>(seg.data()) + offset, resp.masks().data(), bytes), 0)
+        << "step " << step;
+    for (size_t i = 0; i < offset; ++i) ASSERT_EQ(static_cast<uint8_t*>(seg.data())[i], 0xAB);
+    for (size_t i = offset + bytes; i < seg.size(); ++i) {
+      ASSERT_EQ(static_cast<uint8_t*>(seg.data())[i], 0xAB);
+    }
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(sresp.results(i).status().code(), 0);
+      EXPECT_EQ(sresp.results(i).accepting(), resp.results(i).accepting());
+      EXPECT_EQ(sresp.results(i).forced(), resp.results(i).forced());
+      EXPECT_EQ(sresp.results(i).num_tokens(), resp.results(i).num_tokens());
+      std::vector<uint32_t> allowed = AllowedTokens(MaskRow(resp, i));
+      ASSERT_FALSE(allowed.empty());
+      uint32_t t = allowed[rng() % allowed.size()];
+      sreq.mutable_entries(i)->clear_tokens();
+      sreq.mutable_entries(i)->add_tokens(t);
+      req.mutable_entries(i)->clear_tokens();
+      req.mutable_entries(i)->add_tokens(t);
+    }
+  }
+  // A bad session id in the batch: its row is all zero, the others written.
+  sreq.mutable_entries(1)->set_session_id(12345);
+  v1::StepInRegionResponse sresp;
+  ASSERT_TRUE(shm_->StepInRegion(sreq, &sresp).ok());
+  EXPECT_EQ(sresp.results(1).status().code(), static_cast<int>(Code::kNotFound));
+  EXPECT_EQ(sresp.results(0).status().code(), 0);
+  const uint32_t* row1 =
+      reinterpret_cast<const uint32_t*>(static_cast<char*>(seg.data()) + offset) + kQwenWords;
+  for (uint32_t w = 0; w < kQwenWords; ++w) ASSERT_EQ(row1[w], 0u);
+}
+
+TEST_F(ShmTest, StepInRegionRequestErrorsStepNothing) {
+  uint64_t id = NewSession();
+  uint64_t wide = NewSession("tiny100", "[ab]*"), narrow = NewSession("tiny40", "[ab]*");
+  auto seg = NewSegment("reqerr", 1 << 20);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("r", seg.key(), 0, seg.size()).ok());
+  auto call = [&](const v1::StepInRegionRequest& r) {
+    v1::StepInRegionResponse resp;
+    return shm_->StepInRegion(r, &resp);
+  };
+  v1::StepInRegionRequest base;
+  auto* e = base.add_entries();
+  e->set_session_id(id);
+  auto allowed = AllowedTokens(MaskRow([&] {
+    v1::StepRequest q;
+    q.add_entries()->set_session_id(id);
+    v1::StepResponse p;
+    EXPECT_TRUE(client_->Step(q, &p).ok());
+    return p;
+  }(), 0));
+  ASSERT_FALSE(allowed.empty());
+  e->add_tokens(allowed[0]);  // would advance the session if stepped
+
+  v1::StepInRegionRequest r = base;
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // no target
+  r.mutable_masks()->set_region("unknown");
+  EXPECT_EQ(call(r).code(), Code::kNotFound);
+  r.mutable_masks()->set_region("r");
+  r.mutable_masks()->set_offset(seg.size() - 100);
+  EXPECT_EQ(call(r).code(), Code::kOutOfRange);
+  r.mutable_masks()->set_offset(2);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // misaligned
+  // Mixed widths on a masks target.
+  v1::StepInRegionRequest mixed;
+  mixed.mutable_masks()->set_region("r");
+  mixed.add_entries()->set_session_id(wide);
+  mixed.add_entries()->set_session_id(narrow);
+  absl::Status ms = call(mixed);
+  EXPECT_EQ(ms.code(), Code::kInvalidArgument);
+  EXPECT_THAT(std::string(ms.message()), HasSubstr("same mask width"));
+
+  auto logits = [&] {
+    v1::StepInRegionRequest l = base;
+    auto* t = l.mutable_logits();
+    t->set_region("r");
+    t->set_dtype(v1::LOGITS_DTYPE_BF16);
+    t->set_rows(1);
+    t->set_vocab(kQwenVocab);
+    return l;
+  };
+  r = logits();
+  r.mutable_logits()->set_dtype(v1::LOGITS_DTYPE_UNSPECIFIED);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);
+  r = logits();
+  r.mutable_logits()->set_rows(0);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);
+  r = logits();
+  r.mutable_logits()->set_vocab(0);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);
+  r = logits();
+  r.mutable_logits()->set_row_stride(kQwenVocab - 1);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);
+  r = logits();
+  r.mutable_logits()->set_rows(4);  // 4 rows > 1 entry, no map; also past the region
+  EXPECT_THAT(call(r).code(), ::testing::AnyOf(Code::kInvalidArgument, Code::kOutOfRange));
+  r = logits();
+  r.mutable_logits()->set_rows(2);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // no map, 2 rows, 1 entry
+  r.mutable_logits()->add_row_map(0);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // map size != rows
+  r.mutable_logits()->add_row_map(1);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // entry 1 does not exist
+  r = logits();
+  r.mutable_logits()->set_offset(1);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // misaligned bf16
+  r = logits();
+  r.mutable_logits()->set_offset(seg.size() - 1000);
+  EXPECT_EQ(call(r).code(), Code::kOutOfRange);
+  r = logits();
+  r.mutable_logits()->set_row_stride(uint64_t{1} << 62);
+  r.mutable_logits()->set_rows(5);
+  r.mutable_logits()->add_row_map(0);
+  r.mutable_logits()->add_row_map(0);
+  r.mutable_logits()->add_row_map(0);
+  r.mutable_logits()->add_row_map(0);
+  r.mutable_logits()->add_row_map(0);
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // overflow
+  r = logits();
+  r.mutable_logits()->set_wait_event(std::string(64, 'e'));
+  EXPECT_EQ(call(r).code(), Code::kInvalidArgument);  // event on a system region
+  // None of these stepped the session.
+  EXPECT_EQ(NumTokens(id), 0u);
+  // And a good call does.
+  r = logits();
+  v1::StepInRegionResponse ok;
+  ASSERT_TRUE(shm_->StepInRegion(r, &ok).ok());
+  EXPECT_EQ(ok.results(0).status().code(), 0);
+  EXPECT_EQ(ok.results(0).num_tokens(), 1u);
+}
+
+// Apply in place, every dtype: a row map with untouched rows, a padded row
+// stride, logits wider than the tokenizer, and a bad session id whose row is
+// left untouched.
+void ApplyCase(ShmTest* t, Client* client, ShmClient* shm, LogitsDtype dtype,
+               const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  const int n = static_cast<int>(a.size());
+  const size_t elem = LogitsDtypeSize(dtype);
+  const uint32_t vocab = kQwenVocab + 267;  // Qwen's real logits width: 151936
+  const uint64_t stride = vocab + 64;
+  const std::vector<int32_t> row_map = {2, -1, 0, 3, 1, -1, 2};  // entry 3: bad session
+  const uint32_t rows = static_cast<uint32_t>(row_map.size());
+  const size_t offset = 4096 + 8 * elem;
+  const size_t count = (rows - 1) * stride + vocab;
+  auto seg = NewSegment("apply", offset + count * elem + 4096);
+  std::mt19937_64 rng(static_cast<uint64_t>(dtype) + 11);
+  const std::string region = absl::StrCat("apply-", LogitsDtypeName(dtype));
+  ASSERT_TRUE(shm->RegisterSystemRegion(region, seg.key(), 0, seg.size()).ok());
+
+  v1::StepInRegionRequest sreq;
+  auto* target = sreq.mutable_logits();
+  target->set_region(region);
+  target->set_offset(offset);
+  target->set_dtype(ProtoDtype(dtype));
+  target->set_rows(rows);
+  target->set_vocab(vocab);
+  target->set_row_stride(stride);
+  for (int32_t m : row_map) target->add_row_map(m);
+  v1::StepRequest req;
+  for (int i = 0; i < n; ++i) {
+    sreq.add_entries()->set_session_id(i == 3 ? 424242 : a[i]);
+    req.add_entries()->set_session_id(b[i]);
+  }
+  req.set_words_per_row(0);
+  char* logits = static_cast<char*>(seg.data()) + offset;
+  for (int step = 0; step < 4; ++step) {
+    // Random bits, never -inf, so that "untouched" and "masked" differ.
+    std::vector<uint8_t> before(seg.size());
+    for (auto& x : before) x = static_cast<uint8_t>(rng());
+    for (size_t i = 0; i < before.size() / elem; ++i) {
+      if (GetElem(before.data(), elem, i) == NegInf(dtype)) before[i * elem] ^= 1;
+    }
+    std::memcpy(seg.data(), before.data(), seg.size());
+    v1::StepInRegionResponse sresp;
+    v1::StepResponse resp;
+    ASSERT_TRUE(shm->StepInRegion(sreq, &sresp).ok());
+    ASSERT_TRUE(client->Step(req, &resp).ok());
+    ASSERT_EQ(sresp.results(3).status().code(), static_cast<int>(Code::kNotFound));
+    const char* want_base = reinterpret_cast<const char*>(before.data()) + offset;
+    for (uint32_t r = 0; r < rows; ++r) {
+      const int32_t m = row_map[r];
+      for (uint64_t c = 0; c < stride && r * stride + c < count; ++c) {
+        const size_t i = r * stride + c;
+        uint32_t want = GetElem(want_base, elem, i);
+        if (m >= 0 && m != 3 && c < vocab) {
+          absl::Span<const uint32_t> mask = MaskRow(resp, m);
+          if (!Allowed(mask, static_cast<uint32_t>(c))) want = NegInf(dtype);
+        }
+        ASSERT_EQ(GetElem(logits, elem, i), want)
+            << LogitsDtypeName(dtype) << " step " << step << " row " << r << " col " << c;
+      }
+    }
+    // Outside the logits: untouched.
+    ASSERT_EQ(std::memcmp(seg.data(), before.data(), offset), 0);
+    ASSERT_EQ(std::memcmp(logits + count * elem, want_base + count * elem,
+                          seg.size() - offset - count * elem),
+              0);
+    for (int i = 0; i < n; ++i) {
+      if (i == 3) continue;
+      ASSERT_EQ(sresp.results(i).status().code(), 0);
+      ASSERT_EQ(sresp.results(i).num_tokens(), resp.results(i).num_tokens());
+      std::vector<uint32_t> allowed = AllowedTokens(MaskRow(resp, i));
+      ASSERT_FALSE(allowed.empty());
+      uint32_t tok = allowed[rng() % allowed.size()];
+      sreq.mutable_entries(i)->clear_tokens();
+      sreq.mutable_entries(i)->add_tokens(tok);
+      req.mutable_entries(i)->clear_tokens();
+      req.mutable_entries(i)->add_tokens(tok);
+    }
+  }
+  (void)t;
+}
+
+TEST_F(ShmTest, ApplyInPlaceFp32) { ApplyCase(this, client_.get(), shm_.get(), LogitsDtype::kFloat32, NewSessions(4), NewSessions(4)); }
+TEST_F(ShmTest, ApplyInPlaceBf16) { ApplyCase(this, client_.get(), shm_.get(), LogitsDtype::kBFloat16, NewSessions(4), NewSessions(4)); }
+TEST_F(ShmTest, ApplyInPlaceFp16) { ApplyCase(this, client_.get(), shm_.get(), LogitsDtype::kFloat16, NewSessions(4), NewSessions(4)); }
+
+// Logits narrower than a session's vocabulary: that entry fails, its row is
+// untouched; a mixed-width batch applies (padding ids -inf).
+TEST_F(ShmTest, MixedWidthsAndNarrowLogits) {
+  uint64_t wide = NewSession("tiny100", "[ab]*"), narrow = NewSession("tiny40", "[ab]*");
+  auto seg = NewSegment("narrow", 2 * 64 * 4);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("n", seg.key(), 0, seg.size()).ok());
+  float* f = static_cast<float*>(seg.data());
+  std::fill_n(f, 128, 1.0f);
+  v1::StepInRegionRequest req;
+  req.add_entries()->set_session_id(narrow);
+  req.add_entries()->set_session_id(wide);
+  auto* t = req.mutable_logits();
+  t->set_region("n");
+  t->set_dtype(v1::LOGITS_DTYPE_FP32);
+  t->set_rows(2);
+  t->set_vocab(64);
+  v1::StepInRegionResponse resp;
+  ASSERT_TRUE(shm_->StepInRegion(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), 0);
+  EXPECT_EQ(resp.results(1).status().code(), static_cast<int>(Code::kInvalidArgument));
+  EXPECT_EQ(resp.words_per_row(), 4u);
+  // Row 0 (tiny40, "[ab]*"): a (0), b (1), ab (2), <eos> (3) allowed; the rest -inf.
+  for (int c = 0; c < 64; ++c) {
+    if (c < 4) {
+      EXPECT_EQ(f[c], 1.0f) << c;
+    } else {
+      EXPECT_EQ(f[c], -std::numeric_limits<float>::infinity()) << c;
+    }
+  }
+  for (int c = 64; c < 128; ++c) EXPECT_EQ(f[c], 1.0f) << c;  // row 1 untouched
+  EXPECT_EQ(NumTokens(wide), 0u);
+}
+
+TEST_F(ShmTest, UnregisterWhileCallsInFlight) {
+  const int n = 32;
+  std::vector<uint64_t> ids = NewSessions(n);
+  const size_t bytes = size_t{n} * kQwenVocab * 4;
+  auto seg = NewSegment("inflight", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("busy", seg.key(), 0, bytes).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok_calls{0}, not_found{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 3; ++th) {
+    threads.emplace_back([&] {
+      auto c = server_->Connect();
+      ShmClient shm(c->channel(), absl::Seconds(30));
+      v1::StepInRegionRequest req;
+      for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+      auto* t = req.mutable_logits();
+      t->set_region("busy");
+      t->set_dtype(v1::LOGITS_DTYPE_FP32);
+      t->set_rows(n);
+      t->set_vocab(kQwenVocab);
+      v1::StepInRegionResponse resp;
+      while (!stop.load()) {
+        absl::Status s = shm.StepInRegion(req, &resp);
+        if (s.ok()) {
+          ok_calls++;
+        } else if (s.code() == Code::kNotFound) {
+          not_found++;
+          break;
+        } else {
+          other++;
+          break;
+        }
+      }
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ok_calls.load() < 6 && other.load() == 0 && not_found.load() == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GE(ok_calls.load(), 6);
+  // Some call is very likely in flight now; either way the registry keeps the
+  // mapping until the last lease goes.
+  auto list = shm_->ListRegions("busy");
+  ASSERT_TRUE(list.ok());
+  ASSERT_TRUE(shm_->UnregisterRegion("busy").ok());
+  for (auto& th : threads) th.join();
+  stop = true;
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(not_found.load(), 3);
+  EXPECT_TRUE(client_->Ping().ok());
+  // The name is free again; a fresh segment works.
+  auto seg2 = NewSegment("inflight2", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("busy", seg2.key(), 0, bytes).ok());
+  EXPECT_TRUE(shm_->UnregisterRegion("busy").ok());
+}
+
+// maskctl shm-demo: output contract.
+std::string RunCapture(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+  int st = pclose(p);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+TEST_F(ShmTest, MaskctlShmDemoContract) {
+  const std::string maskctl = std::string(MASKD_BIN_DIR) + "/maskctl";
+  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
+    int status = -1;
+    std::string out = RunCapture(maskctl + " --addr " + server_->addr() +
+                                     " shm-demo --tokenizer qwen3 --regex '" + kRegex +
+                                     "' --rows 3 --steps 4 --dtype " + dtype,
+                                 &status);
+    ASSERT_EQ(status, 0) << out;
+    ASSERT_FALSE(out.empty());
+    ASSERT_EQ(out.back(), '\n');
+    auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["rows"], 3);
+    EXPECT_EQ(j["steps"], 4);
+    EXPECT_EQ(j["dtype"], dtype);
+    EXPECT_EQ(j["mismatches"], 0);
+    EXPECT_GT(j["apply_p50_us"].get<double>(), 0);
+    EXPECT_GT(j["reply_p50_us"].get<double>(), 0);
+    EXPECT_EQ(j.size(), 6u);
+  }
+  int status = -1;
+  std::string out = RunCapture(maskctl + " --addr " + server_->addr() +
+                                   " shm-demo --tokenizer nope --regex a --rows 1 --steps 1 2>&1",
+                               &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_THAT(out, HasSubstr("maskctl shm-demo:"));
+  out = RunCapture(maskctl + " --addr " + server_->addr() +
+                       " shm-demo --tokenizer qwen3 --regex a --rows 1 --steps 1 --dtype fp64 2>&1",
+                   &status);
+  EXPECT_EQ(status, 2) << out;
+}
+
+}  // namespace
+}  // namespace maskd

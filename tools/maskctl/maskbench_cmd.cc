@@ -1,0 +1,314 @@
+// maskctl maskbench --tokenizer T FILE.jsonl [FILE.jsonl ...]
+//
+// Runs MaskBench-style files (one {"schema", "tests": [{"valid", "text"}]}
+// object per line) through the whole engine: JSON Schema -> regex -> DFA ->
+// token index -> Guide. An instance is accepted when its text can be walked
+// token by token (at each step the longest allowed token that is a prefix of
+// what remains) and EOS is allowed at the end. A schema passes when it
+// compiles, every valid instance is accepted and every invalid one rejected.
+//
+// Output: one JSON line per file, then one for all files ("file": "all"):
+//   {"file", "schemas", "compiled", "passing", "valid", "valid_accepted",
+//    "invalid", "invalid_rejected", "ttfm_p50_us", "ttfm_p99_us",
+//    "tbm_p50_us", "tbm_avg_us", "tbm_p99_us"}
+// TTFM: schema text to the first mask (convert + compile + first mask).
+// TBM: one mask written plus one token advanced, per token of valid instances.
+// --verbose: one line per failure on stderr, then the top failure reasons.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "index/guide.h"
+#include "index/json_schema.h"
+#include "index/token_index.h"
+#include "index/vocabulary.h"
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/tokenizer_flag.h"
+
+namespace maskctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ojson = nlohmann::ordered_json;
+
+double UsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+struct Totals {
+  int64_t schemas = 0, compiled = 0, passing = 0;
+  int64_t valid = 0, valid_accepted = 0, invalid = 0, invalid_rejected = 0;
+  std::vector<double> ttfm_us, tbm_us;
+
+  void Add(const Totals& o) {
+    schemas += o.schemas;
+    compiled += o.compiled;
+    passing += o.passing;
+    valid += o.valid;
+    valid_accepted += o.valid_accepted;
+    invalid += o.invalid;
+    invalid_rejected += o.invalid_rejected;
+    ttfm_us.insert(ttfm_us.end(), o.ttfm_us.begin(), o.ttfm_us.end());
+    tbm_us.insert(tbm_us.end(), o.tbm_us.begin(), o.tbm_us.end());
+  }
+};
+
+double Round2(double v) { return static_cast<double>(static_cast<int64_t>(v * 100 + 0.5)) / 100; }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+void PrintTotals(const std::string& file, const Totals& t) {
+  double avg = 0;
+  for (double x : t.tbm_us) avg += x;
+  if (!t.tbm_us.empty()) avg /= static_cast<double>(t.tbm_us.size());
+  ojson j;
+  j["file"] = file;
+  j["schemas"] = t.schemas;
+  j["compiled"] = t.compiled;
+  j["passing"] = t.passing;
+  j["valid"] = t.valid;
+  j["valid_accepted"] = t.valid_accepted;
+  j["invalid"] = t.invalid;
+  j["invalid_rejected"] = t.invalid_rejected;
+  j["ttfm_p50_us"] = Round2(Percentile(t.ttfm_us, 0.5));
+  j["ttfm_p99_us"] = Round2(Percentile(t.ttfm_us, 0.99));
+  j["tbm_p50_us"] = Round2(Percentile(t.tbm_us, 0.5));
+  j["tbm_avg_us"] = Round2(avg);
+  j["tbm_p99_us"] = Round2(Percentile(t.tbm_us, 0.99));
+  // json.dumps-style separators, as the rest of maskctl's output.
+  std::string s = j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  std::string out;
+  bool in_str = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    out.push_back(c);
+    if (c == '"' && (i == 0 || s[i - 1] != '\\')) in_str = !in_str;
+    if (!in_str && (c == ',' || c == ':')) out.push_back(' ');
+  }
+  std::printf("%s\n", out.c_str());
+  std::fflush(stdout);
+}
+
+// Finds tokens by their bytes.
+class TokenLookup {
+ public:
+  explicit TokenLookup(const maskd::Vocabulary& vocab) {
+    for (uint32_t id = 0; id < vocab.size(); ++id) {
+      if (!vocab.has_token(id) || vocab.is_special(id)) continue;
+      std::string_view b = vocab.bytes(id);
+      if (b.empty()) continue;
+      map_[b].push_back(id);
+      max_len_ = std::max(max_len_, b.size());
+    }
+  }
+  // The longest token allowed by `g` that is a prefix of `rest`; -1 if none.
+  int64_t LongestAllowed(const maskd::Guide& g, std::string_view rest) const {
+    for (size_t len = std::min(max_len_, rest.size()); len > 0; --len) {
+      auto it = map_.find(rest.substr(0, len));
+      if (it == map_.end()) continue;
+      for (uint32_t id : it->second)
+        if (g.IsAllowed(id)) return id;
+    }
+    return -1;
+  }
+
+ private:
+  absl::flat_hash_map<std::string_view, std::vector<uint32_t>> map_;
+  size_t max_len_ = 0;
+};
+
+struct Reasons {
+  std::map<std::string, int64_t> counts;
+  void Add(const std::string& r) { counts[r]++; }
+};
+
+std::string ReasonKey(const std::string& msg) {
+  auto q = msg.find("unsupported keyword \"");
+  if (q != std::string::npos) {
+    auto e = msg.find('"', q + 21);
+    return "unsupported keyword " + msg.substr(q + 21, e - q - 21);
+  }
+  if (msg.find("pattern") != std::string::npos) return "pattern";
+  return msg.substr(0, std::min<size_t>(msg.size(), 48));
+}
+
+int RunMaskbench(const Context& ctx) {
+  std::set<std::string> value_flags = TokenizerValueFlags();
+  value_flags.insert({"timeout-s", "whitespace", "recursion-depth", "any-depth"});
+  auto args = Args::Parse(ctx.args, value_flags, {"verbose", "closed-objects", "raw-unicode"});
+  if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
+  if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
+  auto timeout_s = args->GetUint("timeout-s", 10);
+  if (!timeout_s.ok()) return Fail("maskbench", std::string(timeout_s.status().message()));
+  maskd::JsonSchemaOptions options;
+  if (auto ws = args->Get("whitespace")) {
+    if (*ws == "python") options.whitespace = maskd::JsonWhitespace::kPython;
+    else if (*ws == "compact") options.whitespace = maskd::JsonWhitespace::kCompact;
+    else if (*ws == "flexible") options.whitespace = maskd::JsonWhitespace::kFlexible;
+    else return Fail("maskbench", "--whitespace: python, compact or flexible");
+  }
+  auto depth = args->GetUint("recursion-depth", options.max_recursion_depth);
+  auto any = args->GetUint("any-depth", options.any_value_depth);
+  if (!depth.ok() || !any.ok()) return Fail("maskbench", "bad --recursion-depth or --any-depth");
+  options.max_recursion_depth = static_cast<int>(std::min<uint64_t>(*depth, 64));
+  options.any_value_depth = static_cast<int>(std::min<uint64_t>(*any, 8));
+  if (args->Has("closed-objects")) options.additional_properties_default_open = false;
+  if (args->Has("raw-unicode")) options.ensure_ascii = false;
+  bool verbose = args->Has("verbose");
+
+  auto vocab = LoadTokenizerFlag(*args);
+  if (!vocab.ok()) return Fail("maskbench", std::string(vocab.status().message()));
+  TokenLookup lookup(**vocab);
+  const std::vector<uint32_t>& eos = (*vocab)->eos_ids();
+
+  Totals all;
+  Reasons reasons;
+  std::vector<uint32_t> mask;
+  for (const std::string& path : args->positional()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Fail("maskbench", absl::StrCat(path, ": cannot open"));
+    Totals tot;
+    std::string line;
+    int64_t line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty()) continue;
+      ojson doc;
+      try {
+        doc = ojson::parse(line);
+      } catch (const ojson::exception& e) {
+        return Fail("maskbench", absl::StrCat(path, ":", line_no, ": ", e.what()));
+      }
+      std::string name = doc.value("file", absl::StrCat("line ", line_no));
+      std::string schema_text = doc["schema"].dump();
+      ++tot.schemas;
+      int64_t nvalid = 0, ninvalid = 0;
+      if (doc.contains("tests")) {
+        for (auto& t : doc["tests"]) (t.value("valid", false) ? nvalid : ninvalid)++;
+      }
+      tot.valid += nvalid;
+      tot.invalid += ninvalid;
+      auto fail = [&](const std::string& key, const std::string& detail) {
+        reasons.Add(key);
+        if (verbose) std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), name.c_str(), detail.c_str());
+      };
+
+      auto t0 = Clock::now();
+      auto converted = maskd::JsonSchemaToRegex(schema_text, options);
+      if (!converted.ok()) {
+        std::string msg(converted.status().message());
+        fail(ReasonKey(msg), "convert: " + msg);
+        continue;
+      }
+      maskd::CompileOptions copt;
+      copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
+      auto index = maskd::CompileRegex(converted->regex, *vocab, copt);
+      if (!index.ok()) {
+        std::string msg(index.status().message());
+        fail(absl::StrCat("compile: ", absl::StatusCodeToString(index.status().code())),
+             "compile: " + msg.substr(0, 300));
+        continue;
+      }
+      maskd::Guide first(*index);
+      mask.assign((*index)->num_words(), 0);
+      first.WriteMaskUnchecked(mask.data());
+      tot.ttfm_us.push_back(UsSince(t0));
+      ++tot.compiled;
+
+      bool pass = true;
+      if (doc.contains("tests")) {
+        for (auto& t : doc["tests"]) {
+          bool valid = t.value("valid", false);
+          std::string text = t.value("text", "");
+          maskd::Guide g(*index);
+          size_t pos = 0;
+          bool ok = true;
+          std::vector<double> times;
+          while (pos < text.size()) {
+            int64_t id = lookup.LongestAllowed(g, std::string_view(text).substr(pos));
+            if (id < 0) {
+              ok = false;
+              break;
+            }
+            auto s0 = Clock::now();
+            g.WriteMaskUnchecked(mask.data());
+            absl::Status st = g.Advance(static_cast<uint32_t>(id));
+            double us = UsSince(s0);
+            if (!st.ok()) {
+              ok = false;
+              break;
+            }
+            times.push_back(us);
+            pos += (*vocab)->bytes(static_cast<uint32_t>(id)).size();
+          }
+          if (ok) {
+            bool eos_ok = false;
+            for (uint32_t e : eos) eos_ok |= g.IsAllowed(e);
+            if (eos.empty()) eos_ok = g.IsAccepting();
+            ok = eos_ok;
+          }
+          if (valid) {
+            tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
+            if (ok) {
+              ++tot.valid_accepted;
+            } else {
+              pass = false;
+              fail("valid instance rejected",
+                   absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
+            }
+          } else {
+            if (!ok) {
+              ++tot.invalid_rejected;
+            } else {
+              pass = false;
+              fail("invalid instance accepted",
+                   absl::StrCat("invalid accepted: ", text.substr(0, 200)));
+            }
+          }
+        }
+      }
+      if (pass) ++tot.passing;
+    }
+    PrintTotals(path, tot);
+    all.Add(tot);
+  }
+  PrintTotals("all", all);
+  if (verbose) {
+    std::vector<std::pair<int64_t, std::string>> top;
+    for (auto& [k, v] : reasons.counts) top.push_back({v, k});
+    std::sort(top.rbegin(), top.rend());
+    std::fprintf(stderr, "top failure reasons (failures, not schemas):\n");
+    for (size_t i = 0; i < top.size() && i < 25; ++i) {
+      std::fprintf(stderr, "  %6lld  %s\n", static_cast<long long>(top[i].first),
+                   top[i].second.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+MASKCTL_COMMAND("maskbench",
+                "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
+                "[--verbose] [--whitespace W] [--recursion-depth N] [--any-depth N] "
+                "[--closed-objects]",
+                RunMaskbench);
+
+}  // namespace maskctl

@@ -1,0 +1,175 @@
+// maskctl --addr ADDR bench --tokenizer NAME --regex R --sessions K --steps N
+//   [--stream] [--seed S] [--pings P] [--rss]
+// K sessions each advance by one random allowed token per step (EOS avoided
+// while anything else is allowed), all K batched in one Step call per step;
+// then P (default 1000) empty Ping calls on the same channel.
+// → {"sessions": K, "steps": N, "step_p50_us": .., "step_p99_us": ..,
+//    "steps_per_s": .., "ping_p50_us": ..}
+// With --rss, also "server_rss_10pct_bytes" and "server_rss_bytes": the
+// server's resident memory (Stats RPC) after 10% and 100% of the steps.
+// Any failed entry is an error (stderr, exit 2).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/online_util.h"
+
+namespace maskctl {
+namespace {
+
+#ifdef MASKD_WITH_CLIENT
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+#endif
+
+int Bench(const Context& ctx) {
+#ifdef MASKD_WITH_CLIENT
+  using Clock = std::chrono::steady_clock;
+  auto args = Args::Parse(ctx.args,
+                          {"tokenizer", "regex", "json-schema", "sessions", "steps", "seed", "pings"},
+                          {"stream", "rss"});
+  if (!args.ok()) return Fail("bench", std::string(args.status().message()));
+  auto tokenizer = args->Require("tokenizer");
+  if (!tokenizer.ok()) return Fail("bench", std::string(tokenizer.status().message()));
+  auto k = args->GetUint("sessions", 1);
+  auto n = args->GetUint("steps", 100);
+  auto seed = args->GetUint("seed", 1);
+  auto pings = args->GetUint("pings", 1000);
+  for (const auto* v : {&k, &n, &seed, &pings}) {
+    if (!v->ok()) return Fail("bench", std::string(v->status().message()));
+  }
+  if (*k == 0 || *n == 0) return Fail("bench", "--sessions and --steps must be > 0");
+  maskd::v1::CompileRequest compile;
+  compile.set_tokenizer(*tokenizer);
+  if (auto r = args->Get("regex")) {
+    compile.set_regex(*r);
+  } else if (auto j = args->Get("json-schema")) {
+    compile.set_json_schema(*j);
+  } else {
+    return Fail("bench", "needs --regex R or --json-schema S");
+  }
+  auto client = OnlineConnect(ctx);
+  if (!client.ok()) return Fail("bench", std::string(client.status().message()));
+  maskd::Client& c = **client;
+  std::vector<uint32_t> eos;
+  if (auto list = c.ListTokenizers(); list.ok()) {
+    for (const auto& t : *list) {
+      if (t.name() == *tokenizer) eos.assign(t.eos_ids().begin(), t.eos_ids().end());
+    }
+  } else {
+    return Fail("bench", list.status().ToString());
+  }
+  std::sort(eos.begin(), eos.end());
+
+  std::vector<uint64_t> ids;
+  auto cleanup = [&] {
+    for (uint64_t id : ids) (void)c.CloseSession(id);
+  };
+  for (uint64_t i = 0; i < *k; ++i) {
+    auto s = c.CreateSession(compile);
+    if (!s.ok()) {
+      cleanup();
+      return Fail("bench", s.status().ToString());
+    }
+    ids.push_back(s->session_id());
+  }
+  std::unique_ptr<maskd::StepStream> stream;
+  if (args->Has("stream")) {
+    auto st = c.OpenStepStream();
+    if (!st.ok()) {
+      cleanup();
+      return Fail("bench", st.status().ToString());
+    }
+    stream = *std::move(st);
+  }
+  maskd::v1::StepRequest req;
+  maskd::v1::StepResponse resp;
+  for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+  std::mt19937_64 rng(*seed);
+  std::vector<double> lat_us;
+  lat_us.reserve(*n);
+  uint64_t rss_10 = 0;
+  const uint64_t at_10 = std::max<uint64_t>(1, *n / 10);
+  const auto t_start = Clock::now();
+  for (uint64_t step = 0; step < *n; ++step) {
+    const auto t0 = Clock::now();
+    absl::Status s = stream ? stream->Step(req, &resp) : c.Step(req, &resp);
+    const auto t1 = Clock::now();
+    if (!s.ok()) {
+      stream.reset();
+      cleanup();
+      return Fail("bench", s.ToString());
+    }
+    lat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    for (int i = 0; i < resp.results_size(); ++i) {
+      if (resp.results(i).status().code() != 0) {
+        stream.reset();
+        cleanup();
+        return Fail("bench", "step " + std::to_string(step) + " entry " + std::to_string(i) + ": " +
+                                 resp.results(i).status().message());
+      }
+      auto* e = req.mutable_entries(i);
+      e->clear_tokens();
+      int64_t t = RandomAllowed(maskd::MaskRow(resp, i), eos, rng);
+      if (t >= 0) e->add_tokens(static_cast<uint32_t>(t));
+    }
+    if (args->Has("rss") && step + 1 == at_10) {
+      auto st = c.Stats();
+      if (st.ok()) rss_10 = st->rss_bytes();
+    }
+  }
+  const double total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  if (stream) {
+    absl::Status s = stream->Close();
+    stream.reset();
+    if (!s.ok()) {
+      cleanup();
+      return Fail("bench", s.ToString());
+    }
+  }
+  uint64_t rss_end = 0;
+  if (args->Has("rss")) {
+    auto st = c.Stats();
+    if (st.ok()) rss_end = st->rss_bytes();
+  }
+  cleanup();
+  std::vector<double> ping_us;
+  for (uint64_t i = 0; i < *pings; ++i) {
+    const auto t0 = Clock::now();
+    absl::Status s = c.Ping();
+    if (!s.ok()) return Fail("bench", s.ToString());
+    ping_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::printf("{\"sessions\": %llu, \"steps\": %llu, \"step_p50_us\": %.1f, \"step_p99_us\": %.1f, "
+              "\"steps_per_s\": %.1f, \"ping_p50_us\": %.1f",
+              static_cast<unsigned long long>(*k), static_cast<unsigned long long>(*n),
+              Percentile(lat_us, 0.5), Percentile(lat_us, 0.99),
+              static_cast<double>(*n) / total_s, Percentile(ping_us, 0.5));
+  if (args->Has("rss")) {
+    std::printf(", \"server_rss_10pct_bytes\": %llu, \"server_rss_bytes\": %llu",
+                static_cast<unsigned long long>(rss_10), static_cast<unsigned long long>(rss_end));
+  }
+  std::printf("}\n");
+  return 0;
+#else
+  return Fail("bench", "maskctl was built without the maskd client");
+#endif
+}
+
+}  // namespace
+MASKCTL_COMMAND("bench",
+                "bench --tokenizer NAME --regex R --sessions K --steps N [--stream] [--rss]   "
+                "(needs --addr) Step latency against a running maskd",
+                Bench);
+
+}  // namespace maskctl

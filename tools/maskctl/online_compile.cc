@@ -1,0 +1,46 @@
+// maskctl --addr ADDR compile ...: see tools/maskctl/online.h.
+#include <cstdio>
+
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/online.h"
+#include "tools/maskctl/online_util.h"
+
+namespace maskctl {
+
+int RunOnlineCompile(const Context& ctx) {
+#ifdef MASKD_WITH_CLIENT
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "timeout-ms"},
+                          {"eager", "no-wait"});
+  if (!args.ok()) return Fail("compile", std::string(args.status().message()));
+  auto tokenizer = args->Require("tokenizer");
+  if (!tokenizer.ok()) return Fail("compile", std::string(tokenizer.status().message()));
+  maskd::v1::CompileRequest req;
+  req.set_tokenizer(*tokenizer);
+  if (auto r = args->Get("regex")) {
+    req.set_regex(*r);
+  } else if (auto j = args->Get("json-schema")) {
+    req.set_json_schema(*j);
+  } else {
+    return Fail("compile", "needs --regex R or --json-schema S");
+  }
+  auto timeout = args->GetUint("timeout-ms", 0);
+  if (!timeout.ok()) return Fail("compile", std::string(timeout.status().message()));
+  req.mutable_options()->set_timeout_ms(static_cast<uint32_t>(*timeout));
+  req.mutable_options()->set_eager(args->Has("eager"));
+  req.set_wait(!args->Has("no-wait"));
+  auto client = OnlineConnect(ctx);
+  if (!client.ok()) return Fail("compile", std::string(client.status().message()));
+  auto resp = (*client)->Compile(req);
+  if (!resp.ok()) return Fail("compile", resp.status().ToString());
+  const char* state = resp->state() == maskd::v1::INDEX_STATE_READY       ? "ready"
+                      : resp->state() == maskd::v1::INDEX_STATE_COMPILING ? "compiling"
+                                                                          : "failed";
+  std::printf("{\"index_id\": %s, \"state\": \"%s\", \"dfa_states\": %u, \"compile_ms\": %.3f}\n",
+              JsonString(resp->index_id()).c_str(), state, resp->dfa_states(), resp->compile_ms());
+  return 0;
+#else
+  return Fail("compile", "maskctl was built without the maskd client");
+#endif
+}
+
+}  // namespace maskctl

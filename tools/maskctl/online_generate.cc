@@ -1,0 +1,89 @@
+// maskctl --addr ADDR generate --tokenizer NAME --regex R --seed S --max-tokens N
+// Drives one session through Step, choosing uniformly at random among the
+// allowed tokens (EOS included), until EOS or N tokens:
+// → {"session_id": "...", "tokens": [...], "text_hex": "...", "finished": bool}
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/online_util.h"
+
+namespace maskctl {
+namespace {
+
+int Generate(const Context& ctx) {
+#ifdef MASKD_WITH_CLIENT
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "seed", "max-tokens"}, {});
+  if (!args.ok()) return Fail("generate", std::string(args.status().message()));
+  auto tokenizer = args->Require("tokenizer");
+  if (!tokenizer.ok()) return Fail("generate", std::string(tokenizer.status().message()));
+  auto seed = args->GetUint("seed", 0);
+  auto max_tokens = args->GetUint("max-tokens", 64);
+  if (!seed.ok()) return Fail("generate", std::string(seed.status().message()));
+  if (!max_tokens.ok()) return Fail("generate", std::string(max_tokens.status().message()));
+  maskd::v1::CompileRequest compile;
+  compile.set_tokenizer(*tokenizer);
+  if (auto r = args->Get("regex")) {
+    compile.set_regex(*r);
+  } else if (auto j = args->Get("json-schema")) {
+    compile.set_json_schema(*j);
+  } else {
+    return Fail("generate", "needs --regex R or --json-schema S");
+  }
+  auto client = OnlineConnect(ctx);
+  if (!client.ok()) return Fail("generate", std::string(client.status().message()));
+  auto session = (*client)->CreateSession(compile);
+  if (!session.ok()) return Fail("generate", session.status().ToString());
+  const uint64_t id = session->session_id();
+  std::mt19937_64 rng(*seed);
+  std::vector<uint32_t> tokens;
+  maskd::v1::StepRequest req;
+  maskd::v1::StepResponse resp;
+  maskd::v1::StepEntry* entry = req.add_entries();
+  entry->set_session_id(id);
+  bool finished = false;
+  for (;;) {
+    if (absl::Status s = (*client)->Step(req, &resp); !s.ok()) {
+      (void)(*client)->CloseSession(id);
+      return Fail("generate", s.ToString());
+    }
+    const auto& r = resp.results(0);
+    if (r.status().code() != 0) {
+      (void)(*client)->CloseSession(id);
+      return Fail("generate", r.status().message());
+    }
+    finished = r.finished();
+    if (finished || tokens.size() >= *max_tokens) break;
+    int64_t t = RandomAllowed(maskd::MaskRow(resp, 0), {}, rng);
+    if (t < 0) break;  // cannot happen: a live state always allows something
+    tokens.push_back(static_cast<uint32_t>(t));
+    entry->clear_tokens();
+    entry->add_tokens(static_cast<uint32_t>(t));
+  }
+  auto text = (*client)->Detokenize(*tokenizer, tokens);
+  (void)(*client)->CloseSession(id);
+  if (!text.ok()) return Fail("generate", text.status().ToString());
+  std::string list;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i) list += ", ";
+    list += std::to_string(tokens[i]);
+  }
+  std::printf("{\"session_id\": \"%llu\", \"tokens\": [%s], \"text_hex\": \"%s\", \"finished\": %s}\n",
+              static_cast<unsigned long long>(id), list.c_str(), Hex(*text).c_str(),
+              finished ? "true" : "false");
+  return 0;
+#else
+  return Fail("generate", "maskctl was built without the maskd client");
+#endif
+}
+
+}  // namespace
+MASKCTL_COMMAND("generate",
+                "generate --tokenizer NAME --regex R [--seed S] [--max-tokens N]   (needs --addr) "
+                "random constrained generation through one session",
+                Generate);
+
+}  // namespace maskctl

@@ -1,0 +1,32 @@
+// maskctl --addr ADDR health → {"status": "SERVING"}; exit 0 when SERVING,
+// 3 when the server answers another status, 2 on errors.
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/online.h"
+#include "tools/maskctl/online_util.h"
+
+#include <cstdio>
+
+namespace maskctl {
+namespace {
+
+int Health(const Context& ctx) {
+#ifdef MASKD_WITH_CLIENT
+  auto args = Args::Parse(ctx.args, {"service"}, {});
+  if (!args.ok()) return Fail("health", std::string(args.status().message()));
+  auto client = OnlineConnect(ctx);
+  if (!client.ok()) return Fail("health", std::string(client.status().message()));
+  auto status = (*client)->Health(args->Get("service").value_or(""));
+  if (!status.ok()) return Fail("health", status.status().ToString());
+  std::printf("{\"status\": %s}\n", JsonString(*status).c_str());
+  return *status == "SERVING" ? 0 : 3;
+#else
+  return Fail("health", "maskctl was built without the maskd client");
+#endif
+}
+
+}  // namespace
+MASKCTL_COMMAND("health", "health [--service NAME]   (needs --addr) grpc.health.v1 status",
+                Health);
+
+}  // namespace maskctl

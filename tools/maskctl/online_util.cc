@@ -1,0 +1,76 @@
+#include "tools/maskctl/online_util.h"
+
+#ifdef MASKD_WITH_CLIENT
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+
+namespace maskctl {
+
+absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx) {
+  if (ctx.addr.empty()) {
+    return absl::InvalidArgumentError("needs --addr ADDR (e.g. unix:///tmp/maskd.sock)");
+  }
+  maskd::ClientOptions options;
+  options.max_message_bytes = 256 << 20;
+  return maskd::Client::Connect(ctx.addr, options);
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string Hex(const std::string& bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+int64_t RandomAllowed(absl::Span<const uint32_t> row, absl::Span<const uint32_t> avoid,
+                      std::mt19937_64& rng) {
+  uint64_t total = 0, avoided = 0;
+  for (uint32_t w : row) total += std::popcount(w);
+  for (uint32_t t : avoid) avoided += maskd::Allowed(row, t) ? 1 : 0;
+  if (total == 0) return -1;
+  const bool skip = total > avoided;
+  uint64_t k = std::uniform_int_distribution<uint64_t>(0, (skip ? total - avoided : total) - 1)(rng);
+  for (size_t w = 0; w < row.size(); ++w) {
+    uint32_t bits = row[w];
+    if (skip) {
+      for (uint32_t t : avoid) {
+        if ((t >> 5) == w) bits &= ~(1u << (t & 31));
+      }
+    }
+    uint64_t c = std::popcount(bits);
+    if (k >= c) {
+      k -= c;
+      continue;
+    }
+    while (k--) bits &= bits - 1;
+    return static_cast<int64_t>(w * 32 + std::countr_zero(bits));
+  }
+  return -1;
+}
+
+}  // namespace maskctl
+
+#endif  // MASKD_WITH_CLIENT

@@ -1,0 +1,288 @@
+// maskctl --addr ADDR shm-demo --tokenizer NAME --regex R --rows K --steps N
+//   [--dtype fp32|bf16|fp16] [--seed S] [--key /maskd-...]
+// Masks applied in place in shared memory (SharedMemory.StepInRegion) against
+// masks returned in the reply (Maskd.Step) and applied by the client with
+// maskd::CpuApplier, on the same batch in the same run:
+//  - a POSIX shared-memory logits buffer of K rows x the tokenizer's vocab
+//    (--key, default /maskd-shm-demo-<pid>; the server needs --allow_shm and
+//    a --shm_prefix the key starts with) is registered as a region;
+//  - 2K sessions over the regex: K stepped by StepInRegion (apply path), K
+//    twins stepped by Step (reply path) with the same tokens;
+//  - each step: both logits buffers are filled with 1.0; the apply path calls
+//    StepInRegion (logits target, identity row map); the reply path calls Step
+//    and applies the reply's masks to a private buffer with CpuApplier (the
+//    two are timed separately, in alternating order); then EVERY logit of both
+//    buffers is checked against the Step reply's mask (allowed: 1.0 unchanged,
+//    else -inf) and each row picks a random allowed token (EOS avoided while
+//    anything else is allowed) from the shared-memory logits for the next step.
+// → {"rows": K, "steps": N, "dtype": "...", "mismatches": 0,
+//    "apply_p50_us": .., "reply_p50_us": ..}
+// Errors (any failed entry included): stderr, exit 2.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/maskctl/args.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/online_util.h"
+
+#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
+#include "client/shm_client.h"
+#include "kernels/apply_mask.h"
+#endif
+
+namespace maskctl {
+namespace {
+
+#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+// Bit patterns of 1.0 and -inf per dtype.
+struct Pattern {
+  uint32_t one, neg_inf;
+  size_t size;
+};
+
+Pattern PatternOf(maskd::LogitsDtype d) {
+  switch (d) {
+    case maskd::LogitsDtype::kFloat16: return {0x3C00, 0xFC00, 2};
+    case maskd::LogitsDtype::kBFloat16: return {0x3F80, 0xFF80, 2};
+    default: return {0x3F800000u, 0xFF800000u, 4};
+  }
+}
+
+void Fill(void* data, size_t count, const Pattern& p) {
+  if (p.size == 4) {
+    std::fill_n(static_cast<uint32_t*>(data), count, p.one);
+  } else {
+    std::fill_n(static_cast<uint16_t*>(data), count, static_cast<uint16_t>(p.one));
+  }
+}
+
+inline uint32_t Get(const void* data, size_t i, const Pattern& p) {
+  if (p.size == 4) {
+    uint32_t v;
+    std::memcpy(&v, static_cast<const char*>(data) + i * 4, 4);
+    return v;
+  }
+  uint16_t v;
+  std::memcpy(&v, static_cast<const char*>(data) + i * 2, 2);
+  return v;
+}
+
+// Closes sessions and unregisters the region on every exit path.
+struct Cleanup {
+  maskd::Client* client;
+  maskd::ShmClient* shm;
+  std::string region;
+  std::vector<uint64_t> ids;
+  ~Cleanup() {
+    for (uint64_t id : ids) (void)client->CloseSession(id);
+    if (!region.empty()) (void)shm->UnregisterRegion(region);
+  }
+};
+#endif
+
+int ShmDemo(const Context& ctx) {
+#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
+  using Clock = std::chrono::steady_clock;
+  const char* kCmd = "shm-demo";
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "rows", "steps", "dtype", "seed", "key"},
+                          {});
+  if (!args.ok()) return Fail(kCmd, std::string(args.status().message()));
+  auto tokenizer = args->Require("tokenizer");
+  if (!tokenizer.ok()) return Fail(kCmd, std::string(tokenizer.status().message()));
+  auto regex = args->Require("regex");
+  if (!regex.ok()) return Fail(kCmd, std::string(regex.status().message()));
+  auto k = args->GetUint("rows", 1);
+  auto n = args->GetUint("steps", 100);
+  auto seed = args->GetUint("seed", 1);
+  for (const auto* v : {&k, &n, &seed}) {
+    if (!v->ok()) return Fail(kCmd, std::string(v->status().message()));
+  }
+  if (*k == 0 || *n == 0) return Fail(kCmd, "--rows and --steps must be > 0");
+  const std::string dtype_name = args->Get("dtype").value_or("fp32");
+  maskd::LogitsDtype dtype;
+  maskd::v1::LogitsDtype proto_dtype;
+  if (dtype_name == "fp32") {
+    dtype = maskd::LogitsDtype::kFloat32;
+    proto_dtype = maskd::v1::LOGITS_DTYPE_FP32;
+  } else if (dtype_name == "fp16") {
+    dtype = maskd::LogitsDtype::kFloat16;
+    proto_dtype = maskd::v1::LOGITS_DTYPE_FP16;
+  } else if (dtype_name == "bf16") {
+    dtype = maskd::LogitsDtype::kBFloat16;
+    proto_dtype = maskd::v1::LOGITS_DTYPE_BF16;
+  } else {
+    return Fail(kCmd, "--dtype must be fp32, fp16 or bf16");
+  }
+  const Pattern pat = PatternOf(dtype);
+  const std::string key =
+      args->Get("key").value_or("/maskd-shm-demo-" + std::to_string(getpid()));
+
+  auto client = OnlineConnect(ctx);
+  if (!client.ok()) return Fail(kCmd, std::string(client.status().message()));
+  maskd::Client& c = **client;
+  maskd::ShmClient shm(c.channel());
+  uint32_t vocab = 0;
+  std::vector<uint32_t> eos;
+  auto list = c.ListTokenizers();
+  if (!list.ok()) return Fail(kCmd, list.status().ToString());
+  for (const auto& t : *list) {
+    if (t.name() == *tokenizer) {
+      vocab = t.vocab_size();
+      eos.assign(t.eos_ids().begin(), t.eos_ids().end());
+    }
+  }
+  if (vocab == 0) return Fail(kCmd, "unknown tokenizer '" + *tokenizer + "'");
+  std::sort(eos.begin(), eos.end());
+  const size_t rows = *k, elems = rows * vocab;
+
+  auto seg = maskd::shm::PosixShmSegment::Create(key, elems * pat.size);
+  if (!seg.ok()) return Fail(kCmd, "creating " + key + ": " + seg.status().ToString());
+  Cleanup cleanup{&c, &shm, "", {}};
+  const std::string region = "shm-demo-" + std::to_string(getpid());
+  if (absl::Status s = shm.RegisterSystemRegion(region, key, 0, seg->size()); !s.ok()) {
+    return Fail(kCmd, "RegisterSystemRegion: " + s.ToString());
+  }
+  cleanup.region = region;
+
+  maskd::v1::CompileRequest compile;
+  compile.set_tokenizer(*tokenizer);
+  compile.set_regex(*regex);
+  compile.set_wait(true);
+  maskd::v1::StepInRegionRequest apply_req;
+  maskd::v1::StepInRegionResponse apply_resp;
+  maskd::v1::StepRequest reply_req;
+  maskd::v1::StepResponse reply_resp;
+  for (size_t i = 0; i < 2 * rows; ++i) {
+    auto s = c.CreateSession(compile);
+    if (!s.ok()) return Fail(kCmd, "CreateSession: " + s.status().ToString());
+    cleanup.ids.push_back(s->session_id());
+    if (i < rows) {
+      apply_req.add_entries()->set_session_id(s->session_id());
+    } else {
+      reply_req.add_entries()->set_session_id(s->session_id());
+    }
+  }
+  maskd::v1::LogitsTarget* target = apply_req.mutable_logits();
+  target->set_region(region);
+  target->set_offset(0);
+  target->set_dtype(proto_dtype);
+  target->set_rows(static_cast<uint32_t>(rows));
+  target->set_vocab(vocab);
+
+  std::vector<uint8_t> local(elems * pat.size);
+  maskd::CpuApplier applier;
+  maskd::LogitsBatch local_batch{local.data(), dtype, static_cast<int64_t>(rows), vocab, 0};
+  std::mt19937_64 rng(*seed);
+  std::vector<int64_t> next(rows, -1);
+  std::vector<uint32_t> allowed, allowed_non_eos;
+  allowed.reserve(vocab);
+  allowed_non_eos.reserve(vocab);
+  std::vector<double> apply_us, reply_us;
+  uint64_t mismatches = 0;
+  auto check_entries = [&](const auto& results, const char* rpc, uint64_t step) -> std::string {
+    for (int i = 0; i < results.size(); ++i) {
+      if (results.Get(i).status().code() != 0) {
+        return std::string(rpc) + " step " + std::to_string(step) + " entry " + std::to_string(i) +
+               ": " + results.Get(i).status().message();
+      }
+    }
+    return "";
+  };
+
+  for (uint64_t step = 0; step < *n; ++step) {
+    for (size_t r = 0; r < rows; ++r) {
+      auto* a = apply_req.mutable_entries(static_cast<int>(r));
+      auto* b = reply_req.mutable_entries(static_cast<int>(r));
+      a->clear_tokens();
+      b->clear_tokens();
+      if (next[r] >= 0) {
+        a->add_tokens(static_cast<uint32_t>(next[r]));
+        b->add_tokens(static_cast<uint32_t>(next[r]));
+      }
+    }
+    Fill(seg->data(), elems, pat);
+    Fill(local.data(), elems, pat);
+    auto run_apply = [&]() -> absl::Status {
+      const auto t0 = Clock::now();
+      absl::Status s = shm.StepInRegion(apply_req, &apply_resp);
+      apply_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      return s;
+    };
+    auto run_reply = [&]() -> absl::Status {
+      const auto t0 = Clock::now();
+      absl::Status s = c.Step(reply_req, &reply_resp);
+      if (s.ok()) {
+        maskd::MaskBatch mask{reinterpret_cast<const uint32_t*>(reply_resp.masks().data()),
+                              static_cast<int64_t>(rows), reply_resp.words_per_row(), 0};
+        s = applier.Apply(local_batch, mask);
+      }
+      reply_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      return s;
+    };
+    // Alternate the order so that neither path always runs on a warm cache.
+    absl::Status s1 = step % 2 == 0 ? run_apply() : run_reply();
+    absl::Status s2 = step % 2 == 0 ? run_reply() : run_apply();
+    if (!s1.ok()) return Fail(kCmd, s1.ToString());
+    if (!s2.ok()) return Fail(kCmd, s2.ToString());
+    if (std::string e = check_entries(apply_resp.results(), "StepInRegion", step); !e.empty()) {
+      return Fail(kCmd, e);
+    }
+    if (std::string e = check_entries(reply_resp.results(), "Step", step); !e.empty()) {
+      return Fail(kCmd, e);
+    }
+    if (reply_resp.words_per_row() != apply_resp.words_per_row()) {
+      return Fail(kCmd, "words_per_row differs between Step and StepInRegion");
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      absl::Span<const uint32_t> mask = maskd::MaskRow(reply_resp, static_cast<int>(r));
+      const size_t base = r * vocab;
+      allowed.clear();
+      allowed_non_eos.clear();
+      for (uint32_t t = 0; t < vocab; ++t) {
+        const uint32_t want = maskd::Allowed(mask, t) ? pat.one : pat.neg_inf;
+        const uint32_t got = Get(seg->data(), base + t, pat);
+        mismatches += (got != want) + (Get(local.data(), base + t, pat) != want);
+        if (got != pat.neg_inf) {
+          allowed.push_back(t);
+          if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
+        }
+      }
+      const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
+      next[r] = pool.empty() ? -1
+                             : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+    }
+  }
+  std::printf("{\"rows\": %zu, \"steps\": %llu, \"dtype\": \"%s\", \"mismatches\": %llu, "
+              "\"apply_p50_us\": %.1f, \"reply_p50_us\": %.1f}\n",
+              rows, static_cast<unsigned long long>(*n), dtype_name.c_str(),
+              static_cast<unsigned long long>(mismatches), Percentile(apply_us, 0.5),
+              Percentile(reply_us, 0.5));
+  return 0;
+#else
+  return Fail("shm-demo", "maskctl was built without the maskd shared-memory client");
+#endif
+}
+
+}  // namespace
+MASKCTL_COMMAND("shm-demo",
+                "shm-demo --tokenizer NAME --regex R --rows K --steps N [--dtype fp32|bf16|fp16] "
+                "[--key /maskd-...]   (needs --addr; server --allow_shm) masks applied in shared "
+                "memory vs returned in the reply",
+                ShmDemo);
+
+}  // namespace maskctl
