@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-SOCK="${MASKD_SOCKET:-/tmp/maskd.sock}"
+SOCK=/tmp/maskd.sock  # maskd's default listen addresses: unix:///tmp/maskd.sock and 127.0.0.1:50051
 cat <<MSG
 
 maskd is starting with the bundled tokenizer "qwen3" (data/tokenizers/qwen3).
@@ -17,4 +17,4 @@ Talk to it from another terminal:
 Metrics: curl http://127.0.0.1:9464/metrics     Stop: Ctrl-C (drains in-flight RPCs).
 
 MSG
-exec build/bin/maskd --listen "unix://$SOCK" --listen 127.0.0.1:50051 "$@"
+exec build/bin/maskd "$@"
