@@ -52,15 +52,9 @@ std::string Child(const std::string& ptr, const std::string& key, size_t i) {
 }
 std::string Where(const std::string& ptr) { return ptr.empty() ? "/" : ptr; }
 
-// Keywords that only describe, or that contain schemas reached by $ref only.
-bool IsKnownNonValidating(const std::string& k) {
-  static const std::set<std::string> kSet = {
-      "title", "description", "examples", "example", "default", "$schema", "$id", "id",
-      "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "$anchor",
-      "$vocabulary", "contentMediaType", "contentEncoding", "markdownDescription", "then",
-      "else", "$dynamicAnchor", "$recursiveAnchor"};
-  return kSet.count(k) > 0;
-}
+// Keywords not listed below (annotations such as title, description, examples,
+// default, $schema, $id, $comment, deprecated, readOnly, writeOnly, and
+// non-JSON-Schema keywords such as x-*) are ignored, as the spec says.
 // Validation keywords this converter handles.
 bool IsHandled(const std::string& k) {
   static const std::set<std::string> kSet = {

@@ -405,7 +405,7 @@ std::optional<std::string> NumberRangeRegex(const std::optional<Decimal>& lo, bo
   }
   // Exponent forms where a whole half-line is in range.
   bool lo_le0 = !lo || lo->neg || (CompareDecimal(*lo, kZero) == 0 && !lo_exclusive);
-  bool hi_ge0 = !hi || !hi->neg && !(CompareDecimal(*hi, kZero) == 0 && hi_exclusive);
+  bool hi_ge0 = !hi || (!hi->neg && !(CompareDecimal(*hi, kZero) == 0 && hi_exclusive));
   static const std::string kNonZeroMantissa =
       "(?:[1-9][0-9]*(?:\\.[0-9]+)?|0\\.[0-9]*[1-9][0-9]*)";
   bool lo_is_0_ex = lo && CompareDecimal(*lo, kZero) == 0 && lo_exclusive;

@@ -75,7 +75,8 @@ ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at mos
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "On SIGTERM/SIGINT: time in-flight RPCs get to finish");
 ABSL_FLAG(bool, allow_shm, false,
-          "Allow clients to register shared-memory regions (SharedMemory service); off: FAILED_PRECONDITION");
+          "Allow clients to register shared-memory regions (SharedMemory service); "
+          "off: registration answers FAILED_PRECONDITION");
 ABSL_FLAG(std::string, shm_prefix, "/maskd-",
           "POSIX shared-memory keys clients may register must start with this prefix");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),

@@ -16,8 +16,10 @@
 // Threads: callbacks run on gRPC's threads and block for the apply (CPU:
 // tens to hundreds of microseconds; CUDA: until the stream is synchronised).
 // CPU applies share one CpuApplier (its pool is created once; calls
-// serialise); CUDA work is serialised by ShmCuda. No allocation per row:
-// per-thread scratch vectors keep their capacity between calls.
+// serialise); CUDA work is serialised by ShmCuda. No allocation per row (nor
+// per call in steady state): per-thread scratch vectors keep their capacity,
+// and request/reply messages are recycled by a pooled message allocator (as
+// MaskdService does for Step).
 #ifndef MASKD_SERVICE_SHM_SERVICE_H_
 #define MASKD_SERVICE_SHM_SERVICE_H_
 
@@ -26,6 +28,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "grpcpp/support/message_allocator.h"
 #include "kernels/apply_mask.h"
 #include "maskd/v1/shm.grpc.pb.h"
 #include "service/metrics.h"
@@ -79,6 +82,8 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   std::unique_ptr<shm::RegionRegistry> registry_;
   std::unique_ptr<CpuApplier> applier_;
   std::unique_ptr<ShmCuda> cuda_;
+  std::unique_ptr<grpc::MessageAllocator<v1::StepInRegionRequest, v1::StepInRegionResponse>>
+      allocator_;
 };
 
 }  // namespace maskd

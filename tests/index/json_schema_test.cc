@@ -30,7 +30,7 @@
 
 // Passing rate (%) of tests/data/maskbench_slice.jsonl, set a little below
 // the measured rate.
-#define MASKBENCH_SLICE_FLOOR 0.0
+#define MASKBENCH_SLICE_FLOOR 80.0  // measured 83.5% (2026-11-29)
 
 namespace maskd {
 namespace {
@@ -524,12 +524,17 @@ std::string ErrorKey(const std::string& msg) {
   return msg.substr(0, std::min<size_t>(msg.size(), 40));
 }
 
-void RunMaskBench(const std::string& path, BenchStats* st, bool verbose) {
+// Runs every `stride`-th schema of `path`. `deadline`: per-schema DFA
+// construction limit (infinite: only the deterministic state caps apply).
+void RunMaskBench(const std::string& path, BenchStats* st, bool verbose, int stride = 1,
+                  absl::Duration deadline = absl::Seconds(10)) {
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   std::string line;
+  int n = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
+    if (n++ % stride != 0) continue;
     auto doc = nlohmann::ordered_json::parse(line);
     ++st->schemas;
     auto r = JsonSchemaToRegex(doc["schema"].dump());
@@ -543,7 +548,7 @@ void RunMaskBench(const std::string& path, BenchStats* st, bool verbose) {
       continue;
     }
     DfaOptions dopt;
-    dopt.deadline = absl::Now() + absl::Seconds(3);
+    if (deadline != absl::InfiniteDuration()) dopt.deadline = absl::Now() + deadline;
     auto dfa = Dfa::FromPattern(r->regex, RegexLimits{}, dopt);
     if (!dfa.ok()) {
       st->errors["dfa: " + std::string(dfa.status().message()).substr(0, 40)]++;
@@ -575,7 +580,11 @@ TEST(MaskBench, Slice) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   BenchStats st;
   auto t0 = std::chrono::steady_clock::now();
-  RunMaskBench(path, &st, std::getenv("MASKD_MASKBENCH_VERBOSE") != nullptr);
+  // The sanitizer run (MASKD_TEST_QUICK) checks every 4th schema with no
+  // deadline, so its outcome does not depend on the machine's speed.
+  const bool quick = std::getenv("MASKD_TEST_QUICK") != nullptr;
+  RunMaskBench(path, &st, std::getenv("MASKD_MASKBENCH_VERBOSE") != nullptr, quick ? 4 : 1,
+               quick ? absl::InfiniteDuration() : absl::Seconds(10));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("slice: %d schemas, %d compiled, %d passing (%.1f%%); valid %d/%d, invalid %d/%d; %.1fs\n",
               st.schemas, st.compiled, st.passing, 100.0 * st.passing / st.schemas,
@@ -583,7 +592,8 @@ TEST(MaskBench, Slice) {
   for (auto& [k, v] : st.errors) std::printf("  error %4d  %s\n", v, k.c_str());
   EXPECT_GE(st.schemas, 100);
   // Measured when this floor was set; see docs/json-schema.md.
-  EXPECT_GE(100.0 * st.passing / st.schemas, MASKBENCH_SLICE_FLOOR);
+  // Quick mode: every 4th schema, no deadline: 58 of 73 pass (79.5%) when measured.
+  EXPECT_GE(100.0 * st.passing / st.schemas, quick ? 75.0 : MASKBENCH_SLICE_FLOOR);
 }
 
 TEST(MaskBench, FullCorpus) {
