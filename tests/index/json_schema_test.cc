@@ -590,7 +590,7 @@ TEST(MaskBench, Slice) {
               st.schemas, st.compiled, st.passing, 100.0 * st.passing / st.schemas,
               st.valid_ok, st.valid, st.invalid_ok, st.invalid, secs);
   for (auto& [k, v] : st.errors) std::printf("  error %4d  %s\n", v, k.c_str());
-  EXPECT_GE(st.schemas, 100);
+  EXPECT_GE(st.schemas, quick ? 70 : 280);
   // Measured when this floor was set; see docs/json-schema.md.
   // Quick mode: every 4th schema, no deadline: 58 of 73 pass (79.5%) when measured.
   EXPECT_GE(100.0 * st.passing / st.schemas, quick ? 75.0 : MASKBENCH_SLICE_FLOOR);
