@@ -236,7 +236,8 @@ class Parser {
     if (!comma) hi = lo;
     if (comma && !has_hi) hi = RegexNode::kUnbounded;
     if (lo > limits_.max_repeat || (hi != RegexNode::kUnbounded && hi > limits_.max_repeat)) {
-      return Error(start, absl::StrCat("repeat count exceeds the limit of ", limits_.max_repeat));
+      return absl::ResourceExhaustedError(absl::StrCat("regex: repeat count exceeds the limit of ",
+                                                       limits_.max_repeat, " at byte offset ", start));
     }
     if (hi != RegexNode::kUnbounded && hi < lo) return Error(start, "repeat {n,m} with m < n");
     *min = static_cast<uint32_t>(lo);
@@ -542,7 +543,7 @@ size_t ExpandedSize(const RegexNode& n, size_t cap) {
 
 absl::StatusOr<Regex> Regex::Parse(std::string_view pattern, const RegexLimits& limits) {
   if (pattern.size() > limits.max_pattern_bytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return absl::ResourceExhaustedError(absl::StrFormat(
         "regex: pattern of %d bytes exceeds the limit of %d bytes", pattern.size(),
         limits.max_pattern_bytes));
   }
@@ -553,7 +554,7 @@ absl::StatusOr<Regex> Regex::Parse(std::string_view pattern, const RegexLimits& 
   re.root_ = std::move(*root);
   re.expanded_size_ = ExpandedSize(*re.root_, limits.max_nodes);
   if (re.expanded_size_ > limits.max_nodes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return absl::ResourceExhaustedError(absl::StrFormat(
         "regex: pattern expands to more than %d nodes (counted repeats multiply their body)",
         limits.max_nodes));
   }

@@ -5,7 +5,8 @@
 // generated text as UTF-8: there is no search, so `^` and `$` are accepted only
 // at the very ends and ignored. What a DFA cannot express (backreferences,
 // lookaround, word boundaries) is an InvalidArgument error naming the
-// construct and its byte offset in the pattern.
+// construct and its byte offset in the pattern; exceeding a RegexLimits limit
+// is ResourceExhausted.
 #ifndef MASKD_INDEX_REGEX_H_
 #define MASKD_INDEX_REGEX_H_
 

@@ -728,9 +728,9 @@ TEST(MaskdProcessTest, CompileLimits) {
                        "--compile-threads=1", "--failure-ttl=200ms"});
   ASSERT_TRUE(server.ok()) << server.Log();
   auto c = server.Connect();
-  // The parser reports a repeat over --max-regex-repeat as INVALID_ARGUMENT.
+  // A repeat over --max-regex-repeat is a limit: RESOURCE_EXHAUSTED.
   auto repeat = c->CompileRegex("qwen3", "a{21}");
-  EXPECT_EQ(repeat.status().code(), absl::StatusCode::kInvalidArgument) << repeat.status();
+  EXPECT_EQ(repeat.status().code(), absl::StatusCode::kResourceExhausted) << repeat.status();
   EXPECT_THAT(std::string(repeat.status().message()), HasSubstr("limit"));
   EXPECT_TRUE(c->CompileRegex("qwen3", "a{20}").ok());
   std::string many;
@@ -754,7 +754,8 @@ TEST(MaskdProcessTest, CompileLimits) {
   EXPECT_EQ(c->GetIndex(first->index_id(), false).status().code(), absl::StatusCode::kNotFound);
   std::string m = server.Metrics();
   EXPECT_EQ(MetricValue(m, "maskd_compile_seconds_count{result=\"deadline_exceeded\"}"), 1) << m;
-  EXPECT_EQ(MetricValue(m, "maskd_rpc_errors_total{code=\"RESOURCE_EXHAUSTED\",method=\"Compile\"}"), 2);
+  // The repeat limit, the NFA limit and the pending-compile limit.
+  EXPECT_EQ(MetricValue(m, "maskd_rpc_errors_total{code=\"RESOURCE_EXHAUSTED\",method=\"Compile\"}"), 3);
 }
 
 TEST(MaskdProcessTest, HealthNotServingUntilTokenizersLoaded) {
