@@ -107,7 +107,7 @@ namespace {
 
 // Per-thread buffers for mask computation, reused across calls.
 struct WalkScratch {
-  std::vector<uint32_t> words;
+  std::vector<uint32_t> ids;  // allowed token ids, in trie order
   std::vector<Dfa::State> stack;
   std::vector<uint64_t> seen;  // bitset over DFA states, for successors
 };
@@ -126,6 +126,11 @@ TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Voc
       masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
       store_(std::make_unique<MaskStore>()) {
   for (uint32_t s = 0; s < dfa_->num_states(); ++s) masks_[s].store(nullptr, std::memory_order_relaxed);
+  for (uint32_t eos : vocab_->eos_ids()) {
+    if (vocab_->has_token(eos) && !vocab_->is_special(eos) && !vocab_->bytes(eos).empty()) {
+      eos_in_trie_ = true;  // an EOS override naming a text token
+    }
+  }
 }
 
 TokenIndex::~TokenIndex() = default;
@@ -143,13 +148,12 @@ const StateMask& TokenIndex::MaskOf(State s) const {
 
 const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
   WalkScratch& w = Scratch();
-  w.words.assign(num_words_, 0);
+  w.ids.clear();
   const TokenTrie& trie = vocab_->trie();
   w.stack.resize(trie.max_depth() + 1);
   const bool want_successors = successors != nullptr;
   if (want_successors) w.seen.assign((dfa_->num_states() + 63) / 64, 0);
 
-  uint32_t* words = w.words.data();
   State* stack = w.stack.data();
   const TokenTrie::Node* nodes = trie.nodes();
   const uint32_t* token_begin = trie.token_begin();
@@ -157,6 +161,9 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   const uint32_t n = static_cast<uint32_t>(trie.num_nodes());
   const Dfa& dfa = *dfa_;
 
+  // Collect the allowed text tokens' ids (each id is in the trie once). The
+  // walk's cost is the prefixes it visits, not the vocabulary size: narrow
+  // states (a JSON key, a digit) cost little more than the trie's first level.
   if (s != Dfa::kDead) {
     stack[0] = s;
     uint32_t i = 1;
@@ -168,13 +175,10 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
         continue;
       }
       stack[node.depth] = t;
-      uint32_t b = token_begin[i];
+      const uint32_t b = token_begin[i];
       const uint32_t e = token_begin[i + 1];
       if (b != e) {
-        for (; b < e; ++b) {
-          const uint32_t id = token_ids[b];
-          words[id >> 5] |= 1u << (id & 31);
-        }
+        w.ids.insert(w.ids.end(), token_ids + b, token_ids + e);
         if (want_successors && !((w.seen[t >> 6] >> (t & 63)) & 1)) {
           w.seen[t >> 6] |= uint64_t{1} << (t & 63);
           successors->push_back(t);
@@ -184,28 +188,24 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     }
   }
   // EOS ids: allowed exactly in accepting states, whatever their bytes.
-  const bool accepting = s != Dfa::kDead && dfa.IsAccepting(s);
-  for (uint32_t eos : vocab_->eos_ids()) {
-    if (accepting) {
-      words[eos >> 5] |= 1u << (eos & 31);
-    } else {
-      words[eos >> 5] &= ~(1u << (eos & 31));
-    }
+  if (eos_in_trie_) {
+    w.ids.erase(std::remove_if(w.ids.begin(), w.ids.end(),
+                               [&](uint32_t id) { return vocab_->is_eos(id); }),
+                w.ids.end());
   }
-  uint32_t count = 0;
-  for (uint32_t k = 0; k < num_words_; ++k) count += static_cast<uint32_t>(__builtin_popcount(words[k]));
+  if (s != Dfa::kDead && dfa.IsAccepting(s)) {
+    w.ids.insert(w.ids.end(), vocab_->eos_ids().begin(), vocab_->eos_ids().end());
+  }
+  const uint32_t count = static_cast<uint32_t>(w.ids.size());
 
   std::vector<uint32_t> data;
   const bool dense = count > num_words_ / 8;
   if (dense) {
-    data.assign(w.words.begin(), w.words.end());
+    data.assign(num_words_, 0);
+    for (uint32_t id : w.ids) data[id >> 5] |= 1u << (id & 31);
   } else {
-    data.reserve(count);
-    for (uint32_t k = 0; k < num_words_; ++k) {
-      for (uint32_t bits = words[k]; bits != 0; bits &= bits - 1) {
-        data.push_back(k * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));
-      }
-    }
+    std::sort(w.ids.begin(), w.ids.end());
+    data.assign(w.ids.begin(), w.ids.end());
   }
   const StateMask* m = store_->Intern(dense, count, std::move(data));
   const StateMask* expected = nullptr;

@@ -73,6 +73,7 @@ class TokenIndex {
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;
   uint32_t num_words_;
+  bool eos_in_trie_ = false;  // some EOS id is also a text token of the trie
   // Per DFA state: its mask once computed (owned by store_), else null.
   std::unique_ptr<std::atomic<const StateMask*>[]> masks_;
   std::unique_ptr<MaskStore> store_;
