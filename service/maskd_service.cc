@@ -11,6 +11,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "index/guide.h"
 #include "service/log.h"
+#include "service/pooled_allocator.h"
 
 namespace maskd {
 
@@ -56,57 +57,8 @@ void FillTokenizer(const TokenizerEntry& e, v1::Tokenizer* t) {
   t->set_source(e.source);
 }
 
-// Step request/response pairs recycled through a per-thread free list, so a
-// steady stream of Steps reuses the reply's mask buffer instead of allocating
-// it per call. No lock: a holder released on another thread joins that
-// thread's list.
-class PooledStepAllocator : public grpc::MessageAllocator<v1::StepRequest, v1::StepResponse> {
- public:
-  static constexpr size_t kMaxPerThread = 16;
-  static constexpr size_t kMaxKeptBytes = 8u << 20;  // larger mask buffers are freed
-
-  class Holder : public grpc::MessageHolder<v1::StepRequest, v1::StepResponse> {
-   public:
-    Holder() {
-      set_request(&req_);
-      set_response(&resp_);
-    }
-    void Release() override {
-      FreeList& list = List();
-      if (list.items.size() >= kMaxPerThread || resp_.masks().capacity() > kMaxKeptBytes) {
-        delete this;
-        return;
-      }
-      req_.Clear();
-      resp_.Clear();
-      list.items.push_back(this);
-    }
-
-   private:
-    v1::StepRequest req_;
-    v1::StepResponse resp_;
-  };
-
-  grpc::MessageHolder<v1::StepRequest, v1::StepResponse>* AllocateMessages() override {
-    FreeList& list = List();
-    if (list.items.empty()) return new Holder();
-    Holder* h = list.items.back();
-    list.items.pop_back();
-    return h;
-  }
-
- private:
-  struct FreeList {
-    std::vector<Holder*> items;
-    ~FreeList() {
-      for (Holder* h : items) delete h;
-    }
-  };
-  static FreeList& List() {
-    thread_local FreeList list;
-    return list;
-  }
-};
+// The bytes a recycled Step reply keeps allocated: its mask buffer.
+size_t StepReplyBytes(const v1::StepResponse& r) { return r.masks().capacity(); }
 
 }  // namespace
 
@@ -129,7 +81,8 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
       limits_(limits),
       version_(std::move(version)),
       started_(absl::Now()),
-      step_allocator_(std::make_unique<PooledStepAllocator>()) {
+      step_allocator_(std::make_unique<PooledAllocator<v1::StepRequest, v1::StepResponse>>(
+          &StepReplyBytes)) {
   SetMessageAllocatorFor_Step(step_allocator_.get());
 }
 

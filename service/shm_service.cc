@@ -10,6 +10,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "service/grpc_status.h"
 #include "service/log.h"
+#include "service/pooled_allocator.h"
 
 namespace maskd {
 
@@ -68,61 +69,6 @@ struct RefsGuard {
   ~RefsGuard() { refs->clear(); }
 };
 
-// StepInRegion request/response pairs recycled through a per-thread free
-// list (as MaskdService does for Step): a steady stream of calls reuses the
-// parsed entries and the results (StepResult objects, forced strings) instead
-// of allocating them per call. No lock: a holder released on another thread
-// joins that thread's list.
-class PooledAllocator
-    : public grpc::MessageAllocator<v1::StepInRegionRequest, v1::StepInRegionResponse> {
- public:
-  static constexpr size_t kMaxPerThread = 16;
-
-  class Holder
-      : public grpc::MessageHolder<v1::StepInRegionRequest, v1::StepInRegionResponse> {
-   public:
-    Holder() {
-      set_request(&req_);
-      set_response(&resp_);
-    }
-    void Release() override {
-      FreeList& list = List();
-      if (list.items.size() >= kMaxPerThread) {
-        delete this;
-        return;
-      }
-      req_.Clear();
-      resp_.Clear();
-      list.items.push_back(this);
-    }
-
-   private:
-    v1::StepInRegionRequest req_;
-    v1::StepInRegionResponse resp_;
-  };
-
-  grpc::MessageHolder<v1::StepInRegionRequest, v1::StepInRegionResponse>* AllocateMessages()
-      override {
-    FreeList& list = List();
-    if (list.items.empty()) return new Holder();
-    Holder* h = list.items.back();
-    list.items.pop_back();
-    return h;
-  }
-
- private:
-  struct FreeList {
-    std::vector<Holder*> items;
-    ~FreeList() {
-      for (Holder* h : items) delete h;
-    }
-  };
-  static FreeList& List() {
-    thread_local FreeList list;
-    return list;
-  }
-};
-
 }  // namespace
 
 SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, SessionTable* sessions,
@@ -139,7 +85,8 @@ SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, Sessi
   CpuApplier::Options ao;
   ao.num_threads = options.apply_threads;
   applier_ = std::make_unique<CpuApplier>(ao);
-  allocator_ = std::make_unique<PooledAllocator>();
+  allocator_ =
+      std::make_unique<PooledAllocator<v1::StepInRegionRequest, v1::StepInRegionResponse>>();
   SetMessageAllocatorFor_StepInRegion(allocator_.get());
   cuda_ = std::make_unique<ShmCuda>(
       [](std::string_view m) { LogError(absl::string_view(m.data(), m.size())); });
