@@ -83,39 +83,47 @@ void CompileReady(benchmark::State& state, std::string tokenizer, std::string re
   state.counters["ready_states"] = static_cast<double>(states);
 }
 
-// States visited by a few random walks: the states a generation really meets.
-std::vector<Dfa::State> WalkStates(const std::shared_ptr<const TokenIndex>& index) {
-  std::vector<Dfa::State> states;
+// An eagerly built index, or null after marking the benchmark skipped.
+std::shared_ptr<const TokenIndex> EagerIndex(benchmark::State& state, const std::string& tokenizer,
+                                             const std::string& regex) {
+  CompileOptions options;
+  options.eager = true;
+  auto index = CompileRegex(regex, LoadShared(tokenizer), options);
+  if (!index.ok()) {
+    state.SkipWithError(std::string(index.status().message()).c_str());
+    return nullptr;
+  }
+  return *index;
+}
+
+// (state, text token) pairs met by 16 random walks: the states and tokens a
+// generation really meets.
+std::vector<std::pair<Dfa::State, uint32_t>> WalkSteps(const std::shared_ptr<const TokenIndex>& index) {
+  std::vector<std::pair<Dfa::State, uint32_t>> steps;
   for (uint64_t seed = 0; seed < 16; ++seed) {
     auto walk = RandomWalk(index, seed, 32);
     if (!walk.ok()) continue;
     Guide g(index);
     for (uint32_t t : walk->tokens) {
-      if (g.IsFinished()) break;
-      states.push_back(g.state());
+      if (index->vocabulary().is_eos(t)) break;
+      steps.emplace_back(g.state(), t);
       if (!g.Advance(t).ok()) break;
     }
   }
-  return states;
+  return steps;
 }
 
 void WriteMask(benchmark::State& state, std::string tokenizer, std::string regex) {
-  auto vocab = LoadShared(tokenizer);
-  CompileOptions options;
-  options.eager = true;
-  auto index = CompileRegex(regex, vocab, options);
-  if (!index.ok()) {
-    state.SkipWithError(std::string(index.status().message()).c_str());
-    return;
-  }
-  std::vector<Dfa::State> states = WalkStates(*index);
-  std::vector<uint32_t> mask((*index)->num_words());
+  auto index = EagerIndex(state, tokenizer, regex);
+  if (!index) return;
+  auto steps = WalkSteps(index);
+  std::vector<uint32_t> mask(index->num_words());
   size_t i = 0;
   for (auto _ : state) {
-    (*index)->WriteMask(states[i], mask.data());
+    index->WriteMask(steps[i].first, mask.data());
     benchmark::DoNotOptimize(mask.data());
     benchmark::ClobberMemory();
-    if (++i == states.size()) i = 0;
+    if (++i == steps.size()) i = 0;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * mask.size() * 4);
 }
@@ -137,48 +145,32 @@ void Memcpy(benchmark::State& state, std::string tokenizer) {
 }
 
 void Advance(benchmark::State& state, std::string tokenizer, std::string regex) {
-  auto vocab = LoadShared(tokenizer);
-  CompileOptions options;
-  options.eager = true;
-  auto index = CompileRegex(regex, vocab, options);
-  if (!index.ok()) {
-    state.SkipWithError(std::string(index.status().message()).c_str());
-    return;
-  }
-  // (state, token) pairs from random walks.
-  std::vector<std::pair<Dfa::State, uint32_t>> steps;
-  for (uint64_t seed = 0; seed < 16; ++seed) {
-    auto walk = RandomWalk(*index, seed, 32);
-    if (!walk.ok()) continue;
-    Guide g(*index);
-    for (uint32_t t : walk->tokens) {
-      if (vocab->is_eos(t)) break;
-      steps.emplace_back(g.state(), t);
-      if (!g.Advance(t).ok()) break;
-    }
-  }
+  auto index = EagerIndex(state, tokenizer, regex);
+  if (!index) return;
+  auto steps = WalkSteps(index);
   size_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize((*index)->NextState(steps[i].first, steps[i].second));
+    benchmark::DoNotOptimize(index->NextState(steps[i].first, steps[i].second));
     if (++i == steps.size()) i = 0;
   }
 }
 
 void GuideAdvance(benchmark::State& state, std::string tokenizer, std::string regex) {
-  auto vocab = LoadShared(tokenizer);
-  CompileOptions options;
-  options.eager = true;
-  auto index = CompileRegex(regex, vocab, options);
-  if (!index.ok()) {
-    state.SkipWithError(std::string(index.status().message()).c_str());
+  auto index = EagerIndex(state, tokenizer, regex);
+  if (!index) return;
+  // The text tokens of one walk, advanced in order and replayed from the start.
+  auto walk = RandomWalk(index, 1, 32);
+  std::vector<uint32_t> tokens;
+  if (walk.ok()) {
+    for (uint32_t t : walk->tokens) {
+      if (!index->vocabulary().is_eos(t)) tokens.push_back(t);
+    }
+  }
+  if (tokens.empty()) {
+    state.SkipWithError("the random walk produced no text token");
     return;
   }
-  auto walk = RandomWalk(*index, 1, 32);
-  std::vector<uint32_t> tokens;
-  for (uint32_t t : walk->tokens) {
-    if (!vocab->is_eos(t)) tokens.push_back(t);
-  }
-  Guide g(*index);
+  Guide g(index);
   size_t i = 0;
   for (auto _ : state) {
     if (i == tokens.size()) {
