@@ -19,8 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmark/benchmark.h"
+#include "index/dfa.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
+#include "index/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
 
@@ -183,6 +185,54 @@ void GuideAdvance(benchmark::State& state, std::string tokenizer, std::string re
   }
 }
 
+// DFA construction (Regex::Parse + Dfa::Compile) on fixed JSON-Schema regexes
+// from bench/data, with two baselines over the same bytes in the same process:
+// a memcpy of the pattern and Regex::Parse alone. docs/benchmarks.md records
+// the ratios ("DFA construction speed").
+std::string ReadBenchData(const std::string& name) {
+  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/bench/data/" + name, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void DfaFromPattern(benchmark::State& state, std::string regex) {
+  uint32_t states = 0;
+  for (auto _ : state) {
+    auto dfa = Dfa::FromPattern(regex);
+    if (!dfa.ok()) {
+      state.SkipWithError(std::string(dfa.status().message()).c_str());
+      return;
+    }
+    states = (*dfa)->num_states();
+    benchmark::DoNotOptimize(states);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * regex.size());
+  state.counters["dfa_states"] = static_cast<double>(states);
+}
+
+void RegexParseOnly(benchmark::State& state, std::string regex) {
+  for (auto _ : state) {
+    auto re = Regex::Parse(regex);
+    if (!re.ok()) {
+      state.SkipWithError(std::string(re.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(re->expanded_size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * regex.size());
+}
+
+void RegexMemcpy(benchmark::State& state, std::string regex) {
+  std::string dst(regex.size(), '\0');
+  for (auto _ : state) {
+    std::memcpy(dst.data(), regex.data(), regex.size());
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * regex.size());
+}
+
 }  // namespace
 }  // namespace maskd
 
@@ -207,6 +257,16 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("NextState/" + suffix).c_str(), maskd::Advance, t, re);
       benchmark::RegisterBenchmark(("GuideAdvance/" + suffix).c_str(), maskd::GuideAdvance, t, re);
     }
+  }
+  for (const char* name : {"dfa_jme_0.re", "dfa_washingtonpost_49.re", "dfa_bfcl_java_12.re"}) {
+    std::string re = maskd::ReadBenchData(name);
+    std::string suffix = std::string(name).substr(4, std::strlen(name) - 7);  // "dfa_X.re" -> "X"
+    benchmark::RegisterBenchmark(("DfaFromPattern/" + suffix).c_str(), maskd::DfaFromPattern, re)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("DfaBaselineParse/" + suffix).c_str(), maskd::RegexParseOnly, re)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("DfaBaselineMemcpy/" + suffix).c_str(), maskd::RegexMemcpy, re)
+        ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

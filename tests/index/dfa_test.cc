@@ -238,6 +238,36 @@ TEST(Dfa, AgreesWithRe2OnRandomRegexes) {
   EXPECT_EQ(checks, regexes * 40);
 }
 
+// Construction shares the NFA states of equal subexpressions that precede the
+// same continuation (as JSON-Schema regexes repeat string and value patterns).
+// Regexes built to repeat one random subexpression in many places must still
+// agree with RE2.
+TEST(Dfa, RepeatedSubexpressionsAgreeWithRe2) {
+  RegexGen gen(424242);
+  DfaOptions options;
+  options.max_states = 20000;
+  const int num_regexes = testing::Scaled(500, 100);
+  int compiled = 0;
+  for (int i = 0; i < num_regexes; ++i) {
+    const std::string a = absl::StrCat("(?:", gen.Regex(1), ")");
+    const std::string pattern =
+        absl::StrCat("(?:", a, "|b", a, "|c(?:", a, "|-", a, ")*)", a, "?(?:", a, "|", a, "a)-");
+    RE2 re2(pattern);
+    ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
+    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) continue;
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
+    ++compiled;
+    for (int j = 0; j < 40; ++j) {
+      std::string text = gen.Text();
+      if (j % 2 == 0) text += "-";
+      ASSERT_EQ((*dfa)->Matches(text), RE2::FullMatch(text, re2))
+          << "regex /" << pattern << "/ text \"" << text << "\"";
+    }
+  }
+  EXPECT_GT(compiled, num_regexes * 9 / 10);
+}
+
 // Minimality: no two live states of a minimized DFA are equivalent. Check it
 // by brute force on small random regexes: states reached by distinct short
 // words must differ on some suffix when they are distinct states.

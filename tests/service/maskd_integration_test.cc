@@ -722,8 +722,8 @@ TEST(MaskdProcessTest, SigtermDrainsInFlightRpcs) {
 }
 
 TEST(MaskdProcessTest, CompileLimits) {
-  // (a|b)*a(a|b){16} needs 131,073 DFA states: ~1 s to compile here.
-  MaskdProcess server({"--max-regex-repeat=20", "--max-nfa-states=400", "--max-dfa-states=1000000",
+  // (a|b)*a(a|b){19} needs 1,048,577 DFA states: well over 300 ms to compile.
+  MaskdProcess server({"--max-regex-repeat=20", "--max-nfa-states=400", "--max-dfa-states=4000000",
                        "--compile-timeout=300ms", "--max-pending-compiles=1",
                        "--compile-threads=1", "--failure-ttl=200ms"});
   ASSERT_TRUE(server.ok()) << server.Log();
@@ -739,12 +739,12 @@ TEST(MaskdProcessTest, CompileLimits) {
             absl::StatusCode::kResourceExhausted);  // --max-nfa-states
   v1::CompileRequest slow;
   slow.set_tokenizer("qwen3");
-  slow.set_regex("(a|b)*a(a|b){16}");
+  slow.set_regex("(a|b)*a(a|b){19}");
   auto first = c->Compile(slow);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->state(), v1::INDEX_STATE_COMPILING);
   v1::CompileRequest other = slow;
-  other.set_regex("(a|b)*b(a|b){16}");
+  other.set_regex("(a|b)*b(a|b){19}");
   EXPECT_EQ(c->Compile(other).status().code(), absl::StatusCode::kResourceExhausted);  // pending
   // --compile-timeout=300ms caps every compilation.
   auto waited = c->GetIndex(first->index_id(), /*wait=*/true);
