@@ -52,6 +52,14 @@ std::string Child(const std::string& ptr, const std::string& key, size_t i) {
 }
 std::string Where(const std::string& ptr) { return ptr.empty() ? "/" : ptr; }
 
+// Internal keywords, only in schemas the converter derives (negations): no
+// user schema is expected to spell them.
+//   kNotStrings: [s1, s2, ...]: a string is none of these (any spelling).
+//   kUnsupportedKw: [keyword, pointer, why]: the schema cannot be expressed;
+//     an error naming keyword and pointer if any of its types survives.
+constexpr char kNotStrings[] = "$maskd.notStrings";
+constexpr char kUnsupportedKw[] = "$maskd.unsupported";
+
 // Keywords not listed below (annotations such as title, description, examples,
 // default, $schema, $id, $comment, deprecated, readOnly, writeOnly, and
 // non-JSON-Schema keywords such as x-*) are ignored, as the spec says.
@@ -63,14 +71,14 @@ bool IsHandled(const std::string& k) {
       "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum",
       "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
       "allOf", "$ref", "nullable", "patternProperties", "propertyNames",
-      "unevaluatedProperties", "not"};
+      "unevaluatedProperties", "not", "if", "dependencies", "dependentRequired",
+      "dependentSchemas", "contains", "minContains", "maxContains", kNotStrings, kUnsupportedKw};
   return kSet.count(k) > 0;
 }
 // Validation keywords no regex built here enforces: an error.
 bool IsUnsupported(const std::string& k) {
-  static const std::set<std::string> kSet = {
-      "if", "dependencies", "dependentRequired", "dependentSchemas", "contains", "minContains",
-      "maxContains", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "contentSchema"};
+  static const std::set<std::string> kSet = {"unevaluatedItems", "$dynamicRef", "$recursiveRef",
+                                             "contentSchema"};
   return kSet.count(k) > 0;
 }
 bool IsValidationKeyword(const std::string& k) { return IsHandled(k) || IsUnsupported(k); }
@@ -356,6 +364,14 @@ class Converter {
         if (acc.is_boolean()) return;
       }
     }
+    {
+      json parts = json::array();
+      LowerConditionals(s, ptr, &parts);
+      for (auto& part : parts) {
+        MergeInto(acc, part, ptr, depth + 1);
+        if (acc.is_boolean()) return;
+      }
+    }
     // Properties: each side's additionalProperties applies to the other
     // side's extra properties (spec semantics of allOf).
     const json* acc_props = acc.contains("properties") ? &acc["properties"] : nullptr;
@@ -459,6 +475,11 @@ class Converter {
         a = json{{"anyOf", json::array({a, v})}};
       } else if (k == "nullable") {
         a = a.is_boolean() && v.is_boolean() ? json(a.get<bool>() && v.get<bool>()) : a;
+      } else if (k == kNotStrings) {
+        for (auto& x : v)
+          if (std::find(a.begin(), a.end(), x) == a.end()) a.push_back(x);
+      } else if (k == kUnsupportedKw) {
+        // Keep the first: either is an error if reached.
       } else if (k == "format") {
         Warn("format", ptr, absl::StrCat("allOf of two formats: \"", v.dump(), "\" not enforced"));
       } else if (IsValidationKeyword(k)) {
@@ -510,6 +531,7 @@ class Converter {
       MergeInto(acc, *s, ptr, 0);
       return Convert(acc, ptr);
     }
+    if (auto lowered = Lower(*s, ptr)) return Convert(*lowered, ptr);
     for (const char* key : {"anyOf", "oneOf"}) {
       auto it = s->find(key);
       if (it == s->end()) continue;
@@ -536,7 +558,7 @@ class Converter {
         }
         if (r) parts.push_back(*r);
       }
-      return Union(parts);
+      return UnionRe(parts);
     }
     return ConvertPlain(*s, ptr);
   }
@@ -594,10 +616,17 @@ class Converter {
     }
     if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>())
       types.insert("null");
-    if (auto n = s.find("not"); n != s.end()) ApplyNot(*n, Child(ptr, "not"), &types);
+    bool non_integer = false;  // numbers must not be integers ("not": integer)
+    if (auto n = s.find("not"); n != s.end()) ApplyNot(*n, Child(ptr, "not"), &types, &non_integer);
     if (types.count("number")) types.erase("integer");
+    if (auto m = s.find(kUnsupportedKw); m != s.end() && !types.empty()) {
+      const json& v = *m;
+      Unsupported(v[0].get<std::string>(), v[1].get<std::string>(), v[2].get<std::string>());
+    }
 
-    if (s.contains("enum") || s.contains("const")) return ConvertEnum(s, ptr, types);
+    if (s.contains("enum") || s.contains("const")) {
+      return ConvertEnum(s, ptr, types, non_integer);
+    }
 
     std::vector<std::string> parts;
     for (const std::string& t : kAll) {
@@ -609,7 +638,7 @@ class Converter {
       else if (t == "array") r = ConvertArray(s, ptr);
       else if (t == "string") r = ConvertString(s, ptr);
       else if (t == "integer") r = ConvertInteger(s, ptr);
-      else if (t == "number") r = ConvertNumber(s, ptr);
+      else if (t == "number") r = non_integer ? ConvertNonInteger(s, ptr) : ConvertNumber(s, ptr);
       if (r) parts.push_back(*r);
     }
     return UnionRe(parts);
@@ -629,7 +658,9 @@ class Converter {
         {"uniqueItems", "array"}, {"minLength", "string"}, {"maxLength", "string"},
         {"pattern", "string"}, {"format", "string"}, {"minimum", "number"},
         {"maximum", "number"}, {"exclusiveMinimum", "number"},
-        {"exclusiveMaximum", "number"}, {"multipleOf", "number"}};
+        {"exclusiveMaximum", "number"}, {"multipleOf", "number"}, {"contains", "array"},
+        {"minContains", "array"}, {"maxContains", "array"}, {"dependencies", "object"},
+        {"dependentRequired", "object"}, {"dependentSchemas", "object"}};
     std::set<std::string> found;
     for (auto it = s.begin(); it != s.end(); ++it) {
       auto k = kKeywordType.find(it.key());
@@ -640,7 +671,19 @@ class Converter {
     return found;
   }
 
-  void ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types) {
+  // Numbers that are not integers, as Python writes them: a fraction with a
+  // nonzero digit, or d[.ddd]e-XX (below 1e-4). Python writes e+XX only from
+  // 1e16 up, where every float is an integer.
+  Re ConvertNonInteger(const json& s, const std::string& ptr) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+      if (s.contains(k)) Unsupported("not", Child(ptr, "not"), absl::StrCat("\"not\": integer beside ", k));
+    }
+    return std::string(
+        "-?(?:(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*|[1-9](?:\\.[0-9]*[1-9])?e-0*[1-9][0-9]*)");
+  }
+
+  void ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types,
+                bool* non_integer) {
     if (n.is_boolean()) {
       if (n.get<bool>()) types->clear();
       return;
@@ -663,12 +706,418 @@ class Converter {
         types->erase("number");
         types->erase("integer");
       } else if (t == "integer") {
-        if (types->count("number")) Unsupported("not", ptr, "\"not\": integer inside number");
+        if (types->count("number")) *non_integer = true;
         types->erase("integer");
       } else {
         types->erase(t);
       }
     }
+  }
+
+  // ---------- not, if/then/else, dependencies: rewritten as allOf/anyOf
+  // The rewrites below produce schemas whose instances are exactly those of
+  // the original (spec semantics); a part that has no exact rewrite becomes a
+  // kUnsupportedKw marker that is an error only if one of its types survives
+  // the merge with its siblings (so {"type": "integer", "not": {"pattern":
+  // ...}} converts: no string survives).
+
+  static const std::vector<std::string>& AllTypes() {
+    static const std::vector<std::string> kAll = {"null", "boolean", "object", "array",
+                                                  "string", "integer", "number"};
+    return kAll;
+  }
+  static json TypeList(const std::set<std::string>& types) {
+    json out = json::array();
+    for (auto& t : AllTypes())
+      if (types.count(t)) out.push_back(t);
+    return out;
+  }
+  static json Marker(const char* type, const std::string& keyword, const std::string& ptr,
+                     const std::string& why) {
+    json m = json::object();
+    if (type) m["type"] = type;
+    m[kUnsupportedKw] = json::array({keyword, ptr, why});
+    return m;
+  }
+  static json AnyOfOrSingle(std::vector<json> branches) {
+    std::vector<json> kept;
+    for (auto& b : branches) {
+      if (b.is_boolean() && !b.get<bool>()) continue;
+      if (b.is_boolean() || (b.is_object() && b.empty())) return true;
+      kept.push_back(std::move(b));
+    }
+    if (kept.empty()) return false;
+    if (kept.size() == 1) return kept[0];
+    json a = json::array();
+    for (auto& b : kept) a.push_back(std::move(b));
+    return json{{"anyOf", std::move(a)}};
+  }
+
+  // `not` whose content only restricts types: handled by ApplyNot.
+  static bool IsTypeOnlyNot(const json& n) {
+    if (n.is_boolean()) return true;
+    if (!n.is_object()) return false;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (it.key() != "type" && IsValidationKeyword(it.key())) return false;
+    return true;
+  }
+
+  // The complement of schema `s` (at `ptr`): a schema matching exactly the
+  // JSON values `s` rejects. Spec semantics: no type inference inside `not`
+  // (`{"not": {"required": ["a"]}}` is "an object without a", not "anything
+  // but an object with a").
+  json Negate(const json& s_in, const std::string& ptr, int depth) {
+    if (depth > 32) Unsupported("not", ptr, "nested too deep (recursive $ref inside not?)");
+    if (s_in.is_boolean()) return !s_in.get<bool>();
+    if (!s_in.is_object()) Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object"));
+    json s = s_in;
+    NormalizeBounds(s);
+    std::vector<json> out;
+    auto type_branch = [&](const char* t, json extra) {
+      extra["type"] = t;
+      out.push_back(std::move(extra));
+    };
+    auto int_kw = [&](const char* k) { return IntKw(s, k, ptr); };
+    if (auto it = s.find("$ref"); it != s.end() && it->is_string()) {
+      std::string tptr;
+      const json& target = Resolve(it->get<std::string>(), ptr, &tptr);
+      out.push_back(Negate(target, tptr, depth + 1));
+    }
+    if (auto t = s.find("type"); t != s.end()) {
+      std::set<std::string> ts;
+      if (t->is_string()) ts.insert(t->get<std::string>());
+      if (t->is_array())
+        for (auto& x : *t)
+          if (x.is_string()) ts.insert(x.get<std::string>());
+      if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>())
+        ts.insert("null");
+      std::set<std::string> comp;
+      for (auto& x : AllTypes())
+        if (!ts.count(x)) comp.insert(x);
+      if (ts.count("number")) comp.erase("integer");
+      if (ts.count("integer") || ts.count("number")) comp.erase("number");
+      if (ts.count("integer") && !ts.count("number")) {
+        out.push_back(json{{"type", "number"}, {"not", {{"type", "integer"}}}});
+      }
+      if (!comp.empty()) out.push_back(json{{"type", TypeList(comp)}});
+    }
+    if (s.contains("enum") || s.contains("const")) NegateEnum(s, ptr, &out);
+    // Objects.
+    if (auto r = s.find("required"); r != s.end() && r->is_array()) {
+      for (auto& k : *r) {
+        if (k.is_string()) type_branch("object", json{{"properties", {{k.get<std::string>(), false}}}});
+      }
+    }
+    if (auto p = s.find("properties"); p != s.end() && p->is_object()) {
+      for (auto it = p->begin(); it != p->end(); ++it) {
+        json n = Negate(it.value(), Child(Child(ptr, "properties"), it.key()), depth + 1);
+        if (n.is_boolean() && !n.get<bool>()) continue;
+        type_branch("object", json{{"required", {it.key()}}, {"properties", {{it.key(), n}}}});
+      }
+    }
+    for (const char* k : {"additionalProperties", "unevaluatedProperties"}) {
+      auto a = s.find(k);
+      if (a == s.end() || (a->is_boolean() && a->get<bool>()) || (a->is_object() && a->empty()))
+        continue;
+      bool declares = s.contains("properties") || s.contains("patternProperties");
+      if (std::string(k) == "unevaluatedProperties") {
+        // Applicators beside it evaluate properties too.
+        for (const char* ap : {"allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas",
+                               "dependencies", "additionalProperties"})
+          declares = declares || s.contains(ap);
+      }
+      if (a->is_boolean() && !declares) {
+        type_branch("object", json{{"minProperties", 1}});
+      } else {
+        out.push_back(Marker("object", "not", ptr, absl::StrCat("negated ", k)));
+      }
+      break;  // additionalProperties wins (as in ConvertObject)
+    }
+    if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
+      for (auto it = pp->begin(); it != pp->end(); ++it) {
+        json n = Negate(it.value(), Child(Child(ptr, "patternProperties"), it.key()), depth + 1);
+        if (n.is_boolean() && !n.get<bool>()) continue;
+        out.push_back(Marker("object", "not", ptr, "negated patternProperties"));
+      }
+    }
+    if (auto pn = s.find("propertyNames"); pn != s.end()) {
+      // Some key outside the names: exact when the names are "anything but
+      // these strings" (some key is one of them) or nothing.
+      json names = *pn;
+      if (names.is_boolean() && !names.get<bool>()) {
+        type_branch("object", json{{"minProperties", 1}});
+      } else if (names.is_object() && names.size() == 1 && names.contains("not") &&
+                 names["not"].is_object() && names["not"].size() == 1 &&
+                 (names["not"].contains("const") || names["not"].contains("enum"))) {
+        const json& inner = names["not"];
+        json vals = inner.contains("const") ? json::array({inner["const"]}) : inner["enum"];
+        for (auto& v : vals)
+          if (v.is_string()) type_branch("object", json{{"required", {v}}});
+      } else if (!(names.is_boolean() || (names.is_object() && !HasValidation(names)))) {
+        out.push_back(Marker("object", "not", ptr, "negated propertyNames"));
+      }
+    }
+    if (auto n = int_kw("minProperties"); n && *n > 0) type_branch("object", json{{"maxProperties", *n - 1}});
+    if (auto n = int_kw("maxProperties")) type_branch("object", json{{"minProperties", *n + 1}});
+    for (const char* k : {"dependencies", "dependentRequired", "dependentSchemas"}) {
+      auto d = s.find(k);
+      if (d == s.end() || !d->is_object()) continue;
+      for (auto it = d->begin(); it != d->end(); ++it) {
+        const std::string& a = it.key();
+        if (it->is_array()) {
+          for (auto& b : *it) {
+            if (b.is_string() && b.get<std::string>() != a)
+              type_branch("object", json{{"required", {a}}, {"properties", {{b.get<std::string>(), false}}}});
+          }
+        } else {
+          json n = Negate(it.value(), Child(Child(ptr, k), a), depth + 1);
+          if (n.is_boolean() && !n.get<bool>()) continue;
+          out.push_back(json{{"allOf", {json{{"type", "object"}, {"required", {a}}}, n}}});
+        }
+      }
+    }
+    // Arrays.
+    auto items = s.find("items");
+    auto prefix = s.find("prefixItems");
+    const bool use_prefix = prefix != s.end() && prefix->is_array();
+    const json* tuple = use_prefix ? &*prefix
+                        : items != s.end() && items->is_array() ? &*items : nullptr;
+    const char* tuple_kw = use_prefix ? "prefixItems" : "items";
+    if (tuple) {
+      for (size_t i = 0; i < tuple->size(); ++i) {
+        json n = Negate((*tuple)[i], Child(ptr, tuple_kw, i), depth + 1);
+        if (n.is_boolean() && !n.get<bool>()) continue;
+        json t = json::array();
+        for (size_t j = 0; j < i; ++j) t.push_back(true);
+        t.push_back(n);
+        type_branch("array", json{{"minItems", i + 1}, {tuple_kw, t}});
+      }
+      // The schema for the elements after the tuple.
+      const json* rest = nullptr;
+      if (use_prefix && items != s.end()) rest = &*items;
+      if (!use_prefix && s.contains("additionalItems")) rest = &s["additionalItems"];
+      if (rest) {
+        json n = Negate(*rest, ptr, depth + 1);
+        if (n.is_boolean() && n.get<bool>()) {
+          type_branch("array", json{{"minItems", tuple->size() + 1}});
+        } else if (!n.is_boolean()) {
+          out.push_back(Marker("array", "not", ptr, "negated items after a tuple"));
+        }
+      }
+    } else if (items != s.end()) {
+      json n = Negate(*items, Child(ptr, "items"), depth + 1);
+      if (!(n.is_boolean() && !n.get<bool>()))
+        type_branch("array", json{{"contains", {{"not", *items}}}});
+    }
+    if (auto n = int_kw("minItems"); n && *n > 0) type_branch("array", json{{"maxItems", *n - 1}});
+    if (auto n = int_kw("maxItems")) type_branch("array", json{{"minItems", *n + 1}});
+    if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>())
+      out.push_back(Marker("array", "not", ptr, "negated uniqueItems"));
+    if (auto c = s.find("contains"); c != s.end()) {
+      int64_t lo = int_kw("minContains").value_or(1);
+      std::optional<int64_t> hi = int_kw("maxContains");
+      if (lo > 0) type_branch("array", json{{"contains", *c}, {"minContains", 0}, {"maxContains", lo - 1}});
+      if (hi) type_branch("array", json{{"contains", *c}, {"minContains", *hi + 1}});
+    }
+    // Strings.
+    if (auto n = int_kw("minLength"); n && *n > 0) type_branch("string", json{{"maxLength", *n - 1}});
+    if (auto n = int_kw("maxLength")) type_branch("string", json{{"minLength", *n + 1}});
+    if (s.contains("pattern")) out.push_back(Marker("string", "not", ptr, "negated pattern"));
+    if (s.contains("format")) out.push_back(Marker("string", "not", ptr, "negated format"));
+    if (auto ns = s.find(kNotStrings); ns != s.end()) type_branch("string", json{{"enum", *ns}});
+    // Numbers.
+    for (auto [k, nk] : {std::pair<const char*, const char*>{"minimum", "exclusiveMaximum"},
+                         {"exclusiveMinimum", "maximum"}, {"maximum", "exclusiveMinimum"},
+                         {"exclusiveMaximum", "minimum"}}) {
+      if (auto v = s.find(k); v != s.end() && v->is_number()) type_branch("number", json{{nk, *v}});
+    }
+    if (s.contains("multipleOf")) out.push_back(Marker("number", "not", ptr, "negated multipleOf"));
+    // Combinators.
+    if (auto a = s.find("allOf"); a != s.end() && a->is_array()) {
+      for (size_t i = 0; i < a->size(); ++i) out.push_back(Negate((*a)[i], Child(ptr, "allOf", i), depth + 1));
+    }
+    for (const char* k : {"anyOf", "oneOf"}) {
+      auto a = s.find(k);
+      if (a == s.end() || !a->is_array()) continue;
+      if (std::string(k) == "oneOf" && a->size() > 1 && !DisjointBranches(*a)) {
+        Warn("oneOf", ptr, "inside not: treated as anyOf (values matching several branches rejected)");
+      }
+      json all = json::array();
+      bool none = false;
+      for (size_t i = 0; i < a->size(); ++i) {
+        json n = Negate((*a)[i], Child(ptr, k, i), depth + 1);
+        if (n.is_boolean() && !n.get<bool>()) none = true;
+        all.push_back(n);
+      }
+      if (!none) out.push_back(json{{"allOf", all}});
+    }
+    if (auto n = s.find("not"); n != s.end()) out.push_back(*n);
+    if (auto i = s.find("if"); i != s.end()) {
+      if (auto t = s.find("then"); t != s.end()) {
+        json n = Negate(*t, Child(ptr, "then"), depth + 1);
+        out.push_back(json{{"allOf", {*i, n}}});
+      }
+      if (auto e = s.find("else"); e != s.end()) {
+        json n = Negate(*e, Child(ptr, "else"), depth + 1);
+        json ni = Negate(*i, Child(ptr, "if"), depth + 1);
+        out.push_back(json{{"allOf", {ni, n}}});
+      }
+    }
+    if (auto m = s.find(kUnsupportedKw); m != s.end()) out.push_back(json{{kUnsupportedKw, *m}});
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (IsUnsupported(it.key())) out.push_back(Marker(nullptr, it.key(), ptr, ""));
+    }
+    return AnyOfOrSingle(std::move(out));
+  }
+
+  // Values of each type other than the enum's (or const's).
+  void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out) {
+    json values = json::array();
+    if (auto e = s.find("enum"); e != s.end() && e->is_array()) values = *e;
+    if (auto c = s.find("const"); c != s.end()) {
+      bool in = !s.contains("enum") || std::find(values.begin(), values.end(), *c) != values.end();
+      values = in ? json::array({*c}) : json::array();
+    }
+    bool has_null = false, has_true = false, has_false = false;
+    json strings = json::array();
+    std::vector<std::pair<Decimal, json>> numbers;
+    bool empty_array = false, empty_object = false, other_array = false, other_object = false;
+    for (auto& v : values) {
+      if (v.is_null()) has_null = true;
+      else if (v.is_boolean()) (v.get<bool>() ? has_true : has_false) = true;
+      else if (v.is_string()) strings.push_back(v);
+      else if (v.is_number()) {
+        if (auto d = DecimalOf(v)) numbers.emplace_back(*d, v);
+      } else if (v.is_array()) (v.empty() ? empty_array : other_array) = true;
+      else if (v.is_object()) (v.empty() ? empty_object : other_object) = true;
+    }
+    if (!has_null) out->push_back(json{{"type", "null"}});
+    if (!has_true && !has_false) out->push_back(json{{"type", "boolean"}});
+    else if (!has_true || !has_false) out->push_back(json{{"type", "boolean"}, {"const", !has_true}});
+    if (strings.empty()) out->push_back(json{{"type", "string"}});
+    else out->push_back(json{{"type", "string"}, {kNotStrings, strings}});
+    std::sort(numbers.begin(), numbers.end(),
+              [](auto& a, auto& b) { return CompareDecimal(a.first, b.first) < 0; });
+    if (numbers.empty()) {
+      out->push_back(json{{"type", "number"}});
+    } else {
+      out->push_back(json{{"type", "number"}, {"exclusiveMaximum", numbers.front().second}});
+      for (size_t i = 0; i + 1 < numbers.size(); ++i) {
+        if (CompareDecimal(numbers[i].first, numbers[i + 1].first) == 0) continue;
+        out->push_back(json{{"type", "number"}, {"exclusiveMinimum", numbers[i].second},
+                            {"exclusiveMaximum", numbers[i + 1].second}});
+      }
+      out->push_back(json{{"type", "number"}, {"exclusiveMinimum", numbers.back().second}});
+    }
+    if (other_array) out->push_back(Marker("array", "not", ptr, "enum/const with a non-empty array"));
+    else out->push_back(empty_array ? json{{"type", "array"}, {"minItems", 1}} : json{{"type", "array"}});
+    if (other_object) out->push_back(Marker("object", "not", ptr, "enum/const with a non-empty object"));
+    else out->push_back(empty_object ? json{{"type", "object"}, {"minProperties", 1}} : json{{"type", "object"}});
+  }
+
+  // if/then/else as (if and then) or (not if and else): disjoint branches.
+  json Conditional(const json& s, const std::string& ptr) {
+    auto t = s.find("then");
+    auto e = s.find("else");
+    if (t == s.end() && e == s.end()) return true;
+    const json& cond = s["if"];
+    json a = json{{"allOf", {cond, t == s.end() ? json(true) : *t}}};
+    json ni = Negate(cond, Child(ptr, "if"), 0);
+    json b = json{{"allOf", {ni, e == s.end() ? json(true) : *e}}};
+    return json{{"anyOf", {a, b}}};
+  }
+
+  // One dependency "a" -> (required names | schema) as a union of two
+  // disjoint branches: "a" absent, or "a" present with what it needs. When
+  // the schema already requires "a", only the second branch.
+  json Dependency(const std::string& a, const json& dep, const json& s) {
+    bool a_required = false;
+    if (auto r = s.find("required"); r != s.end() && r->is_array())
+      a_required = std::find(r->begin(), r->end(), json(a)) != r->end();
+    json present;
+    if (dep.is_array()) {
+      json req = json::array({a});
+      for (auto& b : dep) req.push_back(b);
+      present = json{{"required", req}};
+    } else {
+      present = json{{"allOf", {json{{"required", {a}}}, dep}}};
+    }
+    if (a_required) return present;
+    return json{{"anyOf", {json{{"properties", {{a, false}}}}, present}}};
+  }
+
+  // Moves `if`/`then`/`else` and the dependency keywords of `s` into a list of
+  // schemas that all hold (allOf), erasing them from `s`.
+  void LowerConditionals(json& s, const std::string& ptr, json* parts) {
+    if (s.contains("if")) {
+      parts->push_back(Conditional(s, ptr));
+      s.erase("if");
+      s.erase("then");
+      s.erase("else");
+    }
+    for (const char* k : {"dependencies", "dependentRequired", "dependentSchemas"}) {
+      auto d = s.find(k);
+      if (d == s.end()) continue;
+      if (!d->is_object()) Invalid(absl::StrCat(k, " at ", Where(ptr), " is not an object"));
+      for (auto it = d->begin(); it != d->end(); ++it) {
+        if (!it->is_array() && !it->is_object() && !it->is_boolean())
+          Invalid(absl::StrCat(k, " at ", Where(ptr), ": \"", it.key(), "\" is not an array or a schema"));
+        parts->push_back(Dependency(it.key(), it.value(), s));
+      }
+      s.erase(k);
+    }
+  }
+
+  // A flat schema (no $ref/allOf) with a `not` beyond types, `if` or
+  // dependencies: the same schema with those keywords moved into allOf, and
+  // its types made explicit (what ConvertPlain would infer), so that merged
+  // branches carrying their own types cannot change them.
+  std::optional<json> Lower(const json& s, const std::string& ptr) {
+    auto n = s.find("not");
+    bool complex_not = n != s.end() && !IsTypeOnlyNot(*n);
+    bool has = complex_not || s.contains("if") || s.contains("dependencies") ||
+               s.contains("dependentRequired") || s.contains("dependentSchemas");
+    if (!has) return std::nullopt;
+    json out = s;
+    if (auto t = out.find("type"); t != out.end()) {
+      if (auto nl = out.find("nullable"); nl != out.end() && nl->is_boolean() && nl->get<bool>()) {
+        json ts = t->is_array() ? *t : json::array({*t});
+        ts.push_back("null");
+        out["type"] = ts;
+      }
+    } else {
+      out["type"] = TypeList(InferTypes(out));
+    }
+    out.erase("nullable");
+    json parts = json::array();
+    if (complex_not) {
+      json neg = Negate(*n, Child(ptr, "not"), 0);
+      // Drop branches of types `s` does not allow: smaller products.
+      if (neg.is_object() && neg.contains("anyOf") && out["type"].is_array()) {
+        std::set<std::string> allowed;
+        for (auto& t : out["type"])
+          if (t.is_string()) allowed.insert(t.get<std::string>());
+        if (allowed.count("number")) allowed.insert("integer");
+        if (allowed.count("integer")) allowed.insert("number");  // integers among numbers
+        std::vector<json> kept;
+        for (auto& b : neg["anyOf"]) {
+          bool keep = true;
+          if (b.is_object() && b.contains("type")) {
+            keep = false;
+            json ts = b["type"].is_array() ? b["type"] : json::array({b["type"]});
+            for (auto& t : ts)
+              if (t.is_string() && allowed.count(t.get<std::string>())) keep = true;
+          }
+          if (keep) kept.push_back(b);
+        }
+        neg = AnyOfOrSingle(std::move(kept));
+      }
+      parts.push_back(neg);
+      out.erase("not");
+    }
+    LowerConditionals(out, ptr, &parts);
+    out["allOf"] = parts;
+    return out;
   }
 
   // ---------- enum / const
@@ -682,7 +1131,8 @@ class Converter {
     return false;
   }
 
-  Re ConvertEnum(const json& s, const std::string& ptr, const std::set<std::string>& types) {
+  Re ConvertEnum(const json& s, const std::string& ptr, const std::set<std::string>& types,
+                 bool non_integer) {
     json values = json::array();
     if (auto e = s.find("enum"); e != s.end()) {
       if (!e->is_array()) Invalid(absl::StrCat("enum at ", Where(ptr), " is not an array"));
@@ -694,12 +1144,94 @@ class Converter {
       }
       values = json::array({*c});
     }
+    // Other validation keywords beside enum/const (e.g. bounds, or the
+    // exclusions a `not` leaves): keep the values the rest of the schema
+    // accepts, tested on their json.dumps text against the rest's regex. If
+    // the rest cannot be converted, the values are kept (as before).
+    std::shared_ptr<const Dfa> rest_dfa;
+    if (HasValidation(s, {"type", "nullable", "enum", "const", "not"})) {
+      json rest = s;
+      rest.erase("enum");
+      rest.erase("const");
+      rest.erase("nullable");
+      rest.erase("not");
+      rest["type"] = TypeList(types);
+      auto saved_warnings = warnings_;
+      auto saved_stack = ref_stack_;
+      try {
+        Re rr = Convert(rest, ptr);
+        if (!rr) return std::nullopt;
+        DfaOptions dopt;
+        dopt.max_states = 50000;
+        auto d = Dfa::FromPattern(*rr, RegexLimits{}, dopt);
+        if (d.ok()) rest_dfa = *d;
+      } catch (const ConvertError&) {
+        warnings_ = saved_warnings;
+        ref_stack_ = saved_stack;
+      }
+    }
     std::vector<std::string> parts;
     for (auto& v : values) {
       if (!TypeMatches(v, types)) continue;
+      if (non_integer && v.is_number() && IsIntegral(v)) continue;
+      if (rest_dfa && !(o_.whitespace == JsonWhitespace::kFlexible && v.is_structured()) &&
+          !EnumValueMatches(*rest_dfa, v)) {
+        if (!HasNestedObject(v)) continue;
+        Warn("enum", ptr, "a value with nested objects kept without checking sibling keywords");
+      }
       parts.push_back(ConstRegex(v));
     }
     return UnionRe(parts);
+  }
+
+  static bool HasNestedObject(const json& v) {
+    if (v.is_array()) {
+      for (auto& x : v)
+        if (x.is_structured()) return true;
+    }
+    if (v.is_object()) {
+      for (auto& x : v)
+        if (x.is_structured()) return true;
+    }
+    return false;
+  }
+
+  // Whether the rest regex accepts `v`. The regex fixes the order of object
+  // keys (schema order), so a top-level object is tried in every key order
+  // (up to 7 keys; larger objects in their own order).
+  bool EnumValueMatches(const Dfa& dfa, const json& v) const {
+    if (!v.is_object() || v.size() < 2 || v.size() > 7) return dfa.Matches(ConstText(v));
+    std::vector<std::string> keys;
+    for (auto it = v.begin(); it != v.end(); ++it) keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    do {
+      json o = json::object();
+      for (auto& k : keys) o[k] = v.at(k);
+      if (dfa.Matches(ConstText(o))) return true;
+    } while (std::next_permutation(keys.begin(), keys.end()));
+    return false;
+  }
+
+  // json.dumps text of a value in the layout (kFlexible: no whitespace).
+  std::string ConstText(const json& v) const {
+    const std::string item_sep = o_.whitespace == JsonWhitespace::kPython ? ", " : ",";
+    const std::string key_sep = o_.whitespace == JsonWhitespace::kPython ? ": " : ":";
+    switch (v.type()) {
+      case json::value_t::number_float: return PythonFloatRepr(v.get<double>());
+      case json::value_t::string: return PythonJsonString(v.get<std::string>(), o_.ensure_ascii);
+      case json::value_t::array: {
+        std::vector<std::string> items;
+        for (auto& x : v) items.push_back(ConstText(x));
+        return "[" + absl::StrJoin(items, item_sep) + "]";
+      }
+      case json::value_t::object: {
+        std::vector<std::string> items;
+        for (auto it = v.begin(); it != v.end(); ++it)
+          items.push_back(PythonJsonString(it.key(), o_.ensure_ascii) + key_sep + ConstText(it.value()));
+        return "{" + absl::StrJoin(items, item_sep) + "}";
+      }
+      default: return v.dump();
+    }
   }
 
   std::string ConstRegex(const json& v) {
@@ -968,6 +1500,7 @@ class Converter {
     auto min_len = IntKw(s, "minLength", ptr);
     auto max_len = IntKw(s, "maxLength", ptr);
     if (min_len && max_len && *min_len > *max_len) return std::nullopt;
+    if (auto ns = s.find(kNotStrings); ns != s.end()) return ConvertExcludedStrings(s, *ns, ptr);
     std::string content;
     bool has_pattern = false;
     if (auto p = s.find("pattern"); p != s.end()) {
@@ -1004,6 +1537,35 @@ class Converter {
       return "\"" + content + "\"";
     }
     return "\"" + Repeat(CharRe(), min_len.value_or(0), max_len, ptr, "maxLength") + "\"";
+  }
+
+  // Strings of `s` that are none of `excluded` (from a negated enum/const).
+  // Exact when `s` has no other string keyword, or when no excluded string
+  // satisfies them (the exclusion is then void); otherwise the exclusion is
+  // not enforced (warning): a regex cannot subtract from a pattern here.
+  Re ConvertExcludedStrings(const json& s, const json& excluded, const std::string& ptr) {
+    json rest = s;
+    rest.erase(kNotStrings);
+    Re base = ConvertString(rest, ptr);
+    if (!base) return base;
+    std::vector<std::string> words;
+    for (auto& w : excluded)
+      if (w.is_string()) words.push_back(w.get<std::string>());
+    if (words.empty()) return base;
+    if (!HasValidation(rest, {"type", "nullable", "enum", "const", "not"})) {
+      return "\"" + ExcludedStringsRegex(words) + "\"";
+    }
+    DfaOptions dopt;
+    dopt.max_states = 50000;
+    auto d = Dfa::FromPattern(*base, RegexLimits{}, dopt);
+    bool void_exclusion = d.ok();
+    for (size_t i = 0; void_exclusion && i < words.size(); ++i) {
+      if ((*d)->Matches(PythonJsonString(words[i], o_.ensure_ascii))) void_exclusion = false;
+    }
+    if (!void_exclusion) {
+      Warn("not", ptr, "excluded strings not enforced together with pattern/format/length");
+    }
+    return base;
   }
 
   // A pattern's regex over JSON string content. An unanchored pattern
@@ -1084,7 +1646,69 @@ class Converter {
   }
 
   // ---------- arrays
+  // `contains` C with minContains m (default 1) and maxContains M: every
+  // element matches `items` I, and m..M of them also match C. Elements split
+  // exactly into P = I and C, and N = I and not C, so the array is
+  //   (N,)* P ((, N)* , P){m-1,M-1} (, N)*      (plus all-N arrays when m = 0).
+  // Inside contains the spec holds (no type inference), so P and N partition
+  // I. Exact with items a schema (or absent) and no minItems above m nor
+  // maxItems; otherwise an error (unless every element is P, or every one N).
+  Re ConvertContains(const json& s, const std::string& ptr) {
+    const std::string cptr = Child(ptr, "contains");
+    int64_t lo = IntKw(s, "minContains", ptr).value_or(1);
+    std::optional<int64_t> hi = IntKw(s, "maxContains", ptr);
+    json plain = s;
+    plain.erase("contains");
+    plain.erase("minContains");
+    plain.erase("maxContains");
+    if (hi && lo > *hi) return std::nullopt;
+    if (lo == 0 && !hi) return ConvertArray(plain, ptr);
+    if (s.contains("prefixItems") || (s.contains("items") && s["items"].is_array())) {
+      Unsupported("contains", ptr, "beside prefixItems or tuple items");
+    }
+    const json any_type = json{{"type", TypeList({AllTypes().begin(), AllTypes().end()})}};
+    const json item = s.contains("items") ? s["items"] : json(true);
+    const json pos_s = json{{"allOf", {item, any_type, s["contains"]}}};
+    const json neg_s = json{{"allOf", {item, any_type, json{{"not", s["contains"]}}}}};
+    Re pos = Convert(pos_s, cptr);
+    Re neg = Convert(neg_s, cptr);
+    if (!pos) {
+      if (lo > 0) return std::nullopt;
+      plain["items"] = neg_s;
+      return ConvertArray(plain, ptr);
+    }
+    if (!neg || (hi && *hi == 0)) {
+      if (!neg) {
+        plain["items"] = pos_s;
+        plain["minItems"] = std::max(lo, IntKw(s, "minItems", ptr).value_or(0));
+        if (hi) plain["maxItems"] = std::min(*hi, IntKw(s, "maxItems", ptr).value_or(*hi));
+      } else {
+        plain["items"] = neg_s;
+      }
+      return ConvertArray(plain, ptr);
+    }
+    if (s.contains("maxItems") || IntKw(s, "minItems", ptr).value_or(0) > lo) {
+      Unsupported("contains", ptr, "with maxItems, or minItems above minContains");
+    }
+    if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) {
+      Warn("uniqueItems", ptr, "not enforced");
+    }
+    const std::string& sep = item_sep_;
+    std::optional<int64_t> more;
+    if (hi) more = *hi - 1;
+    std::string some = absl::StrCat(
+        "(?:", *neg, sep, ")*", *pos,
+        Repeat(absl::StrCat("(?:(?:", sep, *neg, ")*", sep, *pos, ")"), std::max<int64_t>(lo - 1, 0),
+               more, ptr, "maxContains"),
+        "(?:", sep, *neg, ")*");
+    std::string empty = Open('[') + Close(']').substr(ws_.size());
+    if (lo > 0) return Open('[') + some + Close(']');
+    std::string none = absl::StrCat(*neg, "(?:", sep, *neg, ")*");
+    return absl::StrCat("(?:", empty, "|", Open('['), "(?:", none, "|", some, ")", Close(']'), ")");
+  }
+
   Re ConvertArray(const json& s, const std::string& ptr) {
+    if (s.contains("contains")) return ConvertContains(s, ptr);
     std::vector<Re> prefix;
     Re rest;
     bool rest_set = false;

@@ -66,6 +66,12 @@ absl::StatusOr<std::string> PatternToJsonStringRegex(
     std::string_view pattern, bool anchored = false, bool* was_anchored = nullptr,
     std::pair<int64_t, int64_t> length = {0, -1}, bool* length_applied = nullptr);
 
+// Regex matching the JSON-encoded content (between the quotes) of every string
+// that is not one of `words` (UTF-8), whatever its spelling: a character of an
+// excluded word written raw, as a short escape or as \uXXXX (either case) is
+// still that character, so "\u0061" is excluded with "a".
+std::string ExcludedStringsRegex(const std::vector<std::string>& words);
+
 // Regex matching one character of JSON string content (raw or escaped).
 const std::string& JsonCharRegex();
 

@@ -6,6 +6,7 @@
 // counted as skipped by reason. Prints agreement per draft; skips without
 // ../shared.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -98,6 +99,10 @@ void RunDraft(const std::string& dir, Tally* t) {
         if (match == valid) {
           ++t->agree;
           (valid ? t->valid_ok : t->invalid_ok)++;
+        } else if (std::getenv("MASKD_SUITE_VERBOSE")) {
+          std::printf("DISAGREE %s | %s | %s | %s\n", f.filename().c_str(),
+                      g["description"].get<std::string>().c_str(),
+                      valid ? "valid-rejected" : "invalid-accepted", PythonDumps(test["data"]).c_str());
         }
       }
     }
@@ -121,7 +126,7 @@ TEST(JsonSchemaTestSuite, AgreementOnSupportedGroups) {
     // another order than `properties`, and values of another type next to
     // type-specific keywords ({"minLength": 2} accepting 123), which the
     // converter reads as "a string" (docs/json-schema.md).
-    EXPECT_GE(100.0 * t.agree / t.instances, 68.0) << draft;
+    EXPECT_GE(100.0 * t.agree / t.instances, 72.0) << draft;  // measured 74.6% (2020-12), 74.3% (7)
   }
 }
 
