@@ -1,6 +1,6 @@
 // Core engine benchmarks: compile to first mask, compile to all states ready,
-// writing a ready state's mask against a memcpy of the same bytes, and
-// advancing one token. Workload: ../shared/corpora/bench-regexes.json x
+// writing a ready state's mask against a memcpy of the same bytes, advancing
+// one token, and a string state's first mask with and without shared loops. Workload: ../shared/corpora/bench-regexes.json x
 // tokenizers llama3, qwen3, gemma3 (from ../shared/tokenizers).
 //
 //   build/bin/index_bench [--benchmark_filter=...]
@@ -233,6 +233,37 @@ void RegexMemcpy(benchmark::State& state, std::string regex) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * regex.size());
 }
 
+// The first mask of a JSON string's content state, on a fresh index each
+// iteration (so always a first visit): `shared` takes the loop part from the
+// vocabulary's LoopMasks (warm after the first iteration), `plain` walks the
+// whole trie (the baseline, same process).
+void FirstStringMask(benchmark::State& state, std::string tokenizer, std::string regex,
+                     bool shared) {
+  auto vocab = LoadShared(tokenizer);
+  auto dfa = Dfa::FromPattern(regex);
+  if (!dfa.ok()) {
+    state.SkipWithError(std::string(dfa.status().message()).c_str());
+    return;
+  }
+  // A string content state: loops on 'a', and a quote leaves it alive.
+  Dfa::State s = Dfa::kDead;
+  for (Dfa::State q = 1; q < (*dfa)->num_states() && s == Dfa::kDead; ++q) {
+    if ((*dfa)->Next(q, 'a') == q && (*dfa)->Next(q, '"') != Dfa::kDead) s = q;
+  }
+  if (s == Dfa::kDead) {
+    state.SkipWithError("no string content state");
+    return;
+  }
+  TokenIndex::Options options;
+  options.share_loops = shared;
+  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  for (auto _ : state) {
+    auto index = TokenIndex::Create(*dfa, vocab, options);
+    index->WriteMask(s, mask.data());
+    benchmark::DoNotOptimize(mask.data());
+  }
+}
+
 }  // namespace
 }  // namespace maskd
 
@@ -266,6 +297,16 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("DfaBaselineParse/" + suffix).c_str(), maskd::RegexParseOnly, re)
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("DfaBaselineMemcpy/" + suffix).c_str(), maskd::RegexMemcpy, re)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (const char* tok : {"llama3", "qwen3", "gemma3"}) {
+    std::string t = tok;
+    std::string re = maskd::ReadBenchData("dfa_jme_0.re");
+    benchmark::RegisterBenchmark(("FirstStringMask/" + t + "/shared").c_str(),
+                                 maskd::FirstStringMask, t, re, true)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("FirstStringMask/" + t + "/plain").c_str(),
+                                 maskd::FirstStringMask, t, re, false)
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);

@@ -14,7 +14,9 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "index/loop_masks.h"
 #include "index/token_trie.h"
+#include "index/trie_walk.h"
 
 namespace maskd {
 
@@ -108,8 +110,9 @@ namespace {
 // Per-thread buffers for mask computation, reused across calls.
 struct WalkScratch {
   std::vector<uint32_t> ids;  // allowed token ids, in trie order
-  std::vector<Dfa::State> stack;
+  std::vector<uint32_t> stack;
   std::vector<uint64_t> seen;  // bitset over DFA states, for successors
+  std::vector<Dfa::State> loop_states;  // canonical loop state -> DFA state
 };
 
 WalkScratch& Scratch() {
@@ -119,10 +122,12 @@ WalkScratch& Scratch() {
 
 }  // namespace
 
-TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab)
+TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab,
+                       const Options& options)
     : dfa_(std::move(dfa)),
       vocab_(std::move(vocab)),
       num_words_((vocab_->size() + 31) / 32),
+      options_(options),
       masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
       store_(std::make_unique<MaskStore>()) {
   for (uint32_t s = 0; s < dfa_->num_states(); ++s) masks_[s].store(nullptr, std::memory_order_relaxed);
@@ -137,7 +142,14 @@ TokenIndex::~TokenIndex() = default;
 
 std::shared_ptr<const TokenIndex> TokenIndex::Create(std::shared_ptr<const Dfa> dfa,
                                                      std::shared_ptr<const Vocabulary> vocab) {
-  return std::shared_ptr<const TokenIndex>(new TokenIndex(std::move(dfa), std::move(vocab)));
+  return Create(std::move(dfa), std::move(vocab), Options());
+}
+
+std::shared_ptr<const TokenIndex> TokenIndex::Create(std::shared_ptr<const Dfa> dfa,
+                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     const Options& options) {
+  return std::shared_ptr<const TokenIndex>(
+      new TokenIndex(std::move(dfa), std::move(vocab), options));
 }
 
 const StateMask& TokenIndex::MaskOf(State s) const {
@@ -148,62 +160,91 @@ const StateMask& TokenIndex::MaskOf(State s) const {
 
 const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
   WalkScratch& w = Scratch();
-  w.ids.clear();
-  const TokenTrie& trie = vocab_->trie();
-  w.stack.resize(trie.max_depth() + 1);
-  const bool want_successors = successors != nullptr;
-  if (want_successors) w.seen.assign((dfa_->num_states() + 63) / 64, 0);
-
-  State* stack = w.stack.data();
-  const TokenTrie::Node* nodes = trie.nodes();
-  const uint32_t* token_begin = trie.token_begin();
-  const uint32_t* token_ids = trie.token_ids();
-  const uint32_t n = static_cast<uint32_t>(trie.num_nodes());
   const Dfa& dfa = *dfa_;
-
-  // Collect the allowed text tokens' ids (each id is in the trie once). The
-  // walk's cost is the prefixes it visits, not the vocabulary size: narrow
-  // states (a JSON key, a digit) cost little more than the trie's first level.
-  if (s != Dfa::kDead) {
-    stack[0] = s;
-    uint32_t i = 1;
-    while (i < n) {
-      const TokenTrie::Node node = nodes[i];
-      const State t = dfa.Next(stack[node.depth - 1], node.byte);
-      if (t == Dfa::kDead) {
-        i = node.next;  // no token below this prefix is allowed
-        continue;
-      }
-      stack[node.depth] = t;
-      const uint32_t b = token_begin[i];
-      const uint32_t e = token_begin[i + 1];
-      if (b != e) {
-        w.ids.insert(w.ids.end(), token_ids + b, token_ids + e);
-        if (want_successors && !((w.seen[t >> 6] >> (t & 63)) & 1)) {
-          w.seen[t >> 6] |= uint64_t{1} << (t & 63);
-          successors->push_back(t);
-        }
-      }
-      ++i;
+  const bool want_successors = successors != nullptr;
+  if (want_successors) w.seen.assign((dfa.num_states() + 63) / 64, 0);
+  auto add_successor = [&](State t) {
+    if (!((w.seen[t >> 6] >> (t & 63)) & 1)) {
+      w.seen[t >> 6] |= uint64_t{1} << (t & 63);
+      successors->push_back(t);
     }
+  };
+
+  // The allowed tokens go either to w.ids (each id once, any order) or, for a
+  // shared loop, straight into a dense bitmask.
+  w.ids.clear();
+  std::vector<uint32_t> words;
+  uint32_t count = 0;
+  std::shared_ptr<const LoopMasks::Loop> loop;
+  if (s != Dfa::kDead && options_.share_loops) {
+    loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr);
   }
+  if (loop != nullptr) {
+    // Loop tokens (shared) plus the tokens holding an exit byte, walked here.
+    words = loop->words;
+    count = loop->count;
+    WalkTrie(*loop->exit_trie, dfa, s, w.stack,
+             [&](State t, const uint32_t* id, const uint32_t* end) {
+               count += static_cast<uint32_t>(end - id);
+               for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+               if (want_successors) add_successor(t);
+             });
+    if (want_successors) {
+      for (uint32_t c : loop->end_states) add_successor(w.loop_states[c]);
+    }
+  } else {
+    // The walk's cost is the prefixes it visits, not the vocabulary size:
+    // narrow states (a JSON key, a digit) cost little more than the trie's
+    // first level.
+    WalkTrie(vocab_->trie(), dfa, s, w.stack,
+             [&](State t, const uint32_t* id, const uint32_t* end) {
+               w.ids.insert(w.ids.end(), id, end);
+               if (want_successors) add_successor(t);
+             });
+    count = static_cast<uint32_t>(w.ids.size());
+  }
+
   // EOS ids: allowed exactly in accepting states, whatever their bytes.
-  if (eos_in_trie_) {
-    w.ids.erase(std::remove_if(w.ids.begin(), w.ids.end(),
-                               [&](uint32_t id) { return vocab_->is_eos(id); }),
-                w.ids.end());
+  const bool accepting = s != Dfa::kDead && dfa.IsAccepting(s);
+  if (loop != nullptr) {
+    for (uint32_t id : vocab_->eos_ids()) {
+      const uint32_t bit = 1u << (id & 31);
+      const bool set = (words[id >> 5] & bit) != 0;
+      if (set && !accepting) {
+        words[id >> 5] &= ~bit;
+        --count;
+      } else if (!set && accepting) {
+        words[id >> 5] |= bit;
+        ++count;
+      }
+    }
+  } else {
+    if (eos_in_trie_) {
+      w.ids.erase(std::remove_if(w.ids.begin(), w.ids.end(),
+                                 [&](uint32_t id) { return vocab_->is_eos(id); }),
+                  w.ids.end());
+    }
+    if (accepting) w.ids.insert(w.ids.end(), vocab_->eos_ids().begin(), vocab_->eos_ids().end());
+    count = static_cast<uint32_t>(w.ids.size());
   }
-  if (s != Dfa::kDead && dfa.IsAccepting(s)) {
-    w.ids.insert(w.ids.end(), vocab_->eos_ids().begin(), vocab_->eos_ids().end());
-  }
-  const uint32_t count = static_cast<uint32_t>(w.ids.size());
 
   std::vector<uint32_t> data;
   const bool dense = count > num_words_ / 8;
   if (dense) {
-    data.assign(num_words_, 0);
-    for (uint32_t id : w.ids) data[id >> 5] |= 1u << (id & 31);
+    if (loop != nullptr) {
+      data = std::move(words);
+    } else {
+      data.assign(num_words_, 0);
+      for (uint32_t id : w.ids) data[id >> 5] |= 1u << (id & 31);
+    }
   } else {
+    if (loop != nullptr) {
+      for (uint32_t i = 0; i < num_words_; ++i) {
+        for (uint32_t bits = words[i]; bits != 0; bits &= bits - 1) {
+          w.ids.push_back(i * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));
+        }
+      }
+    }
     std::sort(w.ids.begin(), w.ids.end());
     data.assign(w.ids.begin(), w.ids.end());
   }
@@ -315,7 +356,7 @@ absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(std::string_view 
   if ((*dfa)->start() == Dfa::kDead) {
     return absl::InvalidArgumentError("regex: the pattern matches no text");
   }
-  auto index = TokenIndex::Create(std::move(*dfa), std::move(vocab));
+  auto index = TokenIndex::Create(std::move(*dfa), std::move(vocab), options.index);
   if (options.eager) {
     auto status = index->Precompute(options.threads, options.dfa.deadline, options.dfa.cancel);
     if (!status.ok()) return status;

@@ -4,8 +4,11 @@
 // reaching the dead state. EOS ids are allowed exactly in accepting states;
 // other special tokens and padding ids never are. Masks are computed on first
 // use by walking the vocabulary's TokenTrie (skipping a subtree at the first
-// rejected byte), memoized per state, and shared between identical states. All
-// methods are thread-safe; reading a computed mask takes no lock.
+// rejected byte), memoized per state, and shared between identical states. A
+// state inside a wide loop (the content of a JSON string) takes the loop's
+// part of its mask from the vocabulary's LoopMasks, computed once for every
+// index, and walks only the tokens that can leave the loop. All methods are
+// thread-safe; reading a computed mask takes no lock.
 #ifndef MASKD_INDEX_TOKEN_INDEX_H_
 #define MASKD_INDEX_TOKEN_INDEX_H_
 
@@ -30,8 +33,17 @@ class TokenIndex {
  public:
   using State = Dfa::State;
 
+  struct Options {
+    // Take loop masks from vocabulary().loop_masks() (index/loop_masks.h).
+    // Off: every mask is one walk of the whole trie (a baseline for benches).
+    bool share_loops = true;
+  };
+
   static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
                                                   std::shared_ptr<const Vocabulary> vocab);
+  static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
+                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  const Options& options);
   ~TokenIndex();
   TokenIndex(const TokenIndex&) = delete;
   TokenIndex& operator=(const TokenIndex&) = delete;
@@ -64,7 +76,8 @@ class TokenIndex {
 
  private:
   class MaskStore;
-  TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab);
+  TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab,
+             const Options& options);
   const StateMask& MaskOf(State s) const;
   // Walks the trie from `s`, publishes and returns its mask; when
   // `successors` is set, appends the distinct states reached by allowed tokens.
@@ -73,6 +86,7 @@ class TokenIndex {
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;
   uint32_t num_words_;
+  Options options_;
   bool eos_in_trie_ = false;  // some EOS id is also a text token of the trie
   // Per DFA state: its mask once computed (owned by store_), else null.
   std::unique_ptr<std::atomic<const StateMask*>[]> masks_;
@@ -85,6 +99,7 @@ struct CompileOptions {
   DfaOptions dfa;      // its deadline and cancel flag also bound Precompute
   bool eager = false;  // precompute every reachable state's mask
   int threads = 1;     // for eager precomputation
+  TokenIndex::Options index;
 };
 
 // Parse + Dfa::Compile + TokenIndex::Create (+ Precompute when eager).

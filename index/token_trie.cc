@@ -9,12 +9,17 @@
 namespace maskd {
 
 std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab) {
+  return Build(vocab, [](uint32_t) { return true; });
+}
+
+std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab,
+                                                  absl::FunctionRef<bool(uint32_t id)> keep) {
   std::vector<uint32_t> ids;
   ids.reserve(vocab.num_tokens());
   for (uint32_t id = 0; id < vocab.size(); ++id) {
     // Node depths are 16-bit; no real tokenizer has a token anywhere near 64 KiB.
     size_t n = vocab.bytes(id).size();
-    if (vocab.has_token(id) && !vocab.is_special(id) && n > 0 && n <= 0xFFFF) {
+    if (vocab.has_token(id) && !vocab.is_special(id) && n > 0 && n <= 0xFFFF && keep(id)) {
       ids.push_back(id);
     }
   }

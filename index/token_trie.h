@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+
 namespace maskd {
 
 class Vocabulary;
@@ -29,6 +31,9 @@ class TokenTrie {
 
   // Every token that is not special and has 1 to 65535 bytes.
   static std::unique_ptr<const TokenTrie> Build(const Vocabulary& vocab);
+  // The same, restricted to the tokens for which keep(id) is true.
+  static std::unique_ptr<const TokenTrie> Build(const Vocabulary& vocab,
+                                                absl::FunctionRef<bool(uint32_t id)> keep);
 
   size_t num_nodes() const { return nodes_.size(); }
   const Node* nodes() const { return nodes_.data(); }
@@ -37,6 +42,8 @@ class TokenTrie {
   const uint32_t* token_begin() const { return token_begin_.data(); }
   const uint32_t* token_ids() const { return token_ids_.data(); }
   uint32_t max_depth() const { return max_depth_; }
+  // Number of token ids in the trie.
+  size_t num_tokens() const { return token_ids_.size(); }
   size_t MemoryBytes() const;
 
  private:

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "index/json_blank.h"
 #include "index/json_file.h"
+#include "index/loop_masks.h"
 #include "index/token_trie.h"
 #include "index/tokenizer_json.h"
 
@@ -230,6 +231,7 @@ absl::StatusOr<std::shared_ptr<const Vocabulary>> VocabularyBuilder::Build(
     return absl::InternalError(absl::StrCat(Av(source), ": SHA-256 (OpenSSL EVP) failed"));
   }
   v->trie_ = TokenTrie::Build(*v);
+  v->loop_masks_ = std::make_unique<LoopMasks>(*v);
   return std::shared_ptr<const Vocabulary>(std::move(v));
 }
 

@@ -48,6 +48,7 @@
 
 namespace maskd {
 
+class LoopMasks;
 class TokenTrie;
 
 // How a tokenizer maps token strings to bytes.
@@ -129,6 +130,9 @@ class Vocabulary {
 
   // Trie of the text tokens' bytes, built once at load, shared by all indexes.
   const TokenTrie& trie() const { return *trie_; }
+  // Mask parts shared by the loops of every index over this vocabulary
+  // (index/loop_masks.h): a thread-safe memo that changes no answer above.
+  LoopMasks& loop_masks() const { return *loop_masks_; }
 
  private:
   Vocabulary();
@@ -147,6 +151,7 @@ class Vocabulary {
   std::vector<uint32_t> eos_ids_;  // sorted, unique
   std::string content_hash_;
   std::unique_ptr<const TokenTrie> trie_;
+  std::unique_ptr<LoopMasks> loop_masks_;
 
   friend class VocabularyBuilder;
 };

@@ -3,6 +3,7 @@
 // must fully match the regex under RE2; lazy and eager masks agree.
 #include "index/token_index.h"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "index/guide.h"
+#include "index/loop_masks.h"
 #include "index/random_walk.h"
 #include "re2/re2.h"
 #include "tests/index/test_util.h"
@@ -36,6 +38,26 @@ const std::vector<std::string>& Regexes() {
       R"(.{0,12})",
   };
   return *r;
+}
+
+// JSON strings in several contexts: their content is a loop shared between
+// states and indexes (index/loop_masks.h), entered from the opening quote.
+// Random walks rarely finish them (strings go on).
+const std::vector<std::string>& LoopRegexes() {
+  static const auto* r = new std::vector<std::string>{
+      R"re(\{"a": "(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*", "b": \[(?:"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"(?:, "(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")*)?\]\})re",
+      // An "other key" string that must not be "name" (open objects).
+      R"re(\{"(?:name|(?:[^"n\\]|n(?:[^"a\\]|a(?:[^"m\\]|m(?:[^"e\\]|e[^"\\]))))[^"\\]*)": (?:true|false)\})re",
+      R"(x[^"]*"[a-z]{2,}"[^"]*")",
+  };
+  return *r;
+}
+
+// Regexes() then LoopRegexes().
+std::vector<std::string> AllRegexes() {
+  std::vector<std::string> all = Regexes();
+  all.insert(all.end(), LoopRegexes().begin(), LoopRegexes().end());
+  return all;
 }
 
 bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {
@@ -91,7 +113,7 @@ void CheckAgainstBruteForce(std::shared_ptr<const Vocabulary> vocab, const std::
 }
 
 TEST(TokenIndex, MasksEqualBruteForceOnBundledTokenizer) {
-  for (const auto& regex : Regexes()) CheckAgainstBruteForce(testing::BundledVocabulary(), regex, 12);
+  for (const auto& regex : AllRegexes()) CheckAgainstBruteForce(testing::BundledVocabulary(), regex, 12);
 }
 
 TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
@@ -100,7 +122,7 @@ TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
     auto vocab = testing::SharedVocabulary(name);
     if (!vocab) continue;
     ++checked;
-    for (const auto& regex : Regexes()) {
+    for (const auto& regex : AllRegexes()) {
       SCOPED_TRACE(name);
       CheckAgainstBruteForce(vocab, regex, testing::Scaled(4, 2));
     }
@@ -134,7 +156,7 @@ TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
 
 TEST(TokenIndex, EagerAndLazyAgree) {
   auto vocab = testing::BundledVocabulary();
-  for (const auto& regex : Regexes()) {
+  for (const auto& regex : AllRegexes()) {
     CompileOptions eager;
     eager.eager = true;
     eager.threads = 2;
@@ -149,6 +171,84 @@ TEST(TokenIndex, EagerAndLazyAgree) {
       ASSERT_EQ(ma, mb) << regex << " state " << s;
     }
   }
+}
+
+// Masks from shared loop parts equal those of one whole-trie walk per state,
+// eagerly (where successors come from the loops' end states) and lazily.
+TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
+  auto vocab = testing::BundledVocabulary();
+  for (const auto& regex : AllRegexes()) {
+    CompileOptions shared, plain;
+    shared.eager = plain.eager = true;
+    plain.index.share_loops = false;
+    auto a = CompileRegex(regex, vocab, shared);
+    auto b = CompileRegex(regex, vocab, plain);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ((*a)->num_computed_states(), (*b)->num_computed_states()) << regex;
+    std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
+    for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
+      (*a)->WriteMask(s, ma.data());
+      (*b)->WriteMask(s, mb.data());
+      ASSERT_EQ(ma, mb) << regex << " state " << s;
+      ASSERT_EQ((*a)->CountAllowed(s), (*b)->CountAllowed(s));
+    }
+  }
+}
+
+// The state after walking `text` from the start, through its bytes.
+Dfa::State After(const TokenIndex& index, const std::string& text) {
+  return index.dfa().Walk(index.start(), text);
+}
+
+// One string-content loop serves every string of every index over a
+// vocabulary: the second index's string states are memo hits.
+TEST(LoopMasks, StringContentIsSharedAcrossIndexes) {
+  auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());  // a fresh memo
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  const std::string str = R"re("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re";
+  auto first = CompileRegex("\\{\"a\": " + str + "\\}", *vocab);
+  auto second = CompileRegex("\\[(?:" + str + "(?:, " + str + ")*)?\\]", *vocab);
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  std::vector<uint32_t> mask((*first)->num_words());
+  const Dfa::State in_first = After(**first, "{\"a\": \"x");
+  const Dfa::State in_second = After(**second, "[\"x\", \"y");
+  ASSERT_NE(in_first, Dfa::kDead);
+  ASSERT_NE(in_second, Dfa::kDead);
+  (*first)->WriteMask(in_first, mask.data());
+  const LoopMasks::Stats before = (*vocab)->loop_masks().stats();
+  EXPECT_EQ(before.misses, 1u);
+  EXPECT_EQ(before.loops, 1u);
+  (*second)->WriteMask(in_second, mask.data());
+  const LoopMasks::Stats after = (*vocab)->loop_masks().stats();
+  EXPECT_EQ(after.misses, 1u);
+  EXPECT_EQ(after.hits, before.hits + 1);
+  // Allowed there: text tokens without a quote, backslash or control byte
+  // (escapes are checked by the brute-force tests), and tokens that close the
+  // string and go on as the array allows.
+  EXPECT_GT((*second)->CountAllowed(in_second), (*vocab)->num_tokens() / 2);
+}
+
+// Past the memo's bound, loops are computed and used but not kept.
+TEST(LoopMasks, MemoBoundIsHonoured) {
+  auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  (*vocab)->loop_masks().set_max_bytes(1);  // room for one exit trie, no loop
+  const std::string& regex = LoopRegexes()[0];
+  auto a = CompileRegex(regex, *vocab);
+  CompileOptions plain;
+  plain.index.share_loops = false;
+  auto b = CompileRegex(regex, *vocab, plain);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
+  for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
+    (*a)->WriteMask(s, ma.data());
+    (*b)->WriteMask(s, mb.data());
+    ASSERT_EQ(ma, mb) << "state " << s;
+  }
+  const LoopMasks::Stats st = (*vocab)->loop_masks().stats();
+  EXPECT_GT(st.misses, 0u);
+  EXPECT_EQ(st.loops, 0u);
+  EXPECT_EQ(st.exit_tries, 1u);
 }
 
 // Many threads computing and reading the masks of one lazy index at once see
@@ -208,7 +308,7 @@ TEST(TokenIndex, EmptyLanguageIsAnError) {
 // finished text fully matches the regex under RE2, an independent matcher.
 void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_regex) {
   int finished = 0, total = 0;
-  for (const auto& regex : Regexes()) {
+  for (const auto& regex : AllRegexes()) {
     auto index = CompileRegex(regex, vocab);
     ASSERT_TRUE(index.ok());
     RE2 oracle(regex);
@@ -216,9 +316,11 @@ void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_reg
     for (int i = 0; i < walks_per_regex; ++i) {
       auto walk = RandomWalk(*index, 1000 * i + 17, 48);
       ASSERT_TRUE(walk.ok()) << regex << ": " << walk.status();
-      ++total;
+      const bool loop_regex = std::find(LoopRegexes().begin(), LoopRegexes().end(), regex) !=
+                              LoopRegexes().end();
+      total += !loop_regex;
       if (walk->finished) {
-        ++finished;
+        finished += !loop_regex;
         ASSERT_TRUE(RE2::FullMatch(walk->text, oracle)) << regex << " text: " << walk->text;
       }
       // Every prefix walked is still a prefix of the language.

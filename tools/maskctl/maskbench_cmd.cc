@@ -14,6 +14,8 @@
 // TTFM: schema text to the first mask (convert + compile + first mask).
 // TBM: one mask written plus one token advanced, per token of valid instances.
 // --verbose: one line per failure on stderr, then the top failure reasons.
+// --no-share-loops: every state's first mask walks the whole token trie (the
+// baseline for the loop-mask figures in docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -152,7 +154,7 @@ std::string ReasonKey(const std::string& msg) {
 int RunMaskbench(const Context& ctx) {
   std::set<std::string> value_flags = TokenizerValueFlags();
   value_flags.insert({"timeout-s", "whitespace", "recursion-depth", "any-depth"});
-  auto args = Args::Parse(ctx.args, value_flags, {"verbose", "closed-objects", "raw-unicode"});
+  auto args = Args::Parse(ctx.args, value_flags, {"verbose", "closed-objects", "raw-unicode", "no-share-loops"});
   if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
   if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
   auto timeout_s = args->GetUint("timeout-s", 10);
@@ -218,6 +220,7 @@ int RunMaskbench(const Context& ctx) {
         continue;
       }
       maskd::CompileOptions copt;
+      copt.index.share_loops = !args->Has("no-share-loops");
       copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
       auto index = maskd::CompileRegex(converted->regex, *vocab, copt);
       if (!index.ok()) {

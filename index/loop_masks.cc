@@ -1,0 +1,464 @@
+#include "index/loop_masks.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "absl/hash/hash.h"
+#include "absl/types/span.h"
+#include "index/trie_walk.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+namespace {
+
+using State = Dfa::State;
+using ByteSet = LoopMasks::ByteSet;
+
+bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
+void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
+
+// A loop's table as an automaton for WalkTrie: state r is row r.
+struct TableAutomaton {
+  const uint32_t* table;
+  const uint8_t* byte_map;
+  uint32_t num_classes;
+  uint32_t Next(uint32_t s, uint8_t b) const {
+    return table[static_cast<size_t>(s) * num_classes + byte_map[b]];
+  }
+};
+
+// The shape of the loop around one state: what LoopMasks::Find keys on.
+struct LoopShape {
+  ByteSet x = {};                  // exit bytes
+  std::vector<uint8_t> byte_map;   // byte -> loop class (256 entries)
+  std::vector<uint32_t> table;     // (rows + 1) x loop classes; row 0 dead
+  std::vector<State> canon;        // canonical state -> DFA state (s first)
+};
+
+// Finds the loop of live state `s` (see loop_masks.h). With `cut` set, the
+// bytes in `cut_bytes` are exits by fiat and the search does not follow them:
+// it then finds the tight loop (a string's content, not the array of strings
+// around it). Returns false when s leads into no cycle among the first
+// max_states states, or fewer than min_stay bytes keep s in the loop.
+bool FindShape(const Dfa& dfa, State s, const ByteSet* cut_bytes, uint32_t max_states,
+               uint32_t min_stay, LoopShape* out) {
+  // Byte classes: one representative byte each, and their sizes. Every byte
+  // of a class has the same transition from every state, so the search works
+  // per class.
+  const uint32_t nc = dfa.num_classes();
+  uint8_t rep[256];
+  uint32_t class_size[256] = {};
+  std::vector<uint8_t> cut_class(nc, 0);
+  for (int b = 255; b >= 0; --b) {
+    uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
+    rep[c] = static_cast<uint8_t>(b);
+    ++class_size[c];
+    if (cut_bytes != nullptr && Has(*cut_bytes, static_cast<uint8_t>(b))) cut_class[c] = 1;
+  }
+
+  // Live states breadth-first from s (at most max_states), not following cut
+  // classes. succ[i * nc + c] is the found index of state i's successor by
+  // class c, kNone when it is dead, kOutside when cut or past the search.
+  // Found indices live in a thread-local stamp array over DFA states.
+  constexpr int32_t kNone = -1, kOutside = -2;
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> stamp;  // (epoch, index)
+  thread_local uint32_t epoch = 0;
+  if (stamp.size() < dfa.num_states()) stamp.assign(dfa.num_states(), {0, 0});
+  if (++epoch == 0) {
+    std::fill(stamp.begin(), stamp.end(), std::make_pair(0u, 0u));
+    epoch = 1;
+  }
+  std::vector<State> found = {s};
+  stamp[s] = {epoch, 0};
+  std::vector<int32_t> succ;
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (uint32_t c = 0; c < nc; ++c) {
+      State t = dfa.Next(found[i], rep[c]);
+      int32_t j = kNone;
+      if (t != Dfa::kDead) {
+        if (cut_class[c]) {
+          j = kOutside;
+        } else if (stamp[t].first == epoch) {
+          j = static_cast<int32_t>(stamp[t].second);
+        } else if (found.size() < max_states) {
+          j = static_cast<int32_t>(found.size());
+          stamp[t] = {epoch, static_cast<uint32_t>(j)};
+          found.push_back(t);
+        } else {
+          j = kOutside;
+        }
+      }
+      succ.push_back(j);
+    }
+  }
+  const uint32_t nf = static_cast<uint32_t>(found.size());
+  // Predecessors among found states (CSR), for reverse reachability.
+  std::vector<uint32_t> pred_begin(nf + 1, 0), preds;
+  for (int32_t j : succ) {
+    if (j >= 0) ++pred_begin[j + 1];
+  }
+  for (uint32_t i = 0; i < nf; ++i) pred_begin[i + 1] += pred_begin[i];
+  preds.resize(pred_begin[nf]);
+  {
+    std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    for (size_t e = 0; e < succ.size(); ++e) {
+      if (succ[e] >= 0) preds[fill[succ[e]]++] = static_cast<uint32_t>(e / nc);
+    }
+  }
+
+  // C: the found states that reach the loop's anchor through found states,
+  // plus s. The anchor is s when s is on a cycle; otherwise the successor s
+  // reaches by the most bytes (s may be the state just before a loop, such as
+  // a string's opening quote before its content). close() fills in_loop and
+  // returns whether the anchor is on a cycle.
+  std::vector<uint8_t> in_loop(nf, 0);
+  std::vector<uint32_t> work;
+  auto close = [&](uint32_t anchor) {
+    std::fill(in_loop.begin(), in_loop.end(), 0);
+    bool on_cycle = false;
+    work.assign(1, anchor);
+    while (!work.empty()) {
+      uint32_t j = work.back();
+      work.pop_back();
+      for (uint32_t k = pred_begin[j]; k < pred_begin[j + 1]; ++k) {
+        uint32_t i = preds[k];
+        on_cycle |= i == anchor;
+        if (!in_loop[i]) {
+          in_loop[i] = 1;
+          work.push_back(i);
+        }
+      }
+    }
+    in_loop[anchor] = 1;
+    return on_cycle;
+  };
+  if (!close(0)) {
+    uint32_t anchor = 0, best = 0;
+    for (uint32_t c = 0; c < nc; ++c) {
+      const int32_t j = succ[c];
+      if (j <= 0) continue;
+      uint32_t bytes = 0;
+      for (uint32_t c2 = 0; c2 < nc; ++c2) bytes += succ[c2] == j ? class_size[c2] : 0;
+      if (bytes > best) {
+        best = bytes;
+        anchor = static_cast<uint32_t>(j);
+      }
+    }
+    if (anchor == 0 || !close(anchor)) return false;
+    in_loop[0] = 1;
+  }
+
+  // Exit classes: those by which some state of C leaves C alive (X is their
+  // bytes). Stay: the bytes of the other classes that keep s in C.
+  std::vector<uint8_t> exit_class(nc, 0);
+  for (uint32_t i = 0; i < nf; ++i) {
+    if (!in_loop[i]) continue;
+    for (uint32_t c = 0; c < nc; ++c) {
+      int32_t j = succ[i * nc + c];
+      if (j == kOutside || (j >= 0 && !in_loop[j])) exit_class[c] = 1;
+    }
+  }
+  uint32_t stay = 0;
+  for (uint32_t c = 0; c < nc; ++c) {
+    if (!exit_class[c] && succ[c] >= 0) stay += class_size[c];
+  }
+  if (stay < min_stay) return false;
+  out->x = {};
+  for (int b = 0; b < 256; ++b) {
+    if (exit_class[dfa.byte_class(static_cast<uint8_t>(b))]) Add(out->x, static_cast<uint8_t>(b));
+  }
+
+  // Canonical numbering: breadth-first from s over the non-exit classes in
+  // the order of their first byte, so it does not depend on how this DFA
+  // numbers its classes.
+  std::vector<uint32_t> class_order;  // DFA classes by first byte
+  {
+    std::vector<uint8_t> listed(nc, 0);
+    for (int b = 0; b < 256; ++b) {
+      uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
+      if (!listed[c]) {
+        listed[c] = 1;
+        class_order.push_back(c);
+      }
+    }
+  }
+  std::vector<State>& canon = out->canon;
+  canon.assign(1, s);
+  std::vector<uint32_t> canon_found = {0};  // canonical -> found index
+  std::vector<int32_t> canon_of(nf, -1);
+  canon_of[0] = 0;
+  std::vector<uint32_t> by_class;  // canonical rows x DFA classes: 0 dead/exit, else row + 1
+  for (size_t r = 0; r < canon.size(); ++r) {
+    by_class.resize(by_class.size() + nc, 0);
+    uint32_t* row = by_class.data() + r * nc;
+    const int32_t* from = succ.data() + static_cast<size_t>(canon_found[r]) * nc;
+    for (uint32_t c : class_order) {
+      const int32_t j = from[c];
+      if (exit_class[c] || j < 0) continue;  // exit or dead (j is in C otherwise)
+      if (canon_of[j] < 0) {
+        canon_of[j] = static_cast<int32_t>(canon.size());
+        canon.push_back(found[j]);
+        canon_found.push_back(static_cast<uint32_t>(j));
+      }
+      row[c] = static_cast<uint32_t>(canon_of[j]) + 1;
+    }
+  }
+  const uint32_t rows = static_cast<uint32_t>(canon.size());
+  // The loop's own byte classes: DFA classes with equal columns merge; loop
+  // class 0 holds the bytes dead (or exits) from every row.
+  std::vector<int32_t> local_of(nc, -1);
+  std::vector<uint32_t> local_rep = {nc};  // a DFA class per loop class (0: none)
+  for (uint32_t c : class_order) {
+    bool all_dead = true;
+    for (uint32_t r = 0; r < rows && all_dead; ++r) all_dead = by_class[r * nc + c] == 0;
+    if (all_dead) {
+      local_of[c] = 0;
+      continue;
+    }
+    for (uint32_t l = 1; l < local_rep.size() && local_of[c] < 0; ++l) {
+      bool same = true;
+      for (uint32_t r = 0; r < rows && same; ++r) {
+        same = by_class[r * nc + c] == by_class[r * nc + local_rep[l]];
+      }
+      if (same) local_of[c] = static_cast<int32_t>(l);
+    }
+    if (local_of[c] < 0) {
+      local_of[c] = static_cast<int32_t>(local_rep.size());
+      local_rep.push_back(c);
+    }
+  }
+  const uint32_t nl = static_cast<uint32_t>(local_rep.size());
+  out->byte_map.resize(256);
+  for (int b = 0; b < 256; ++b) {
+    out->byte_map[b] = static_cast<uint8_t>(local_of[dfa.byte_class(static_cast<uint8_t>(b))]);
+  }
+  out->table.assign(static_cast<size_t>(rows + 1) * nl, 0);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t l = 1; l < nl; ++l) out->table[(r + 1) * nl + l] = by_class[r * nc + local_rep[l]];
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t LoopMasks::Loop::MemoryBytes() const {
+  return sizeof(Loop) + byte_map.capacity() +
+         (table.capacity() + words.capacity() + end_states.capacity()) * sizeof(uint32_t);
+}
+
+LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {}
+LoopMasks::~LoopMasks() = default;
+
+void LoopMasks::CountTokensWithByte() {
+  absl::call_once(byte_counts_once_, [&] {
+    const TokenTrie& trie = vocab_.trie();
+    uint8_t seen[256];
+    for (size_t k = 0; k < trie.num_tokens(); ++k) {
+      std::fill(seen, seen + 256, 0);
+      for (char c : vocab_.bytes(trie.token_ids()[k])) {
+        uint8_t b = static_cast<uint8_t>(c);
+        if (!seen[b]) {
+          seen[b] = 1;
+          ++tokens_with_byte_[b];
+        }
+      }
+    }
+  });
+}
+
+const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& e : exit_tries_) {
+      if (e->bytes == x) return e->trie.get();
+    }
+    if (bytes_ >= max_bytes()) return nullptr;
+  }
+  // Tokens holding a byte of x number at least the most holding any one of
+  // them: past the share, refuse without a scan (and remember the refusal).
+  const size_t limit = vocab_.trie().num_tokens() / kMaxExitShare;
+  bool too_many = false;
+  for (int b = 0; b < 256; ++b) {
+    if (Has(x, static_cast<uint8_t>(b)) && tokens_with_byte_[b] > limit) too_many = true;
+  }
+  // Built outside the lock; a racing thread may build the same set, and the
+  // first one kept wins.
+  auto holds_exit_byte = [&](uint32_t id) {
+    for (char c : vocab_.bytes(id)) {
+      if (Has(x, static_cast<uint8_t>(c))) return true;
+    }
+    return false;
+  };
+  auto entry = std::make_unique<ExitTrie>();
+  entry->bytes = x;
+  if (!too_many) {
+    auto trie = TokenTrie::Build(vocab_, holds_exit_byte);
+    if (trie->num_tokens() <= limit) entry->trie = std::move(trie);
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& e : exit_tries_) {
+    if (e->bytes == x) return e->trie.get();
+  }
+  if (entry->trie != nullptr) bytes_ += entry->trie->MemoryBytes();
+  exit_tries_.push_back(std::move(entry));
+  return exit_tries_.back()->trie.get();
+}
+
+std::shared_ptr<const LoopMasks::Loop> LoopMasks::Compute(ByteSet x,
+                                                         std::vector<uint8_t> byte_map,
+                                                         std::vector<uint32_t> table,
+                                                         uint32_t rows,
+                                                         const TokenTrie* exit_trie) const {
+  auto loop = std::make_shared<Loop>();
+  loop->exit_bytes = x;
+  loop->byte_map = std::move(byte_map);
+  loop->table = std::move(table);
+  loop->num_classes = static_cast<uint32_t>(loop->table.size() / (rows + 1));
+  loop->exit_trie = exit_trie;
+  loop->words.assign((vocab_.size() + 31) / 32, 0);
+  std::vector<uint8_t> ends(rows + 1, 0);
+  std::vector<uint32_t> stack;
+  uint32_t count = 0;
+  uint32_t* words = loop->words.data();
+  WalkTrie(vocab_.trie(), TableAutomaton{loop->table.data(), loop->byte_map.data(), loop->num_classes}, 1, stack,
+           [&](uint32_t t, const uint32_t* id, const uint32_t* end) {
+             ends[t] = 1;
+             count += static_cast<uint32_t>(end - id);  // each id is in the trie once
+             for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+           });
+  loop->count = count;
+  for (uint32_t r = 1; r <= rows; ++r) {
+    if (ends[r]) loop->end_states.push_back(r - 1);
+  }
+  return loop;
+}
+
+std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
+                                                       std::vector<State>* states) {
+  if (s == Dfa::kDead) return nullptr;
+  // Most states are narrow (a key, a digit, punctuation): fewer live bytes
+  // than could make a loop worth sharing. Rule them out before any search.
+  uint32_t live = 0;
+  for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
+  if (live < kMinStayBytes) return nullptr;
+  CountTokensWithByte();
+
+  // The tight loop first. A loop's exits are usually few structural bytes (a
+  // JSON string's quote), but the cycle through them can be wide (the array
+  // of strings around the string). So the search first cuts candidate exits:
+  // the ASCII classes by which the loop's entry leaves to another state,
+  // together, then one at a time (rarest first); then nothing.
+  const size_t limit = vocab_.trie().num_tokens() / kMaxExitShare;
+  State anchor = s;
+  {
+    uint32_t self = 0, best = 0;
+    absl::flat_hash_map<State, uint32_t> bytes_to;
+    for (int b = 0; b < 256; ++b) {
+      State t = dfa.Next(s, static_cast<uint8_t>(b));
+      if (t == Dfa::kDead) continue;
+      if (t == s) ++self;
+      uint32_t n = ++bytes_to[t];
+      if (t != s && n > best) {
+        best = n;
+        if (self == 0) anchor = t;
+      }
+    }
+    if (self > 0) anchor = s;
+  }
+  std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
+  {
+    ByteSet all = {};
+    size_t all_tokens = 0;
+    std::vector<std::pair<size_t, ByteSet>> singles;
+    std::vector<uint8_t> done(dfa.num_classes(), 0);
+    for (int b = 0; b < 0x80; ++b) {
+      const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
+      const State t = dfa.Next(anchor, static_cast<uint8_t>(b));
+      if (done[c] || t == Dfa::kDead || t == anchor) continue;
+      done[c] = 1;
+      ByteSet cls = {};
+      size_t tokens = 0;
+      bool ascii = true;
+      for (int b2 = 0; b2 < 256; ++b2) {
+        if (dfa.byte_class(static_cast<uint8_t>(b2)) != c) continue;
+        ascii &= b2 < 0x80;
+        Add(cls, static_cast<uint8_t>(b2));
+        tokens += tokens_with_byte_[b2];
+      }
+      if (!ascii || tokens > limit) continue;
+      singles.push_back({tokens, cls});
+      for (int k = 0; k < 4; ++k) all[k] |= cls[k];
+      all_tokens += tokens;
+    }
+    std::sort(singles.begin(), singles.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (singles.size() > 1 && all_tokens <= limit) cuts.push_back({all_tokens, all});
+    for (size_t k = 0; k < singles.size() && k < kMaxCutTries; ++k) cuts.push_back(singles[k]);
+  }
+  LoopShape shape;
+  const TokenTrie* exit_trie = nullptr;
+  for (const auto& cut : cuts) {
+    if (FindShape(dfa, s, &cut.second, kMaxLoopStates, kMinStayBytes, &shape)) {
+      exit_trie = ExitTrieFor(shape.x);
+      if (exit_trie != nullptr) break;
+    }
+  }
+  if (exit_trie == nullptr && FindShape(dfa, s, nullptr, kMaxLoopStates, kMinStayBytes, &shape)) {
+    exit_trie = ExitTrieFor(shape.x);
+  }
+  if (exit_trie == nullptr) return nullptr;
+  const ByteSet& x = shape.x;
+  std::vector<uint8_t>& byte_map = shape.byte_map;
+  std::vector<uint32_t>& table = shape.table;
+  const uint32_t rows = static_cast<uint32_t>(shape.canon.size());
+  std::vector<State>& canon = shape.canon;
+
+  const size_t h = absl::HashOf(x, absl::MakeConstSpan(byte_map), absl::MakeConstSpan(table));
+  std::shared_ptr<const Loop> loop;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = loops_.find(h);
+    if (it != loops_.end()) {
+      for (const auto& l : it->second) {
+        if (l->exit_bytes == x && l->byte_map == byte_map && l->table == table) loop = l;
+      }
+    }
+  }
+  if (loop != nullptr) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    loop = Compute(x, std::move(byte_map), std::move(table), rows, exit_trie);
+    absl::MutexLock lock(&mu_);
+    auto& bucket = loops_[h];
+    bool kept = false;
+    for (const auto& l : bucket) {
+      if (l->exit_bytes == loop->exit_bytes && l->byte_map == loop->byte_map &&
+          l->table == loop->table) {
+        loop = l;  // a racing thread kept an equal loop first
+        kept = true;
+      }
+    }
+    if (!kept && bytes_ + loop->MemoryBytes() <= max_bytes()) {
+      bytes_ += loop->MemoryBytes();
+      ++num_loops_;
+      bucket.push_back(loop);
+    }
+  }
+  if (states != nullptr) *states = std::move(canon);
+  return loop;
+}
+
+LoopMasks::Stats LoopMasks::stats() const {
+  Stats st;
+  absl::MutexLock lock(&mu_);
+  st.loops = num_loops_;
+  for (const auto& e : exit_tries_) st.exit_tries += e->trie != nullptr;
+  st.bytes = bytes_;
+  st.hits = hits_.load(std::memory_order_relaxed);
+  st.misses = misses_.load(std::memory_order_relaxed);
+  return st;
+}
+
+}  // namespace maskd
