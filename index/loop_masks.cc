@@ -267,11 +267,11 @@ void LoopMasks::CountTokensWithByte() {
   });
 }
 
-const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x) {
+const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   {
     absl::MutexLock lock(&mu_);
     for (const auto& e : exit_tries_) {
-      if (e->bytes == x) return e->trie.get();
+      if (e->bytes == x && e->max_len == max_len) return e->trie.get();
     }
     if (bytes_ >= max_bytes()) return nullptr;
   }
@@ -285,6 +285,7 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x) {
   // Built outside the lock; a racing thread may build the same set, and the
   // first one kept wins.
   auto holds_exit_byte = [&](uint32_t id) {
+    if (max_len > 0 && vocab_.bytes(id).size() > max_len) return true;
     for (char c : vocab_.bytes(id)) {
       if (Has(x, static_cast<uint8_t>(c))) return true;
     }
@@ -292,13 +293,14 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x) {
   };
   auto entry = std::make_unique<ExitTrie>();
   entry->bytes = x;
+  entry->max_len = max_len;
   if (!too_many) {
     auto trie = TokenTrie::Build(vocab_, holds_exit_byte);
     if (trie->num_tokens() <= limit) entry->trie = std::move(trie);
   }
   absl::MutexLock lock(&mu_);
   for (const auto& e : exit_tries_) {
-    if (e->bytes == x) return e->trie.get();
+    if (e->bytes == x && e->max_len == max_len) return e->trie.get();
   }
   if (entry->trie != nullptr) bytes_ += entry->trie->MemoryBytes();
   exit_tries_.push_back(std::move(entry));
@@ -328,6 +330,17 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Compute(ByteSet x,
              for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
            });
   loop->count = count;
+  loop->short_words = loop->words;
+  loop->short_count = count;
+  for (uint32_t i = 0; i < loop->short_words.size(); ++i) {
+    for (uint32_t bits = loop->short_words[i]; bits != 0; bits &= bits - 1) {
+      const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
+      if (vocab_.bytes(id).size() > kShortTokenBytes) {
+        loop->short_words[i] &= ~(1u << (id & 31));
+        --loop->short_count;
+      }
+    }
+  }
   for (uint32_t r = 1; r <= rows; ++r) {
     if (ends[r]) loop->end_states.push_back(r - 1);
   }
@@ -444,10 +457,74 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
       bytes_ += loop->MemoryBytes();
       ++num_loops_;
       bucket.push_back(loop);
+      // A bounded candidate: its entry state loops on itself.
+      bool self_loop = false;
+      for (uint32_t c = 1; c < loop->num_classes; ++c) self_loop |= loop->table[loop->num_classes + c] == 1;
+      if (self_loop && bounded_candidates_.size() < kMaxBoundedCandidates) {
+        bounded_candidates_.push_back(loop);
+      }
     }
   }
   if (states != nullptr) *states = std::move(canon);
   return loop;
+}
+
+LoopMasks::Bounded LoopMasks::FindBounded(const Dfa& dfa, State s) {
+  std::vector<std::shared_ptr<const Loop>> candidates;
+  {
+    absl::MutexLock lock(&mu_);
+    candidates = bounded_candidates_;
+  }
+  // Pairs (DFA state, loop row) reached by the same string; both live.
+  constexpr size_t kMaxPairs = 512;
+  std::vector<std::pair<State, uint32_t>> pairs, next;
+  std::vector<uint8_t> reps;  // one byte per (DFA class, loop class) met
+  for (const auto& loop : candidates) {
+    const uint32_t nc = loop->num_classes;
+    const uint32_t* table = loop->table.data();
+    const uint8_t* byte_map = loop->byte_map.data();
+    reps.clear();
+    {
+      std::vector<uint8_t> seen(static_cast<size_t>(dfa.num_classes()) * nc, 0);
+      for (int b = 0; b < 256; ++b) {
+        if (Has(loop->exit_bytes, static_cast<uint8_t>(b))) continue;
+        uint8_t& met = seen[static_cast<size_t>(dfa.byte_class(static_cast<uint8_t>(b))) * nc +
+                            byte_map[b]];
+        if (!met) {
+          met = 1;
+          reps.push_back(static_cast<uint8_t>(b));
+        }
+      }
+    }
+    bool same = true;
+    pairs.assign(1, {s, 1});
+    for (uint32_t depth = 0; depth < kShortTokenBytes && same && !pairs.empty(); ++depth) {
+      next.clear();
+      for (const auto& [q, r] : pairs) {
+        for (uint8_t b : reps) {
+          const State q2 = dfa.Next(q, b);
+          const uint32_t r2 = table[static_cast<size_t>(r) * nc + byte_map[b]];
+          if ((q2 != Dfa::kDead) != (r2 != 0)) {
+            same = false;
+            break;
+          }
+          if (q2 != Dfa::kDead && depth + 1 < kShortTokenBytes) next.emplace_back(q2, r2);
+        }
+        if (!same) break;
+      }
+      std::sort(next.begin(), next.end());
+      next.erase(std::unique(next.begin(), next.end()), next.end());
+      if (next.size() > kMaxPairs) same = false;
+      pairs.swap(next);
+    }
+    if (!same) continue;
+    const TokenTrie* rest = ExitTrieFor(loop->exit_bytes, kShortTokenBytes);
+    if (rest != nullptr) {
+      bounded_.fetch_add(1, std::memory_order_relaxed);
+      return Bounded{loop, rest};
+    }
+  }
+  return Bounded{};
 }
 
 LoopMasks::Stats LoopMasks::stats() const {
@@ -458,6 +535,7 @@ LoopMasks::Stats LoopMasks::stats() const {
   st.bytes = bytes_;
   st.hits = hits_.load(std::memory_order_relaxed);
   st.misses = misses_.load(std::memory_order_relaxed);
+  st.bounded = bounded_.load(std::memory_order_relaxed);
   return st;
 }
 

@@ -83,6 +83,9 @@ class LoopMasks {
     std::vector<uint32_t> end_states;
     // Tokens containing an exit byte (owned by LoopMasks; lives as long as it).
     const TokenTrie* exit_trie = nullptr;
+    // The loop tokens of at most kShortTokenBytes bytes, and their number.
+    std::vector<uint32_t> short_words;
+    uint32_t short_count = 0;
     size_t MemoryBytes() const;
   };
 
@@ -98,6 +101,21 @@ class LoopMasks {
   std::shared_ptr<const Loop> Find(const Dfa& dfa, Dfa::State s,
                                    std::vector<Dfa::State>* states = nullptr);
 
+  // A state on no loop but behaving like a kept loop for every string of up
+  // to kShortTokenBytes bytes without an exit byte (a position in a string
+  // with a maxLength, far enough from the end) shares that loop's short
+  // tokens; the rest (tokens holding an exit byte or longer) is walked from
+  // the state in `rest_trie`.
+  struct Bounded {
+    std::shared_ptr<const Loop> loop;  // null: no match
+    const TokenTrie* rest_trie = nullptr;
+  };
+  static constexpr uint32_t kShortTokenBytes = 16;
+  // Kept loops tried by FindBounded (the first ones kept whose entry state
+  // loops on itself).
+  static constexpr size_t kMaxBoundedCandidates = 4;
+  Bounded FindBounded(const Dfa& dfa, Dfa::State s);
+
   // Memo size bound in bytes (default 64 MiB).
   void set_max_bytes(size_t bytes) { max_bytes_.store(bytes, std::memory_order_relaxed); }
   size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
@@ -108,17 +126,20 @@ class LoopMasks {
     size_t bytes = 0;       // memory kept
     uint64_t hits = 0;      // Find calls answered from the memo
     uint64_t misses = 0;    // Find calls that walked the whole trie
+    uint64_t bounded = 0;   // FindBounded calls that matched a kept loop
   };
   Stats stats() const;
 
  private:
   struct ExitTrie {
     ByteSet bytes;
+    uint32_t max_len = 0;  // also tokens longer than this (0: no length bound)
     std::unique_ptr<const TokenTrie> trie;  // null: too many tokens (not worth sharing)
   };
-  // The trie of tokens holding a byte of `x`, built on first use; null when
-  // more than 1/kMaxExitShare of the tokens hold one.
-  const TokenTrie* ExitTrieFor(const ByteSet& x);
+  // The trie of tokens holding a byte of `x` (or, when max_len > 0, longer
+  // than max_len bytes), built on first use; null when they are more than
+  // 1/kMaxExitShare of the tokens.
+  const TokenTrie* ExitTrieFor(const ByteSet& x, uint32_t max_len = 0);
   // Fills tokens_with_byte_ once.
   void CountTokensWithByte();
   std::shared_ptr<const Loop> Compute(ByteSet x, std::vector<uint8_t> byte_map,
@@ -133,10 +154,12 @@ class LoopMasks {
   std::vector<std::unique_ptr<ExitTrie>> exit_tries_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   size_t num_loops_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::shared_ptr<const Loop>> bounded_candidates_ ABSL_GUARDED_BY(mu_);
   absl::once_flag byte_counts_once_;
   std::array<uint32_t, 256> tokens_with_byte_ = {};  // trie tokens holding each byte
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
+  std::atomic<uint64_t> bounded_{0};
 };
 
 }  // namespace maskd

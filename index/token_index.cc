@@ -158,9 +158,52 @@ const StateMask& TokenIndex::MaskOf(State s) const {
   return ComputeMask(s, nullptr);
 }
 
-const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
-  WalkScratch& w = Scratch();
+TokenIndex::State TokenIndex::ReferenceFor(State s) const {
+  // The successor most bytes lead to: the state a key-exclusion or opening
+  // quote state hands over to (a string's free content).
   const Dfa& dfa = *dfa_;
+  const TokenTrie& trie = vocab_->trie();
+  State ref = Dfa::kDead;
+  uint32_t best = 0;
+  absl::flat_hash_map<State, uint32_t> bytes_to;
+  for (int b = 0; b < 256; ++b) {
+    State t = dfa.Next(s, static_cast<uint8_t>(b));
+    if (t == Dfa::kDead || t == s) continue;
+    uint32_t n = ++bytes_to[t];
+    if (n > best) {
+      best = n;
+      ref = t;
+    }
+  }
+  if (ref == Dfa::kDead || best < LoopMasks::kMinStayBytes) return Dfa::kDead;
+  // Worth it when the subtrees s and ref agree on hold most tokens.
+  const uint32_t* token_begin = trie.token_begin();
+  size_t agree = 0;
+  for (int b = 0; b < 256; ++b) {
+    const uint32_t node = trie.root_child(static_cast<uint8_t>(b));
+    if (node != 0 && dfa.Next(s, static_cast<uint8_t>(b)) == dfa.Next(ref, static_cast<uint8_t>(b))) {
+      agree += token_begin[trie.nodes()[node].next] - token_begin[node];
+    }
+  }
+  return agree * kMinReferenceShare[1] >= trie.num_tokens() * kMinReferenceShare[0] ? ref
+                                                                                     : Dfa::kDead;
+}
+
+const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
+  const Dfa& dfa = *dfa_;
+  // A reference state's mask (computed first: it may use the scratch space).
+  thread_local int reference_depth = 0;
+  State ref = Dfa::kDead;
+  const StateMask* ref_mask = nullptr;
+  if (successors == nullptr && s != Dfa::kDead && options_.share_loops && reference_depth < 2) {
+    ref = ReferenceFor(s);
+    if (ref != Dfa::kDead) {
+      ++reference_depth;
+      ref_mask = &MaskOf(ref);
+      --reference_depth;
+    }
+  }
+  WalkScratch& w = Scratch();
   const bool want_successors = successors != nullptr;
   if (want_successors) w.seen.assign((dfa.num_states() + 63) / 64, 0);
   auto add_successor = [&](State t) {
@@ -176,17 +219,59 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   std::vector<uint32_t> words;
   uint32_t count = 0;
   std::shared_ptr<const LoopMasks::Loop> loop;
-  if (s != Dfa::kDead && options_.share_loops) {
+  if (ref_mask == nullptr && s != Dfa::kDead && options_.share_loops) {
     loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr);
   }
-  if (loop != nullptr) {
+  LoopMasks::Bounded bounded;
+  if (ref_mask == nullptr && loop == nullptr && !want_successors && s != Dfa::kDead &&
+      options_.share_loops) {
+    uint32_t live = 0;
+    for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
+    if (live >= LoopMasks::kMinStayBytes) bounded = vocab_->loop_masks().FindBounded(dfa, s);
+  }
+  const bool dense_built = ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr;
+  // Adds tokens (not yet in `words`) to the dense mask.
+  auto set_bits = [&](State, const uint32_t* id, const uint32_t* end) {
+    count += static_cast<uint32_t>(end - id);
+    for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+  };
+  if (ref_mask != nullptr) {
+    // mask(s) and mask(ref) agree on the tokens starting with any byte b
+    // where Next(s, b) == Next(ref, b); the other first bytes' subtrees are
+    // walked from s.
+    words.resize(num_words_);
+    ref_mask->Write(words.data(), num_words_);
+    count = ref_mask->count();
+    const TokenTrie& trie = vocab_->trie();
+    const uint32_t* token_begin = trie.token_begin();
+    const uint32_t* token_ids = trie.token_ids();
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t node = trie.root_child(static_cast<uint8_t>(b));
+      if (node == 0 || dfa.Next(s, static_cast<uint8_t>(b)) == dfa.Next(ref, static_cast<uint8_t>(b))) {
+        continue;
+      }
+      for (uint32_t k = token_begin[node]; k < token_begin[trie.nodes()[node].next]; ++k) {
+        const uint32_t id = token_ids[k];
+        if ((words[id >> 5] >> (id & 31)) & 1) {
+          words[id >> 5] &= ~(1u << (id & 31));
+          --count;
+        }
+      }
+      WalkTrie(trie, dfa, s, w.stack, set_bits, node);
+    }
+  } else if (bounded.loop != nullptr) {
+    // A kept loop's short tokens, plus the tokens holding an exit byte or
+    // longer than LoopMasks::kShortTokenBytes, walked here.
+    words = bounded.loop->short_words;
+    count = bounded.loop->short_count;
+    WalkTrie(*bounded.rest_trie, dfa, s, w.stack, set_bits);
+  } else if (loop != nullptr) {
     // Loop tokens (shared) plus the tokens holding an exit byte, walked here.
     words = loop->words;
     count = loop->count;
     WalkTrie(*loop->exit_trie, dfa, s, w.stack,
              [&](State t, const uint32_t* id, const uint32_t* end) {
-               count += static_cast<uint32_t>(end - id);
-               for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+               set_bits(t, id, end);
                if (want_successors) add_successor(t);
              });
     if (want_successors) {
@@ -206,7 +291,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
 
   // EOS ids: allowed exactly in accepting states, whatever their bytes.
   const bool accepting = s != Dfa::kDead && dfa.IsAccepting(s);
-  if (loop != nullptr) {
+  if (dense_built) {
     for (uint32_t id : vocab_->eos_ids()) {
       const uint32_t bit = 1u << (id & 31);
       const bool set = (words[id >> 5] & bit) != 0;
@@ -231,14 +316,14 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   std::vector<uint32_t> data;
   const bool dense = count > num_words_ / 8;
   if (dense) {
-    if (loop != nullptr) {
+    if (dense_built) {
       data = std::move(words);
     } else {
       data.assign(num_words_, 0);
       for (uint32_t id : w.ids) data[id >> 5] |= 1u << (id & 31);
     }
   } else {
-    if (loop != nullptr) {
+    if (dense_built) {
       for (uint32_t i = 0; i < num_words_; ++i) {
         for (uint32_t bits = words[i]; bits != 0; bits &= bits - 1) {
           w.ids.push_back(i * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));

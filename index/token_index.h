@@ -4,11 +4,18 @@
 // reaching the dead state. EOS ids are allowed exactly in accepting states;
 // other special tokens and padding ids never are. Masks are computed on first
 // use by walking the vocabulary's TokenTrie (skipping a subtree at the first
-// rejected byte), memoized per state, and shared between identical states. A
-// state inside a wide loop (the content of a JSON string) takes the loop's
-// part of its mask from the vocabulary's LoopMasks, computed once for every
-// index, and walks only the tokens that can leave the loop. All methods are
-// thread-safe; reading a computed mask takes no lock.
+// rejected byte), memoized per state, and shared between identical states.
+// Wide states avoid the whole walk in three exact ways, tried in order:
+//  - reference: mask(s) and mask(t) agree on the tokens whose first byte b has
+//    Next(s, b) == Next(t, b); with t the successor most bytes lead to (a key
+//    exclusion's free content), only the other first bytes are walked;
+//  - loop: a state inside a wide loop (the content of a JSON string) takes the
+//    loop's part from the vocabulary's LoopMasks, computed once for every
+//    index, and walks only the tokens that can leave the loop;
+//  - bounded: a state that behaves like a kept loop for every short string (a
+//    position in a string with a maxLength) takes the loop's short tokens and
+//    walks the long ones and those that leave.
+// All methods are thread-safe; reading a computed mask takes no lock.
 #ifndef MASKD_INDEX_TOKEN_INDEX_H_
 #define MASKD_INDEX_TOKEN_INDEX_H_
 
@@ -82,6 +89,12 @@ class TokenIndex {
   // Walks the trie from `s`, publishes and returns its mask; when
   // `successors` is set, appends the distinct states reached by allowed tokens.
   const StateMask& ComputeMask(State s, std::vector<State>* successors) const;
+  // A state whose mask, with some first bytes' subtrees walked again, is
+  // s's (see ComputeMask); kDead when none is worth it.
+  State ReferenceFor(State s) const;
+  // ReferenceFor needs the subtrees where s and the reference agree to hold
+  // at least this share of the tokens (numerator, denominator).
+  static constexpr uint32_t kMinReferenceShare[2] = {3, 4};
 
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;

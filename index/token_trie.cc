@@ -86,6 +86,9 @@ std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab,
     stack.push_back(i);
   }
   for (uint32_t i : stack) nodes[i].next = static_cast<uint32_t>(nodes.size());
+  for (uint32_t i = 1; i < nodes.size(); ++i) {
+    if (nodes[i].depth == 1) trie->root_child_[nodes[i].byte] = i;
+  }
   return trie;
 }
 

@@ -42,6 +42,10 @@ class TokenTrie {
   const uint32_t* token_begin() const { return token_begin_.data(); }
   const uint32_t* token_ids() const { return token_ids_.data(); }
   uint32_t max_depth() const { return max_depth_; }
+  // The node of the one-byte prefix `b` (the root's child), or 0 when no
+  // token starts with b. Its subtree is nodes [i, nodes()[i].next) and its
+  // tokens token_ids()[token_begin()[i] .. token_begin()[nodes()[i].next]).
+  uint32_t root_child(uint8_t b) const { return root_child_[b]; }
   // Number of token ids in the trie.
   size_t num_tokens() const { return token_ids_.size(); }
   size_t MemoryBytes() const;
@@ -51,6 +55,7 @@ class TokenTrie {
   std::vector<uint32_t> token_begin_;  // num_nodes() + 1 entries
   std::vector<uint32_t> token_ids_;
   uint32_t max_depth_ = 0;
+  uint32_t root_child_[256] = {};
 };
 
 }  // namespace maskd

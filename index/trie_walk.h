@@ -19,19 +19,24 @@ namespace maskd {
 // For every trie node whose prefix walks from `start` to a live state `t` and
 // is the whole of some tokens, calls on_tokens(t, ids, ids_end) with those
 // tokens' ids. `stack` is scratch space (resized here). Nothing is called when
-// `start` is 0.
+// `start` is 0. With `first_node` set, only the subtree of that root child
+// (TokenTrie::root_child) is walked.
 template <typename Automaton, typename OnTokens>
 void WalkTrie(const TokenTrie& trie, const Automaton& automaton, uint32_t start,
-              std::vector<uint32_t>& stack, OnTokens&& on_tokens) {
+              std::vector<uint32_t>& stack, OnTokens&& on_tokens, uint32_t first_node = 0) {
   if (start == 0) return;
   stack.resize(trie.max_depth() + 1);
   uint32_t* states = stack.data();
   const TokenTrie::Node* nodes = trie.nodes();
   const uint32_t* token_begin = trie.token_begin();
   const uint32_t* token_ids = trie.token_ids();
-  const uint32_t n = static_cast<uint32_t>(trie.num_nodes());
-  states[0] = start;
+  uint32_t n = static_cast<uint32_t>(trie.num_nodes());
   uint32_t i = 1;
+  if (first_node != 0) {
+    i = first_node;
+    n = nodes[first_node].next;
+  }
+  states[0] = start;
   while (i < n) {
     const TokenTrie::Node node = nodes[i];
     const uint32_t t = automaton.Next(states[node.depth - 1], node.byte);

@@ -173,8 +173,9 @@ TEST(TokenIndex, EagerAndLazyAgree) {
   }
 }
 
-// Masks from shared loop parts equal those of one whole-trie walk per state,
-// eagerly (where successors come from the loops' end states) and lazily.
+// Masks from shared loop parts and reference states equal those of one
+// whole-trie walk per state, eagerly (successors come from the loops' end
+// states) and lazily (in an order where references are computed on demand).
 TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
   auto vocab = testing::BundledVocabulary();
   for (const auto& regex : AllRegexes()) {
@@ -183,14 +184,18 @@ TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
     plain.index.share_loops = false;
     auto a = CompileRegex(regex, vocab, shared);
     auto b = CompileRegex(regex, vocab, plain);
-    ASSERT_TRUE(a.ok() && b.ok());
+    auto lazy = CompileRegex(regex, vocab);
+    ASSERT_TRUE(a.ok() && b.ok() && lazy.ok());
     EXPECT_EQ((*a)->num_computed_states(), (*b)->num_computed_states()) << regex;
-    std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
+    std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words()), ml((*b)->num_words());
     for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
       (*a)->WriteMask(s, ma.data());
       (*b)->WriteMask(s, mb.data());
+      (*lazy)->WriteMask(s, ml.data());
       ASSERT_EQ(ma, mb) << regex << " state " << s;
+      ASSERT_EQ(ml, mb) << regex << " state " << s << " (lazy)";
       ASSERT_EQ((*a)->CountAllowed(s), (*b)->CountAllowed(s));
+      ASSERT_EQ((*lazy)->CountAllowed(s), (*b)->CountAllowed(s));
     }
   }
 }
@@ -226,6 +231,36 @@ TEST(LoopMasks, StringContentIsSharedAcrossIndexes) {
   // (escapes are checked by the brute-force tests), and tokens that close the
   // string and go on as the array allows.
   EXPECT_GT((*second)->CountAllowed(in_second), (*vocab)->num_tokens() / 2);
+}
+
+// Positions of a string with a maxLength are no loop, but far from the end
+// they behave like the free string for every short token: they take the kept
+// loop's short tokens and walk the rest. Near the end they do not match.
+TEST(LoopMasks, BoundedStringsShareTheLoop) {
+  auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());  // a fresh memo
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  const std::string chr = R"re((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}))re";
+  const std::string regex = "\\{\"a\": \"" + chr + "*\", \"b\": \"" + chr + "{0,40}\"\\}";
+  auto shared = CompileRegex(regex, *vocab);
+  CompileOptions plain_options;
+  plain_options.index.share_loops = false;
+  auto plain = CompileRegex(regex, *vocab, plain_options);
+  ASSERT_TRUE(shared.ok() && plain.ok()) << shared.status();
+  std::vector<uint32_t> ma((*shared)->num_words()), mb((*plain)->num_words());
+  // The free string first: its loop is kept and becomes a candidate.
+  (*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data());
+  ASSERT_EQ((*vocab)->loop_masks().stats().loops, 1u);
+  std::string text = "{\"a\": \"x\", \"b\": \"";
+  for (int i = 0; i <= 40; ++i) {
+    const Dfa::State s = After(**shared, text);
+    ASSERT_NE(s, Dfa::kDead) << text;
+    (*shared)->WriteMask(s, ma.data());
+    (*plain)->WriteMask(s, mb.data());
+    ASSERT_EQ(ma, mb) << "after " << i << " characters";
+    text += i % 3 ? "y" : "\xc3\xa9";  // 1- and 2-byte characters
+  }
+  // At least the positions 16 or more characters from the end matched.
+  EXPECT_GE((*vocab)->loop_masks().stats().bounded, 40u - LoopMasks::kShortTokenBytes);
 }
 
 // Past the memo's bound, loops are computed and used but not kept.
