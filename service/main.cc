@@ -72,6 +72,8 @@ ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
+ABSL_FLAG(uint64_t, loop_mask_bytes, uint64_t{64} << 20,
+          "Per tokenizer: bytes of shared loop masks kept (docs/design.md, Loops)");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "On SIGTERM/SIGINT: time in-flight RPCs get to finish");
 ABSL_FLAG(bool, allow_shm, false,
@@ -196,7 +198,8 @@ int Run(int argc, char** argv) {
     }
   }
 
-  TokenizerRegistry tokenizers(absl::GetFlag(FLAGS_max_tokenizers));
+  TokenizerRegistry tokenizers(absl::GetFlag(FLAGS_max_tokenizers),
+                               absl::GetFlag(FLAGS_loop_mask_bytes));
   IndexCacheOptions cache_options;
   cache_options.max_bytes = absl::GetFlag(FLAGS_cache_bytes);
   cache_options.compile_threads = absl::GetFlag(FLAGS_compile_threads);

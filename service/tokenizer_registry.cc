@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "index/loop_masks.h"
 
 namespace maskd {
 
@@ -84,6 +85,7 @@ absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
   }
+  entry.vocab->loop_masks().set_max_bytes(loop_mask_bytes_);
   std::string name = entry.name;
   entries_.emplace(std::move(name), std::move(entry));
   return absl::OkStatus();

@@ -31,8 +31,12 @@ struct TokenizerEntry {
 
 class TokenizerRegistry {
  public:
-  // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that).
-  explicit TokenizerRegistry(size_t max_tokenizers = 64) : max_tokenizers_(max_tokenizers) {}
+  // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that). Each
+  // vocabulary's shared loop masks (index/loop_masks.h) keep at most
+  // `loop_mask_bytes`.
+  explicit TokenizerRegistry(size_t max_tokenizers = 64,
+                             size_t loop_mask_bytes = size_t{64} << 20)
+      : max_tokenizers_(max_tokenizers), loop_mask_bytes_(loop_mask_bytes) {}
 
   // Loads every subfolder of `dir` (following symlinks). `vocab_sizes`
   // overrides a folder's `vocab_size` file, by name. Returns the names loaded;
@@ -61,6 +65,7 @@ class TokenizerRegistry {
   absl::Status Add(TokenizerEntry entry);
 
   const size_t max_tokenizers_;
+  const size_t loop_mask_bytes_;
   mutable absl::Mutex mu_;
   std::map<std::string, TokenizerEntry, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
 };

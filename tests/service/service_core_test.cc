@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "index/loop_masks.h"
 #include "index/vocabulary.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
@@ -52,7 +53,7 @@ IndexInfo CompileWait(IndexCache& cache, const CompileSpec& spec) {
 }
 
 TEST(TokenizerRegistryTest, LoadDirAndRegister) {
-  TokenizerRegistry reg(2);
+  TokenizerRegistry reg(2, /*loop_mask_bytes=*/12345);
   std::vector<std::string> errors;
   auto names = reg.LoadDir(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers",
                            {{"qwen3", 151936}}, &errors);
@@ -62,6 +63,7 @@ TEST(TokenizerRegistryTest, LoadDirAndRegister) {
   auto q = reg.Get("qwen3");
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(q->vocab->size(), 151936u);  // --vocab-size override: padding ids
+  EXPECT_EQ(q->vocab->loop_masks().max_bytes(), 12345u);  // --loop-mask-bytes
   EXPECT_EQ(reg.Get("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(reg.LoadDir("/nonexistent", {}, &errors).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(TokenizerRegistry::ValidName("a/b"));
