@@ -1,7 +1,9 @@
 // The offline maskctl subcommands' output contracts (scripts depend on them):
-// compile, walk, sample. Runs the built binary on the bundled tokenizer.
+// compile, walk, sample, schema-to-regex, maskbench. Runs the built binary on
+// the bundled tokenizer.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,7 +23,8 @@ using ::testing::HasSubstr;
 
 struct CmdResult {
   int status;
-  std::vector<json> lines;
+  std::vector<json> lines;  // stdout lines that are JSON
+  std::string out;          // stdout as printed
   std::string err;
 };
 
@@ -48,8 +51,10 @@ CmdResult Maskctl(const std::string& args) {
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   r.status = WEXITSTATUS(pclose(p));
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
-    r.lines.push_back(json::parse(std::string(line)));
+    json j = json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded()) r.lines.push_back(std::move(j));
   }
+  r.out = out;
   FILE* e = fopen(errfile.c_str(), "r");
   while ((n = fread(buf, 1, sizeof(buf), e)) > 0) r.err.append(buf, n);
   fclose(e);
@@ -133,6 +138,107 @@ TEST(MaskctlSample, TextMatchesTheRegexUnderRe2) {
     }
   }
   EXPECT_GE(finished, 15);
+}
+
+// Writes `text` to a file in the test's temporary directory; returns its path.
+std::string TempFile(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  fwrite(text.data(), 1, text.size(), f);
+  fclose(f);
+  return path;
+}
+
+TEST(MaskctlSchemaToRegex, PrintsOneRegexAndWarningsOnStderr) {
+  std::string schema = TempFile("schema.json", R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 12},
+                     "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+      "required": ["n", "tags"], "additionalProperties": false})");
+  CmdResult r = Maskctl("schema-to-regex " + schema);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  RE2 re(r.out.substr(0, r.out.size() - 1));
+  ASSERT_TRUE(re.ok()) << re.error();
+  EXPECT_TRUE(RE2::FullMatch(R"({"n": 7, "tags": ["a", "b"]})", re));
+  EXPECT_FALSE(RE2::FullMatch(R"({"n": 13, "tags": []})", re));
+  EXPECT_FALSE(RE2::FullMatch(R"({"tags": [], "n": 7})", re));
+  EXPECT_THAT(r.err, HasSubstr("uniqueItems at /properties/tags"));
+
+  // --closed-objects changes what a schema without additionalProperties means.
+  std::string open = TempFile("open.json", R"({"type": "object", "properties": {"a": {"type": "null"}}})");
+  auto regex_of = [](const std::string& args) {
+    std::string out = Maskctl("schema-to-regex " + args).out;
+    return out.substr(0, out.find('\n'));
+  };
+  RE2 open_re(regex_of(open));
+  RE2 closed_re(regex_of("--closed-objects " + open));
+  EXPECT_TRUE(RE2::FullMatch(R"({"a": null, "b": 1})", open_re));
+  EXPECT_FALSE(RE2::FullMatch(R"({"a": null, "b": 1})", closed_re));
+
+  r = Maskctl("schema-to-regex " + TempFile("bad.json", R"({"type": )"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(r.err.empty());
+  r = Maskctl("schema-to-regex --max-regex-bytes 10 " + schema);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("max_regex_bytes"));
+  r = Maskctl("schema-to-regex --max-regex-bytes 0 " + schema);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-regex-bytes"));
+}
+
+TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {
+  std::string bench = TempFile("bench.jsonl",
+      R"({"schema": {"type": "integer", "minimum": 1, "maximum": 12}, "tests": [{"valid": true, "text": "12"}, {"valid": false, "text": "13"}]})"
+      "\n"
+      R"({"schema": {"type": "array", "unevaluatedItems": false}, "tests": [{"valid": true, "text": "[]"}]})"
+      "\n"
+      R"({"schema": {"type": "boolean"}})"
+      "\n");
+  CmdResult r = Maskctl("maskbench " + kTok + " --verbose " + bench + " " + bench);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> printed;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    printed.emplace_back(line);
+  }
+  ASSERT_EQ(printed.size(), 3u) << r.out;  // two files, then "all"
+  const std::vector<std::string> keys = {
+      "file", "schemas", "compiled", "passing", "valid", "valid_accepted", "invalid",
+      "invalid_rejected", "ttfm_p50_us", "ttfm_p99_us", "tbm_p50_us", "tbm_avg_us", "tbm_p99_us"};
+  for (const std::string& line : printed) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
+    std::vector<std::string> got;
+    for (auto& [k, v] : j.items()) got.push_back(k);
+    EXPECT_EQ(got, keys) << line;
+  }
+  const json& one = r.lines[0];
+  EXPECT_EQ(one["file"], bench);
+  EXPECT_EQ(one["schemas"], 3);
+  EXPECT_EQ(one["compiled"], 2);
+  EXPECT_EQ(one["passing"], 2);  // the integer range, and the boolean (no tests)
+  EXPECT_EQ(one["valid"], 2);
+  EXPECT_EQ(one["valid_accepted"], 1);
+  EXPECT_EQ(one["invalid"], 1);
+  EXPECT_EQ(one["invalid_rejected"], 1);
+  EXPECT_GT(one["tbm_avg_us"].get<double>(), 0);
+  const json& all = r.lines[2];
+  EXPECT_EQ(all["file"], "all");
+  EXPECT_EQ(all["schemas"], 6);
+  EXPECT_EQ(all["passing"], 4);
+  EXPECT_THAT(r.err, HasSubstr("top failure reasons"));
+  EXPECT_THAT(r.err, HasSubstr("unevaluatedItems"));
+
+  // A regex bound below what the schemas need: nothing compiles, nothing passes.
+  r = Maskctl("maskbench " + kTok + " --max-regex-bytes 4 " + bench);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.lines.back()["compiled"], 0);
+  EXPECT_EQ(r.lines.back()["passing"], 0);
+  // The baseline flag changes timings only.
+  r = Maskctl("maskbench " + kTok + " --no-share-loops " + bench);
+  EXPECT_EQ(r.lines.back()["passing"], 2);
+  r = Maskctl("maskbench " + kTok + " /nonexistent.jsonl");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent.jsonl"));
 }
 
 }  // namespace

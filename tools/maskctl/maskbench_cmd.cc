@@ -37,6 +37,7 @@
 #include "index/vocabulary.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/schema_options.h"
 #include "tools/maskctl/tokenizer_flag.h"
 
 namespace maskctl {
@@ -153,26 +154,19 @@ std::string ReasonKey(const std::string& msg) {
 
 int RunMaskbench(const Context& ctx) {
   std::set<std::string> value_flags = TokenizerValueFlags();
-  value_flags.insert({"timeout-s", "whitespace", "recursion-depth", "any-depth"});
-  auto args = Args::Parse(ctx.args, value_flags, {"verbose", "closed-objects", "raw-unicode", "no-share-loops"});
+  value_flags.insert(SchemaValueFlags().begin(), SchemaValueFlags().end());
+  value_flags.insert("timeout-s");
+  std::set<std::string> bool_flags = SchemaBoolFlags();
+  bool_flags.insert({"verbose", "no-share-loops"});
+  auto args = Args::Parse(ctx.args, value_flags, bool_flags);
   if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
   if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
   auto timeout_s = args->GetUint("timeout-s", 10);
   if (!timeout_s.ok()) return Fail("maskbench", std::string(timeout_s.status().message()));
   maskd::JsonSchemaOptions options;
-  if (auto ws = args->Get("whitespace")) {
-    if (*ws == "python") options.whitespace = maskd::JsonWhitespace::kPython;
-    else if (*ws == "compact") options.whitespace = maskd::JsonWhitespace::kCompact;
-    else if (*ws == "flexible") options.whitespace = maskd::JsonWhitespace::kFlexible;
-    else return Fail("maskbench", "--whitespace: python, compact or flexible");
+  if (auto s = ParseSchemaOptions(*args, &options); !s.ok()) {
+    return Fail("maskbench", std::string(s.message()));
   }
-  auto depth = args->GetUint("recursion-depth", options.max_recursion_depth);
-  auto any = args->GetUint("any-depth", options.any_value_depth);
-  if (!depth.ok() || !any.ok()) return Fail("maskbench", "bad --recursion-depth or --any-depth");
-  options.max_recursion_depth = static_cast<int>(std::min<uint64_t>(*depth, 64));
-  options.any_value_depth = static_cast<int>(std::min<uint64_t>(*any, 8));
-  if (args->Has("closed-objects")) options.additional_properties_default_open = false;
-  if (args->Has("raw-unicode")) options.ensure_ascii = false;
   bool verbose = args->Has("verbose");
 
   auto vocab = LoadTokenizerFlag(*args);
@@ -221,6 +215,7 @@ int RunMaskbench(const Context& ctx) {
       }
       maskd::CompileOptions copt;
       copt.index.share_loops = !args->Has("no-share-loops");
+      copt.regex.max_pattern_bytes = std::max(copt.regex.max_pattern_bytes, options.max_regex_bytes);
       copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
       auto index = maskd::CompileRegex(converted->regex, *vocab, copt);
       if (!index.ok()) {
@@ -310,8 +305,8 @@ int RunMaskbench(const Context& ctx) {
 
 MASKCTL_COMMAND("maskbench",
                 "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
-                "[--verbose] [--whitespace W] [--recursion-depth N] [--any-depth N] "
-                "[--closed-objects]",
+                "[--verbose] [--no-share-loops] [--whitespace W] [--recursion-depth N] "
+                "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
                 RunMaskbench);
 
 }  // namespace maskctl

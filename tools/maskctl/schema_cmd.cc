@@ -10,6 +10,7 @@
 #include "index/json_schema.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/schema_options.h"
 
 namespace maskctl {
 namespace {
@@ -27,29 +28,8 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
   return text.str();
 }
 
-// Options shared with `maskbench`: --whitespace python|compact|flexible,
-// --recursion-depth N, --any-depth N, --closed-objects, --raw-unicode.
-absl::Status ParseSchemaOptions(const Args& args, maskd::JsonSchemaOptions* o) {
-  if (auto ws = args.Get("whitespace")) {
-    if (*ws == "python") o->whitespace = maskd::JsonWhitespace::kPython;
-    else if (*ws == "compact") o->whitespace = maskd::JsonWhitespace::kCompact;
-    else if (*ws == "flexible") o->whitespace = maskd::JsonWhitespace::kFlexible;
-    else return absl::InvalidArgumentError(absl::StrCat("--whitespace: unknown value ", *ws));
-  }
-  auto depth = args.GetUint("recursion-depth", o->max_recursion_depth);
-  if (!depth.ok()) return depth.status();
-  o->max_recursion_depth = static_cast<int>(std::min<uint64_t>(*depth, 64));
-  auto any = args.GetUint("any-depth", o->any_value_depth);
-  if (!any.ok()) return any.status();
-  o->any_value_depth = static_cast<int>(std::min<uint64_t>(*any, 8));
-  if (args.Has("closed-objects")) o->additional_properties_default_open = false;
-  if (args.Has("raw-unicode")) o->ensure_ascii = false;
-  return absl::OkStatus();
-}
-
 int RunSchemaToRegex(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, {"whitespace", "recursion-depth", "any-depth"},
-                          {"closed-objects", "raw-unicode"});
+  auto args = Args::Parse(ctx.args, SchemaValueFlags(), SchemaBoolFlags());
   if (!args.ok()) return Fail("schema-to-regex", std::string(args.status().message()));
   if (args->positional().size() != 1) return Fail("schema-to-regex", "expected one FILE");
   maskd::JsonSchemaOptions options;
@@ -71,7 +51,7 @@ int RunSchemaToRegex(const Context& ctx) {
 
 MASKCTL_COMMAND("schema-to-regex",
                 "schema-to-regex FILE|- [--whitespace python|compact|flexible] "
-                "[--recursion-depth N] [--any-depth N] [--closed-objects] [--raw-unicode]",
+                "[--recursion-depth N] [--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
                 RunSchemaToRegex);
 
 }  // namespace maskctl
