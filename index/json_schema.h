@@ -75,7 +75,10 @@ struct JsonSchemaOptions {
 
   // Input and output limits.
   size_t max_schema_bytes = 8 << 20;  // InvalidArgument above
-  size_t max_regex_bytes = 1 << 20;   // ResourceExhausted above (maskd's parser limit)
+  // ResourceExhausted above. Generated regexes are large (every open object
+  // carries an any-value automaton) but share their repeats when compiled;
+  // callers raise the regex parser's max_pattern_bytes to this.
+  size_t max_regex_bytes = 8 << 20;
 };
 
 struct JsonSchemaRegex {

@@ -1,5 +1,6 @@
 // Offline subcommands over the core library: compile, walk, sample.
 // With the global --addr flag, `compile` talks to a running maskd instead.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -66,6 +67,17 @@ absl::StatusOr<std::string> ConstraintRegex(const Args& args) {
   return converted->regex;
 }
 
+// Compile options for ConstraintRegex's result: a converted schema may be as
+// long as the converter allows, past the parser's default for regexes.
+maskd::CompileOptions ConstraintOptions(const Args& args) {
+  maskd::CompileOptions options;
+  if (args.Get("json-schema")) {
+    options.regex.max_pattern_bytes =
+        std::max(options.regex.max_pattern_bytes, maskd::JsonSchemaOptions().max_regex_bytes);
+  }
+  return options;
+}
+
 int RunCompile(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
   if (!ctx.addr.empty()) return RunOnlineCompile(ctx);
@@ -81,7 +93,7 @@ int RunCompile(const Context& ctx) {
   Clock::time_point t0 = Clock::now();
   auto pattern = ConstraintRegex(*args);
   if (!pattern.ok()) return Fail("compile", std::string(pattern.status().message()));
-  maskd::CompileOptions options;
+  maskd::CompileOptions options = ConstraintOptions(*args);
   auto index = maskd::CompileRegex(*pattern, *vocab, options);
   if (!index.ok()) return Fail("compile", std::string(index.status().message()));
   double compile_ms = MsSince(t0);
@@ -112,7 +124,7 @@ int RunWalk(const Context& ctx) {
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
   auto pattern = ConstraintRegex(*args);
   if (!pattern.ok()) return Fail("walk", std::string(pattern.status().message()));
-  auto index = maskd::CompileRegex(*pattern, *vocab);
+  auto index = maskd::CompileRegex(*pattern, *vocab, ConstraintOptions(*args));
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
 
   const bool full = args->Has("full");
@@ -155,7 +167,7 @@ int RunSample(const Context& ctx) {
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
   auto pattern = ConstraintRegex(*args);
   if (!pattern.ok()) return Fail("sample", std::string(pattern.status().message()));
-  auto index = maskd::CompileRegex(*pattern, *vocab);
+  auto index = maskd::CompileRegex(*pattern, *vocab, ConstraintOptions(*args));
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
