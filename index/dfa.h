@@ -68,6 +68,10 @@ class Dfa {
   int ForcedByte(State s) const { return forced_byte_[s]; }
   // Whether the full text `text` matches.
   bool Matches(std::string_view text) const;
+  // The live state other than `s` that the most bytes lead to from `s` (the
+  // lowest-numbered on a tie), and in `*bytes` how many; kDead (and 0) when
+  // every byte dies or stays in `s`. Self-loop bytes in `*self_bytes`.
+  State WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes = nullptr) const;
 
   size_t MemoryBytes() const;
 

@@ -134,17 +134,10 @@ bool FindShape(const Dfa& dfa, State s, const ByteSet* cut_bytes, uint32_t max_s
     return on_cycle;
   };
   if (!close(0)) {
-    uint32_t anchor = 0, best = 0;
-    for (uint32_t c = 0; c < nc; ++c) {
-      const int32_t j = succ[c];
-      if (j <= 0) continue;
-      uint32_t bytes = 0;
-      for (uint32_t c2 = 0; c2 < nc; ++c2) bytes += succ[c2] == j ? class_size[c2] : 0;
-      if (bytes > best) {
-        best = bytes;
-        anchor = static_cast<uint32_t>(j);
-      }
-    }
+    uint32_t widest = 0;
+    const State t = dfa.WidestSuccessor(s, &widest);
+    if (t == Dfa::kDead || stamp[t].first != epoch) return false;
+    const uint32_t anchor = stamp[t].second;
     if (anchor == 0 || !close(anchor)) return false;
     in_loop[0] = 1;
   }
@@ -363,22 +356,9 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
   // the ASCII classes by which the loop's entry leaves to another state,
   // together, then one at a time (rarest first); then nothing.
   const size_t limit = vocab_.trie().num_tokens() / kMaxExitShare;
-  State anchor = s;
-  {
-    uint32_t self = 0, best = 0;
-    absl::flat_hash_map<State, uint32_t> bytes_to;
-    for (int b = 0; b < 256; ++b) {
-      State t = dfa.Next(s, static_cast<uint8_t>(b));
-      if (t == Dfa::kDead) continue;
-      if (t == s) ++self;
-      uint32_t n = ++bytes_to[t];
-      if (t != s && n > best) {
-        best = n;
-        if (self == 0) anchor = t;
-      }
-    }
-    if (self > 0) anchor = s;
-  }
+  uint32_t widest = 0, self = 0;
+  const State widest_successor = dfa.WidestSuccessor(s, &widest, &self);
+  const State anchor = self > 0 || widest_successor == Dfa::kDead ? s : widest_successor;
   std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
   {
     ByteSet all = {};

@@ -163,18 +163,8 @@ TokenIndex::State TokenIndex::ReferenceFor(State s) const {
   // quote state hands over to (a string's free content).
   const Dfa& dfa = *dfa_;
   const TokenTrie& trie = vocab_->trie();
-  State ref = Dfa::kDead;
   uint32_t best = 0;
-  absl::flat_hash_map<State, uint32_t> bytes_to;
-  for (int b = 0; b < 256; ++b) {
-    State t = dfa.Next(s, static_cast<uint8_t>(b));
-    if (t == Dfa::kDead || t == s) continue;
-    uint32_t n = ++bytes_to[t];
-    if (n > best) {
-      best = n;
-      ref = t;
-    }
-  }
+  const State ref = dfa.WidestSuccessor(s, &best);
   if (ref == Dfa::kDead || best < LoopMasks::kMinStayBytes) return Dfa::kDead;
   // Worth it when the subtrees s and ref agree on hold most tokens.
   const uint32_t* token_begin = trie.token_begin();

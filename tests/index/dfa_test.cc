@@ -310,5 +310,25 @@ TEST(Dfa, MinimizedStatesAreDistinguishable) {
   }
 }
 
+TEST(Dfa, WidestSuccessorCountsBytesPerTarget) {
+  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x");
+  ASSERT_TRUE(dfa.ok()) << dfa.status();
+  uint32_t bytes = 0, self = 0;
+  Dfa::State t = (*dfa)->WidestSuccessor((*dfa)->start(), &bytes, &self);
+  EXPECT_EQ(t, (*dfa)->Next((*dfa)->start(), 'q'));
+  EXPECT_EQ(bytes, 22u);  // e..z
+  EXPECT_EQ(self, 0u);
+
+  auto loop = Dfa::FromPattern("[a-z]*!");
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  t = (*loop)->WidestSuccessor((*loop)->start(), &bytes, &self);
+  EXPECT_EQ(t, (*loop)->Next((*loop)->start(), '!'));
+  EXPECT_EQ(bytes, 1u);
+  EXPECT_EQ(self, 26u);
+  // From the accepting end every byte dies.
+  EXPECT_EQ((*loop)->WidestSuccessor(t, &bytes), Dfa::kDead);
+  EXPECT_EQ(bytes, 0u);
+}
+
 }  // namespace
 }  // namespace maskd
