@@ -50,26 +50,31 @@ bool Guide::IsAccepting() const {
   return state_ == kFinished || index_->dfa().IsAccepting(state_);
 }
 
-absl::Status Guide::Advance(uint32_t token) {
+absl::Status Guide::Transition(uint32_t from, uint32_t token, uint32_t* next) const {
   const Vocabulary& v = index_->vocabulary();
   if (token >= v.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("token id ", token, " is outside the vocabulary (size ", v.size(), ")"));
   }
-  uint32_t next;
-  if (v.is_eos(token)) {
-    if (!IsAccepting()) {
+  if (v.is_eos(token)) {  // allowed where the constraint may end, and after EOS
+    if (from != kFinished && !index_->dfa().IsAccepting(from)) {
       return absl::FailedPreconditionError(
           absl::StrCat("token ", token, " (EOS) is not allowed: the constraint cannot end here"));
     }
-    next = kFinished;
-  } else {
-    next = state_ == kFinished ? Dfa::kDead : index_->NextState(state_, token);
-    if (next == Dfa::kDead) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "token ", token, " is not allowed", state_ == kFinished ? " after EOS" : " in this state"));
-    }
+    *next = kFinished;
+    return absl::OkStatus();
   }
+  *next = from == kFinished ? Dfa::kDead : index_->NextState(from, token);
+  if (*next == Dfa::kDead) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "token ", token, " is not allowed", from == kFinished ? " after EOS" : " in this state"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Guide::Advance(uint32_t token) {
+  uint32_t next;
+  if (auto s = Transition(state_, token, &next); !s.ok()) return s;
   history_.push_back(state_);
   state_ = next;
   return absl::OkStatus();
@@ -97,6 +102,22 @@ absl::Status Guide::Rollback(size_t n) {
   state_ = history_[history_.size() - n];
   history_.resize(history_.size() - n);
   return absl::OkStatus();
+}
+
+absl::Status Guide::RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens) {
+  if (n > history_.size()) {
+    return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n, " tokens: only ",
+                                              history_.size(), " were advanced"));
+  }
+  // Check every step from the rolled-back state first, changing nothing.
+  uint32_t state = n == 0 ? state_ : history_[history_.size() - n];
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (auto s = Transition(state, tokens[i], &state); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+    }
+  }
+  (void)Rollback(n);
+  return Advance(tokens);  // cannot fail now
 }
 
 void Guide::Reset() {

@@ -48,6 +48,9 @@ class Guide {
   absl::Status Advance(absl::Span<const uint32_t> tokens);
   // Undoes the last `n` advanced tokens. OutOfRange when n > num_tokens().
   absl::Status Rollback(size_t n);
+  // Rollback(n) then Advance(tokens), all or nothing (speculative decoding:
+  // replace rejected draft tokens). Allocates nothing beyond history growth.
+  absl::Status RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens);
   // Back to the start state.
   void Reset();
   // An independent copy (shares the index).
@@ -66,6 +69,10 @@ class Guide {
   std::string ForcedContinuation(size_t max_bytes = 256) const;
 
  private:
+  // The state after `token` from `from` (kFinished after EOS); the state is
+  // not changed. Errors as Advance's.
+  absl::Status Transition(uint32_t from, uint32_t token, uint32_t* next) const;
+
   std::shared_ptr<const TokenIndex> index_;
   uint32_t state_;
   std::vector<uint32_t> history_;  // state before each advanced token

@@ -53,12 +53,7 @@ StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
   } else if (tokens.empty()) {
     out.status = guide_.Rollback(rollback);
   } else {
-    // Rollback + advance, all or nothing: on a copy (speculative decoding
-    // only; the common path above neither copies nor allocates).
-    Guide next = guide_;
-    (void)next.Rollback(rollback);
-    out.status = next.Advance(tokens);
-    if (out.status.ok()) guide_ = std::move(next);
+    out.status = guide_.RollbackAndAdvance(rollback, tokens);  // all or nothing
   }
   out.num_tokens = guide_.num_tokens();
   out.accepting = guide_.IsAccepting();

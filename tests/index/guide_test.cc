@@ -130,6 +130,48 @@ TEST(Guide, ErrorsLeaveStateUnchanged) {
   EXPECT_FALSE(g.IsFinished());
 }
 
+// RollbackAndAdvance equals Rollback then Advance when every token fits, and
+// changes nothing when one does not (the rolled-back tokens stay).
+TEST(Guide, RollbackAndAdvanceIsAllOrNothing) {
+  auto index = Compile("ab(c|d)e");
+  const Vocabulary& v = index->vocabulary();
+  uint32_t a = TokenFor(v, "a"), b = TokenFor(v, "b"), c = TokenFor(v, "c"), d = TokenFor(v, "d"),
+           e = TokenFor(v, "e");
+  Guide g(index);
+  std::vector<uint32_t> abc = {a, b, c};
+  ASSERT_TRUE(g.Advance(absl::MakeConstSpan(abc)).ok());
+
+  Guide straight(index);
+  std::vector<uint32_t> abde = {a, b, d, e};
+  ASSERT_TRUE(straight.Advance(absl::MakeConstSpan(abde)).ok());
+  std::vector<uint32_t> de = {d, e};
+  ASSERT_TRUE(g.RollbackAndAdvance(1, absl::MakeConstSpan(de)).ok());
+  EXPECT_EQ(g.num_tokens(), 4u);
+  EXPECT_EQ(g.state(), straight.state());
+  EXPECT_EQ(MaskOf(g), MaskOf(straight));
+
+  // "d" fits after "ab", "c" does not follow it: nothing changes.
+  const auto before = MaskOf(g);
+  std::vector<uint32_t> dc = {d, c};
+  absl::Status s = g.RollbackAndAdvance(2, absl::MakeConstSpan(dc));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tokens[1]"));
+  EXPECT_EQ(g.num_tokens(), 4u);
+  EXPECT_EQ(MaskOf(g), before);
+  EXPECT_EQ(g.RollbackAndAdvance(5, {}).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(g.num_tokens(), 4u);
+
+  // EOS inside the replacement: allowed where the constraint may end.
+  uint32_t eos = v.eos_ids()[0];
+  std::vector<uint32_t> e_eos = {e, eos};
+  ASSERT_TRUE(g.RollbackAndAdvance(1, absl::MakeConstSpan(e_eos)).ok());
+  EXPECT_TRUE(g.IsFinished());
+  std::vector<uint32_t> eos_only = {eos};
+  EXPECT_EQ(g.RollbackAndAdvance(2, absl::MakeConstSpan(eos_only)).code(),
+            absl::StatusCode::kFailedPrecondition);  // "ab" + EOS cannot end
+  EXPECT_TRUE(g.IsFinished());
+}
+
 TEST(Guide, WiderBufferIsZeroPadded) {
   auto index = Compile("[^Z]*");
   Guide g(index);
