@@ -39,8 +39,6 @@ int Bench(const Context& ctx) {
                           {"tokenizer", "regex", "json-schema", "sessions", "steps", "seed", "pings"},
                           {"stream", "rss"});
   if (!args.ok()) return Fail("bench", std::string(args.status().message()));
-  auto tokenizer = args->Require("tokenizer");
-  if (!tokenizer.ok()) return Fail("bench", std::string(tokenizer.status().message()));
   auto k = args->GetUint("sessions", 1);
   auto n = args->GetUint("steps", 100);
   auto seed = args->GetUint("seed", 1);
@@ -49,22 +47,17 @@ int Bench(const Context& ctx) {
     if (!v->ok()) return Fail("bench", std::string(v->status().message()));
   }
   if (*k == 0 || *n == 0) return Fail("bench", "--sessions and --steps must be > 0");
-  maskd::v1::CompileRequest compile;
-  compile.set_tokenizer(*tokenizer);
-  if (auto r = args->Get("regex")) {
-    compile.set_regex(*r);
-  } else if (auto j = args->Get("json-schema")) {
-    compile.set_json_schema(*j);
-  } else {
-    return Fail("bench", "needs --regex R or --json-schema S");
-  }
+  auto compile_or = CompileRequestFromFlags(*args);
+  if (!compile_or.ok()) return Fail("bench", std::string(compile_or.status().message()));
+  const maskd::v1::CompileRequest& compile = *compile_or;
+  const std::string& tokenizer = compile.tokenizer();
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("bench", std::string(client.status().message()));
   maskd::Client& c = **client;
   std::vector<uint32_t> eos;
   if (auto list = c.ListTokenizers(); list.ok()) {
     for (const auto& t : *list) {
-      if (t.name() == *tokenizer) eos.assign(t.eos_ids().begin(), t.eos_ids().end());
+      if (t.name() == tokenizer) eos.assign(t.eos_ids().begin(), t.eos_ids().end());
     }
   } else {
     return Fail("bench", list.status().ToString());

@@ -12,17 +12,9 @@ int RunOnlineCompile(const Context& ctx) {
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "timeout-ms"},
                           {"eager", "no-wait"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
-  auto tokenizer = args->Require("tokenizer");
-  if (!tokenizer.ok()) return Fail("compile", std::string(tokenizer.status().message()));
-  maskd::v1::CompileRequest req;
-  req.set_tokenizer(*tokenizer);
-  if (auto r = args->Get("regex")) {
-    req.set_regex(*r);
-  } else if (auto j = args->Get("json-schema")) {
-    req.set_json_schema(*j);
-  } else {
-    return Fail("compile", "needs --regex R or --json-schema S");
-  }
+  auto req_or = CompileRequestFromFlags(*args);
+  if (!req_or.ok()) return Fail("compile", std::string(req_or.status().message()));
+  maskd::v1::CompileRequest req = *std::move(req_or);
   auto timeout = args->GetUint("timeout-ms", 0);
   if (!timeout.ok()) return Fail("compile", std::string(timeout.status().message()));
   req.mutable_options()->set_timeout_ms(static_cast<uint32_t>(*timeout));

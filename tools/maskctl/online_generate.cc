@@ -18,21 +18,14 @@ int Generate(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "seed", "max-tokens"}, {});
   if (!args.ok()) return Fail("generate", std::string(args.status().message()));
-  auto tokenizer = args->Require("tokenizer");
-  if (!tokenizer.ok()) return Fail("generate", std::string(tokenizer.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("generate", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("generate", std::string(max_tokens.status().message()));
-  maskd::v1::CompileRequest compile;
-  compile.set_tokenizer(*tokenizer);
-  if (auto r = args->Get("regex")) {
-    compile.set_regex(*r);
-  } else if (auto j = args->Get("json-schema")) {
-    compile.set_json_schema(*j);
-  } else {
-    return Fail("generate", "needs --regex R or --json-schema S");
-  }
+  auto compile_or = CompileRequestFromFlags(*args);
+  if (!compile_or.ok()) return Fail("generate", std::string(compile_or.status().message()));
+  const maskd::v1::CompileRequest& compile = *compile_or;
+  const std::string& tokenizer = compile.tokenizer();
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("generate", std::string(client.status().message()));
   auto session = (*client)->CreateSession(compile);
@@ -63,7 +56,7 @@ int Generate(const Context& ctx) {
     entry->clear_tokens();
     entry->add_tokens(static_cast<uint32_t>(t));
   }
-  auto text = (*client)->Detokenize(*tokenizer, tokens);
+  auto text = (*client)->Detokenize(tokenizer, tokens);
   (void)(*client)->CloseSession(id);
   if (!text.ok()) return Fail("generate", text.status().ToString());
   std::string list;

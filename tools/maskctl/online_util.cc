@@ -17,6 +17,21 @@ absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx)
   return maskd::Client::Connect(ctx.addr, options);
 }
 
+absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& args) {
+  auto tokenizer = args.Require("tokenizer");
+  if (!tokenizer.ok()) return tokenizer.status();
+  maskd::v1::CompileRequest req;
+  req.set_tokenizer(*tokenizer);
+  if (auto r = args.Get("regex")) {
+    req.set_regex(*r);
+  } else if (auto j = args.Get("json-schema")) {
+    req.set_json_schema(*j);
+  } else {
+    return absl::InvalidArgumentError("needs --regex R or --json-schema S");
+  }
+  return req;
+}
+
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {

@@ -12,12 +12,16 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "client/client.h"
+#include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 
 namespace maskctl {
 
 // Connects to ctx.addr; error when --addr is missing.
 absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx);
+// The CompileRequest the flags name: --tokenizer NAME and one of --regex R or
+// --json-schema S. InvalidArgument naming the missing flag.
+absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& args);
 // A JSON string literal (quotes and escapes).
 std::string JsonString(const std::string& s);
 std::string Hex(const std::string& bytes);
