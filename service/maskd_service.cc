@@ -72,6 +72,36 @@ uint64_t ProcessRssBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status& refusal,
+                          absl::Span<uint32_t> row, v1::StepResult* out, Metrics* metrics) {
+  absl::Status status;
+  if (s == nullptr) {
+    status = SessionTable::NotFound(e.session_id());
+  } else if (!refusal.ok()) {
+    status = refusal;
+  } else {
+    StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
+                            row, out->mutable_forced());
+    status = std::move(o.status);
+    out->set_accepting(o.accepting);
+    out->set_finished(o.finished);
+    out->set_num_tokens(o.num_tokens);
+  }
+  if (status.ok()) {
+    if (out->has_status()) out->clear_status();
+    return status;
+  }
+  if (s == nullptr || !refusal.ok()) {
+    std::fill(row.begin(), row.end(), 0u);  // Session::Step zeroes its own failures
+    out->clear_forced();
+  }
+  v1::Status* st = out->mutable_status();
+  st->set_code(static_cast<int32_t>(status.code()));
+  st->set_message(std::string(status.message()));
+  if (metrics != nullptr) metrics->StepEntryError(static_cast<int>(status.code()));
+  return status;
+}
+
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                            Metrics* metrics, const ServiceLimits& limits, std::string version)
     : tokenizers_(tokenizers),
@@ -341,33 +371,14 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
     v1::StepResult* out = results->Add();
     absl::Span<uint32_t> row(base + static_cast<size_t>(i) * words, words);
     Session* s = refs[i].get();
-    absl::Status status;
-    if (s == nullptr) {
-      status = SessionTable::NotFound(e.session_id());
-      std::fill(row.begin(), row.end(), 0u);
-      out->clear_forced();
-    } else if (s->num_words() > words) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "words_per_row ", words, " is less than the session's ", s->num_words()));
-      std::fill(row.begin(), row.end(), 0u);
-      out->clear_forced();
-    } else {
-      StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
-                              row, out->mutable_forced());
-      status = std::move(o.status);
-      out->set_accepting(o.accepting);
-      out->set_finished(o.finished);
-      out->set_num_tokens(o.num_tokens);
-      if (status.ok()) advanced += static_cast<uint64_t>(e.tokens_size());
-    }
-    if (!status.ok()) {
-      v1::Status* st = out->mutable_status();
-      st->set_code(static_cast<int32_t>(status.code()));
-      st->set_message(std::string(status.message()));
-      if (metrics_) metrics_->StepEntryError(static_cast<int>(status.code()));
-    } else if (out->has_status()) {
-      out->clear_status();
-    }
+    const absl::Status status = RunStepEntry(
+        s, e,
+        s != nullptr && s->num_words() > words
+            ? absl::InvalidArgumentError(absl::StrCat("words_per_row ", words,
+                                                      " is less than the session's ", s->num_words()))
+            : absl::OkStatus(),
+        row, out, metrics_);
+    if (status.ok()) advanced += static_cast<uint64_t>(e.tokens_size());
   }
   refs.clear();  // keeps capacity; drops the session references
   if (metrics_) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "maskd/v1/maskd.grpc.pb.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
@@ -26,6 +27,14 @@ struct ServiceLimits {
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
   uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens: tokens in one Step or Mask
 };
+
+// One entry of a Step batch (Maskd.Step and SharedMemory.StepInRegion):
+// NOT_FOUND when `s` is null (unknown id), else `refusal` when it is an error,
+// else Session::Step. Writes the mask into `row` (zeros on error) and the
+// outcome into `out` (its status only on error, counted in `metrics`).
+// Returns the entry's status; allocates nothing when it is OK.
+absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status& refusal,
+                          absl::Span<uint32_t> row, v1::StepResult* out, Metrics* metrics);
 
 class MaskdService final : public maskd::v1::Maskd::CallbackService {
  public:

@@ -10,6 +10,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "service/grpc_status.h"
 #include "service/log.h"
+#include "service/maskd_service.h"
 #include "service/pooled_allocator.h"
 
 namespace maskd {
@@ -35,17 +36,6 @@ absl::StatusOr<LogitsDtype> FromProto(v1::LogitsDtype d) {
 
 bool Aligned(const void* base, uint64_t offset, uint64_t alignment) {
   return (reinterpret_cast<uintptr_t>(base) + offset) % alignment == 0;
-}
-
-void SetEntryStatus(const absl::Status& status, v1::StepResult* out, Metrics* metrics) {
-  if (status.ok()) {
-    if (out->has_status()) out->clear_status();
-    return;
-  }
-  v1::Status* st = out->mutable_status();
-  st->set_code(static_cast<int32_t>(status.code()));
-  st->set_message(std::string(status.message()));
-  if (metrics) metrics->StepEntryError(static_cast<int>(status.code()));
 }
 
 // Per-thread scratch kept between calls (capacity only): the sessions of a
@@ -297,30 +287,18 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
     v1::StepResult* out = results->Add();
     absl::Span<uint32_t> row(out_rows + static_cast<size_t>(i) * row_words, row_words);
     Session* s = sc.refs[i].get();
-    absl::Status status;
-    if (s == nullptr) {
-      status = SessionTable::NotFound(e.session_id());
-      std::fill(row.begin(), row.end(), 0u);
-      out->clear_forced();
-    } else if (to_logits && s->vocab_size() > req.logits().vocab()) {
-      status = absl::InvalidArgumentError(absl::StrCat("the session's vocabulary (",
-                                                       s->vocab_size(), ") is wider than the logits (",
-                                                       req.logits().vocab(), ")"));
-      std::fill(row.begin(), row.end(), 0u);
-      out->clear_forced();
-    } else {
-      StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
-                              row, out->mutable_forced());
-      status = std::move(o.status);
-      out->set_accepting(o.accepting);
-      out->set_finished(o.finished);
-      out->set_num_tokens(o.num_tokens);
-      if (status.ok()) {
-        sc.ok[i] = 1;
-        advanced += static_cast<uint64_t>(e.tokens_size());
-      }
+    const absl::Status status = RunStepEntry(
+        s, e,
+        s != nullptr && to_logits && s->vocab_size() > req.logits().vocab()
+            ? absl::InvalidArgumentError(absl::StrCat("the session's vocabulary (", s->vocab_size(),
+                                                      ") is wider than the logits (",
+                                                      req.logits().vocab(), ")"))
+            : absl::OkStatus(),
+        row, out, metrics_);
+    if (status.ok()) {
+      sc.ok[i] = 1;
+      advanced += static_cast<uint64_t>(e.tokens_size());
     }
-    SetEntryStatus(status, out, metrics_);
   }
   if (metrics_ && advanced) metrics_->TokensAdvanced(advanced);
 
