@@ -276,6 +276,11 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
     out_rows = sc.words.data();
   }
 
+  // The client may have shrunk the object since registration: refuse before
+  // any session is stepped. A shrink after this check is caught by the
+  // region's fault guard (DataLoss below) instead of killing the server.
+  if (absl::Status s = region.CheckBacked(); !s.ok()) return s;
+
   // Pass 2: step every entry; its row goes to out_rows + i * words.
   auto* results = resp->mutable_results();
   results->Clear();
@@ -302,7 +307,24 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
   }
   if (metrics_ && advanced) metrics_->TokensAdvanced(advanced);
 
-  // Pass 3: deliver.
+  // Pass 3: deliver. A fault during passes 2-3 (the object shrank under the
+  // mapping) left the sessions stepped but the region's bytes lost.
+  absl::Status delivered = Deliver(req, region, words, logits, wait_event);
+  if (absl::Status f = region.CheckNotFaulted(); !f.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        f.message(), "; the call's sessions were stepped (see Rollback) but their masks are lost"));
+  }
+  return delivered;
+}
+
+absl::Status SharedMemoryService::Deliver(const v1::StepInRegionRequest& req,
+                                          const shm::Region& region, uint32_t words,
+                                          const LogitsBatch& logits,
+                                          std::string_view wait_event) {
+  Scratch& sc = ThreadScratch();
+  const int n = req.entries_size();
+  const bool to_logits = req.target_case() == v1::StepInRegionRequest::kLogits;
+  const bool cuda = region.kind() == shm::RegionKind::kCuda;
   if (!to_logits) {
     if (cuda && !sc.words.empty()) {
       return cuda_->CopyToDevice(region.device_id(),

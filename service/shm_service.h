@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "grpcpp/support/message_allocator.h"
@@ -75,6 +76,10 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
  private:
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   absl::Status CheckAllowed() const;
+  // StepInRegion pass 3: copies CUDA mask rows to the device, or applies the
+  // mask rows of this thread's scratch to `logits`.
+  absl::Status Deliver(const v1::StepInRegionRequest& req, const shm::Region& region,
+                       uint32_t words, const LogitsBatch& logits, std::string_view wait_event);
 
   const ShmServiceOptions options_;
   SessionTable* const sessions_;

@@ -14,20 +14,37 @@
 // (it can be registered again) but the mapping stays valid until the last
 // lease is released; then it is unmapped (munmap / cudaIpcCloseMemHandle).
 //
-// Errors are absl::Status with short, client-safe messages: they name the
-// client's own inputs (region name, key) but never server paths, errno text
-// or CUDA internals; those details go to Options::log.
+// Errors are absl::Status with short, client-safe, bounded messages: they
+// name the client's own inputs (region name, key; quoted, escaped and cut to
+// 64 bytes) but never server paths, errno text or CUDA internals. A client's
+// mistake (missing key, symlink, FIFO, wrong owner, ...) is only its status;
+// server-side failures (Internal) also go to Options::log with the details.
+//
+// What a system region trusts, and what is checked (docs/reliability.md):
+//  - at registration: the key is under Options::key_prefix; the object is
+//    opened O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK (a symlink is
+//    refused, a FIFO never blocks), must be a regular file owned by the
+//    caller's uid (RegisterSystem's caller_uid; the server's own effective
+//    uid when none is given), and must cover [offset, offset + byte_size);
+//  - at each use (Region::CheckBacked, one fstat on the descriptor the region
+//    keeps): the object still covers the range;
+//  - during the use: the client may still shrink the object; the access then
+//    raises SIGBUS, which FaultGuard (shm/fault_guard.h) turns into a sticky
+//    flag (Region::CheckNotFaulted) instead of a crash.
 //
 // Thread safety: all RegionRegistry methods are thread-safe. A Region is
 // immutable; writes through its data pointer are the users' business.
 #ifndef MASKD_SHM_REGION_REGISTRY_H_
 #define MASKD_SHM_REGION_REGISTRY_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +79,17 @@ class Region {
   absl::Status CheckRange(uint64_t offset, uint64_t length) const;
   // data() + offset after CheckRange(offset, length).
   absl::StatusOr<void*> At(uint64_t offset, uint64_t length) const;
+
+  // Call before touching the bytes. System region: FailedPrecondition when
+  // the object no longer covers the region (one fstat on the descriptor kept
+  // since registration) or an earlier access faulted (the region then stays
+  // unusable: unregister it and register it again). CUDA region: OK.
+  // Thread-safe; no allocation when OK.
+  virtual absl::Status CheckBacked() const { return absl::OkStatus(); }
+  // Call after touching the bytes: DataLoss when an access to the region
+  // faulted (the object shrank during the use: what was written there since
+  // is lost, what was read there was zeros). One atomic load. CUDA: OK.
+  virtual absl::Status CheckNotFaulted() const { return absl::OkStatus(); }
 
  protected:
   Region(std::string name, RegionKind kind, void* data, uint64_t byte_size,
@@ -109,14 +137,20 @@ class RegionRegistry {
   RegionRegistry(const RegionRegistry&) = delete;
   RegionRegistry& operator=(const RegionRegistry&) = delete;
 
-  // Maps [offset, offset + byte_size) of the POSIX shared-memory object `key`.
-  // Errors: FailedPrecondition (registration disabled), InvalidArgument (name,
-  // key, zero size, offset + size overflow), PermissionDenied (key outside the
-  // prefix, or the object is not accessible), NotFound (no such key),
-  // OutOfRange (range past the object's end), AlreadyExists (name taken),
-  // ResourceExhausted, Internal (mmap failed).
+  // Maps [offset, offset + byte_size) of the POSIX shared-memory object `key`,
+  // which must be owned by `caller_uid` (nullopt: by the server's own
+  // effective uid).
+  // Errors: FailedPrecondition (registration disabled; the key is a symbolic
+  // link, a FIFO, a directory or anything but a regular file), InvalidArgument
+  // (name, key, zero size, offset + size overflow), PermissionDenied (key
+  // outside the prefix, object not accessible, object owned by another uid),
+  // NotFound (no such key), OutOfRange (range past the object's end),
+  // AlreadyExists (name taken), ResourceExhausted (regions, watched mappings
+  // or file descriptors), Internal (fstat or mmap failed).
+  // The region keeps one file descriptor open (for CheckBacked).
   absl::Status RegisterSystem(std::string_view name, std::string_view key,
-                              uint64_t offset, uint64_t byte_size);
+                              uint64_t offset, uint64_t byte_size,
+                              std::optional<uid_t> caller_uid = std::nullopt);
 
   // Opens a CUDA IPC handle (exactly kCudaIpcHandleSize raw bytes) on
   // `device_id`; the region is [offset, offset + byte_size) of the exported

@@ -1,8 +1,11 @@
 // Integration tests of maskd.v1.SharedMemory: the real maskd binary on a
 // temporary unix socket (--allow_shm), POSIX shared-memory segments created
 // here, results checked against Maskd.Step replies of twin sessions.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -603,6 +606,190 @@ TEST_F(ShmTest, MaskctlShmDemoContract) {
                        " shm-demo --tokenizer qwen3 --regex a --rows 1 --steps 1 --dtype fp64 2>&1",
                    &status);
   EXPECT_EQ(status, 2) << out;
+}
+
+// Shrinks shared-memory object `key` to `size` bytes, as a client may.
+void Shrink(const std::string& key, off_t size) {
+  const int fd = shm_open(key.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0) << key;
+  ASSERT_EQ(ftruncate(fd, size), 0);
+  close(fd);
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
+
+// Issue #11 item 2: register, ftruncate the object, StepInRegion: maskd died
+// of SIGBUS (exit 135). Now the call fails with FAILED_PRECONDITION before any
+// session is stepped, and the server keeps serving.
+TEST_F(ShmTest, ShrunkObjectFailsTheCallNotTheServer) {
+  const std::string log_before = server_->Log();
+  std::vector<uint64_t> ids = NewSessions(2);
+  const size_t bytes = 2 * size_t{kQwenWords} * 4;
+  auto seg = NewSegment("shrink", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk", seg.key(), 0, bytes).ok());
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region("shrunk");
+  for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+  v1::StepInRegionResponse resp;
+  ASSERT_TRUE(shm_->StepInRegion(req, &resp).ok());
+  auto allowed = AllowedTokens(
+      absl::Span<const uint32_t>(static_cast<const uint32_t*>(seg.data()), kQwenWords));
+  ASSERT_FALSE(allowed.empty());
+  req.mutable_entries(0)->add_tokens(allowed[0]);
+
+  Shrink(seg.key(), 4096);  // the rows live past 4096 bytes too
+  absl::Status s = shm_->StepInRegion(req, &resp);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"shrunk\""));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shrunk to 4096 bytes"));
+  EXPECT_EQ(NumTokens(ids[0]), 0u);  // nothing was stepped
+
+  // Logits target on a shrunk object: the same.
+  const size_t lbytes = 2 * size_t{kQwenVocab} * 4;
+  auto lseg = NewSegment("shrink-logits", lbytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk-logits", lseg.key(), 0, lbytes).ok());
+  Shrink(lseg.key(), 0);
+  v1::StepInRegionRequest lreq;
+  lreq.add_entries()->set_session_id(ids[1]);
+  auto* t = lreq.mutable_logits();
+  t->set_region("shrunk-logits");
+  t->set_dtype(v1::LOGITS_DTYPE_FP32);
+  t->set_rows(1);
+  t->set_vocab(kQwenVocab);
+  s = shm_->StepInRegion(lreq, &resp);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+
+  // Still serving: the process, Ping, Step, and registration again.
+  EXPECT_TRUE(Alive(server_->pid()));
+  EXPECT_TRUE(client_->Ping().ok());
+  EXPECT_EQ(NumTokens(ids[0]), 0u);
+  ASSERT_TRUE(shm_->UnregisterRegion("shrunk").ok());
+  auto fresh = NewSegment("shrink-again", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk", fresh.key(), 0, bytes).ok());
+  ASSERT_TRUE(shm_->StepInRegion(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), 0);
+  EXPECT_EQ(NumTokens(ids[0]), 1u);
+  EXPECT_THAT(server_->Log().substr(log_before.size()), Not(HasSubstr("ERROR")));
+}
+
+// The shrink races calls in flight (3 client threads applying masks to
+// logits and writing masks): each call is OK, FAILED_PRECONDITION (shrink
+// seen before the call touched the region) or DATA_LOSS (shrink during the
+// call); never a dead server.
+TEST_F(ShmTest, ShrinkDuringStepInRegionCalls) {
+  const int n = 16;
+  std::vector<uint64_t> ids = NewSessions(n);
+  const size_t bytes = size_t{n} * kQwenVocab * 4;
+  int data_loss = 0, refused = 0;
+  for (int round = 0; round < 4; ++round) {
+    auto seg = NewSegment("shrink-race", bytes);
+    ASSERT_TRUE(shm_->RegisterSystemRegion("race", seg.key(), 0, bytes).ok());
+    std::atomic<int> ok_calls{0}, precondition{0}, lost{0}, other{0};
+    std::vector<std::thread> threads;
+    for (int th = 0; th < 3; ++th) {
+      threads.emplace_back([&, th] {
+        auto c = server_->Connect();
+        ShmClient shm(c->channel(), absl::Seconds(30));
+        v1::StepInRegionRequest req;
+        for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+        if (th == 0) {
+          req.mutable_masks()->set_region("race");
+          req.mutable_masks()->set_offset(bytes / 2);
+        } else {
+          auto* t = req.mutable_logits();
+          t->set_region("race");
+          t->set_dtype(v1::LOGITS_DTYPE_FP32);
+          t->set_rows(n);
+          t->set_vocab(kQwenVocab);
+        }
+        v1::StepInRegionResponse resp;
+        for (;;) {
+          absl::Status s = shm.StepInRegion(req, &resp);
+          if (s.ok()) {
+            ok_calls++;
+            continue;
+          }
+          if (s.code() == Code::kFailedPrecondition) {
+            precondition++;
+          } else if (s.code() == Code::kDataLoss) {
+            lost++;
+          } else {
+            ADD_FAILURE() << s;
+            other++;
+          }
+          break;
+        }
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ok_calls.load() < 3 * (round + 1) && other.load() == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    }
+    Shrink(seg.key(), 4096 * round);
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_EQ(precondition.load() + lost.load(), 3);
+    data_loss += lost.load();
+    refused += precondition.load();
+    ASSERT_TRUE(Alive(server_->pid())) << server_->Log();
+    ASSERT_TRUE(client_->Ping().ok());
+    // A shrunk region stays refused until registered again.
+    auto list = shm_->ListRegions("race");
+    ASSERT_TRUE(list.ok());
+    ASSERT_TRUE(shm_->UnregisterRegion("race").ok());
+  }
+  RecordProperty("data_loss_calls", data_loss);
+  RecordProperty("refused_calls", refused);
+}
+
+// Issue #11 item 10 (shm half): a symlink or FIFO key answered INTERNAL and
+// was logged as a server error. Now: the client's error, named, bounded, not
+// logged, and the FIFO never blocks the server.
+TEST_F(ShmTest, KeysThatAreNotObjectsAreTheClientsError) {
+  auto target = NewSegment("target", 4096);
+  const std::string link = Key("symlink"), fifo = Key("fifo"), dir = Key("dir");
+  ASSERT_EQ(symlink(("/dev/shm" + target.key()).c_str(), ("/dev/shm" + link).c_str()), 0);
+  ASSERT_EQ(mkfifo(("/dev/shm" + fifo).c_str(), 0600), 0);
+  ASSERT_EQ(mkdir(("/dev/shm" + dir).c_str(), 0700), 0);
+  const std::string empty = Key("empty");
+  const int efd = shm_open(empty.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(efd, 0);
+  close(efd);
+  auto small = NewSegment("small", 100);
+  const std::string log_before = server_->Log();
+  struct Case {
+    std::string key;
+    Code code;
+    std::string reason;
+  };
+  for (const Case& c : std::vector<Case>{
+           {link, Code::kFailedPrecondition, "symbolic link"},
+           {fifo, Code::kFailedPrecondition, "FIFO"},
+           {dir, Code::kFailedPrecondition, "directory"},
+           {Key("absent"), Code::kNotFound, "does not exist"},
+           {empty, Code::kOutOfRange, "(0 bytes)"},
+           {small.key(), Code::kOutOfRange, "(100 bytes)"},
+       }) {
+    absl::Status s = shm_->RegisterSystemRegion("k", c.key, 0, 4096);
+    EXPECT_EQ(s.code(), c.code) << c.key << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.key));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.reason));
+    EXPECT_LT(s.message().size(), 400u);
+  }
+  // A 20 kB region name comes back NOT_FOUND with a short message.
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region(std::string(20000, 'r'));
+  v1::StepInRegionResponse resp;
+  absl::Status s = shm_->StepInRegion(req, &resp);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.message().substr(0, 100);
+  EXPECT_LT(s.message().size(), 200u);
+  EXPECT_EQ(server_->Log().substr(log_before.size()).find("ERROR"), std::string::npos)
+      << server_->Log().substr(log_before.size());
+  unlink(("/dev/shm" + link).c_str());
+  unlink(("/dev/shm" + fifo).c_str());
+  unlink(("/dev/shm" + empty).c_str());
+  rmdir(("/dev/shm" + dir).c_str());
 }
 
 }  // namespace
