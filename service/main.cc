@@ -89,6 +89,9 @@ ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
 ABSL_FLAG(bool, allow_shm, false,
           "Allow clients to register shared-memory regions (SharedMemory service); "
           "off: registration answers FAILED_PRECONDITION");
+ABSL_FLAG(bool, shm_allow_tcp, false,
+          "Serve SharedMemory calls on connections without peer credentials (TCP) as maskd's own "
+          "uid; off: they need the unix socket (SO_PEERCRED)");
 ABSL_FLAG(std::string, shm_prefix, "/maskd-",
           "POSIX shared-memory keys clients may register must start with this prefix");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
@@ -242,6 +245,7 @@ int Run(int argc, char** argv) {
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
+  shm_options.allow_tcp = absl::GetFlag(FLAGS_shm_allow_tcp);
   if (shm_options.key_prefix.empty() || shm_options.key_prefix[0] != '/') {
     LogError("--shm_prefix must start with '/'");
     return 2;

@@ -49,9 +49,9 @@ class SystemRegion final : public Region {
   // object size the region needs (offset + byte_size).
   SystemRegion(std::string name, void* map_base, size_t map_len, size_t delta,
                uint64_t byte_size, int fd, uint64_t required,
-               std::unique_ptr<FaultGuard> guard)
+               std::unique_ptr<FaultGuard> guard, uid_t owner)
       : Region(std::move(name), RegionKind::kSystem,
-               static_cast<char*>(map_base) + delta, byte_size, -1),
+               static_cast<char*>(map_base) + delta, byte_size, -1, owner),
         map_base_(map_base), map_len_(map_len), fd_(fd), required_(required),
         guard_(std::move(guard)) {}
   ~SystemRegion() override {
@@ -98,9 +98,9 @@ class CudaRegion final : public Region {
  public:
   CudaRegion(std::string name, void* ipc_base, uint64_t offset,
              uint64_t byte_size, int device_id,
-             std::function<void(std::string_view)> log)
+             std::function<void(std::string_view)> log, uid_t owner)
       : Region(std::move(name), RegionKind::kCuda,
-               static_cast<char*>(ipc_base) + offset, byte_size, device_id),
+               static_cast<char*>(ipc_base) + offset, byte_size, device_id, owner),
         ipc_base_(ipc_base), log_(std::move(log)) {}
   ~CudaRegion() override {
     std::string detail;
@@ -325,14 +325,16 @@ absl::Status RegionRegistry::RegisterSystem(std::string_view name,
   regions_.emplace(std::string(name),
                    std::make_shared<SystemRegion>(std::string(name), p, map_len,
                                                   static_cast<size_t>(delta),
-                                                  byte_size, fd, end, *std::move(guard)));
+                                                  byte_size, fd, end, *std::move(guard),
+                                                  st.st_uid));
   return absl::OkStatus();
 }
 
 absl::Status RegionRegistry::RegisterCuda(std::string_view name,
                                           std::string_view raw_handle,
                                           int device_id, uint64_t offset,
-                                          uint64_t byte_size) {
+                                          uint64_t byte_size,
+                                          std::optional<uid_t> caller_uid) {
   std::lock_guard<std::mutex> l(mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
@@ -377,7 +379,8 @@ absl::Status RegionRegistry::RegisterCuda(std::string_view name,
   regions_.emplace(std::string(name),
                    std::make_shared<CudaRegion>(std::string(name), base, offset,
                                                 byte_size, device_id,
-                                                options_.log));
+                                                options_.log,
+                                                caller_uid.value_or(geteuid())));
   return absl::OkStatus();
 }
 
@@ -391,20 +394,33 @@ absl::StatusOr<RegionLease> RegionRegistry::Acquire(std::string_view name) const
   return RegionLease(it->second);
 }
 
-absl::Status RegionRegistry::Unregister(std::string_view name) {
+absl::Status RegionRegistry::Unregister(std::string_view name,
+                                        std::optional<uid_t> owner) {
   // Drop the references outside the lock: the last one unmaps.
-  std::map<std::string, std::shared_ptr<const Region>, std::less<>> dropped;
+  std::vector<std::shared_ptr<const Region>> dropped;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (name.empty()) {
-      dropped.swap(regions_);
+      for (auto it = regions_.begin(); it != regions_.end();) {
+        if (!owner.has_value() || it->second->owner_uid() == *owner) {
+          dropped.push_back(std::move(it->second));
+          it = regions_.erase(it);
+        } else {
+          ++it;
+        }
+      }
     } else {
       auto it = regions_.find(name);
       if (it == regions_.end()) {
         return absl::NotFoundError(
             absl::StrCat("no shared-memory region named ", Quoted(name)));
       }
-      dropped.insert(regions_.extract(it));
+      if (owner.has_value() && it->second->owner_uid() != *owner) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "shared-memory region ", Quoted(name), " belongs to another user"));
+      }
+      dropped.push_back(std::move(it->second));
+      regions_.erase(it);
     }
   }
   return absl::OkStatus();
@@ -417,7 +433,7 @@ absl::StatusOr<std::vector<RegionInfo>> RegionRegistry::List(
   for (const auto& [n, r] : regions_) {
     if (!name.empty() && n != name) continue;
     out.push_back(RegionInfo{n, r->kind(), r->byte_size(), r->device_id(),
-                             r.use_count() - 1});
+                             r.use_count() - 1, r->owner_uid()});
   }
   if (!name.empty() && out.empty()) {
     return absl::NotFoundError(

@@ -73,6 +73,9 @@ class Region {
   void* data() const { return data_; }
   // CUDA device of a CUDA region; -1 for a system region.
   int device_id() const { return device_id_; }
+  // The uid that registered the region (for a system region, also the owner
+  // of its shared-memory object).
+  uid_t owner_uid() const { return owner_uid_; }
 
   // OK when [offset, offset + length) lies inside the region; OutOfRange
   // otherwise (overflow-checked).
@@ -93,9 +96,9 @@ class Region {
 
  protected:
   Region(std::string name, RegionKind kind, void* data, uint64_t byte_size,
-         int device_id)
+         int device_id, uid_t owner_uid)
       : name_(std::move(name)), kind_(kind), data_(data),
-        byte_size_(byte_size), device_id_(device_id) {}
+        byte_size_(byte_size), device_id_(device_id), owner_uid_(owner_uid) {}
 
  private:
   const std::string name_;
@@ -103,6 +106,7 @@ class Region {
   void* const data_;
   const uint64_t byte_size_;
   const int device_id_;
+  const uid_t owner_uid_;
 };
 
 // A lease: the region stays mapped while any lease (or the registry) holds it.
@@ -114,6 +118,7 @@ struct RegionInfo {
   uint64_t byte_size;
   int device_id;       // -1 for system regions
   long lease_count;    // leases held outside the registry
+  uid_t owner_uid;     // Region::owner_uid()
 };
 
 class RegionRegistry {
@@ -158,15 +163,20 @@ class RegionRegistry {
   // Errors: as RegisterSystem, plus InvalidArgument (handle length, device id,
   // handle rejected by the driver), Unimplemented (build without CUDA),
   // Unavailable (no CUDA device).
+  // The region's owner is `caller_uid` (nullopt: the server's effective uid).
   absl::Status RegisterCuda(std::string_view name, std::string_view raw_handle,
-                            int device_id, uint64_t offset, uint64_t byte_size);
+                            int device_id, uint64_t offset, uint64_t byte_size,
+                            std::optional<uid_t> caller_uid = std::nullopt);
 
   // A lease on region `name`; NotFound if none.
   absl::StatusOr<RegionLease> Acquire(std::string_view name) const;
 
   // Removes `name` ("" = every region); the mapping goes away when the last
-  // lease is released. NotFound for an unknown non-empty name.
-  absl::Status Unregister(std::string_view name);
+  // lease is released. NotFound for an unknown non-empty name. With `owner`,
+  // only that uid's regions: "" removes just those, and another uid's region
+  // is PermissionDenied (and stays).
+  absl::Status Unregister(std::string_view name,
+                          std::optional<uid_t> owner = std::nullopt);
 
   // Registered regions, sorted by name; only `name` when not empty (NotFound
   // when it is unknown).

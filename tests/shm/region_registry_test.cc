@@ -480,9 +480,20 @@ TEST(RegionRegistry, RefusesObjectsTheCallerDoesNotOwn) {
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s;
   s = reg.RegisterSystem("r", key, 0, 4096, uid_t{1000});
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s;
-  // The owner may.
+  // The owner may; the region is then the owner's.
   EXPECT_TRUE(reg.RegisterSystem("r", key, 0, 4096, uid_t{65534}).ok());
+  EXPECT_EQ((*reg.Acquire("r"))->owner_uid(), 65534u);
+  EXPECT_EQ((*reg.List("r"))[0].owner_uid, 65534u);
   EXPECT_TRUE(log.empty());
+  // Unregister on behalf of a uid touches only that uid's regions.
+  PosixShmSegment mine = MakeSegment(Key("owner-root"), 4096);
+  ASSERT_TRUE(reg.RegisterSystem("m", mine.key(), 0, 4096, uid_t{0}).ok());
+  EXPECT_EQ(reg.Unregister("r", uid_t{0}).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(reg.Unregister("", uid_t{0}).ok());  // removes "m" only
+  ASSERT_EQ(reg.List()->size(), 1u);
+  EXPECT_EQ((*reg.List())[0].name, "r");
+  EXPECT_TRUE(reg.Unregister("r", uid_t{65534}).ok());
+  EXPECT_TRUE(reg.List()->empty());
 }
 
 TEST(RegionRegistry, OwnerMatchesByDefault) {
