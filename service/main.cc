@@ -1,6 +1,7 @@
 // maskd: the token-mask sidecar. See docs/service.md for flags, defaults and
 // the shutdown sequence.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <climits>
@@ -30,6 +31,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "service/index_cache.h"
+#include "service/listener.h"
 #include "service/log.h"
 #include "service/maskd_service.h"
 #include "service/metrics.h"
@@ -48,6 +50,14 @@ ABSL_FLAG(std::vector<std::string>, listen,
           std::vector<std::string>({"unix:///tmp/maskd.sock", "127.0.0.1:50051"}),
           "gRPC listen addresses (repeatable or comma-separated): unix:///abs/path, "
           "unix:relative, host:port");
+ABSL_FLAG(std::string, socket_mode, "0660",
+          "File mode (octal) of unix sockets maskd listens on, set at bind whatever the umask");
+ABSL_FLAG(uint64_t, max_connections, 4096,
+          "Open connections at most across the unix and plaintext TCP listeners; past it a new "
+          "connection is closed at once; 0: no limit");
+ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
+          "A new connection must send its first byte (plaintext) or finish its TLS handshake "
+          "within this time, else it is closed");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics HTTP address host:port (port 0: any free port); empty: off");
 ABSL_FLAG(std::string, tokenizer_dir, "",
@@ -79,6 +89,9 @@ ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
 ABSL_FLAG(bool, allow_shm, false,
           "Allow clients to register shared-memory regions (SharedMemory service); "
           "off: registration answers FAILED_PRECONDITION");
+ABSL_FLAG(bool, shm_allow_tcp, false,
+          "Serve SharedMemory calls on connections without peer credentials (TCP) as maskd's own "
+          "uid; off: they need the unix socket (SO_PEERCRED)");
 ABSL_FLAG(std::string, shm_prefix, "/maskd-",
           "POSIX shared-memory keys clients may register must start with this prefix");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
@@ -180,6 +193,12 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   const absl::Time started = absl::Now();
+  // Every connection costs a descriptor: take all the hard limit allows.
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   Metrics metrics(MASKD_VERSION);
   std::unique_ptr<prometheus::Exposer> exposer;
   std::string metrics_addr = absl::GetFlag(FLAGS_metrics_listen);
@@ -226,6 +245,7 @@ int Run(int argc, char** argv) {
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
+  shm_options.allow_tcp = absl::GetFlag(FLAGS_shm_allow_tcp);
   if (shm_options.key_prefix.empty() || shm_options.key_prefix[0] != '/') {
     LogError("--shm_prefix must start with '/'");
     return 2;
@@ -237,10 +257,40 @@ int Run(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // Unix sockets and plaintext TCP: maskd's own listeners (listener.h), bound
+  // before gRPC starts so that a taken address fails here. The rest
+  // (unix-abstract:) goes to gRPC, without SO_REUSEPORT.
+  ListenerOptions listener_options;
+  {
+    const std::string mode = absl::GetFlag(FLAGS_socket_mode);
+    char* end = nullptr;
+    long m = mode.empty() ? -1 : strtol(mode.c_str(), &end, 8);
+    if (m < 0 || m > 0777 || *end != 0) {
+      LogError(absl::StrCat("--socket_mode: want an octal mode like 0660, got '",
+                            mode.substr(0, 64), "'"));
+      return 2;
+    }
+    listener_options.socket_mode = static_cast<mode_t>(m);
+  }
+  listener_options.first_byte_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  ConnectionLimit connection_limit(absl::GetFlag(FLAGS_max_connections));
+  listener_options.limit = &connection_limit;
+  std::vector<std::unique_ptr<Listener>> listeners(listen.size());
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
-    builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
+    if (absl::StartsWith(listen[i], "unix-abstract:")) {
+      builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
+      continue;
+    }
+    auto l = Listener::Bind(listen[i], listener_options);
+    if (!l.ok()) {
+      LogError(std::string(l.status().message()));
+      return 1;
+    }
+    listeners[i] = *std::move(l);
+    ports[i] = listeners[i]->port();
   }
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const int max_message = static_cast<int>(
       std::min<uint64_t>(absl::GetFlag(FLAGS_max_message_bytes), INT_MAX));
   builder.SetMaxReceiveMessageSize(max_message);
@@ -253,12 +303,20 @@ int Run(int argc, char** argv) {
     return 1;
   }
   for (size_t i = 0; i < listen.size(); ++i) {
-    if (ports[i] == 0) {
+    if (!listeners[i] && ports[i] == 0) {
       LogError(absl::StrCat("cannot listen on ", listen[i]));
       server->Shutdown();
       return 1;
     }
   }
+  for (auto& l : listeners) {
+    if (l) l->Start(server.get());
+  }
+  auto stop_listeners = [&] {
+    for (auto& l : listeners) {
+      if (l) l->Stop();
+    }
+  };
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
 
@@ -267,12 +325,17 @@ int Run(int argc, char** argv) {
   for (const auto& e : errors) LogError(e);
   if (!loaded.ok()) {
     LogError(std::string(loaded.status().message()));
+    stop_listeners();
     server->Shutdown(absl::ToChronoTime(absl::Now()));
     return 1;
   }
   health->SetServingStatus(true);
   std::vector<std::string> shown;
   for (size_t i = 0; i < listen.size(); ++i) {
+    if (listeners[i]) {
+      shown.push_back(listeners[i]->shown());
+      continue;
+    }
     shown.push_back(listen[i].rfind("unix", 0) == 0 || ports[i] == 0
                         ? listen[i]
                         : absl::StrCat(listen[i].substr(0, listen[i].rfind(':')), ":", ports[i]));
@@ -290,6 +353,7 @@ int Run(int argc, char** argv) {
   health->SetServingStatus(false);
   absl::SleepFor(absl::GetFlag(FLAGS_drain_delay));
   const absl::Time deadline = absl::Now() + absl::GetFlag(FLAGS_grace_period);
+  stop_listeners();  // no new connections; gRPC's Shutdown ends the open ones
   absl::Notification shut;
   std::thread shutdown([&] {
     server->Shutdown(absl::ToChronoTime(deadline));

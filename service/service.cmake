@@ -3,9 +3,11 @@
 # server binary (build/bin/maskd).
 add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/index_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/listener.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/log.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/maskd_service.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/metrics.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/peer_credentials.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})

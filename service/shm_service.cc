@@ -1,5 +1,7 @@
 #include "service/shm_service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "service/grpc_status.h"
 #include "service/log.h"
 #include "service/maskd_service.h"
+#include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
 
 namespace maskd {
@@ -101,10 +104,21 @@ absl::Status SharedMemoryService::CheckAllowed() const {
       "shared-memory registration is disabled on this server (start maskd with --allow_shm)");
 }
 
+absl::StatusOr<uid_t> SharedMemoryService::CallerUid(const grpc::ServerContextBase& ctx) const {
+  if (std::optional<PeerCredentials> c = PeerCredentialsOf(ctx)) return c->uid;
+  if (options_.allow_tcp) return geteuid();
+  return absl::FailedPreconditionError(
+      "shared memory is served only on maskd's unix socket: this connection (TCP) carries no "
+      "peer credentials to check the memory's owner against; connect over unix:// (or start "
+      "maskd with --shm_allow_tcp to let TCP clients act as maskd's own user)");
+}
+
 SharedMemoryService::Reactor* SharedMemoryService::RegisterSystemRegion(
     Ctx* ctx, const v1::RegisterSystemRegionRequest* req, v1::RegisterSystemRegionResponse*) {
   absl::Status s = CheckAllowed();
-  if (s.ok()) s = registry_->RegisterSystem(req->name(), req->key(), req->offset(), req->byte_size());
+  absl::StatusOr<uid_t> uid = s.ok() ? CallerUid(*ctx) : s;
+  if (!uid.ok()) return Done(ctx, "RegisterSystemRegion", uid.status());
+  s = registry_->RegisterSystem(req->name(), req->key(), req->offset(), req->byte_size(), *uid);
   return Done(ctx, "RegisterSystemRegion", s);
 }
 
@@ -116,19 +130,22 @@ SharedMemoryService::Reactor* SharedMemoryService::RegisterCudaRegion(
                                                 " bytes; a CUDA IPC handle has ",
                                                 shm::kCudaIpcHandleSize));
   }
-  if (s.ok()) {
-    s = registry_->RegisterCuda(req->name(), req->raw_handle(), req->device_id(), req->offset(),
-                                req->byte_size());
-  }
+  absl::StatusOr<uid_t> uid = s.ok() ? CallerUid(*ctx) : s;
+  if (!uid.ok()) return Done(ctx, "RegisterCudaRegion", uid.status());
+  s = registry_->RegisterCuda(req->name(), req->raw_handle(), req->device_id(), req->offset(),
+                              req->byte_size(), *uid);
   return Done(ctx, "RegisterCudaRegion", s);
 }
 
 SharedMemoryService::Reactor* SharedMemoryService::ListRegions(Ctx* ctx,
                                                                const v1::ListRegionsRequest* req,
                                                                v1::ListRegionsResponse* resp) {
+  absl::StatusOr<uid_t> uid = CallerUid(*ctx);
+  if (!uid.ok()) return Done(ctx, "ListRegions", uid.status());
   auto list = registry_->List(req->name());
   if (!list.ok()) return Done(ctx, "ListRegions", list.status());
   for (const shm::RegionInfo& info : *list) {
+    if (info.owner_uid != *uid) continue;  // only the caller's own regions
     v1::RegionStatus* r = resp->add_regions();
     r->set_name(info.name);
     r->set_kind(ToProto(info.kind));
@@ -136,22 +153,32 @@ SharedMemoryService::Reactor* SharedMemoryService::ListRegions(Ctx* ctx,
     r->set_device_id(info.device_id);
     r->set_calls_in_flight(info.lease_count);
   }
+  if (!req->name().empty() && resp->regions_size() == 0) {
+    resp->Clear();
+    return Done(ctx, "ListRegions",
+                absl::PermissionDeniedError("that shared-memory region belongs to another user"));
+  }
   return Done(ctx, "ListRegions", absl::OkStatus());
 }
 
 SharedMemoryService::Reactor* SharedMemoryService::UnregisterRegion(
     Ctx* ctx, const v1::UnregisterRegionRequest* req, v1::UnregisterRegionResponse*) {
-  return Done(ctx, "UnregisterRegion", registry_->Unregister(req->name()));
+  absl::StatusOr<uid_t> uid = CallerUid(*ctx);
+  if (!uid.ok()) return Done(ctx, "UnregisterRegion", uid.status());
+  return Done(ctx, "UnregisterRegion", registry_->Unregister(req->name(), *uid));
 }
 
 SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
                                                                 const v1::StepInRegionRequest* req,
                                                                 v1::StepInRegionResponse* resp) {
-  return Done(ctx, "StepInRegion", DoStepInRegion(*req, resp));
+  absl::StatusOr<uid_t> uid = CallerUid(*ctx);
+  if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
+  return Done(ctx, "StepInRegion", DoStepInRegion(*req, resp, *uid));
 }
 
 absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& req,
-                                                 v1::StepInRegionResponse* resp) {
+                                                 v1::StepInRegionResponse* resp,
+                                                 std::optional<uid_t> caller) {
   const int n = req.entries_size();
   if (static_cast<uint64_t>(n) > options_.max_batch) {
     return absl::ResourceExhaustedError(
@@ -175,6 +202,10 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
   auto lease = registry_->Acquire(region_name);
   if (!lease.ok()) return lease.status();
   const shm::Region& region = **lease;
+  if (caller.has_value() && region.owner_uid() != *caller) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "shared-memory region \"", region.name(), "\" belongs to another user"));
+  }
   const bool cuda = region.kind() == shm::RegionKind::kCuda;
 
   // Pass 1: find the sessions; the mask width of the batch.
@@ -276,6 +307,11 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
     out_rows = sc.words.data();
   }
 
+  // The client may have shrunk the object since registration: refuse before
+  // any session is stepped. A shrink after this check is caught by the
+  // region's fault guard (DataLoss below) instead of killing the server.
+  if (absl::Status s = region.CheckBacked(); !s.ok()) return s;
+
   // Pass 2: step every entry; its row goes to out_rows + i * words.
   auto* results = resp->mutable_results();
   results->Clear();
@@ -302,7 +338,24 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
   }
   if (metrics_ && advanced) metrics_->TokensAdvanced(advanced);
 
-  // Pass 3: deliver.
+  // Pass 3: deliver. A fault during passes 2-3 (the object shrank under the
+  // mapping) left the sessions stepped but the region's bytes lost.
+  absl::Status delivered = Deliver(req, region, words, logits, wait_event);
+  if (absl::Status f = region.CheckNotFaulted(); !f.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        f.message(), "; the call's sessions were stepped (see Rollback) but their masks are lost"));
+  }
+  return delivered;
+}
+
+absl::Status SharedMemoryService::Deliver(const v1::StepInRegionRequest& req,
+                                          const shm::Region& region, uint32_t words,
+                                          const LogitsBatch& logits,
+                                          std::string_view wait_event) {
+  Scratch& sc = ThreadScratch();
+  const int n = req.entries_size();
+  const bool to_logits = req.target_case() == v1::StepInRegionRequest::kLogits;
+  const bool cuda = region.kind() == shm::RegionKind::kCuda;
   if (!to_logits) {
     if (cuda && !sc.words.empty()) {
       return cuda_->CopyToDevice(region.device_id(),

@@ -4,6 +4,13 @@
 // (kernels/apply_mask.h, kernels/apply_mask_cuda.h), and absl::Status to
 // grpc::Status at the edge.
 //
+// Who may do what: every call acts as a uid (CallerUid): the peer's, from
+// SO_PEERCRED on maskd's unix-socket listener; a TCP connection has none and
+// is refused (FAILED_PRECONDITION) unless --shm_allow_tcp, which makes it act
+// as maskd's own uid. A system region's object must be owned by that uid; a
+// region is used, listed and unregistered only by the uid that registered it
+// (PERMISSION_DENIED otherwise; ListRegions shows only the caller's).
+//
 // StepInRegion, in order: (1) request-level checks (batch size, target,
 // region, range, alignment, row map, session widths): any failure fails the
 // call and steps no session; (2) each entry is stepped (all or nothing per
@@ -23,9 +30,13 @@
 #ifndef MASKD_SERVICE_SHM_SERVICE_H_
 #define MASKD_SERVICE_SHM_SERVICE_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "grpcpp/support/message_allocator.h"
@@ -40,6 +51,9 @@ namespace maskd {
 
 struct ShmServiceOptions {
   bool allow_registration = false;           // --allow_shm
+  // --shm_allow_tcp: a connection without peer credentials (TCP) acts as
+  // maskd's own uid; false: SharedMemory calls need the unix-socket listener.
+  bool allow_tcp = false;
   std::string key_prefix = "/maskd-";        // --shm_prefix
   uint32_t max_batch = 1024;                 // --max-batch: entries per call
   uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens
@@ -66,15 +80,27 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   Reactor* StepInRegion(Ctx* ctx, const v1::StepInRegionRequest* req,
                         v1::StepInRegionResponse* resp) override;
 
-  // StepInRegion without gRPC. A non-OK status fails the whole call (and
-  // then no session was stepped); entry errors are in `resp`.
-  absl::Status DoStepInRegion(const v1::StepInRegionRequest& req, v1::StepInRegionResponse* resp);
+  // StepInRegion without gRPC, as uid `caller` (nullopt: a trusted
+  // in-process caller, any region). A non-OK status fails the whole call (and
+  // then no session was stepped, except DataLoss: see shm.proto); entry errors
+  // are in `resp`.
+  absl::Status DoStepInRegion(const v1::StepInRegionRequest& req, v1::StepInRegionResponse* resp,
+                              std::optional<uid_t> caller = std::nullopt);
+
+  // The uid a call acts as: its peer's (SO_PEERCRED, service/peer_credentials.h)
+  // on maskd's unix-socket listener; on a connection without credentials
+  // (TCP), maskd's own effective uid with allow_tcp, else FailedPrecondition.
+  absl::StatusOr<uid_t> CallerUid(const grpc::ServerContextBase& ctx) const;
 
   shm::RegionRegistry& registry() { return *registry_; }
 
  private:
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   absl::Status CheckAllowed() const;
+  // StepInRegion pass 3: copies CUDA mask rows to the device, or applies the
+  // mask rows of this thread's scratch to `logits`.
+  absl::Status Deliver(const v1::StepInRegionRequest& req, const shm::Region& region,
+                       uint32_t words, const LogitsBatch& logits, std::string_view wait_event);
 
   const ShmServiceOptions options_;
   SessionTable* const sessions_;

@@ -10,36 +10,97 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "shm/cuda_ipc_internal.h"
+#include "shm/fault_guard.h"
 
 namespace maskd::shm {
 namespace {
 // Debian's abseil has its own string_view type: bridge for StrCat.
 inline absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
+// Where POSIX shared-memory objects live on Linux (glibc's shm_open opens
+// kShmDir + key).
+constexpr char kShmDir[] = "/dev/shm";
+
+// A client's string for an error message: quoted, C-escaped, at most 64 input
+// bytes (then "..." and the full length), so a message stays bounded.
+std::string Quoted(std::string_view s) {
+  constexpr size_t kMax = 64;
+  if (s.size() <= kMax) return absl::StrCat("\"", absl::CEscape(Sv(s)), "\"");
+  return absl::StrCat("\"", absl::CEscape(Sv(s.substr(0, kMax))), "...\" (", s.size(),
+                      " bytes)");
+}
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
 
 class SystemRegion final : public Region {
  public:
+  // Owns fd (closed in the destructor) and the mapping; `required` is the
+  // object size the region needs (offset + byte_size).
   SystemRegion(std::string name, void* map_base, size_t map_len, size_t delta,
-               uint64_t byte_size)
+               uint64_t byte_size, int fd, uint64_t required,
+               std::unique_ptr<FaultGuard> guard, uid_t owner)
       : Region(std::move(name), RegionKind::kSystem,
-               static_cast<char*>(map_base) + delta, byte_size, -1),
-        map_base_(map_base), map_len_(map_len) {}
-  ~SystemRegion() override { munmap(map_base_, map_len_); }
+               static_cast<char*>(map_base) + delta, byte_size, -1, owner),
+        map_base_(map_base), map_len_(map_len), fd_(fd), required_(required),
+        guard_(std::move(guard)) {}
+  ~SystemRegion() override {
+    guard_.reset();  // stop watching before the range can be reused
+    munmap(map_base_, map_len_);
+    close(fd_);
+  }
+
+  absl::Status CheckBacked() const override {
+    if (guard_->faulted()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "region ", Quoted(name()), " is unusable: its shared-memory object shrank while "
+          "the server was using it; unregister the region and register it again"));
+    }
+    struct stat st;
+    if (fstat(fd_, &st) != 0) {
+      return absl::InternalError(absl::StrCat("could not inspect the shared-memory object of "
+                                              "region ", Quoted(name())));
+    }
+    if (static_cast<uint64_t>(st.st_size) < required_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the shared-memory object of region ", Quoted(name()), " has shrunk to ",
+          static_cast<uint64_t>(st.st_size), " bytes; the region needs ", required_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckNotFaulted() const override {
+    if (!guard_->faulted()) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        "the shared-memory object of region ", Quoted(name()),
+        " shrank during the call: what the server wrote or read there is lost"));
+  }
 
  private:
   void* const map_base_;
   const size_t map_len_;
+  const int fd_;
+  const uint64_t required_;
+  std::unique_ptr<FaultGuard> guard_;
 };
 
 class CudaRegion final : public Region {
  public:
   CudaRegion(std::string name, void* ipc_base, uint64_t offset,
              uint64_t byte_size, int device_id,
-             std::function<void(std::string_view)> log)
+             std::function<void(std::string_view)> log, uid_t owner)
       : Region(std::move(name), RegionKind::kCuda,
-               static_cast<char*>(ipc_base) + offset, byte_size, device_id),
+               static_cast<char*>(ipc_base) + offset, byte_size, device_id, owner),
         ipc_base_(ipc_base), log_(std::move(log)) {}
   ~CudaRegion() override {
     std::string detail;
@@ -78,8 +139,8 @@ absl::Status Region::CheckRange(uint64_t offset, uint64_t length) const {
   uint64_t end;
   if (__builtin_add_overflow(offset, length, &end) || end > byte_size_) {
     return absl::OutOfRangeError(
-        absl::StrCat("range [", offset, ", +", length, ") is outside region \"",
-                     name_, "\" of ", byte_size_, " bytes"));
+        absl::StrCat("range [", offset, ", +", length, ") is outside region ",
+                     Quoted(name_), " of ", byte_size_, " bytes"));
   }
   return absl::OkStatus();
 }
@@ -122,7 +183,7 @@ absl::Status RegionRegistry::CheckCanRegister(std::string_view name) const {
   }
   if (regions_.find(name) != regions_.end()) {
     return absl::AlreadyExistsError(
-        absl::StrCat("region \"", Sv(name), "\" is already registered"));
+        absl::StrCat("region ", Quoted(name), " is already registered"));
   }
   if (regions_.size() >= options_.max_regions) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -134,7 +195,8 @@ absl::Status RegionRegistry::CheckCanRegister(std::string_view name) const {
 absl::Status RegionRegistry::RegisterSystem(std::string_view name,
                                             std::string_view key,
                                             uint64_t offset,
-                                            uint64_t byte_size) {
+                                            uint64_t byte_size,
+                                            std::optional<uid_t> caller_uid) {
   std::lock_guard<std::mutex> l(mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
@@ -161,36 +223,75 @@ absl::Status RegionRegistry::RegisterSystem(std::string_view name,
         "offset ", offset, " + byte size ", byte_size, " overflows"));
   }
   const std::string key_str(key);
-  const int fd = shm_open(key_str.c_str(), O_RDWR, 0);
+  const std::string qkey = Quoted(key);  // the key is at most 255 bytes
+  // What shm_open does on Linux, with every errno kept (glibc's shm_open
+  // turns EISDIR into EINVAL). O_NOFOLLOW: a symlink is refused (ELOOP), never
+  // followed; O_NONBLOCK: a FIFO or device never blocks the open; O_CLOEXEC:
+  // nothing leaks to children. A client's bad key is its error, not logged.
+  const std::string path = absl::StrCat(kShmDir, key_str);
+  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int e = errno;
-    Log(absl::StrCat("shm_open(", key_str, ") for region \"", Sv(name),
-                     "\": ", std::strerror(e)));
-    if (e == ENOENT) {
-      return absl::NotFoundError(
-          absl::StrCat("shared-memory key \"", Sv(key), "\" does not exist"));
+    switch (e) {
+      case ENOENT:
+        return absl::NotFoundError(absl::StrCat("shared-memory key ", qkey, " does not exist"));
+      case ELOOP:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shared-memory key ", qkey, " is a symbolic link; register the object itself"));
+      case EISDIR:
+        return absl::FailedPreconditionError(
+            absl::StrCat("shared-memory key ", qkey, " is a directory, not a shared-memory object"));
+      case ENXIO:
+      case ENODEV:
+      case ETXTBSY:
+      case EROFS:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shared-memory key ", qkey, " is not a regular shared-memory object"));
+      case EACCES:
+      case EPERM:
+        return absl::PermissionDeniedError(
+            absl::StrCat("shared-memory key ", qkey, " is not accessible to the server"));
+      case ENAMETOOLONG:
+      case EINVAL:
+        return absl::InvalidArgumentError(absl::StrCat("shared-memory key ", qkey, " is not valid"));
+      case EMFILE:
+      case ENFILE:
+      case ENOMEM:
+        Log(absl::StrCat("open(", path, ") for region ", Quoted(name), ": ",
+                         std::strerror(e)));
+        return absl::ResourceExhaustedError(
+            "the server is out of file descriptors or memory; try again later");
+      default:
+        Log(absl::StrCat("open(", path, ") for region ", Quoted(name), ": ",
+                         std::strerror(e)));
+        return absl::InternalError("could not open the shared-memory key");
     }
-    if (e == EACCES || e == EPERM) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "shared-memory key \"", Sv(key), "\" is not accessible to the server"));
-    }
-    if (e == ENAMETOOLONG || e == EINVAL) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shared-memory key \"", Sv(key), "\" is not valid"));
-    }
-    return absl::InternalError("could not open the shared-memory key");
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    Log(absl::StrCat("fstat(", key_str, "): ", std::strerror(errno)));
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;  // before close() can change it
     close(fd);
+    Log(absl::StrCat("fstat(", key_str, "): ", std::strerror(e)));
     return absl::InternalError("could not inspect the shared-memory key");
   }
-  s = CheckBounds(offset, byte_size, static_cast<uint64_t>(st.st_size),
-                  "shared-memory object");
-  if (!s.ok()) {
+  if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return s;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared-memory key ", qkey, " is ", FileTypeName(st.st_mode),
+        ", not a shared-memory object"));
+  }
+  const uid_t want_uid = caller_uid.has_value() ? *caller_uid : geteuid();
+  if (st.st_uid != want_uid) {
+    close(fd);
+    return absl::PermissionDeniedError(absl::StrCat(
+        "shared-memory key ", qkey, " is owned by uid ", st.st_uid, ", not by the caller (uid ",
+        want_uid, "); a client may register only objects it owns"));
+  }
+  if (end > static_cast<uint64_t>(st.st_size)) {
+    close(fd);
+    return absl::OutOfRangeError(absl::StrCat(
+        "offset ", offset, " + byte size ", byte_size, " exceeds the size of shared-memory key ",
+        qkey, " (", static_cast<uint64_t>(st.st_size), " bytes)"));
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t aligned = offset - offset % page;
@@ -199,27 +300,41 @@ absl::Status RegionRegistry::RegisterSystem(std::string_view name,
   void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                  static_cast<off_t>(aligned));
   const int mmap_errno = errno;
-  close(fd);
   if (p == MAP_FAILED) {
+    close(fd);
+    if (mmap_errno == EACCES) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("shared-memory key ", qkey, " cannot be mapped read-write"));
+    }
     Log(absl::StrCat("mmap(", key_str, ", ", map_len, " bytes at ", aligned,
                      "): ", std::strerror(mmap_errno)));
-    if (mmap_errno == EACCES) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "shared-memory key \"", Sv(key), "\" cannot be mapped read-write"));
+    if (mmap_errno == ENOMEM) {
+      return absl::ResourceExhaustedError("the server is out of address space; try again later");
     }
     return absl::InternalError("could not map the shared-memory key");
+  }
+  auto guard = FaultGuard::Watch(p, map_len);
+  if (!guard.ok()) {
+    munmap(p, map_len);
+    close(fd);
+    if (guard.status().code() == absl::StatusCode::kInternal) {
+      Log(std::string(guard.status().message()));
+    }
+    return guard.status();
   }
   regions_.emplace(std::string(name),
                    std::make_shared<SystemRegion>(std::string(name), p, map_len,
                                                   static_cast<size_t>(delta),
-                                                  byte_size));
+                                                  byte_size, fd, end, *std::move(guard),
+                                                  st.st_uid));
   return absl::OkStatus();
 }
 
 absl::Status RegionRegistry::RegisterCuda(std::string_view name,
                                           std::string_view raw_handle,
                                           int device_id, uint64_t offset,
-                                          uint64_t byte_size) {
+                                          uint64_t byte_size,
+                                          std::optional<uid_t> caller_uid) {
   std::lock_guard<std::mutex> l(mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
@@ -264,7 +379,8 @@ absl::Status RegionRegistry::RegisterCuda(std::string_view name,
   regions_.emplace(std::string(name),
                    std::make_shared<CudaRegion>(std::string(name), base, offset,
                                                 byte_size, device_id,
-                                                options_.log));
+                                                options_.log,
+                                                caller_uid.value_or(geteuid())));
   return absl::OkStatus();
 }
 
@@ -273,25 +389,38 @@ absl::StatusOr<RegionLease> RegionRegistry::Acquire(std::string_view name) const
   auto it = regions_.find(name);
   if (it == regions_.end()) {
     return absl::NotFoundError(
-        absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+        absl::StrCat("no shared-memory region named ", Quoted(name)));
   }
   return RegionLease(it->second);
 }
 
-absl::Status RegionRegistry::Unregister(std::string_view name) {
+absl::Status RegionRegistry::Unregister(std::string_view name,
+                                        std::optional<uid_t> owner) {
   // Drop the references outside the lock: the last one unmaps.
-  std::map<std::string, std::shared_ptr<const Region>, std::less<>> dropped;
+  std::vector<std::shared_ptr<const Region>> dropped;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (name.empty()) {
-      dropped.swap(regions_);
+      for (auto it = regions_.begin(); it != regions_.end();) {
+        if (!owner.has_value() || it->second->owner_uid() == *owner) {
+          dropped.push_back(std::move(it->second));
+          it = regions_.erase(it);
+        } else {
+          ++it;
+        }
+      }
     } else {
       auto it = regions_.find(name);
       if (it == regions_.end()) {
         return absl::NotFoundError(
-            absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+            absl::StrCat("no shared-memory region named ", Quoted(name)));
       }
-      dropped.insert(regions_.extract(it));
+      if (owner.has_value() && it->second->owner_uid() != *owner) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "shared-memory region ", Quoted(name), " belongs to another user"));
+      }
+      dropped.push_back(std::move(it->second));
+      regions_.erase(it);
     }
   }
   return absl::OkStatus();
@@ -304,11 +433,11 @@ absl::StatusOr<std::vector<RegionInfo>> RegionRegistry::List(
   for (const auto& [n, r] : regions_) {
     if (!name.empty() && n != name) continue;
     out.push_back(RegionInfo{n, r->kind(), r->byte_size(), r->device_id(),
-                             r.use_count() - 1});
+                             r.use_count() - 1, r->owner_uid()});
   }
   if (!name.empty() && out.empty()) {
     return absl::NotFoundError(
-        absl::StrCat("no shared-memory region named \"", Sv(name), "\""));
+        absl::StrCat("no shared-memory region named ", Quoted(name)));
   }
   return out;
 }

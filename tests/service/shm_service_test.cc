@@ -1,8 +1,12 @@
 // Integration tests of maskd.v1.SharedMemory: the real maskd binary on a
 // temporary unix socket (--allow_shm), POSIX shared-memory segments created
 // here, results checked against Maskd.Step replies of twin sessions.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -603,6 +607,329 @@ TEST_F(ShmTest, MaskctlShmDemoContract) {
                        " shm-demo --tokenizer qwen3 --regex a --rows 1 --steps 1 --dtype fp64 2>&1",
                    &status);
   EXPECT_EQ(status, 2) << out;
+}
+
+// Shrinks shared-memory object `key` to `size` bytes, as a client may.
+void Shrink(const std::string& key, off_t size) {
+  const int fd = shm_open(key.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0) << key;
+  ASSERT_EQ(ftruncate(fd, size), 0);
+  close(fd);
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
+
+// Issue #11 item 2: register, ftruncate the object, StepInRegion: maskd died
+// of SIGBUS (exit 135). Now the call fails with FAILED_PRECONDITION before any
+// session is stepped, and the server keeps serving.
+TEST_F(ShmTest, ShrunkObjectFailsTheCallNotTheServer) {
+  const std::string log_before = server_->Log();
+  std::vector<uint64_t> ids = NewSessions(2);
+  const size_t bytes = 2 * size_t{kQwenWords} * 4;
+  auto seg = NewSegment("shrink", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk", seg.key(), 0, bytes).ok());
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region("shrunk");
+  for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+  v1::StepInRegionResponse resp;
+  ASSERT_TRUE(shm_->StepInRegion(req, &resp).ok());
+  auto allowed = AllowedTokens(
+      absl::Span<const uint32_t>(static_cast<const uint32_t*>(seg.data()), kQwenWords));
+  ASSERT_FALSE(allowed.empty());
+  req.mutable_entries(0)->add_tokens(allowed[0]);
+
+  Shrink(seg.key(), 4096);  // the rows live past 4096 bytes too
+  absl::Status s = shm_->StepInRegion(req, &resp);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"shrunk\""));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shrunk to 4096 bytes"));
+  EXPECT_EQ(NumTokens(ids[0]), 0u);  // nothing was stepped
+
+  // Logits target on a shrunk object: the same.
+  const size_t lbytes = 2 * size_t{kQwenVocab} * 4;
+  auto lseg = NewSegment("shrink-logits", lbytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk-logits", lseg.key(), 0, lbytes).ok());
+  Shrink(lseg.key(), 0);
+  v1::StepInRegionRequest lreq;
+  lreq.add_entries()->set_session_id(ids[1]);
+  auto* t = lreq.mutable_logits();
+  t->set_region("shrunk-logits");
+  t->set_dtype(v1::LOGITS_DTYPE_FP32);
+  t->set_rows(1);
+  t->set_vocab(kQwenVocab);
+  s = shm_->StepInRegion(lreq, &resp);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+
+  // Still serving: the process, Ping, Step, and registration again.
+  EXPECT_TRUE(Alive(server_->pid()));
+  EXPECT_TRUE(client_->Ping().ok());
+  EXPECT_EQ(NumTokens(ids[0]), 0u);
+  ASSERT_TRUE(shm_->UnregisterRegion("shrunk").ok());
+  auto fresh = NewSegment("shrink-again", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("shrunk", fresh.key(), 0, bytes).ok());
+  ASSERT_TRUE(shm_->StepInRegion(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), 0);
+  EXPECT_EQ(NumTokens(ids[0]), 1u);
+  EXPECT_THAT(server_->Log().substr(log_before.size()), Not(HasSubstr("ERROR")));
+}
+
+// The shrink races calls in flight (3 client threads applying masks to
+// logits and writing masks): each call is OK, FAILED_PRECONDITION (shrink
+// seen before the call touched the region) or DATA_LOSS (shrink during the
+// call); never a dead server.
+TEST_F(ShmTest, ShrinkDuringStepInRegionCalls) {
+  const int n = 16;
+  std::vector<uint64_t> ids = NewSessions(n);
+  const size_t bytes = size_t{n} * kQwenVocab * 4;
+  int data_loss = 0, refused = 0;
+  for (int round = 0; round < 4; ++round) {
+    auto seg = NewSegment("shrink-race", bytes);
+    ASSERT_TRUE(shm_->RegisterSystemRegion("race", seg.key(), 0, bytes).ok());
+    std::atomic<int> ok_calls{0}, precondition{0}, lost{0}, other{0};
+    std::vector<std::thread> threads;
+    for (int th = 0; th < 3; ++th) {
+      threads.emplace_back([&, th] {
+        auto c = server_->Connect();
+        ShmClient shm(c->channel(), absl::Seconds(30));
+        v1::StepInRegionRequest req;
+        for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+        if (th == 0) {
+          req.mutable_masks()->set_region("race");
+          req.mutable_masks()->set_offset(bytes / 2);
+        } else {
+          auto* t = req.mutable_logits();
+          t->set_region("race");
+          t->set_dtype(v1::LOGITS_DTYPE_FP32);
+          t->set_rows(n);
+          t->set_vocab(kQwenVocab);
+        }
+        v1::StepInRegionResponse resp;
+        for (;;) {
+          absl::Status s = shm.StepInRegion(req, &resp);
+          if (s.ok()) {
+            ok_calls++;
+            continue;
+          }
+          if (s.code() == Code::kFailedPrecondition) {
+            precondition++;
+          } else if (s.code() == Code::kDataLoss) {
+            lost++;
+          } else {
+            ADD_FAILURE() << s;
+            other++;
+          }
+          break;
+        }
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ok_calls.load() < 3 * (round + 1) && other.load() == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    }
+    Shrink(seg.key(), 4096 * round);
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_EQ(precondition.load() + lost.load(), 3);
+    data_loss += lost.load();
+    refused += precondition.load();
+    ASSERT_TRUE(Alive(server_->pid())) << server_->Log();
+    ASSERT_TRUE(client_->Ping().ok());
+    // A shrunk region stays refused until registered again.
+    auto list = shm_->ListRegions("race");
+    ASSERT_TRUE(list.ok());
+    ASSERT_TRUE(shm_->UnregisterRegion("race").ok());
+  }
+  RecordProperty("data_loss_calls", data_loss);
+  RecordProperty("refused_calls", refused);
+}
+
+// Issue #11 item 10 (shm half): a symlink or FIFO key answered INTERNAL and
+// was logged as a server error. Now: the client's error, named, bounded, not
+// logged, and the FIFO never blocks the server.
+TEST_F(ShmTest, KeysThatAreNotObjectsAreTheClientsError) {
+  auto target = NewSegment("target", 4096);
+  const std::string link = Key("symlink"), fifo = Key("fifo"), dir = Key("dir");
+  ASSERT_EQ(symlink(("/dev/shm" + target.key()).c_str(), ("/dev/shm" + link).c_str()), 0);
+  ASSERT_EQ(mkfifo(("/dev/shm" + fifo).c_str(), 0600), 0);
+  ASSERT_EQ(mkdir(("/dev/shm" + dir).c_str(), 0700), 0);
+  const std::string empty = Key("empty");
+  const int efd = shm_open(empty.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(efd, 0);
+  close(efd);
+  auto small = NewSegment("small", 100);
+  const std::string log_before = server_->Log();
+  struct Case {
+    std::string key;
+    Code code;
+    std::string reason;
+  };
+  for (const Case& c : std::vector<Case>{
+           {link, Code::kFailedPrecondition, "symbolic link"},
+           {fifo, Code::kFailedPrecondition, "FIFO"},
+           {dir, Code::kFailedPrecondition, "directory"},
+           {Key("absent"), Code::kNotFound, "does not exist"},
+           {empty, Code::kOutOfRange, "(0 bytes)"},
+           {small.key(), Code::kOutOfRange, "(100 bytes)"},
+       }) {
+    absl::Status s = shm_->RegisterSystemRegion("k", c.key, 0, 4096);
+    EXPECT_EQ(s.code(), c.code) << c.key << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.key));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.reason));
+    EXPECT_LT(s.message().size(), 400u);
+  }
+  // A 20 kB region name comes back NOT_FOUND with a short message.
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region(std::string(20000, 'r'));
+  v1::StepInRegionResponse resp;
+  absl::Status s = shm_->StepInRegion(req, &resp);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.message().substr(0, 100);
+  EXPECT_LT(s.message().size(), 200u);
+  EXPECT_EQ(server_->Log().substr(log_before.size()).find("ERROR"), std::string::npos)
+      << server_->Log().substr(log_before.size());
+  unlink(("/dev/shm" + link).c_str());
+  unlink(("/dev/shm" + fifo).c_str());
+  unlink(("/dev/shm" + empty).c_str());
+  rmdir(("/dev/shm" + dir).c_str());
+}
+
+// Runs shm_peer_child as `uid` (gid too) with `args`; returns its stdout
+// line ("<code>[ names]"), or "" when it could not run.
+std::string RunAs(uid_t uid, const std::vector<std::string>& args) {
+  int out[2];
+  if (pipe(out) != 0) return "";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(126);
+    std::vector<std::string> a = {std::string(MASKD_BIN_DIR) + "/shm_peer_child"};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+std::string CodeOf(Code c) { return std::to_string(static_cast<int>(c)); }
+
+// Gives shared-memory object `key` to `uid`.
+void Chown(const std::string& key, uid_t uid) {
+  const int fd = shm_open(key.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fchown(fd, uid, uid), 0);
+  close(fd);
+}
+
+// Issue #11 item 3: a root maskd mapped and wrote an object another user owns
+// (mode 0600). End to end over the unix socket: the caller's uid comes from
+// SO_PEERCRED and must own the object; a region is used, listed and
+// unregistered only by its owner.
+TEST(ShmOwnership, UnixCallersMayUseOnlyTheirOwnMemory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client as uid 65534";
+  constexpr uid_t kNobody = 65534;
+  MaskdProcess server({"--allow_shm", "--socket_mode=0666"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const std::string dir = server.addr().substr(7, server.addr().rfind('/') - 7);
+  ASSERT_EQ(chmod(dir.c_str(), 0711), 0);  // let uid 65534 reach the socket
+  auto client = server.Connect();
+  ShmClient shm(client->channel(), absl::Seconds(30));
+  const std::string addr = server.addr();
+  ASSERT_NE(RunAs(kNobody, {addr, "list"}), "") << "shm_peer_child did not run";
+
+  // Root's 0600 object: nobody cannot register it; root can.
+  auto roots = NewSegment("root-owned", 4096);
+  EXPECT_EQ(RunAs(kNobody, {addr, "register", "stolen", roots.key(), "4096"}),
+            CodeOf(Code::kPermissionDenied));
+  ASSERT_TRUE(shm.RegisterSystemRegion("roots", roots.key(), 0, 4096).ok());
+  // ... nor use, unregister or see root's region.
+  EXPECT_EQ(RunAs(kNobody, {addr, "step", "roots"}), CodeOf(Code::kPermissionDenied));
+  EXPECT_EQ(RunAs(kNobody, {addr, "unregister", "roots"}), CodeOf(Code::kPermissionDenied));
+  EXPECT_EQ(RunAs(kNobody, {addr, "unregister", ""}), CodeOf(Code::kOk));  // only its own
+  EXPECT_EQ(RunAs(kNobody, {addr, "list"}), CodeOf(Code::kOk));            // sees none
+  auto list = shm.ListRegions();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name(), "roots");
+
+  // Nobody's object: nobody registers it; root (maskd's own uid) may not.
+  auto theirs = NewSegment("nobody-owned", 4096);
+  Chown(theirs.key(), kNobody);
+  absl::Status s = shm.RegisterSystemRegion("not-mine", theirs.key(), 0, 4096);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(theirs.key()));
+  EXPECT_EQ(RunAs(kNobody, {addr, "register", "theirs", theirs.key(), "4096"}),
+            CodeOf(Code::kOk));
+  EXPECT_EQ(RunAs(kNobody, {addr, "list"}), CodeOf(Code::kOk) + " theirs");
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region("theirs");
+  v1::StepInRegionResponse resp;
+  EXPECT_EQ(shm.StepInRegion(req, &resp).code(), Code::kPermissionDenied);
+  EXPECT_EQ(shm.UnregisterRegion("theirs").code(), Code::kPermissionDenied);
+  EXPECT_EQ(RunAs(kNobody, {addr, "step", "theirs"}), CodeOf(Code::kOk));
+  EXPECT_EQ(RunAs(kNobody, {addr, "unregister", "theirs"}), CodeOf(Code::kOk));
+  EXPECT_TRUE(shm.UnregisterRegion("roots").ok());
+}
+
+// The TCP listener carries no peer credentials: SharedMemory calls there are
+// FAILED_PRECONDITION naming why, unless --shm_allow_tcp makes TCP clients
+// act as maskd's own uid (whose objects they may then register).
+TEST(ShmOwnership, TcpCallersNeedShmAllowTcp) {
+  for (bool allow : {false, true}) {
+    std::vector<std::string> flags = {"--allow_shm", "--listen=127.0.0.1:0"};
+    if (allow) flags.push_back("--shm_allow_tcp");
+    MaskdProcess server(flags);
+    ASSERT_TRUE(server.ok()) << server.Log();
+    const std::string log = server.Log();
+    const size_t at = log.find("listen=");
+    ASSERT_NE(at, std::string::npos) << log;
+    const size_t tcp = log.find("127.0.0.1:", at);
+    ASSERT_NE(tcp, std::string::npos) << log;
+    const std::string tcp_addr = "127.0.0.1:" + std::to_string(std::atoi(log.c_str() + tcp + 10));
+    auto c = Client::Connect(tcp_addr);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ShmClient shm((*c)->channel(), absl::Seconds(30));
+    auto seg = NewSegment("tcp", 4096);
+    absl::Status s = shm.RegisterSystemRegion("t", seg.key(), 0, 4096);
+    v1::StepInRegionRequest req;
+    req.mutable_masks()->set_region("t");
+    v1::StepInRegionResponse resp;
+    if (!allow) {
+      EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+      EXPECT_THAT(std::string(s.message()), HasSubstr("unix"));
+      EXPECT_THAT(std::string(s.message()), HasSubstr("--shm_allow_tcp"));
+      EXPECT_EQ(shm.StepInRegion(req, &resp).code(), Code::kFailedPrecondition);
+      EXPECT_EQ(shm.ListRegions().status().code(), Code::kFailedPrecondition);
+      EXPECT_EQ(shm.UnregisterRegion("t").code(), Code::kFailedPrecondition);
+      // The unix socket still serves shared memory.
+      ShmClient unix_shm(server.Connect()->channel(), absl::Seconds(30));
+      EXPECT_TRUE(unix_shm.RegisterSystemRegion("t", seg.key(), 0, 4096).ok());
+    } else {
+      EXPECT_TRUE(s.ok()) << s;  // the object is maskd's own uid's (root's)
+      EXPECT_TRUE(shm.StepInRegion(req, &resp).ok());
+      if (geteuid() == 0) {
+        auto other = NewSegment("tcp-other", 4096);
+        Chown(other.key(), 65534);
+        EXPECT_EQ(shm.RegisterSystemRegion("o", other.key(), 0, 4096).code(),
+                  Code::kPermissionDenied);
+      }
+      EXPECT_TRUE(shm.UnregisterRegion("t").ok());
+    }
+  }
 }
 
 }  // namespace

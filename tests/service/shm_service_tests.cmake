@@ -6,7 +6,11 @@ if(TARGET maskd_shm_service AND TARGET maskd_shm_client)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/shm_service_test.cc
             ${CMAKE_CURRENT_SOURCE_DIR}/server_harness.cc
     LIBS maskd_shm_client maskd_kernels nlohmann_json::nlohmann_json absl::strings TIMEOUT 300)
-  add_dependencies(shm_service_test maskd maskctl)
+  add_dependencies(shm_service_test maskd maskctl shm_peer_child)
+  # One SharedMemory call as another uid (the test forks, setuid, execs it).
+  add_executable(shm_peer_child ${CMAKE_CURRENT_SOURCE_DIR}/shm_peer_child.cc)
+  target_compile_options(shm_peer_child PRIVATE ${MASKD_WARNINGS})
+  target_link_libraries(shm_peer_child PRIVATE maskd_shm_client)
   if(MASKD_HAVE_CUDA AND TARGET maskd_kernels_cuda)
     maskd_add_test(shm_service_gpu_test
       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/shm_service_gpu_test.cc

@@ -1,0 +1,448 @@
+#include "service/listener.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/server_posix.h"
+#include "service/log.h"
+#include "service/peer_credentials.h"
+#include "service/peer_credentials_internal.h"
+
+namespace maskd {
+
+struct Listener::Pending {
+  int fd;
+  absl::Time deadline;
+  std::optional<PeerCredentials> creds;
+};
+struct Listener::Handed {
+  int fd;
+  dev_t dev;
+  ino_t ino;
+};
+
+namespace {
+
+std::string Errno(int e) { return std::string(strerror(e)); }
+
+// "host:port" / "[v6]:port" → host, port; false when malformed.
+bool SplitHostPort(absl::string_view hp, std::string* host, std::string* port) {
+  if (!hp.empty() && hp[0] == '[') {
+    size_t close = hp.find(']');
+    if (close == absl::string_view::npos || close + 1 >= hp.size() || hp[close + 1] != ':') {
+      return false;
+    }
+    *host = std::string(hp.substr(1, close - 1));
+    *port = std::string(hp.substr(close + 2));
+  } else {
+    size_t colon = hp.rfind(':');
+    if (colon == absl::string_view::npos) return false;
+    *host = std::string(hp.substr(0, colon));
+    *port = std::string(hp.substr(colon + 1));
+    if (host->find(':') != std::string::npos) return false;  // bare IPv6 needs brackets
+  }
+  int p;
+  return !port->empty() && absl::SimpleAtoi(*port, &p) && p >= 0 && p <= 65535;
+}
+
+struct Resolved {
+  std::vector<sockaddr_storage> addrs;
+  std::vector<socklen_t> lens;
+};
+
+absl::StatusOr<Resolved> Resolve(const std::string& host_port) {
+  std::string host, port;
+  if (!SplitHostPort(host_port, &host, &port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", host_port.substr(0, 256), "': want host:port or [v6]:port"));
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", host_port.substr(0, 256), "': ", gai_strerror(rc)));
+  }
+  Resolved out;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    sockaddr_storage ss{};
+    memcpy(&ss, a->ai_addr, a->ai_addrlen);
+    out.addrs.push_back(ss);
+    out.lens.push_back(a->ai_addrlen);
+  }
+  freeaddrinfo(res);
+  if (out.addrs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("listen address '", host_port, "': no address"));
+  }
+  return out;
+}
+
+bool IsLoopback(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) return in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+std::string AddrString(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
+    return buf;
+  }
+  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
+  return absl::StrCat("[", buf, "]");
+}
+
+void SetPort(sockaddr_storage* ss, int port) {
+  if (ss->ss_family == AF_INET) {
+    reinterpret_cast<sockaddr_in*>(ss)->sin_port = htons(static_cast<uint16_t>(port));
+  } else {
+    reinterpret_cast<sockaddr_in6*>(ss)->sin6_port = htons(static_cast<uint16_t>(port));
+  }
+}
+
+int GetPort(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+}
+
+std::string UnixPath(const std::string& addr) {
+  absl::string_view a = addr;
+  if (a.substr(0, 7) == "unix://") return std::string(a.substr(7));
+  return std::string(a.substr(5));  // "unix:"
+}
+
+}  // namespace
+
+bool IsUnixAddress(const std::string& addr) {
+  return addr.rfind("unix:", 0) == 0;  // not unix-abstract: (left to gRPC)
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveForBind(const std::string& host_port) {
+  auto r = Resolve(host_port);
+  if (!r.ok()) return r.status();
+  std::vector<std::string> out;
+  for (const auto& ss : r->addrs) out.push_back(AddrString(ss));
+  return out;
+}
+
+absl::StatusOr<bool> IsLoopbackTcp(const std::string& host_port) {
+  auto r = Resolve(host_port);
+  if (!r.ok()) return r.status();
+  for (const auto& ss : r->addrs) {
+    if (!IsLoopback(ss)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& addr,
+                                                         const ListenerOptions& options) {
+  std::unique_ptr<Listener> l(new Listener);
+  l->addr_ = l->shown_ = addr;
+  l->options_ = options;
+  if (IsUnixAddress(addr)) {
+    l->is_unix_ = true;
+    const std::string path = UnixPath(addr);
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof sun.sun_path) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "listen address '", addr.substr(0, 256), "': the path must have 1 to ",
+          sizeof sun.sun_path - 1, " bytes"));
+    }
+    memcpy(sun.sun_path, path.data(), path.size());
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot listen on ", addr, ": the path exists and is not a socket"));
+      }
+      int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (probe < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+      int rc = connect(probe, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+      int e = errno;
+      close(probe);
+      if (rc == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot listen on ", addr, ": another server is listening there (stop it first)"));
+      }
+      if (e != ECONNREFUSED) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot listen on ", addr, ": the socket exists and connect says ", Errno(e)));
+      }
+      // Stale: its server is gone. Replace it.
+      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot listen on ", addr, ": cannot remove the stale socket: ", Errno(errno)));
+      }
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+    // Created with no permission bits at all, then chmod: the socket is never
+    // reachable with more than `socket_mode`, whatever the process umask.
+    mode_t old = umask(0777);
+    int rc = bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+    int e = errno;
+    umask(old);
+    if (rc != 0) {
+      close(fd);
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", addr, ": bind: ", Errno(e)));
+    }
+    if (chmod(path.c_str(), options.socket_mode) != 0 || lstat(path.c_str(), &st) != 0) {
+      e = errno;
+      close(fd);
+      unlink(path.c_str());
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", addr, ": chmod: ", Errno(e)));
+    }
+    l->unix_path_ = path;
+    l->unix_dev_ = st.st_dev;
+    l->unix_ino_ = st.st_ino;
+    if (listen(fd, SOMAXCONN) != 0) {
+      e = errno;
+      close(fd);
+      unlink(path.c_str());
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", addr, ": listen: ", Errno(e)));
+    }
+    l->fds_.push_back(fd);
+  } else {
+    auto r = Resolve(addr);
+    if (!r.ok()) return r.status();
+    int port = 0;
+    for (size_t i = 0; i < r->addrs.size(); ++i) {
+      sockaddr_storage ss = r->addrs[i];
+      if (port != 0) SetPort(&ss, port);  // port 0: every address gets the first one's
+      int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+      int one = 1;
+      // SO_REUSEADDR only (TIME_WAIT); never SO_REUSEPORT: a second server
+      // on the same port must fail to bind.
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (ss.ss_family == AF_INET6) {
+        int v6only = 0;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+      }
+      if (bind(fd, reinterpret_cast<sockaddr*>(&ss), r->lens[i]) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        // "localhost" may name ::1 on a host without IPv6: skip an address
+        // the host cannot bind, as long as one binds.
+        if ((e == EADDRNOTAVAIL || e == EAFNOSUPPORT) && r->addrs.size() > 1) continue;
+        for (int f : l->fds_) close(f);
+        l->fds_.clear();
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot listen on ", addr, ": ", AddrString(ss), ": ", Errno(e),
+            e == EADDRINUSE ? " (another process has the port)" : ""));
+      }
+      if (port == 0) port = GetPort(fd);
+      l->fds_.push_back(fd);
+    }
+    if (l->fds_.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", addr));
+    }
+    l->port_ = port;
+    l->shown_ = absl::StrCat(addr.substr(0, addr.rfind(':')), ":", port);
+  }
+  l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (l->wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", Errno(errno)));
+  return l;
+}
+
+Listener::~Listener() { Stop(); }
+
+void Listener::Start(grpc::Server* server) {
+  server_ = server;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Listener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  for (int fd : fds_) close(fd);
+  fds_.clear();
+  if (wake_fd_ >= 0) close(wake_fd_);
+  wake_fd_ = -1;
+  if (!unix_path_.empty()) {
+    struct stat st;
+    if (lstat(unix_path_.c_str(), &st) == 0 && st.st_dev == unix_dev_ && st.st_ino == unix_ino_) {
+      unlink(unix_path_.c_str());
+    }
+  }
+}
+
+// The loop's state lives on its stack: the pending connections (accepted,
+// waiting for a first byte) and those handed to gRPC (tracked by fd and
+// inode: gRPC closes them without telling, and a sweep notices).
+void Listener::Loop() {
+  std::vector<Pending> pending;
+  std::vector<Handed> handed;
+  ConnectionLimit* limit = options_.limit;
+  absl::Duration backoff = absl::ZeroDuration();
+  absl::Time accept_resume = absl::InfinitePast();
+  absl::Time next_sweep = absl::Now() + absl::Seconds(1);
+  absl::Time last_fd_log = absl::InfinitePast();
+  uint64_t refused_logged = 0;
+  auto sweep = [&] {
+    size_t kept = 0;
+    for (const Handed& h : handed) {
+      struct stat st;
+      if (fstat(h.fd, &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino) {
+        handed[kept++] = h;
+      }
+    }
+    if (kept < handed.size()) {
+      limit->open.fetch_sub(handed.size() - kept);
+      handed.resize(kept);
+    }
+  };
+  auto close_pending = [&](const Pending& p) {
+    close(p.fd);
+    limit->open.fetch_sub(1);
+  };
+  std::vector<pollfd> pfds;
+  for (;;) {
+    const absl::Time now = absl::Now();
+    const bool accepting = now >= accept_resume;
+    pfds.clear();
+    pfds.push_back({wake_fd_, POLLIN, 0});
+    for (int fd : fds_) pfds.push_back({accepting ? fd : -1, POLLIN, 0});
+    absl::Time wake_at = next_sweep;
+    if (!accepting) wake_at = std::min(wake_at, accept_resume);
+    for (const Pending& p : pending) {
+      pfds.push_back({p.fd, POLLIN, 0});
+      wake_at = std::min(wake_at, p.deadline);
+    }
+    int timeout_ms = static_cast<int>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(wake_at - now) + 1, 0, 1000));
+    int n = poll(pfds.data(), pfds.size(), timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      LogError(absl::StrCat("listener ", shown_, ": poll: ", Errno(errno)));
+      absl::SleepFor(absl::Milliseconds(100));
+      continue;
+    }
+    if (pfds[0].revents != 0) break;  // Stop()
+    const absl::Time after = absl::Now();
+    // Pending connections: hand over on their first byte (or hang-up: gRPC
+    // reads the EOF and closes), close at the deadline.
+    const size_t base = 1 + fds_.size();
+    size_t kept = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Pending& p = pending[i];
+      if (pfds[base + i].revents != 0) {
+        struct stat st;
+        if (fstat(p.fd, &st) == 0 && internal::RecordConnection(p.fd, p.creds)) {
+          handed.push_back({p.fd, st.st_dev, st.st_ino});
+          grpc::AddInsecureChannelFromFd(server_, p.fd);
+        } else {
+          close_pending(p);
+        }
+      } else if (after >= p.deadline) {
+        close_pending(p);
+      } else {
+        pending[kept++] = p;
+      }
+    }
+    pending.resize(kept);
+    // New connections, a bounded number per round so that pending ones are
+    // served too.
+    for (size_t li = 0; li < fds_.size(); ++li) {
+      if (pfds[1 + li].revents == 0) continue;
+      for (int k = 0; k < 64; ++k) {
+        int fd = accept4(fds_[li], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+          int e = errno;
+          if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
+          if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+            backoff = std::clamp(backoff * 2, absl::Milliseconds(10), absl::Seconds(1));
+            accept_resume = absl::Now() + backoff;
+            sweep();
+            if (absl::Now() - last_fd_log > absl::Seconds(10)) {
+              last_fd_log = absl::Now();
+              LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e),
+                                    "; retrying (open connections: ", limit->open.load(), ")"));
+            }
+          } else if (e != EAGAIN && e != EWOULDBLOCK) {
+            LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e)));
+            accept_resume = absl::Now() + absl::Milliseconds(100);
+          }
+          break;
+        }
+        backoff = absl::ZeroDuration();
+        if (limit->max != 0 && limit->open.load() >= limit->max) {
+          sweep();
+          if (limit->open.load() >= limit->max) {
+            close(fd);
+            limit->refused.fetch_add(1);
+            continue;
+          }
+        }
+        limit->open.fetch_add(1);
+        Pending p{fd, absl::Now() + options_.first_byte_timeout, std::nullopt};
+        if (is_unix_) {
+          ucred uc{};
+          socklen_t len = sizeof uc;
+          if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
+            p.creds = PeerCredentials{uc.pid, uc.uid, uc.gid};
+          }
+        } else {
+          int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        pending.push_back(p);
+      }
+    }
+    if (after >= next_sweep) {
+      sweep();
+      next_sweep = after + absl::Seconds(1);
+      uint64_t refused = limit->refused.load();
+      if (refused != refused_logged && after - last_fd_log > absl::Seconds(10)) {
+        last_fd_log = after;
+        LogError(absl::StrCat("listener ", shown_, ": ", refused - refused_logged,
+                              " connections closed at accept (--max_connections=", limit->max,
+                              ")"));
+        refused_logged = refused;
+      }
+    }
+  }
+  for (const Pending& p : pending) close_pending(p);
+}
+
+}  // namespace maskd
