@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""What a fresh constraint costs, in a fresh process: maskd and its peers side by side.
+
+For each (tokenizer, regex) of bench/data/cold_regexes.json, every engine runs
+in its own new process (--repeats times; medians are reported, never minima):
+  - maskd: build/bin/maskd_coldpath (bench/coldpath/coldpath_main.cc);
+  - peers (optional, from a virtualenv, never in the default tests; see
+    scripts/bench_venv.sh): llguidance, xgrammar and outlines-core, each fed
+    the exact token bytes maskd loads (`maskctl vocab --dump`), walked with the
+    very tokens maskd's seeded walk chose, and their mask compared with
+    maskd's on every step.
+Figures per engine (ms unless _us):
+  ttfm      regex -> first mask (compile + first mask; tokenizer load excluded)
+  walk      the whole first walk of the seeded sample (N steps: mask +
+            advance each, every first visit included)
+  warm_us   per step (mask + advance) when the same walk is replayed
+  eager     (--eager) every reachable state's mask: maskd Precompute on
+            --threads threads; xgrammar's full compile (compile_regex).
+            llguidance is lazy (no eager build); outlines-core's index is
+            always full, so its ttfm is its eager build.
+  agree     steps whose masks equal maskd's, of the steps compared
+
+Usage:
+  scripts/bench_venv.sh              # once: .venv-bench with the peers
+  .venv-bench/bin/python bench/coldpath.py [--tokenizers llama3,qwen3,gemma3]
+      [--regexes email,not_Z,...] [--engines maskd,llguidance,xgrammar,outlines]
+      [--steps 30] [--seed 1] [--repeats 3] [--eager] [--threads 2]
+      [--json OUT.json] [--markdown OUT.md]
+Peers' Python call overhead (about 0.1-0.3 us per call) is inside their figures.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+STUBS = os.path.join(ROOT, "bench", "peer_stubs")
+
+
+# --------------------------------------------------------------------------
+# Peer side: one engine, one case, in this (fresh) process.
+
+def load_dump(maskctl, tok_dir, cache_dir):
+    """(vocab_size, eos ids, {id: bytes}, special ids) exactly as maskd loads them."""
+    os.makedirs(cache_dir, exist_ok=True)
+    path = os.path.join(cache_dir, os.path.basename(tok_dir.rstrip("/")) + ".vocab.json")
+    if not os.path.exists(path):
+        info = json.loads(subprocess.check_output([maskctl, "vocab", "--tokenizer", tok_dir]))
+        tokens, special = {}, []
+        for line in subprocess.check_output(
+                [maskctl, "vocab", "--tokenizer", tok_dir, "--dump"]).splitlines():
+            d = json.loads(line)
+            tokens[d["id"]] = d["hex"]
+            if d["special"]:
+                special.append(d["id"])
+        with open(path + ".tmp", "w") as f:
+            json.dump({"vocab_size": info["vocab_size"], "eos": info["eos"], "tokens": tokens,
+                       "special": special}, f)
+        os.replace(path + ".tmp", path)
+    with open(path) as f:
+        d = json.load(f)
+    tokens = {int(k): bytes.fromhex(v) for k, v in d["tokens"].items()}
+    return d["vocab_size"], d["eos"], tokens, set(d["special"])
+
+
+# Each peer: compile(regex); mask_into(np.uint32 array); advance(token); reset().
+class LLGuidancePeer:
+    def __init__(self, vocab_size, eos, tokens, special):
+        import llguidance
+        import numpy as np
+        self.ll = llguidance
+        self.np = np
+
+        class Wrapper:
+            def __init__(self):
+                self.eos_token_id = eos[0]
+                self.bos_token_id = None
+                # llguidance marks special tokens by id; holes are special too.
+                self.tokens = [tokens.get(i, b"") if i not in special else b"\xff" + tokens.get(i, b"")
+                               for i in range(vocab_size)]
+                self.special_token_ids = sorted(set(special) | {i for i in range(vocab_size)
+                                                                if i not in tokens})
+
+            def __call__(self, s):  # greedy longest match; used only for prompts
+                b = s.encode() if isinstance(s, str) else s
+                return [b[0]] if b else []
+
+        self.tok = llguidance.LLTokenizer(llguidance.TokenizerWrapper(Wrapper()), n_vocab=vocab_size,
+                                          eos_token=list(eos))
+
+    def compile(self, regex):
+        self.m = self.ll.LLMatcher(self.tok, self.ll.LLMatcher.grammar_from_regex(regex), log_level=0)
+        if self.m.is_error():
+            raise RuntimeError(self.m.get_error())
+
+    def mask_into(self, arr):
+        self.m.unsafe_compute_mask_ptr(arr.ctypes.data, arr.nbytes)
+
+    def reset(self):
+        self.m.reset()
+
+    def advance(self, t):
+        if not self.m.consume_token(t):
+            raise RuntimeError("llguidance refused token %d: %s" % (t, self.m.get_error()))
+
+
+class XGrammarPeer:
+    def __init__(self, vocab_size, eos, tokens, special):
+        sys.path.insert(0, STUBS)  # torch/transformers: imported, never used here
+        import numpy as np
+        import xgrammar as xgr
+        self.xgr = xgr
+        # Specials and holes as empty strings: xgrammar treats those as special.
+        vocab = [b"" if (i in special or i not in tokens) else tokens[i] for i in range(vocab_size)]
+        self.info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=vocab_size,
+                                      stop_token_ids=list(eos))
+        self.np = np
+
+    def compile(self, regex):
+        c = self.xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
+        self.m = self.xgr.GrammarMatcher(c.compile_regex(regex))
+
+    def mask_into(self, arr):
+        self.m.fill_next_token_bitmask(arr.view(self.np.int32).reshape(1, -1))
+
+    def reset(self):
+        self.m.reset()
+
+    def advance(self, t):
+        if not self.m.accept_token(t):
+            raise RuntimeError("xgrammar refused token %d" % t)
+
+
+class OutlinesPeer:
+    def __init__(self, vocab_size, eos, tokens, special):
+        import outlines_core
+        self.oc = outlines_core
+        m = {}
+        for i, b in tokens.items():
+            if i in special or i in eos:
+                continue
+            m.setdefault(b, []).append(i)
+        # outlines-core takes one EOS id.
+        self.vocab = outlines_core.Vocabulary(eos[0], m)
+
+    def compile(self, regex):
+        self.g = self.oc.Guide(self.oc.Index(regex, self.vocab))
+
+    def mask_into(self, arr):
+        self.g.write_mask_into(arr.ctypes.data, arr.size, 4)
+
+    def reset(self):
+        self.g.reset()
+
+    def advance(self, t):
+        self.g.advance(t, return_tokens=False)
+
+
+PEERS = {"llguidance": LLGuidancePeer, "xgrammar": XGrammarPeer, "outlines": OutlinesPeer}
+
+
+def describe_diff(mine, theirs, tokens, limit=3):
+    import numpy as np
+    diff = np.bitwise_xor(mine, theirs)
+    out = []
+    for w in np.nonzero(diff)[0]:
+        bits = int(diff[w])
+        while bits and len(out) < limit:
+            b = (bits & -bits).bit_length() - 1
+            bits &= bits - 1
+            t = int(w) * 32 + b
+            who = "maskd" if (int(mine[w]) >> b) & 1 else "peer"
+            out.append("%d %r only %s" % (t, tokens.get(t, b""), who))
+    return out, int(sum(bin(int(x)).count("1") for x in diff))
+
+
+def run_peer(args):
+    import numpy as np
+    vocab_size, eos, tokens, special = load_dump(args.maskctl, args.tokenizer, args.cache)
+    peer = PEERS[args.peer](vocab_size, eos, tokens, special)
+    with open(args.case) as f:
+        case = json.load(f)
+    regex, walk = case["regex"], case["tokens"]
+    nw = (vocab_size + 31) // 32
+    arr = np.zeros(nw, dtype=np.uint32)
+    out = {"engine": args.peer}
+    t0 = time.perf_counter()
+    peer.compile(regex)
+    out["compile_ms"] = (time.perf_counter() - t0) * 1e3
+    t1 = time.perf_counter()
+    peer.mask_into(arr)
+    out["first_mask_ms"] = (time.perf_counter() - t1) * 1e3
+    out["ttfm_ms"] = (time.perf_counter() - t0) * 1e3
+    # The first walk (the first mask again, now as step 0, as maskd does).
+    masks = []
+    walk_s = 0.0
+    for step in range(len(walk) + 1):
+        arr[:] = 0
+        s0 = time.perf_counter()
+        peer.mask_into(arr)
+        walk_s += time.perf_counter() - s0
+        masks.append(arr.copy())
+        if step == len(walk):
+            break
+        s0 = time.perf_counter()
+        peer.advance(walk[step])
+        walk_s += time.perf_counter() - s0
+    out["walk_ms"] = walk_s * 1e3
+    # Warm: replays of the same walk on a fresh matcher over the same compiled
+    # constraint (llguidance and xgrammar keep their caches in it).
+    per_step = []
+    for _ in range(args.warm_reps if walk else 0):
+        peer.reset()
+        s0 = time.perf_counter()
+        for t in walk:
+            peer.mask_into(arr)
+            peer.advance(t)
+        per_step.append((time.perf_counter() - s0) * 1e6 / len(walk))
+    out["warm_step_us"] = statistics.median(per_step) if per_step else 0.0
+    # Agreement with maskd's masks (bits past the vocabulary ignored).
+    mine = np.fromfile(case["masks"], dtype=np.uint32).reshape(-1, nw)
+    agree, diffs = 0, []
+    tail = vocab_size % 32
+    for i, m in enumerate(masks[:len(mine)]):
+        a, b = mine[i].copy(), m.copy()
+        if tail:
+            a[-1] &= (1 << tail) - 1
+            b[-1] &= (1 << tail) - 1
+        if np.array_equal(a, b):
+            agree += 1
+        elif len(diffs) < 2:
+            ex, n = describe_diff(a, b, tokens)
+            diffs.append({"step": i, "tokens_differing": n, "examples": ex})
+    out["agree"] = agree
+    out["compared"] = min(len(mine), len(masks))
+    out["diffs"] = diffs
+    print(json.dumps(out))
+
+
+# --------------------------------------------------------------------------
+# Driver side.
+
+def median_of(runs, key):
+    vals = [r[key] for r in runs if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def run_case(args, tok, name, regex, tmp):
+    tok_dir = os.path.join(args.tokenizer_root, tok)
+    res = {"tokenizer": tok, "regex": name, "engines": {}}
+    base = [args.coldpath, "--tokenizer", tok_dir, "--regex", regex, "--steps", str(args.steps),
+            "--seed", str(args.seed)]
+    masks = os.path.join(tmp, "masks.bin")
+    runs = []
+    for r in range(args.repeats):
+        cmd = base + (["--masks-out", masks] if r == 0 else [])
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+        if p.returncode != 0:
+            res["engines"]["maskd"] = {"error": p.stderr.strip()[:200]}
+            return res
+        runs.append(json.loads(p.stdout))
+    m = {k: median_of(runs, k) for k in ("compile_ms", "first_mask_ms", "ttfm_ms", "walk_ms",
+                                         "warm_step_us")}
+    m["walk_steps"] = runs[0]["walk_steps"]
+    m["dfa_states"] = runs[0]["dfa_states"]
+    if args.eager:
+        eruns = []
+        for _ in range(args.repeats):
+            p = subprocess.run([args.coldpath, "--tokenizer", tok_dir, "--regex", regex, "--eager",
+                                "--threads", str(args.threads)], capture_output=True, text=True,
+                               timeout=args.timeout_s)
+            if p.returncode == 0:
+                eruns.append(json.loads(p.stdout))
+        m["eager_ms"] = median_of(eruns, "eager_ms")
+        m["eager_states"] = eruns[0]["eager_states"] if eruns else None
+    res["engines"]["maskd"] = m
+    case = os.path.join(tmp, "case.json")
+    with open(case, "w") as f:
+        json.dump({"regex": regex, "tokens": runs[0]["tokens"], "masks": masks}, f)
+    for eng in args.engines:
+        if eng == "maskd":
+            continue
+        pruns, err = [], None
+        for _ in range(args.repeats):
+            try:
+                p = subprocess.run([sys.executable, __file__, "--peer", eng, "--tokenizer", tok_dir,
+                                    "--case", case, "--maskctl", args.maskctl, "--cache", args.cache,
+                                    "--warm-reps", str(args.warm_reps)],
+                                   capture_output=True, text=True, timeout=args.timeout_s)
+            except subprocess.TimeoutExpired:
+                err = "timeout (%d s)" % args.timeout_s
+                break
+            if p.returncode != 0:
+                err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:200]
+                break
+            pruns.append(json.loads(p.stdout))
+        if not pruns:
+            res["engines"][eng] = {"error": err}
+            continue
+        e = {k: median_of(pruns, k) for k in ("compile_ms", "first_mask_ms", "ttfm_ms", "walk_ms",
+                                              "warm_step_us")}
+        e["agree"], e["compared"], e["diffs"] = pruns[0]["agree"], pruns[0]["compared"], pruns[0]["diffs"]
+        res["engines"][eng] = e
+    return res
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "—"
+    return ("%.*f" % (digits, v)) if v < 100 else "%.0f" % v
+
+
+def markdown(results, engines, eager):
+    lines = []
+    peers = [e for e in engines if e != "maskd"]
+    head = ["tokenizer", "regex", "maskd ttfm ms"] + ["%s ttfm ms" % p for p in peers]
+    head += ["maskd walk ms"] + ["%s walk ms" % p for p in peers]
+    head += ["maskd warm µs/step"] + ["%s warm µs/step" % p for p in peers]
+    if eager:
+        head += ["maskd eager ms (states)", "xgrammar compile ms"]
+    head += ["steps", "agree (%s)" % "/".join(peers) if peers else "agree"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("| --- | --- |" + " ---: |" * (len(head) - 2))
+    for r in results:
+        e = r["engines"]
+        m = e.get("maskd", {})
+        if "error" in m:
+            lines.append("| %s | %s | error: %s |" % (r["tokenizer"], r["regex"], m["error"]))
+            continue
+        row = [r["tokenizer"], r["regex"]]
+        for key, d in (("ttfm_ms", 2), ("walk_ms", 2), ("warm_step_us", 2)):
+            row.append(fmt(m.get(key), d))
+            for p in peers:
+                pe = e.get(p, {})
+                row.append("err" if "error" in pe else fmt(pe.get(key), d))
+        if eager:
+            row.append("%s (%s)" % (fmt(m.get("eager_ms")), m.get("eager_states")))
+            xe = e.get("xgrammar", {})
+            row.append(fmt(xe.get("compile_ms")) if "error" not in xe else "err")
+        row.append(str(m.get("walk_steps")))
+        ag = []
+        for p in peers:
+            pe = e.get(p, {})
+            ag.append("err" if "error" in pe else "%s/%s" % (pe.get("agree"), pe.get("compared")))
+        row.append(" · ".join(ag) if ag else "—")
+        lines.append("| " + " | ".join(row) + " |")
+    diffs = []
+    for r in results:
+        for p, pe in r["engines"].items():
+            if pe.get("error") and p != "maskd":
+                diffs.append("- %s / %s / %s: %s" % (r["tokenizer"], r["regex"], p, pe["error"]))
+            for d in pe.get("diffs", []) or []:
+                diffs.append("- %s / %s / %s, step %d: %d tokens differ, e.g. %s" % (
+                    r["tokenizer"], r["regex"], p, d["step"], d["tokens_differing"],
+                    "; ".join(d["examples"])))
+    if diffs:
+        lines.append("")
+        lines.append("Mask differences and peer errors (first two steps per case):")
+        lines.append("")
+        lines.extend(diffs)
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peer", help=argparse.SUPPRESS)
+    ap.add_argument("--case", help=argparse.SUPPRESS)
+    ap.add_argument("--tokenizer", help=argparse.SUPPRESS)
+    ap.add_argument("--tokenizers", default="llama3,qwen3,gemma3")
+    ap.add_argument("--tokenizer-root", default=os.path.join(SHARED, "tokenizers"))
+    ap.add_argument("--regex-file", default=os.path.join(ROOT, "bench", "data", "cold_regexes.json"))
+    ap.add_argument("--regexes", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--engines", default="maskd,llguidance,xgrammar,outlines")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--warm-reps", type=int, default=10)
+    ap.add_argument("--eager", action="store_true")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--timeout-s", type=int, default=120)
+    ap.add_argument("--coldpath", default=os.path.join(ROOT, "build", "bin", "maskd_coldpath"))
+    ap.add_argument("--maskctl", default=os.path.join(ROOT, "build", "bin", "maskctl"))
+    ap.add_argument("--cache", default=os.path.join(ROOT, "build", "coldpath-cache"))
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+    if args.peer:
+        run_peer(args)
+        return
+    with open(args.regex_file) as f:
+        regexes = json.load(f)["regexes"]
+    names = [n for n in args.regexes.split(",") if n] or list(regexes)
+    args.engines = [e for e in args.engines.split(",") if e]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="coldpath") as tmp:
+        for tok in [t for t in args.tokenizers.split(",") if t]:
+            for name in names:
+                r = run_case(args, tok, name, regexes[name], tmp)
+                results.append(r)
+                print(json.dumps(r), file=sys.stderr, flush=True)
+    md = markdown(results, args.engines, args.eager)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    sys.stdout.write(md)
+
+
+if __name__ == "__main__":
+    main()

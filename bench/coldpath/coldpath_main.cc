@@ -1,0 +1,200 @@
+// maskd_coldpath: what one fresh constraint costs in a fresh process.
+//
+// One run = one (regex, tokenizer) in this process, which has compiled
+// nothing before: every per-vocabulary memo (LoopMasks) starts empty, as it
+// does for a new server. bench/coldpath.py starts one process per case.
+//
+//   maskd_coldpath --tokenizer DIR --regex PATTERN [--steps 30] [--seed 1]
+//                  [--warm-reps 20] [--no-share-loops] [--eager] [--threads N]
+//                  [--masks-out FILE]
+//
+// Prints one JSON line (times in ms unless named _us):
+//   vocab_load_ms   tokenizer load (not part of any other figure)
+//   compile_ms      parse + DFA + index creation (lazy: no mask yet)
+//   first_mask_ms   the start state's mask, after compile
+//   ttfm_ms         compile_ms + first_mask_ms (regex -> first mask)
+//   walk_ms         a whole first walk of a seeded sample: per step, the
+//                   mask written plus the chosen token advanced, every first
+//                   visit included (token choice itself is not timed)
+//   walk_steps      steps in that walk (fewer than --steps when only EOS is
+//                   left; EOS is never taken)
+//   warm_step_us    median over --warm-reps replays of the same walk of the
+//                   per-step mask + advance cost, every mask now computed
+// With --eager, no walk: compile, then eager_ms for Precompute(--threads) of
+// every state reachable through tokens (eager_states of them).
+//   tokens          the walk's token ids
+// With --masks-out, the walk's masks (step 0 .. walk_steps, the last one
+// after the last token) are written there as little-endian uint32 words,
+// num_words each, for bench/coldpath.py to compare with other engines'.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "index/dfa.h"
+#include "index/guide.h"
+#include "index/random_walk.h"
+#include "index/token_index.h"
+#include "index/vocabulary.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+[[noreturn]] void Die(const std::string& msg) {
+  std::fprintf(stderr, "maskd_coldpath: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string tokenizer, regex, masks_out;
+  int steps = 30, warm_reps = 20, threads = 1;
+  uint64_t seed = 1;
+  bool share_loops = true, eager = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die("flag " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--tokenizer") {
+      tokenizer = value();
+    } else if (a == "--regex") {
+      regex = value();
+    } else if (a == "--steps") {
+      steps = std::atoi(value().c_str());
+    } else if (a == "--seed") {
+      seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--warm-reps") {
+      warm_reps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--threads") {
+      threads = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--masks-out") {
+      masks_out = value();
+    } else if (a == "--no-share-loops") {
+      share_loops = false;
+    } else if (a == "--eager") {
+      eager = true;
+    } else {
+      Die("unknown flag " + a);
+    }
+  }
+  if (tokenizer.empty() || regex.empty()) Die("--tokenizer and --regex are required");
+
+  auto t0 = Clock::now();
+  auto vocab = maskd::Vocabulary::Load(tokenizer);
+  if (!vocab.ok()) Die(std::string(vocab.status().message()));
+  const double vocab_load_ms = MsSince(t0);
+
+  maskd::CompileOptions options;
+  options.index.share_loops = share_loops;
+  t0 = Clock::now();
+  auto index = maskd::CompileRegex(regex, *vocab, options);
+  const double compile_ms = MsSince(t0);
+  if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
+  const uint32_t nw = (*index)->num_words();
+  std::vector<uint32_t> mask(nw);
+  if (eager) {
+    t0 = Clock::now();
+    absl::Status st = (*index)->Precompute(threads);
+    const double eager_ms = MsSince(t0);
+    if (!st.ok()) Die(absl::StrCat("precompute: ", st.message()));
+    std::printf(
+        "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"eager_ms\": %.3f, \"threads\": %d, "
+        "\"eager_states\": %u, \"dfa_states\": %u, \"share_loops\": %s, \"regex\": \"%s\"}\n",
+        vocab_load_ms, compile_ms, eager_ms, threads, (*index)->num_computed_states(),
+        (*index)->dfa().num_states(), share_loops ? "true" : "false", JsonEscape(regex).c_str());
+    return 0;
+  }
+  maskd::Guide g(*index);
+  t0 = Clock::now();
+  g.WriteMaskUnchecked(mask.data());
+  const double first_mask_ms = MsSince(t0);
+
+  // The whole first walk. Step 0's mask is the first mask again (now warm),
+  // so the walk's first step re-writes it: same as a server's first step.
+  std::vector<uint32_t> all_masks;
+  std::vector<uint32_t> tokens;
+  std::mt19937_64 rng(seed);
+  double walk_ms = 0;
+  for (int step = 0;; ++step) {
+    auto s0 = Clock::now();
+    g.WriteMaskUnchecked(mask.data());
+    walk_ms += MsSince(s0);
+    if (!masks_out.empty()) all_masks.insert(all_masks.end(), mask.begin(), mask.end());
+    if (step >= steps) break;
+    // A random allowed text token (EOS is never taken).
+    for (uint32_t e : (*vocab)->eos_ids()) {
+      if (e < nw * 32) mask[e >> 5] &= ~(1u << (e & 31));
+    }
+    const uint32_t n = maskd::CountAllowedTokens(mask.data(), nw);
+    if (n == 0) break;
+    const uint32_t tok = maskd::NthAllowedToken(mask.data(), nw, static_cast<uint32_t>(rng() % n));
+    s0 = Clock::now();
+    absl::Status st = g.Advance(tok);
+    walk_ms += MsSince(s0);
+    if (!st.ok()) Die(absl::StrCat("advance: ", st.message()));
+    tokens.push_back(tok);
+  }
+
+  // Warm: replay the same walk; per-step mask + advance, median over reps.
+  std::vector<double> per_step;
+  for (int r = 0; r < warm_reps && !tokens.empty(); ++r) {
+    maskd::Guide w(*index);
+    auto s0 = Clock::now();
+    for (uint32_t tok : tokens) {
+      w.WriteMaskUnchecked(mask.data());
+      (void)w.Advance(tok);
+    }
+    per_step.push_back(MsSince(s0) * 1000.0 / static_cast<double>(tokens.size()));
+  }
+  std::sort(per_step.begin(), per_step.end());
+  const double warm_step_us = per_step.empty() ? 0 : per_step[per_step.size() / 2];
+
+
+  std::string toks;
+  for (uint32_t t : tokens) absl::StrAppend(&toks, toks.empty() ? "" : ",", t);
+  std::printf(
+      "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
+      "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"dfa_states\": %u, "
+      " \"share_loops\": %s, \"tokens\": [%s], "
+      "\"regex\": \"%s\"}\n",
+      vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
+      tokens.size(), warm_step_us, (*index)->dfa().num_states(),
+      share_loops ? "true" : "false", toks.c_str(), JsonEscape(regex).c_str());
+  if (!masks_out.empty()) {
+    std::FILE* f = std::fopen(masks_out.c_str(), "wb");
+    if (f == nullptr || std::fwrite(all_masks.data(), 4, all_masks.size(), f) != all_masks.size() ||
+        std::fclose(f) != 0) {
+      Die("cannot write " + masks_out);
+    }
+  }
+  return 0;
+}
