@@ -18,16 +18,6 @@ using ByteSet = LoopMasks::ByteSet;
 bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
 void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
 
-// A loop's table as an automaton for WalkTrie: state r is row r.
-struct TableAutomaton {
-  const uint32_t* table;
-  const uint8_t* byte_map;
-  uint32_t num_classes;
-  uint32_t Next(uint32_t s, uint8_t b) const {
-    return table[static_cast<size_t>(s) * num_classes + byte_map[b]];
-  }
-};
-
 // The shape of the loop around one state: what LoopMasks::Find keys on.
 struct LoopShape {
   ByteSet x = {};                  // exit bytes
@@ -240,24 +230,134 @@ size_t LoopMasks::Loop::MemoryBytes() const {
          (table.capacity() + words.capacity() + end_states.capacity()) * sizeof(uint32_t);
 }
 
-LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {}
-LoopMasks::~LoopMasks() = default;
-
-void LoopMasks::CountTokensWithByte() {
-  absl::call_once(byte_counts_once_, [&] {
-    const TokenTrie& trie = vocab_.trie();
-    uint8_t seen[256];
-    for (size_t k = 0; k < trie.num_tokens(); ++k) {
-      std::fill(seen, seen + 256, 0);
-      for (char c : vocab_.bytes(trie.token_ids()[k])) {
-        uint8_t b = static_cast<uint8_t>(c);
-        if (!seen[b]) {
-          seen[b] = 1;
-          ++tokens_with_byte_[b];
-        }
+LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
+  // Counts, then fills: each token once per distinct byte it holds.
+  const TokenTrie& trie = vocab_.trie();
+  const uint32_t* ids = trie.token_ids();
+  const size_t n = trie.num_tokens();
+  uint32_t stamp[256];
+  std::fill(stamp, stamp + 256, UINT32_MAX);
+  for (size_t k = 0; k < n; ++k) {
+    std::string_view bytes = vocab_.bytes(ids[k]);
+    if (bytes.size() > kShortTokenBytes) long_tokens_.push_back(ids[k]);
+    for (char c : bytes) {
+      const uint8_t b = static_cast<uint8_t>(c);
+      if (stamp[b] != k) {
+        stamp[b] = static_cast<uint32_t>(k);
+        ++tokens_with_byte_[b];
       }
     }
-  });
+  }
+  std::sort(long_tokens_.begin(), long_tokens_.end());
+  byte_begin_.assign(257, 0);
+  for (int b = 0; b < 256; ++b) byte_begin_[b + 1] = byte_begin_[b] + tokens_with_byte_[b];
+  byte_tokens_.resize(byte_begin_[256]);
+  std::vector<uint32_t> fill(byte_begin_.begin(), byte_begin_.end() - 1);
+  // Ascending ids per byte: visit tokens by id.
+  std::vector<uint32_t> sorted(ids, ids + n);
+  std::sort(sorted.begin(), sorted.end());
+  std::fill(stamp, stamp + 256, UINT32_MAX);
+  for (uint32_t id : sorted) {
+    for (char c : vocab_.bytes(id)) {
+      const uint8_t b = static_cast<uint8_t>(c);
+      if (stamp[b] != id) {
+        stamp[b] = id;
+        byte_tokens_[fill[b]++] = id;
+      }
+    }
+  }
+  const uint32_t num_words = (vocab_.size() + 31) / 32;
+  trie_words_.assign(num_words, 0);
+  non_ascii_words_.assign(num_words, 0);
+  control_words_.assign(num_words, 0);
+  utf8_words_.assign(num_words, 0);
+  utf8_cut_words_.assign(num_words, 0);
+  std::vector<std::pair<std::string, uint32_t>> tails;  // (cut-short character, id)
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t id = ids[k];
+    const uint32_t bit = 1u << (id & 31);
+    trie_words_[id >> 5] |= bit;
+    bool non_ascii = false, control = false;
+    uint8_t u = kUtf8Boundary;
+    for (char c : vocab_.bytes(id)) {
+      const uint8_t b = static_cast<uint8_t>(c);
+      non_ascii |= b >= 0x80;
+      control |= b < 0x20;
+      if (u != 0) u = Utf8Next(u, b);
+    }
+    if (non_ascii) non_ascii_words_[id >> 5] |= bit;
+    if (control) control_words_[id >> 5] |= bit;
+    if (u != 0) utf8_words_[id >> 5] |= bit;
+    if (u != 0 && u != kUtf8Boundary) {
+      utf8_cut_words_[id >> 5] |= bit;
+      std::string_view bytes = vocab_.bytes(id);
+      size_t start = bytes.size();
+      while (start > 0 && (static_cast<uint8_t>(bytes[start - 1]) & 0xC0) == 0x80) --start;
+      --start;  // the lead byte of the last character
+      tails.emplace_back(std::string(bytes.substr(start)), id);
+    }
+  }
+  std::sort(tails.begin(), tails.end());
+  cut_tail_begin_.push_back(0);
+  for (size_t i = 0; i < tails.size(); ++i) {
+    if (i == 0 || tails[i].first != tails[i - 1].first) {
+      if (i > 0) cut_tail_begin_.push_back(static_cast<uint32_t>(i));
+      cut_tails_.push_back(tails[i].first);
+    }
+    cut_tail_ids_.push_back(tails[i].second);
+  }
+  cut_tail_begin_.push_back(static_cast<uint32_t>(tails.size()));
+  if (cut_tails_.empty()) cut_tail_begin_.assign(1, 0);
+  size_t dense = 0;
+  for (int b = 0; b < 256; ++b) {
+    byte_words_[b] = UINT32_MAX;
+    if (static_cast<uint64_t>(tokens_with_byte_[b]) * kDenseByteShare >= num_words) {
+      byte_words_[b] = static_cast<uint32_t>(dense * num_words);
+      ++dense;
+    }
+  }
+  dense_words_.assign(dense * num_words, 0);
+  for (int b = 0; b < 256; ++b) {
+    if (byte_words_[b] == UINT32_MAX) continue;
+    uint32_t* words = dense_words_.data() + byte_words_[b];
+    for (uint32_t k = byte_begin_[b]; k < byte_begin_[b + 1]; ++k) {
+      words[byte_tokens_[k] >> 5] |= 1u << (byte_tokens_[k] & 31);
+    }
+  }
+}
+
+LoopMasks::~LoopMasks() = default;
+
+uint8_t LoopMasks::Utf8Next(uint8_t state, uint8_t b) {
+  // States: 1 boundary; 2, 3, 4 need 1, 2, 3 continuation bytes; 5 after E0
+  // (A0-BF next), 6 after ED (80-9F), 7 after F0 (90-BF), 8 after F4 (80-8F).
+  switch (state) {
+    case kUtf8Boundary:
+      if (b < 0x80) return kUtf8Boundary;
+      if (b >= 0xC2 && b <= 0xDF) return 2;
+      if (b == 0xE0) return 5;
+      if (b == 0xED) return 6;
+      if (b >= 0xE1 && b <= 0xEF) return 3;
+      if (b == 0xF0) return 7;
+      if (b >= 0xF1 && b <= 0xF3) return 4;
+      if (b == 0xF4) return 8;
+      return 0;
+    case 2: return b >= 0x80 && b <= 0xBF ? kUtf8Boundary : 0;
+    case 3: return b >= 0x80 && b <= 0xBF ? 2 : 0;
+    case 4: return b >= 0x80 && b <= 0xBF ? 3 : 0;
+    case 5: return b >= 0xA0 && b <= 0xBF ? 2 : 0;
+    case 6: return b >= 0x80 && b <= 0x9F ? 2 : 0;
+    case 7: return b >= 0x90 && b <= 0xBF ? 3 : 0;
+    case 8: return b >= 0x80 && b <= 0x8F ? 3 : 0;
+    default: return 0;
+  }
+}
+
+size_t LoopMasks::IndexBytes() const {
+  return (byte_begin_.capacity() + byte_tokens_.capacity() + long_tokens_.capacity() +
+          dense_words_.capacity() + trie_words_.capacity() + non_ascii_words_.capacity() +
+          control_words_.capacity() + utf8_words_.capacity() + utf8_cut_words_.capacity()) *
+         sizeof(uint32_t);
 }
 
 const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
@@ -275,21 +375,23 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   for (int b = 0; b < 256; ++b) {
     if (Has(x, static_cast<uint8_t>(b)) && tokens_with_byte_[b] > limit) too_many = true;
   }
-  // Built outside the lock; a racing thread may build the same set, and the
-  // first one kept wins.
-  auto holds_exit_byte = [&](uint32_t id) {
-    if (max_len > 0 && vocab_.bytes(id).size() > max_len) return true;
-    for (char c : vocab_.bytes(id)) {
-      if (Has(x, static_cast<uint8_t>(c))) return true;
-    }
-    return false;
-  };
+  // Built outside the lock from the byte index; a racing thread may build
+  // the same set, and the first one kept wins.
   auto entry = std::make_unique<ExitTrie>();
   entry->bytes = x;
   entry->max_len = max_len;
   if (!too_many) {
-    auto trie = TokenTrie::Build(vocab_, holds_exit_byte);
-    if (trie->num_tokens() <= limit) entry->trie = std::move(trie);
+    std::vector<uint32_t> ids;
+    for (int b = 0; b < 256; ++b) {
+      if (Has(x, static_cast<uint8_t>(b))) {
+        ids.insert(ids.end(), byte_tokens_.begin() + byte_begin_[b],
+                   byte_tokens_.begin() + byte_begin_[b + 1]);
+      }
+    }
+    if (max_len > 0) ids.insert(ids.end(), long_tokens_.begin(), long_tokens_.end());
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    if (ids.size() <= limit) entry->trie = TokenTrie::BuildFromIds(vocab_, std::move(ids));
   }
   absl::MutexLock lock(&mu_);
   for (const auto& e : exit_tries_) {
@@ -300,55 +402,16 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   return exit_tries_.back()->trie.get();
 }
 
-std::shared_ptr<const LoopMasks::Loop> LoopMasks::Compute(ByteSet x,
-                                                         std::vector<uint8_t> byte_map,
-                                                         std::vector<uint32_t> table,
-                                                         uint32_t rows,
-                                                         const TokenTrie* exit_trie) const {
-  auto loop = std::make_shared<Loop>();
-  loop->exit_bytes = x;
-  loop->byte_map = std::move(byte_map);
-  loop->table = std::move(table);
-  loop->num_classes = static_cast<uint32_t>(loop->table.size() / (rows + 1));
-  loop->exit_trie = exit_trie;
-  loop->words.assign((vocab_.size() + 31) / 32, 0);
-  std::vector<uint8_t> ends(rows + 1, 0);
-  std::vector<uint32_t> stack;
-  uint32_t count = 0;
-  uint32_t* words = loop->words.data();
-  WalkTrie(vocab_.trie(), TableAutomaton{loop->table.data(), loop->byte_map.data(), loop->num_classes}, 1, stack,
-           [&](uint32_t t, const uint32_t* id, const uint32_t* end) {
-             ends[t] = 1;
-             count += static_cast<uint32_t>(end - id);  // each id is in the trie once
-             for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
-           });
-  loop->count = count;
-  loop->short_words = loop->words;
-  loop->short_count = count;
-  for (uint32_t i = 0; i < loop->short_words.size(); ++i) {
-    for (uint32_t bits = loop->short_words[i]; bits != 0; bits &= bits - 1) {
-      const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
-      if (vocab_.bytes(id).size() > kShortTokenBytes) {
-        loop->short_words[i] &= ~(1u << (id & 31));
-        --loop->short_count;
-      }
-    }
-  }
-  for (uint32_t r = 1; r <= rows; ++r) {
-    if (ends[r]) loop->end_states.push_back(r - 1);
-  }
-  return loop;
-}
-
 std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
-                                                       std::vector<State>* states) {
+                                                       std::vector<State>* states,
+                                                       Pending* pending) {
+  if (pending != nullptr) pending->exit_trie = nullptr;
   if (s == Dfa::kDead) return nullptr;
   // Most states are narrow (a key, a digit, punctuation): fewer live bytes
   // than could make a loop worth sharing. Rule them out before any search.
   uint32_t live = 0;
   for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
   if (live < kMinStayBytes) return nullptr;
-  CountTokensWithByte();
 
   // The tight loop first. A loop's exits are usually few structural bytes (a
   // JSON string's quote), but the cycle through them can be wide (the array
@@ -420,32 +483,76 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
   }
   if (loop != nullptr) {
     hits_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    loop = Compute(x, std::move(byte_map), std::move(table), rows, exit_trie);
-    absl::MutexLock lock(&mu_);
-    auto& bucket = loops_[h];
-    bool kept = false;
-    for (const auto& l : bucket) {
-      if (l->exit_bytes == loop->exit_bytes && l->byte_map == loop->byte_map &&
-          l->table == loop->table) {
-        loop = l;  // a racing thread kept an equal loop first
-        kept = true;
-      }
-    }
-    if (!kept && bytes_ + loop->MemoryBytes() <= max_bytes()) {
-      bytes_ += loop->MemoryBytes();
-      ++num_loops_;
-      bucket.push_back(loop);
-      // A bounded candidate: its entry state loops on itself.
-      bool self_loop = false;
-      for (uint32_t c = 1; c < loop->num_classes; ++c) self_loop |= loop->table[loop->num_classes + c] == 1;
-      if (self_loop && bounded_candidates_.size() < kMaxBoundedCandidates) {
-        bounded_candidates_.push_back(loop);
-      }
+    if (states != nullptr) *states = std::move(canon);
+    return loop;
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  if (pending != nullptr) {
+    pending->x = x;
+    pending->byte_map = std::move(byte_map);
+    pending->table = std::move(table);
+    pending->rows = rows;
+    pending->hash = h;
+    pending->exit_trie = exit_trie;
+    pending->canon = std::move(canon);
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const LoopMasks::Loop> LoopMasks::Complete(Pending pending,
+                                                          std::vector<uint32_t> words,
+                                                          uint32_t count,
+                                                          const std::vector<State>& end_states) {
+  auto loop = std::make_shared<Loop>();
+  loop->exit_bytes = pending.x;
+  loop->byte_map = std::move(pending.byte_map);
+  loop->table = std::move(pending.table);
+  loop->num_classes = static_cast<uint32_t>(loop->table.size() / (pending.rows + 1));
+  loop->exit_trie = pending.exit_trie;
+  loop->words = std::move(words);
+  loop->count = count;
+  loop->short_words = loop->words;
+  loop->short_count = count;
+  for (uint32_t id : long_tokens_) {
+    uint32_t& w = loop->short_words[id >> 5];
+    if ((w >> (id & 31)) & 1) {
+      w &= ~(1u << (id & 31));
+      --loop->short_count;
     }
   }
-  if (states != nullptr) *states = std::move(canon);
+  // Canonical states in which a loop token ends (canon holds at most
+  // kMaxLoopStates states; end_states are among them).
+  std::vector<std::pair<State, uint32_t>> index;
+  index.reserve(pending.canon.size());
+  for (uint32_t i = 0; i < pending.canon.size(); ++i) index.emplace_back(pending.canon[i], i);
+  std::sort(index.begin(), index.end());
+  for (State t : end_states) {
+    auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(t, uint32_t{0}));
+    if (it != index.end() && it->first == t) loop->end_states.push_back(it->second);
+  }
+  std::sort(loop->end_states.begin(), loop->end_states.end());
+  loop->end_states.erase(std::unique(loop->end_states.begin(), loop->end_states.end()),
+                         loop->end_states.end());
+
+  absl::MutexLock lock(&mu_);
+  auto& bucket = loops_[pending.hash];
+  for (const auto& l : bucket) {
+    if (l->exit_bytes == loop->exit_bytes && l->byte_map == loop->byte_map &&
+        l->table == loop->table) {
+      return l;  // a racing thread kept an equal loop first
+    }
+  }
+  if (bytes_ + loop->MemoryBytes() <= max_bytes()) {
+    bytes_ += loop->MemoryBytes();
+    ++num_loops_;
+    bucket.push_back(loop);
+    // A bounded candidate: its entry state loops on itself.
+    bool self_loop = false;
+    for (uint32_t c = 1; c < loop->num_classes; ++c) self_loop |= loop->table[loop->num_classes + c] == 1;
+    if (self_loop && bounded_candidates_.size() < kMaxBoundedCandidates) {
+      bounded_candidates_.push_back(loop);
+    }
+  }
   return loop;
 }
 
@@ -505,6 +612,23 @@ LoopMasks::Bounded LoopMasks::FindBounded(const Dfa& dfa, State s) {
     }
   }
   return Bounded{};
+}
+
+void LoopMasks::Clear() {
+  absl::MutexLock lock(&mu_);
+  loops_.clear();
+  exit_tries_.clear();
+  bounded_candidates_.clear();
+  bytes_ = 0;
+  num_loops_ = 0;
+  hits_.store(0, std::memory_order_relaxed);
+  misses_.store(0, std::memory_order_relaxed);
+  bounded_.store(0, std::memory_order_relaxed);
+}
+
+bool LoopMasks::WantsBoundedCandidates() const {
+  absl::MutexLock lock(&mu_);
+  return bounded_candidates_.size() < kMaxBoundedCandidates && bytes_ < max_bytes();
 }
 
 LoopMasks::Stats LoopMasks::stats() const {

@@ -10,10 +10,18 @@
 // states whose loops are isomorphic, in one DFA or in different ones.
 //
 // LoopMasks memoizes, per distinct (X, table), the allowed tokens without an
-// exit byte ("loop tokens", found once by walking the whole trie), and per
-// distinct X the trie of the tokens that contain an exit byte. A state's mask
-// is then its loop tokens plus the exit-byte tokens walked from s in its own
-// DFA: exact for any C, and cheap when few tokens contain an exit byte.
+// exit byte ("loop tokens"), and per distinct X the trie of the tokens that
+// contain an exit byte. A state's mask is then its loop tokens plus the
+// exit-byte tokens walked from s in its own DFA: exact for any C, and cheap
+// when few tokens contain an exit byte.
+//
+// A new loop costs no more than its first state's mask computed directly:
+// LoopMasks never walks the whole trie itself. The first state of a new shape
+// is walked directly by its index (TokenIndex), which hands the allowed tokens
+// without an exit byte to Complete (walked from s they stay in C, so they are
+// exactly the loop tokens). Exit tries are built from a per-vocabulary index
+// of the tokens holding each byte (built with the LoopMasks, that is at
+// vocabulary load), so their cost is the exit tokens', not the vocabulary's.
 //
 // Any C gives exact masks; the search picks one that is small, whose exits
 // few tokens hold, and that recurs. From s it explores at most kMaxLoopStates
@@ -39,10 +47,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/base/call_once.h"
 #include "absl/synchronization/mutex.h"
 #include "index/dfa.h"
 #include "index/token_trie.h"
@@ -89,6 +98,7 @@ class LoopMasks {
     size_t MemoryBytes() const;
   };
 
+  // Indexes the tokens of vocab.trie() by byte (two passes over their bytes).
   explicit LoopMasks(const Vocabulary& vocab);
   ~LoopMasks();
   LoopMasks(const LoopMasks&) = delete;
@@ -98,8 +108,27 @@ class LoopMasks {
   // cycle, fewer than kMinStayBytes bytes stay in C, or too many tokens hold
   // an exit byte). When non-null, `*states` (if given) receives the DFA state
   // of each canonical state: (*states)[i] is canonical state i (s is 0).
+  //
+  // A loop not kept yet is not computed here: Find returns null and, when
+  // `pending` is given, fills it (pending->exit_trie non-null) so that the
+  // caller completes the loop from its own direct walk of s (Complete).
+  struct Pending {
+    ByteSet x = {};
+    std::vector<uint8_t> byte_map;
+    std::vector<uint32_t> table;
+    uint32_t rows = 0;
+    size_t hash = 0;
+    const TokenTrie* exit_trie = nullptr;  // null: no pending loop
+    std::vector<Dfa::State> canon;         // canonical state -> DFA state
+  };
   std::shared_ptr<const Loop> Find(const Dfa& dfa, Dfa::State s,
-                                   std::vector<Dfa::State>* states = nullptr);
+                                   std::vector<Dfa::State>* states = nullptr,
+                                   Pending* pending = nullptr);
+  // Keeps (memory allowing) and returns the loop of `pending`, given its
+  // first state's allowed trie tokens that hold no exit byte (`words`, packed,
+  // `count` bits set) and the DFA states in which those tokens end.
+  std::shared_ptr<const Loop> Complete(Pending pending, std::vector<uint32_t> words,
+                                       uint32_t count, const std::vector<Dfa::State>& end_states);
 
   // A state on no loop but behaving like a kept loop for every string of up
   // to kShortTokenBytes bytes without an exit byte (a position in a string
@@ -114,7 +143,54 @@ class LoopMasks {
   // Kept loops tried by FindBounded (the first ones kept whose entry state
   // loops on itself).
   static constexpr size_t kMaxBoundedCandidates = 4;
+  // Whether fewer than kMaxBoundedCandidates loops are candidates yet (an
+  // index whose masks need no loop memo keeps a few loops for FindBounded).
+  bool WantsBoundedCandidates() const;
   Bounded FindBounded(const Dfa& dfa, Dfa::State s);
+
+  // The per-vocabulary byte index the constructor builds (immutable; read
+  // without a lock). The ids of the trie's tokens holding byte b, ascending:
+  std::pair<const uint32_t*, const uint32_t*> TokensWith(uint8_t b) const {
+    return {byte_tokens_.data() + byte_begin_[b], byte_tokens_.data() + byte_begin_[b + 1]};
+  }
+  uint32_t NumTokensWith(uint8_t b) const { return tokens_with_byte_[b]; }
+  // The same as a packed bitmask (ceil(vocab size / 32) words) for the bytes
+  // held by at least 1/kDenseByteShare as many tokens as it has words (ORing
+  // it is then cheaper than setting its ids one by one); null for the others.
+  const uint32_t* ByteWords(uint8_t b) const {
+    return byte_words_[b] == UINT32_MAX ? nullptr : dense_words_.data() + byte_words_[b];
+  }
+  static constexpr uint32_t kDenseByteShare = 2;
+  // Every token of the trie as a packed bitmask.
+  const uint32_t* TrieWords() const { return trie_words_.data(); }
+  // The trie's tokens holding a byte >= 0x80, as a packed bitmask.
+  const uint32_t* NonAsciiWords() const { return non_ascii_words_.data(); }
+  // The trie's tokens holding a byte < 0x20, as a packed bitmask.
+  const uint32_t* ControlWords() const { return control_words_.data(); }
+  // The trie's tokens that are well-formed UTF-8 read from a character
+  // boundary (Utf8Next), the last character possibly cut short.
+  const uint32_t* Utf8Words() const { return utf8_words_.data(); }
+  // Those of them whose last character is cut short.
+  const uint32_t* Utf8CutWords() const { return utf8_cut_words_.data(); }
+  // Those tokens grouped by the cut-short character ending them (its 1 to 3
+  // bytes): group i's tail is CutTail(i), its ids CutTailTokens(i).
+  size_t NumCutTails() const { return cut_tails_.size(); }
+  std::string_view CutTail(size_t i) const { return cut_tails_[i]; }
+  std::pair<const uint32_t*, const uint32_t*> CutTailTokens(size_t i) const {
+    return {cut_tail_ids_.data() + cut_tail_begin_[i], cut_tail_ids_.data() + cut_tail_begin_[i + 1]};
+  }
+  // Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF) as
+  // a byte automaton: state 0 is dead, kUtf8Boundary is between characters.
+  static constexpr uint8_t kUtf8Boundary = 1;
+  static uint8_t Utf8Next(uint8_t state, uint8_t byte);
+  // Bytes of the index (lists and bitmasks).
+  size_t IndexBytes() const;
+
+  // Empties the memo (loops, exit tries, bounded candidates) and zeroes the
+  // counters, as in a new process; the byte index stays. For benchmarks
+  // (`maskctl maskbench --fresh`): call it only while no mask over this
+  // vocabulary is being computed, as loops handed out point into the memo.
+  void Clear();
 
   // Memo size bound in bytes (default 64 MiB).
   void set_max_bytes(size_t bytes) { max_bytes_.store(bytes, std::memory_order_relaxed); }
@@ -125,7 +201,7 @@ class LoopMasks {
     size_t exit_tries = 0;  // distinct exit byte sets kept
     size_t bytes = 0;       // memory kept
     uint64_t hits = 0;      // Find calls answered from the memo
-    uint64_t misses = 0;    // Find calls that walked the whole trie
+    uint64_t misses = 0;    // Find calls that found a shape not kept
     uint64_t bounded = 0;   // FindBounded calls that matched a kept loop
   };
   Stats stats() const;
@@ -136,15 +212,10 @@ class LoopMasks {
     uint32_t max_len = 0;  // also tokens longer than this (0: no length bound)
     std::unique_ptr<const TokenTrie> trie;  // null: too many tokens (not worth sharing)
   };
-  // The trie of tokens holding a byte of `x` (or, when max_len > 0, longer
-  // than max_len bytes), built on first use; null when they are more than
-  // 1/kMaxExitShare of the tokens.
+  // The trie of tokens holding a byte of `x` (or, when max_len is
+  // kShortTokenBytes, longer than that), built on first use; null when they
+  // are more than 1/kMaxExitShare of the tokens.
   const TokenTrie* ExitTrieFor(const ByteSet& x, uint32_t max_len = 0);
-  // Fills tokens_with_byte_ once.
-  void CountTokensWithByte();
-  std::shared_ptr<const Loop> Compute(ByteSet x, std::vector<uint8_t> byte_map,
-                                      std::vector<uint32_t> table, uint32_t rows,
-                                      const TokenTrie* exit_trie) const;
 
   const Vocabulary& vocab_;
   std::atomic<size_t> max_bytes_{size_t{64} << 20};
@@ -155,8 +226,23 @@ class LoopMasks {
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   size_t num_loops_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<const Loop>> bounded_candidates_ ABSL_GUARDED_BY(mu_);
-  absl::once_flag byte_counts_once_;
+  // Built by the constructor. The ids of the trie's tokens holding byte b:
+  // byte_tokens_[byte_begin_[b] .. byte_begin_[b + 1]), ascending.
+  std::vector<uint32_t> byte_begin_;
+  std::vector<uint32_t> byte_tokens_;
   std::array<uint32_t, 256> tokens_with_byte_ = {};  // trie tokens holding each byte
+  std::vector<uint32_t> long_tokens_;  // trie tokens longer than kShortTokenBytes
+  // Per byte: offset of its bitmask in dense_words_, or UINT32_MAX.
+  std::array<uint32_t, 256> byte_words_ = {};
+  std::vector<uint32_t> dense_words_;
+  std::vector<uint32_t> trie_words_;
+  std::vector<uint32_t> non_ascii_words_;
+  std::vector<uint32_t> control_words_;
+  std::vector<uint32_t> utf8_words_;
+  std::vector<uint32_t> utf8_cut_words_;
+  std::vector<std::string> cut_tails_;
+  std::vector<uint32_t> cut_tail_begin_;
+  std::vector<uint32_t> cut_tail_ids_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint64_t> bounded_{0};

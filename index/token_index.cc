@@ -113,6 +113,8 @@ struct WalkScratch {
   std::vector<uint32_t> stack;
   std::vector<uint64_t> seen;  // bitset over DFA states, for successors
   std::vector<Dfa::State> loop_states;  // canonical loop state -> DFA state
+  std::vector<uint32_t> exit_words;     // a new loop's exit tokens, packed
+  std::vector<Dfa::State> ends;         // states where a new loop's tokens end
 };
 
 WalkScratch& Scratch() {
@@ -179,13 +181,97 @@ TokenIndex::State TokenIndex::ReferenceFor(State s) const {
                                                                                      : Dfa::kDead;
 }
 
+namespace {
+
+// Whether every well-formed UTF-8 character leads from s back to s, and
+// every other non-ASCII byte sequence from s dies exactly where strict UTF-8
+// does (Dfa states in lockstep with LoopMasks::Utf8Next). Then a token's
+// non-ASCII bytes keep s in s when they are well-formed, and kill it
+// otherwise; one cut short ends in a live state inside a character.
+bool Utf8Closed(const Dfa& dfa, Dfa::State s, std::vector<std::pair<uint8_t, Dfa::State>>* pairs) {
+  constexpr size_t kMaxPairs = 64;
+  pairs->assign(1, {LoopMasks::kUtf8Boundary, s});
+  for (size_t i = 0; i < pairs->size(); ++i) {
+    const auto [u, q] = (*pairs)[i];
+    for (int b = u == LoopMasks::kUtf8Boundary ? 0x80 : 0; b < 256; ++b) {
+      const uint8_t u2 = LoopMasks::Utf8Next(u, static_cast<uint8_t>(b));
+      const Dfa::State q2 = dfa.Next(q, static_cast<uint8_t>(b));
+      if ((u2 == 0) != (q2 == Dfa::kDead)) return false;
+      if (u2 == 0) continue;
+      if (u2 == LoopMasks::kUtf8Boundary) {
+        if (q2 != s) return false;
+        continue;
+      }
+      const std::pair<uint8_t, Dfa::State> p(u2, q2);
+      if (std::find(pairs->begin(), pairs->end(), p) == pairs->end()) {
+        if (pairs->size() >= kMaxPairs) return false;
+        pairs->push_back(p);
+      }
+    }
+  }
+  return true;
+}
+
+// dst[i] |= src[i] for i < n.
+inline void OrWords(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_or_si128(a, b));
+  }
+#endif
+  for (; i < n; ++i) dst[i] |= src[i];
+}
+
+}  // namespace
+
+bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
+  // Worth it when at least kMinStayBytes bytes keep s in s and few tokens
+  // (at most 1/kMaxExitShare, counted once per byte) hold a byte that leads
+  // elsewhere alive: those are walked one by one, the rest is bitmask work.
+  const Dfa& dfa = *dfa_;
+  const LoopMasks& index = vocab_->loop_masks();
+  uint32_t stay = 0;
+  size_t walked = 0;
+  for (int b = 0; b < 0x80; ++b) {
+    const State t = dfa.Next(s, static_cast<uint8_t>(b));
+    if (t == s) {
+      ++stay;
+    } else if (t != Dfa::kDead) {
+      walked += index.NumTokensWith(static_cast<uint8_t>(b));
+    }
+  }
+  if (walked * LoopMasks::kMaxExitShare > vocab_->trie().num_tokens()) return false;
+  thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
+  *utf8 = Utf8Closed(dfa, s, &pairs);
+  if (*utf8) {
+    stay += 0x80;
+  } else {
+    for (int b = 0x80; b < 256; ++b) {
+      const State t = dfa.Next(s, static_cast<uint8_t>(b));
+      if (t == s) {
+        ++stay;
+      } else if (t != Dfa::kDead) {
+        walked += index.NumTokensWith(static_cast<uint8_t>(b));
+      }
+    }
+  }
+  return stay >= LoopMasks::kMinStayBytes &&
+         walked * LoopMasks::kMaxExitShare <= vocab_->trie().num_tokens();
+}
+
 const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
   const Dfa& dfa = *dfa_;
   // A reference state's mask (computed first: it may use the scratch space).
   thread_local int reference_depth = 0;
+  bool utf8 = false;
+  const bool self_loop = s != Dfa::kDead && options_.share_loops && SelfLoopWorthIt(s, &utf8);
   State ref = Dfa::kDead;
   const StateMask* ref_mask = nullptr;
-  if (successors == nullptr && s != Dfa::kDead && options_.share_loops && reference_depth < 2) {
+  if (!self_loop && successors == nullptr && s != Dfa::kDead && options_.share_loops &&
+      reference_depth < 2) {
     ref = ReferenceFor(s);
     if (ref != Dfa::kDead) {
       ++reference_depth;
@@ -209,23 +295,147 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   std::vector<uint32_t> words;
   uint32_t count = 0;
   std::shared_ptr<const LoopMasks::Loop> loop;
-  if (ref_mask == nullptr && s != Dfa::kDead && options_.share_loops) {
-    loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr);
+  LoopMasks::Pending pending;  // a new loop, completed from this state's walk
+  if (!self_loop && ref_mask == nullptr && s != Dfa::kDead && options_.share_loops) {
+    loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr, &pending);
   }
+  const bool new_loop = pending.exit_trie != nullptr;
   LoopMasks::Bounded bounded;
-  if (ref_mask == nullptr && loop == nullptr && !want_successors && s != Dfa::kDead &&
-      options_.share_loops) {
+  if (!self_loop && ref_mask == nullptr && loop == nullptr && !new_loop && !want_successors &&
+      s != Dfa::kDead && options_.share_loops) {
     uint32_t live = 0;
     for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
     if (live >= LoopMasks::kMinStayBytes) bounded = vocab_->loop_masks().FindBounded(dfa, s);
   }
-  const bool dense_built = ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr;
+  const bool dense_built =
+      self_loop || ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr || new_loop;
   // Adds tokens (not yet in `words`) to the dense mask.
   auto set_bits = [&](State, const uint32_t* id, const uint32_t* end) {
     count += static_cast<uint32_t>(end - id);
     for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
   };
-  if (ref_mask != nullptr) {
+  if (self_loop) {
+    // S: the bytes that keep s in s (with `utf8`, also every well-formed
+    // UTF-8 character). A token within S is allowed; any other is decided at
+    // its first byte outside S, rejected there unless that byte is live from
+    // s: so the allowed tokens are those within S (by bitmask: none of the
+    // other bytes, and well-formed UTF-8 with `utf8`), plus those holding a
+    // byte live outside S, walked one by one.
+    const LoopMasks& index = vocab_->loop_masks();
+    auto outside = [&](int b) {  // b is a byte outside S
+      return (b < 0x80 || !utf8) && dfa.Next(s, static_cast<uint8_t>(b)) != s;
+    };
+    bool all_control = true, all_high = !utf8;
+    for (int b = 0; b < 0x20; ++b) all_control &= outside(b);
+    for (int b = 0x80; b < 256 && all_high; ++b) all_high &= outside(b);
+    words.assign(num_words_, 0);  // first: the tokens holding a byte outside S
+    if (all_control) OrWords(words.data(), index.ControlWords(), num_words_);
+    if (all_high) OrWords(words.data(), index.NonAsciiWords(), num_words_);
+    for (int b = all_control ? 0x20 : 0; b < (all_high || utf8 ? 0x80 : 256); ++b) {
+      if (!outside(b)) continue;
+      if (const uint32_t* bw = index.ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
+        OrWords(words.data(), bw, num_words_);
+      } else {
+        auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
+        for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+      }
+    }
+    const uint32_t* trie_words = index.TrieWords();
+    const uint32_t* utf8_words = index.Utf8Words();
+    for (uint32_t i = 0; i < num_words_; ++i) {
+      words[i] = trie_words[i] & ~words[i] & (utf8 ? utf8_words[i] : ~0u);
+      count += static_cast<uint32_t>(__builtin_popcount(words[i]));
+    }
+    if (want_successors) {
+      // Tokens within S end in s, or (cut short inside a character) in a
+      // state of the UTF-8 sequences: walk those.
+      const uint32_t* cut = index.Utf8CutWords();
+      for (uint32_t i = 0; i < num_words_; ++i) {
+        uint32_t bits = words[i];
+        if (utf8) {
+          for (uint32_t c = bits & cut[i]; c != 0; c &= c - 1) {
+            const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(c));
+            add_successor(dfa.Walk(s, vocab_->bytes(id)));
+          }
+          bits &= ~cut[i];
+        }
+        if (bits != 0) add_successor(s);
+      }
+    }
+    // While the vocabulary keeps few loops, this one is kept too, for the
+    // states that behave like it for short strings (LoopMasks::FindBounded).
+    // Only a loop whose exits few tokens hold (a JSON string's quote and
+    // backslash): building its exit trie costs about what walking them does.
+    size_t exit_tokens = 0;
+    for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
+      const State t = dfa.Next(s, static_cast<uint8_t>(b));
+      if (t != s && t != Dfa::kDead) exit_tokens += index.NumTokensWith(static_cast<uint8_t>(b));
+    }
+    std::vector<uint32_t> within;  // the tokens within S
+    LoopMasks::Pending pending_loop;
+    if (!want_successors && exit_tokens * kMaxCandidateExitShare <= vocab_->trie().num_tokens() &&
+        index.WantsBoundedCandidates() &&
+        vocab_->loop_masks().Find(dfa, s, nullptr, &pending_loop) == nullptr &&
+        pending_loop.exit_trie != nullptr) {
+      within = words;
+    }
+    w.exit_words.assign(num_words_, 0);  // candidates already walked
+    for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
+      const State t = dfa.Next(s, static_cast<uint8_t>(b));
+      if (t == s || t == Dfa::kDead) continue;
+      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
+      for (; id != end; ++id) {
+        const uint32_t bit = 1u << (*id & 31);
+        if (w.exit_words[*id >> 5] & bit) continue;
+        w.exit_words[*id >> 5] |= bit;
+        const State u = dfa.Walk(s, vocab_->bytes(*id));
+        if (u == Dfa::kDead) continue;
+        words[*id >> 5] |= bit;
+        ++count;
+        if (want_successors) add_successor(u);
+      }
+    }
+    if (!within.empty()) {
+      // Its loop tokens: the allowed tokens without an exit byte; they end in
+      // s, inside a character (cut short), or where their walk ends.
+      std::vector<uint32_t> loop_words = words;
+      const TokenTrie& exit_trie = *pending_loop.exit_trie;
+      for (size_t k = 0; k < exit_trie.num_tokens(); ++k) {
+        const uint32_t id = exit_trie.token_ids()[k];
+        loop_words[id >> 5] &= ~(1u << (id & 31));
+      }
+      uint32_t loop_count = 0;
+      w.ends.clear();
+      const uint32_t* cut = index.Utf8CutWords();
+      bool ends_in_s = false;
+      for (uint32_t i = 0; i < num_words_; ++i) {
+        loop_count += static_cast<uint32_t>(__builtin_popcount(loop_words[i]));
+        const uint32_t in = loop_words[i] & within[i];
+        ends_in_s |= (in & (utf8 ? ~cut[i] : ~0u)) != 0;
+        for (uint32_t c = loop_words[i] & ~in; c != 0; c &= c - 1) {
+          const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(c));
+          w.ends.push_back(dfa.Walk(s, vocab_->bytes(id)));
+        }
+      }
+      if (utf8) {
+        // A token within S cut short ends where its last character's bytes
+        // lead from s: one walk per such character held by a loop token.
+        for (size_t k = 0; k < index.NumCutTails(); ++k) {
+          auto [id, end] = index.CutTailTokens(k);
+          for (; id != end; ++id) {
+            const uint32_t bit = 1u << (*id & 31);
+            if (loop_words[*id >> 5] & within[*id >> 5] & bit) {
+              w.ends.push_back(dfa.Walk(s, index.CutTail(k)));
+              break;
+            }
+          }
+        }
+      }
+      if (ends_in_s) w.ends.push_back(s);
+      vocab_->loop_masks().Complete(std::move(pending_loop), std::move(loop_words), loop_count,
+                                    w.ends);
+    }
+  } else if (ref_mask != nullptr) {
     // mask(s) and mask(ref) agree on the tokens starting with any byte b
     // where Next(s, b) == Next(ref, b); the other first bytes' subtrees are
     // walked from s.
@@ -255,6 +465,40 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     words = bounded.loop->short_words;
     count = bounded.loop->short_count;
     WalkTrie(*bounded.rest_trie, dfa, s, w.stack, set_bits);
+  } else if (new_loop) {
+    // A loop not kept yet costs this state's direct walk and no more: the
+    // allowed tokens without an exit byte stay in the loop, so they are its
+    // loop tokens, handed to LoopMasks::Complete for the states that follow.
+    words.assign(num_words_, 0);
+    w.exit_words.assign(num_words_, 0);
+    {
+      const TokenTrie& exit_trie = *pending.exit_trie;
+      const uint32_t* ids = exit_trie.token_ids();
+      for (size_t k = 0; k < exit_trie.num_tokens(); ++k) {
+        w.exit_words[ids[k] >> 5] |= 1u << (ids[k] & 31);
+      }
+    }
+    std::vector<uint32_t> loop_words(num_words_, 0);
+    uint32_t loop_count = 0;
+    w.ends.clear();
+    const uint32_t* exit_words = w.exit_words.data();
+    WalkTrie(vocab_->trie(), dfa, s, w.stack,
+             [&](State t, const uint32_t* id, const uint32_t* end) {
+               bool loop_end = false;
+               count += static_cast<uint32_t>(end - id);
+               for (; id != end; ++id) {
+                 const uint32_t bit = 1u << (*id & 31);
+                 words[*id >> 5] |= bit;
+                 if (!(exit_words[*id >> 5] & bit)) {
+                   loop_words[*id >> 5] |= bit;
+                   ++loop_count;
+                   loop_end = true;
+                 }
+               }
+               if (loop_end && (w.ends.empty() || w.ends.back() != t)) w.ends.push_back(t);
+               if (want_successors) add_successor(t);
+             });
+    vocab_->loop_masks().Complete(std::move(pending), std::move(loop_words), loop_count, w.ends);
   } else if (loop != nullptr) {
     // Loop tokens (shared) plus the tokens holding an exit byte, walked here.
     words = loop->words;

@@ -89,12 +89,20 @@ class TokenIndex {
   // Walks the trie from `s`, publishes and returns its mask; when
   // `successors` is set, appends the distinct states reached by allowed tokens.
   const StateMask& ComputeMask(State s, std::vector<State>* successors) const;
+  // Whether s's mask is best built from what keeps s in s (S: its self-loop
+  // bytes, and when `*utf8` every well-formed UTF-8 character, which leads
+  // from s back to s): the tokens within S by bitmask, and those holding a
+  // byte live outside S walked one by one (see ComputeMask).
+  bool SelfLoopWorthIt(State s, bool* utf8) const;
   // A state whose mask, with some first bytes' subtrees walked again, is
   // s's (see ComputeMask); kDead when none is worth it.
   State ReferenceFor(State s) const;
   // ReferenceFor needs the subtrees where s and the reference agree to hold
   // at least this share of the tokens (numerator, denominator).
   static constexpr uint32_t kMinReferenceShare[2] = {3, 4};
+  // A self-loop state's loop is kept for LoopMasks::FindBounded only when at
+  // most 1/kMaxCandidateExitShare of the tokens hold a byte leaving it alive.
+  static constexpr uint32_t kMaxCandidateExitShare = 32;
 
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;

@@ -23,6 +23,11 @@ std::unique_ptr<const TokenTrie> TokenTrie::Build(const Vocabulary& vocab,
       ids.push_back(id);
     }
   }
+  return BuildFromIds(vocab, std::move(ids));
+}
+
+std::unique_ptr<const TokenTrie> TokenTrie::BuildFromIds(const Vocabulary& vocab,
+                                                         std::vector<uint32_t> ids) {
   // Sort by bytes (unsigned), then id: a sorted list visits prefixes in DFS
   // order. Each entry carries its first 8 bytes as a big-endian integer, so
   // most comparisons are one integer compare without touching the strings.

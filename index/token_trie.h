@@ -34,6 +34,10 @@ class TokenTrie {
   // The same, restricted to the tokens for which keep(id) is true.
   static std::unique_ptr<const TokenTrie> Build(const Vocabulary& vocab,
                                                 absl::FunctionRef<bool(uint32_t id)> keep);
+  // The trie of exactly `ids` (text tokens of `vocab` that Build would keep,
+  // each once, any order): its cost is theirs, not the vocabulary's.
+  static std::unique_ptr<const TokenTrie> BuildFromIds(const Vocabulary& vocab,
+                                                       std::vector<uint32_t> ids);
 
   size_t num_nodes() const { return nodes_.size(); }
   const Node* nodes() const { return nodes_.data(); }
