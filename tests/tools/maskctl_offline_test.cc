@@ -241,4 +241,36 @@ TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent.jsonl"));
 }
 
+// --fresh empties the tokenizer's loop memo before each schema: the second of
+// two identical schemas finds the string's loop kept only without it.
+// --require-text refuses a test without "text" instead of walking "".
+TEST(MaskctlMaskbench, FreshClearsTheMemoAndRequireTextRefusesTestsWithoutText) {
+  const std::string schema =
+      R"({"schema": {"type": "string"}, "tests": [{"valid": true, "text": "\"abc\""}]})";
+  std::string bench = TempFile("fresh.jsonl", schema + "\n" + schema + "\n");
+  auto memo = [](const std::string& err) {
+    const size_t at = err.find("loop memo");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+  };
+  CmdResult warm = Maskctl("maskbench " + kTok + " --verbose " + bench);
+  ASSERT_EQ(warm.status, 0) << warm.err;
+  EXPECT_EQ(warm.lines.back()["passing"], 2);
+  EXPECT_EQ(memo(warm.err), "loop memo: loops 1, hits 1, misses 1, bounded 0") << warm.err;
+  CmdResult fresh = Maskctl("maskbench " + kTok + " --verbose --fresh " + bench);
+  ASSERT_EQ(fresh.status, 0) << fresh.err;
+  EXPECT_EQ(fresh.lines.back()["passing"], 2);  // verdicts unchanged
+  EXPECT_EQ(memo(fresh.err), "loop memo (last schema): loops 1, hits 0, misses 1, bounded 0")
+      << fresh.err;
+
+  std::string untexted = TempFile(
+      "untexted.jsonl",
+      schema + "\n" + R"({"schema": {"type": "string"}, "tests": [{"valid": true, "text": "\"x\""}, {"valid": false, "data": 1}]})" + "\n");
+  CmdResult lax = Maskctl("maskbench " + kTok + " " + untexted);
+  EXPECT_EQ(lax.status, 0) << lax.err;  // without the flag: walked as ""
+  CmdResult strict = Maskctl("maskbench " + kTok + " --require-text " + untexted);
+  EXPECT_EQ(strict.status, 2);
+  EXPECT_THAT(strict.err, HasSubstr(untexted + ":2: test 1 has no string \"text\""));
+  EXPECT_TRUE(strict.lines.empty()) << strict.out;
+}
+
 }  // namespace

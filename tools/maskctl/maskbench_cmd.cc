@@ -16,6 +16,11 @@
 // --verbose: one line per failure on stderr, then the top failure reasons.
 // --no-share-loops: every state's first mask walks the whole token trie (the
 // baseline for the loop-mask figures in docs/benchmarks.md).
+// --fresh: the tokenizer's loop memo (index/loop_masks.h) is emptied before
+// each schema, so every schema pays what it would in a new process (TTFM and
+// TBM then include every first visit); --verbose prints the memo's counters.
+// --require-text: a test without a string "text" is an error (exit 2, naming
+// the file, line and test) instead of being walked as the empty string.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +38,7 @@
 #include "absl/time/time.h"
 #include "index/guide.h"
 #include "index/json_schema.h"
+#include "index/loop_masks.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
 #include "tools/maskctl/args.h"
@@ -157,7 +163,7 @@ int RunMaskbench(const Context& ctx) {
   value_flags.insert(SchemaValueFlags().begin(), SchemaValueFlags().end());
   value_flags.insert("timeout-s");
   std::set<std::string> bool_flags = SchemaBoolFlags();
-  bool_flags.insert({"verbose", "no-share-loops"});
+  bool_flags.insert({"verbose", "no-share-loops", "fresh", "require-text"});
   auto args = Args::Parse(ctx.args, value_flags, bool_flags);
   if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
   if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
@@ -168,6 +174,8 @@ int RunMaskbench(const Context& ctx) {
     return Fail("maskbench", std::string(s.message()));
   }
   bool verbose = args->Has("verbose");
+  const bool fresh = args->Has("fresh");
+  const bool require_text = args->Has("require-text");
 
   auto vocab = LoadTokenizerFlag(*args);
   if (!vocab.ok()) return Fail("maskbench", std::string(vocab.status().message()));
@@ -192,6 +200,17 @@ int RunMaskbench(const Context& ctx) {
       } catch (const ojson::exception& e) {
         return Fail("maskbench", absl::StrCat(path, ":", line_no, ": ", e.what()));
       }
+      if (require_text && doc.contains("tests")) {
+        int64_t k = 0;
+        for (auto& t : doc["tests"]) {
+          if (!t.is_object() || !t.contains("text") || !t["text"].is_string()) {
+            return Fail("maskbench", absl::StrCat(path, ":", line_no, ": test ", k,
+                                                  " has no string \"text\" (--require-text)"));
+          }
+          ++k;
+        }
+      }
+      if (fresh) (*vocab)->loop_masks().Clear();
       std::string name = doc.value("file", absl::StrCat("line ", line_no));
       std::string schema_text = doc["schema"].dump();
       ++tot.schemas;
@@ -289,6 +308,11 @@ int RunMaskbench(const Context& ctx) {
   }
   PrintTotals("all", all);
   if (verbose) {
+    const maskd::LoopMasks::Stats st = (*vocab)->loop_masks().stats();
+    std::fprintf(stderr, "loop memo%s: loops %zu, hits %llu, misses %llu, bounded %llu\n",
+                 fresh ? " (last schema)" : "", st.loops, static_cast<unsigned long long>(st.hits),
+                 static_cast<unsigned long long>(st.misses),
+                 static_cast<unsigned long long>(st.bounded));
     std::vector<std::pair<int64_t, std::string>> top;
     for (auto& [k, v] : reasons.counts) top.push_back({v, k});
     std::sort(top.rbegin(), top.rend());
@@ -305,7 +329,7 @@ int RunMaskbench(const Context& ctx) {
 
 MASKCTL_COMMAND("maskbench",
                 "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
-                "[--verbose] [--no-share-loops] [--whitespace W] [--recursion-depth N] "
+                "[--verbose] [--no-share-loops] [--fresh] [--require-text] [--whitespace W] [--recursion-depth N] "
                 "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
                 RunMaskbench);
 
