@@ -6,9 +6,10 @@
 //
 //   maskd_coldpath --tokenizer DIR --regex PATTERN [--steps 30] [--seed 1]
 //                  [--warm-reps 20] [--no-share-loops] [--eager] [--threads N]
-//                  [--masks-out FILE]
+//                  [--masks-out FILE] [--clock wall|cpu] [--scratch-reps N]
 //
-// Prints one JSON line (times in ms unless named _us):
+// Prints one JSON line (times in ms unless named _us; wall time unless
+// --clock cpu, the process's CPU time, which a loaded machine distorts less):
 //   vocab_load_ms   tokenizer load (not part of any other figure)
 //   compile_ms      parse + DFA + index creation (lazy: no mask yet)
 //   first_mask_ms   the start state's mask, after compile
@@ -22,12 +23,16 @@
 //                   per-step mask + advance cost, every mask now computed
 // With --eager, no walk: compile, then eager_ms for Precompute(--threads) of
 // every state reachable through tokens (eager_states of them).
+//   scratch_mask_us (--scratch-reps N) median over N new indexes over the
+//                   same DFA of the start state's mask: a mask from scratch
+//                   once the process is warm
 //   tokens          the walk's token ids
-// With --masks-out, the walk's masks (step 0 .. walk_steps, the last one
+// MASKD_COLDPATH_TRACE=1 in the environment prints each step's state and mask
+// time on stderr. With --masks-out, the walk's masks (step 0 .. walk_steps, the last one
 // after the last token) are written there as little-endian uint32 words,
 // num_words each, for bench/coldpath.py to compare with other engines'.
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,11 +50,21 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Wall time (steady clock), or with --clock cpu this process's CPU time (all
+// threads): on a loaded machine, CPU time leaves out the time other
+// processes held the cores.
+bool g_cpu_clock = false;
 
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+struct Clock {
+  using time_point = double;  // ms
+  static time_point now() {
+    timespec ts;
+    clock_gettime(g_cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  }
+};
+
+double MsSince(Clock::time_point t0) { return Clock::now() - t0; }
 
 [[noreturn]] void Die(const std::string& msg) {
   std::fprintf(stderr, "maskd_coldpath: %s\n", msg.c_str());
@@ -75,7 +90,7 @@ std::string JsonEscape(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string tokenizer, regex, masks_out;
-  int steps = 30, warm_reps = 20, threads = 1;
+  int steps = 30, warm_reps = 20, threads = 1, scratch_reps = 0;
   uint64_t seed = 1;
   bool share_loops = true, eager = false;
   for (int i = 1; i < argc; ++i) {
@@ -94,10 +109,16 @@ int main(int argc, char** argv) {
       seed = std::strtoull(value().c_str(), nullptr, 10);
     } else if (a == "--warm-reps") {
       warm_reps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--scratch-reps") {
+      scratch_reps = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--threads") {
       threads = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--masks-out") {
       masks_out = value();
+    } else if (a == "--clock") {
+      const std::string c = value();
+      if (c != "cpu" && c != "wall") Die("--clock is cpu or wall");
+      g_cpu_clock = c == "cpu";
     } else if (a == "--no-share-loops") {
       share_loops = false;
     } else if (a == "--eager") {
@@ -128,9 +149,11 @@ int main(int argc, char** argv) {
     if (!st.ok()) Die(absl::StrCat("precompute: ", st.message()));
     std::printf(
         "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"eager_ms\": %.3f, \"threads\": %d, "
-        "\"eager_states\": %u, \"dfa_states\": %u, \"share_loops\": %s, \"regex\": \"%s\"}\n",
+        "\"eager_states\": %u, \"dfa_states\": %u, \"share_loops\": %s, \"clock\": \"%s\", "
+        "\"regex\": \"%s\"}\n",
         vocab_load_ms, compile_ms, eager_ms, threads, (*index)->num_computed_states(),
-        (*index)->dfa().num_states(), share_loops ? "true" : "false", JsonEscape(regex).c_str());
+        (*index)->dfa().num_states(), share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall",
+        JsonEscape(regex).c_str());
     return 0;
   }
   maskd::Guide g(*index);
@@ -148,6 +171,9 @@ int main(int argc, char** argv) {
     auto s0 = Clock::now();
     g.WriteMaskUnchecked(mask.data());
     walk_ms += MsSince(s0);
+    if (std::getenv("MASKD_COLDPATH_TRACE") != nullptr) {
+      std::fprintf(stderr, "step %d state %u mask %.3f ms\n", step, g.state(), MsSince(s0));
+    }
     if (!masks_out.empty()) all_masks.insert(all_masks.end(), mask.begin(), mask.end());
     if (step >= steps) break;
     // A random allowed text token (EOS is never taken).
@@ -179,16 +205,34 @@ int main(int argc, char** argv) {
   const double warm_step_us = per_step.empty() ? 0 : per_step[per_step.size() / 2];
 
 
+  // A state's mask from scratch: the start state's, in new indexes over the
+  // same DFA (the per-vocabulary loop memo stays as the walk left it).
+  double scratch_mask_us = 0;
+  if (scratch_reps > 0) {
+    auto dfa = maskd::Dfa::FromPattern(regex);
+    if (!dfa.ok()) Die(std::string(dfa.status().message()));
+    std::vector<double> us;
+    for (int r = 0; r < scratch_reps; ++r) {
+      auto fresh = maskd::TokenIndex::Create(*dfa, *vocab, options.index);
+      auto s0 = Clock::now();
+      fresh->WriteMask(fresh->start(), mask.data());
+      us.push_back(MsSince(s0) * 1000.0);
+    }
+    std::sort(us.begin(), us.end());
+    scratch_mask_us = us[us.size() / 2];
+  }
+
   std::string toks;
   for (uint32_t t : tokens) absl::StrAppend(&toks, toks.empty() ? "" : ",", t);
   std::printf(
       "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
-      "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"dfa_states\": %u, "
-      " \"share_loops\": %s, \"tokens\": [%s], "
+      "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"scratch_mask_us\": %.3f, "
+      "\"dfa_states\": %u, "
+      "\"share_loops\": %s, \"clock\": \"%s\", \"tokens\": [%s], "
       "\"regex\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
-      tokens.size(), warm_step_us, (*index)->dfa().num_states(),
-      share_loops ? "true" : "false", toks.c_str(), JsonEscape(regex).c_str());
+      tokens.size(), warm_step_us, scratch_mask_us, (*index)->dfa().num_states(),
+      share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall", toks.c_str(), JsonEscape(regex).c_str());
   if (!masks_out.empty()) {
     std::FILE* f = std::fopen(masks_out.c_str(), "wb");
     if (f == nullptr || std::fwrite(all_masks.data(), 4, all_masks.size(), f) != all_masks.size() ||
