@@ -25,7 +25,7 @@ Usage:
   .venv-bench/bin/python bench/coldpath.py [--tokenizers llama3,qwen3,gemma3]
       [--regexes email,not_Z,...] [--engines maskd,llguidance,xgrammar,outlines]
       [--steps 30] [--seed 1] [--repeats 3] [--eager] [--threads 2]
-      [--json OUT.json] [--markdown OUT.md]
+      [--clock wall|cpu] [--json OUT.json] [--markdown OUT.md]
 Peers' Python call overhead (about 0.1-0.3 us per call) is inside their figures.
 """
 import argparse
@@ -76,6 +76,12 @@ class LLGuidancePeer:
         self.ll = llguidance
         self.np = np
 
+        by_bytes = {}
+        for i in sorted(tokens):
+            if i not in special and tokens[i]:
+                by_bytes.setdefault(tokens[i], i)
+        max_len = max(len(b) for b in by_bytes)
+
         class Wrapper:
             def __init__(self):
                 self.eos_token_id = eos[0]
@@ -86,9 +92,23 @@ class LLGuidancePeer:
                 self.special_token_ids = sorted(set(special) | {i for i in range(vocab_size)
                                                                 if i not in tokens})
 
-            def __call__(self, s):  # greedy longest match; used only for prompts
+            def __call__(self, s):
+                # Greedy longest match over the same bytes. llguidance
+                # tokenizes forced text with it, so it must be a real
+                # tokenizer of this vocabulary (not BPE-exact: forced tokens
+                # may then differ from the tokenizer's own).
                 b = s.encode() if isinstance(s, str) else s
-                return [b[0]] if b else []
+                out, i = [], 0
+                while i < len(b):
+                    for n in range(min(max_len, len(b) - i), 0, -1):
+                        t = by_bytes.get(b[i:i + n])
+                        if t is not None:
+                            out.append(t)
+                            i += n
+                            break
+                    else:
+                        i += 1  # a byte no token spells: skipped
+                return out
 
         self.tok = llguidance.LLTokenizer(llguidance.TokenizerWrapper(Wrapper()), n_vocab=vocab_size,
                                           eos_token=list(eos))
@@ -181,6 +201,7 @@ def describe_diff(mine, theirs, tokens, limit=3):
 
 def run_peer(args):
     import numpy as np
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     vocab_size, eos, tokens, special = load_dump(args.maskctl, args.tokenizer, args.cache)
     peer = PEERS[args.peer](vocab_size, eos, tokens, special)
     with open(args.case) as f:
@@ -189,38 +210,38 @@ def run_peer(args):
     nw = (vocab_size + 31) // 32
     arr = np.zeros(nw, dtype=np.uint32)
     out = {"engine": args.peer}
-    t0 = time.perf_counter()
+    t0 = clock()
     peer.compile(regex)
-    out["compile_ms"] = (time.perf_counter() - t0) * 1e3
-    t1 = time.perf_counter()
+    out["compile_ms"] = (clock() - t0) * 1e3
+    t1 = clock()
     peer.mask_into(arr)
-    out["first_mask_ms"] = (time.perf_counter() - t1) * 1e3
-    out["ttfm_ms"] = (time.perf_counter() - t0) * 1e3
+    out["first_mask_ms"] = (clock() - t1) * 1e3
+    out["ttfm_ms"] = (clock() - t0) * 1e3
     # The first walk (the first mask again, now as step 0, as maskd does).
     masks = []
     walk_s = 0.0
     for step in range(len(walk) + 1):
         arr[:] = 0
-        s0 = time.perf_counter()
+        s0 = clock()
         peer.mask_into(arr)
-        walk_s += time.perf_counter() - s0
+        walk_s += clock() - s0
         masks.append(arr.copy())
         if step == len(walk):
             break
-        s0 = time.perf_counter()
+        s0 = clock()
         peer.advance(walk[step])
-        walk_s += time.perf_counter() - s0
+        walk_s += clock() - s0
     out["walk_ms"] = walk_s * 1e3
     # Warm: replays of the same walk on a fresh matcher over the same compiled
     # constraint (llguidance and xgrammar keep their caches in it).
     per_step = []
     for _ in range(args.warm_reps if walk else 0):
         peer.reset()
-        s0 = time.perf_counter()
+        s0 = clock()
         for t in walk:
             peer.mask_into(arr)
             peer.advance(t)
-        per_step.append((time.perf_counter() - s0) * 1e6 / len(walk))
+        per_step.append((clock() - s0) * 1e6 / len(walk))
     out["warm_step_us"] = statistics.median(per_step) if per_step else 0.0
     # Agreement with maskd's masks (bits past the vocabulary ignored).
     mine = np.fromfile(case["masks"], dtype=np.uint32).reshape(-1, nw)
@@ -254,7 +275,7 @@ def run_case(args, tok, name, regex, tmp):
     tok_dir = os.path.join(args.tokenizer_root, tok)
     res = {"tokenizer": tok, "regex": name, "engines": {}}
     base = [args.coldpath, "--tokenizer", tok_dir, "--regex", regex, "--steps", str(args.steps),
-            "--seed", str(args.seed)]
+            "--seed", str(args.seed), "--clock", args.clock]
     masks = os.path.join(tmp, "masks.bin")
     runs = []
     for r in range(args.repeats):
@@ -290,7 +311,7 @@ def run_case(args, tok, name, regex, tmp):
             try:
                 p = subprocess.run([sys.executable, __file__, "--peer", eng, "--tokenizer", tok_dir,
                                     "--case", case, "--maskctl", args.maskctl, "--cache", args.cache,
-                                    "--warm-reps", str(args.warm_reps)],
+                                    "--warm-reps", str(args.warm_reps), "--clock", args.clock],
                                    capture_output=True, text=True, timeout=args.timeout_s)
             except subprocess.TimeoutExpired:
                 err = "timeout (%d s)" % args.timeout_s
@@ -381,6 +402,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--warm-reps", type=int, default=10)
     ap.add_argument("--eager", action="store_true")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: each process's CPU time (all threads), which a loaded machine "
+                         "distorts less; eager builds are always wall time")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--timeout-s", type=int, default=120)
     ap.add_argument("--coldpath", default=os.path.join(ROOT, "build", "bin", "maskd_coldpath"))
