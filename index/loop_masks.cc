@@ -272,6 +272,8 @@ LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
   control_words_.assign(num_words, 0);
   utf8_words_.assign(num_words, 0);
   utf8_cut_words_.assign(num_words, 0);
+  long_words_.assign(num_words, 0);
+  for (uint32_t id : long_tokens_) long_words_[id >> 5] |= 1u << (id & 31);
   std::vector<std::pair<std::string, uint32_t>> tails;  // (cut-short character, id)
   for (size_t k = 0; k < n; ++k) {
     const uint32_t id = ids[k];
@@ -356,7 +358,8 @@ uint8_t LoopMasks::Utf8Next(uint8_t state, uint8_t b) {
 size_t LoopMasks::IndexBytes() const {
   return (byte_begin_.capacity() + byte_tokens_.capacity() + long_tokens_.capacity() +
           dense_words_.capacity() + trie_words_.capacity() + non_ascii_words_.capacity() +
-          control_words_.capacity() + utf8_words_.capacity() + utf8_cut_words_.capacity()) *
+          control_words_.capacity() + utf8_words_.capacity() + utf8_cut_words_.capacity() +
+          long_words_.capacity()) *
          sizeof(uint32_t);
 }
 

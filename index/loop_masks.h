@@ -161,6 +161,10 @@ class LoopMasks {
     return byte_words_[b] == UINT32_MAX ? nullptr : dense_words_.data() + byte_words_[b];
   }
   static constexpr uint32_t kDenseByteShare = 2;
+  // The trie's tokens longer than kShortTokenBytes, ascending ids, and as a
+  // packed bitmask.
+  const std::vector<uint32_t>& LongTokens() const { return long_tokens_; }
+  const uint32_t* LongWords() const { return long_words_.data(); }
   // Every token of the trie as a packed bitmask.
   const uint32_t* TrieWords() const { return trie_words_.data(); }
   // The trie's tokens holding a byte >= 0x80, as a packed bitmask.
@@ -240,6 +244,7 @@ class LoopMasks {
   std::vector<uint32_t> control_words_;
   std::vector<uint32_t> utf8_words_;
   std::vector<uint32_t> utf8_cut_words_;
+  std::vector<uint32_t> long_words_;
   std::vector<std::string> cut_tails_;
   std::vector<uint32_t> cut_tail_begin_;
   std::vector<uint32_t> cut_tail_ids_;

@@ -183,12 +183,13 @@ TokenIndex::State TokenIndex::ReferenceFor(State s) const {
 
 namespace {
 
-// Whether every well-formed UTF-8 character leads from s back to s, and
+// Whether every well-formed UTF-8 character leads from s to `target`, and
 // every other non-ASCII byte sequence from s dies exactly where strict UTF-8
 // does (Dfa states in lockstep with LoopMasks::Utf8Next). Then a token's
 // non-ASCII bytes keep s in s when they are well-formed, and kill it
 // otherwise; one cut short ends in a live state inside a character.
-bool Utf8Closed(const Dfa& dfa, Dfa::State s, std::vector<std::pair<uint8_t, Dfa::State>>* pairs) {
+bool Utf8Closed(const Dfa& dfa, Dfa::State s, Dfa::State target,
+                std::vector<std::pair<uint8_t, Dfa::State>>* pairs) {
   constexpr size_t kMaxPairs = 64;
   pairs->assign(1, {LoopMasks::kUtf8Boundary, s});
   for (size_t i = 0; i < pairs->size(); ++i) {
@@ -199,7 +200,7 @@ bool Utf8Closed(const Dfa& dfa, Dfa::State s, std::vector<std::pair<uint8_t, Dfa
       if ((u2 == 0) != (q2 == Dfa::kDead)) return false;
       if (u2 == 0) continue;
       if (u2 == LoopMasks::kUtf8Boundary) {
-        if (q2 != s) return false;
+        if (q2 != target) return false;
         continue;
       }
       const std::pair<uint8_t, Dfa::State> p(u2, q2);
@@ -245,7 +246,7 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
   }
   if (walked * LoopMasks::kMaxExitShare > vocab_->trie().num_tokens()) return false;
   thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
-  *utf8 = Utf8Closed(dfa, s, &pairs);
+  *utf8 = Utf8Closed(dfa, s, s, &pairs);
   if (*utf8) {
     stay += 0x80;
   } else {
@@ -262,12 +263,68 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
          walked * LoopMasks::kMaxExitShare <= vocab_->trie().num_tokens();
 }
 
+TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8) const {
+  // s_0 = s, s_1 = the successor most bytes lead to; S: the ASCII bytes
+  // leading s to s_1. Each s_i (i < kChainDepth) must lead every byte of S
+  // (and, with `utf8`, every well-formed UTF-8 character) to one s_(i+1),
+  // kill every other ASCII byte s kills, and (without `utf8`) every
+  // non-ASCII byte. Then a token of at most kChainDepth bytes within S is
+  // allowed (it ends in some s_i, or inside a character after one), and one
+  // holding another byte is decided at its first such byte: rejected there
+  // unless s lets that byte through.
+  const Dfa& dfa = *dfa_;
+  const LoopMasks& index = vocab_->loop_masks();
+  uint32_t widest = 0;
+  const State next = dfa.WidestSuccessor(s, &widest);
+  if (next == Dfa::kDead || widest < LoopMasks::kMinStayBytes) return Dfa::kDead;
+  uint8_t kind[0x80];  // 0 dead, 1 in S, 2 live outside S
+  uint32_t stay = 0;
+  size_t walked = 0;
+  for (int b = 0; b < 0x80; ++b) {
+    const State t = dfa.Next(s, static_cast<uint8_t>(b));
+    kind[b] = t == Dfa::kDead ? 0 : t == next ? 1 : 2;
+    stay += kind[b] == 1;
+    if (kind[b] == 2) walked += index.NumTokensWith(static_cast<uint8_t>(b));
+  }
+  walked += index.LongTokens().size();
+  if (stay < LoopMasks::kMinStayBytes ||
+      walked * LoopMasks::kMaxExitShare > vocab_->trie().num_tokens()) {
+    return Dfa::kDead;
+  }
+  thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
+  *utf8 = Utf8Closed(dfa, s, next, &pairs);
+  auto all_high_dead = [&](State q) {
+    for (int b = 0x80; b < 256; ++b) {
+      if (dfa.Next(q, static_cast<uint8_t>(b)) != Dfa::kDead) return false;
+    }
+    return true;
+  };
+  if (!*utf8 && !all_high_dead(s)) return Dfa::kDead;
+  State cur = next;
+  for (uint32_t i = 1; i < kChainDepth; ++i) {
+    State nxt = Dfa::kDead;
+    for (int b = 0; b < 0x80; ++b) {
+      const State t = dfa.Next(cur, static_cast<uint8_t>(b));
+      if (kind[b] == 1) {
+        if (t == Dfa::kDead || (nxt != Dfa::kDead && t != nxt)) return Dfa::kDead;
+        nxt = t;
+      } else if (kind[b] == 0 && t != Dfa::kDead) {
+        return Dfa::kDead;  // a byte s kills must stay dead
+      }
+    }
+    if (*utf8 ? !Utf8Closed(dfa, cur, nxt, &pairs) : !all_high_dead(cur)) return Dfa::kDead;
+    cur = nxt;
+  }
+  return next;
+}
+
 const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors) const {
   const Dfa& dfa = *dfa_;
   // A reference state's mask (computed first: it may use the scratch space).
   thread_local int reference_depth = 0;
   bool utf8 = false;
   const bool self_loop = s != Dfa::kDead && options_.share_loops && SelfLoopWorthIt(s, &utf8);
+
   State ref = Dfa::kDead;
   const StateMask* ref_mask = nullptr;
   if (!self_loop && successors == nullptr && s != Dfa::kDead && options_.share_loops &&
@@ -301,29 +358,34 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   }
   const bool new_loop = pending.exit_trie != nullptr;
   LoopMasks::Bounded bounded;
-  if (!self_loop && ref_mask == nullptr && loop == nullptr && !new_loop && !want_successors &&
+  if (!self_loop && ref_mask == nullptr && loop == nullptr && !new_loop &&
+      !want_successors &&
       s != Dfa::kDead && options_.share_loops) {
     uint32_t live = 0;
     for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
     if (live >= LoopMasks::kMinStayBytes) bounded = vocab_->loop_masks().FindBounded(dfa, s);
   }
+  // Last before a whole-trie walk: a chain (a position in a bounded string
+  // no kept loop matched).
+  const bool chain = !self_loop && ref_mask == nullptr && loop == nullptr && !new_loop &&
+                     bounded.loop == nullptr && !want_successors && s != Dfa::kDead &&
+                     options_.share_loops && ChainWorthIt(s, &utf8) != Dfa::kDead;
   const bool dense_built =
-      self_loop || ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr || new_loop;
+      self_loop || chain || ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr ||
+      new_loop;
   // Adds tokens (not yet in `words`) to the dense mask.
   auto set_bits = [&](State, const uint32_t* id, const uint32_t* end) {
     count += static_cast<uint32_t>(end - id);
     for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
   };
-  if (self_loop) {
-    // S: the bytes that keep s in s (with `utf8`, also every well-formed
-    // UTF-8 character). A token within S is allowed; any other is decided at
-    // its first byte outside S, rejected there unless that byte is live from
-    // s: so the allowed tokens are those within S (by bitmask: none of the
-    // other bytes, and well-formed UTF-8 with `utf8`), plus those holding a
-    // byte live outside S, walked one by one.
+  // With self_loop or chain: the tokens within S (packed in `words`).
+  uint32_t unused_bytes = 0;
+  const State stay_target =
+      self_loop ? s : chain ? dfa.WidestSuccessor(s, &unused_bytes) : Dfa::kDead;
+  if (self_loop || chain) {
     const LoopMasks& index = vocab_->loop_masks();
     auto outside = [&](int b) {  // b is a byte outside S
-      return (b < 0x80 || !utf8) && dfa.Next(s, static_cast<uint8_t>(b)) != s;
+      return (b < 0x80 || !utf8) && dfa.Next(s, static_cast<uint8_t>(b)) != stay_target;
     };
     bool all_control = true, all_high = !utf8;
     for (int b = 0; b < 0x20; ++b) all_control &= outside(b);
@@ -342,10 +404,41 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     }
     const uint32_t* trie_words = index.TrieWords();
     const uint32_t* utf8_words = index.Utf8Words();
+    const uint32_t* long_words = index.LongWords();
     for (uint32_t i = 0; i < num_words_; ++i) {
-      words[i] = trie_words[i] & ~words[i] & (utf8 ? utf8_words[i] : ~0u);
+      words[i] = trie_words[i] & ~words[i] & (utf8 ? utf8_words[i] : ~0u) &
+                 (chain ? ~long_words[i] : ~0u);
       count += static_cast<uint32_t>(__builtin_popcount(words[i]));
     }
+  }
+  if (chain) {
+    // Tokens of at most kChainDepth bytes within S are in; the longer ones,
+    // and those holding a byte outside S that s lets through, are walked.
+    const LoopMasks& index = vocab_->loop_masks();
+    w.exit_words.assign(num_words_, 0);  // tokens already walked
+    auto walk = [&](uint32_t id) {
+      const uint32_t bit = 1u << (id & 31);
+      if (w.exit_words[id >> 5] & bit) return;
+      w.exit_words[id >> 5] |= bit;
+      if (dfa.Walk(s, vocab_->bytes(id)) == Dfa::kDead) return;
+      words[id >> 5] |= bit;
+      ++count;
+    };
+    for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
+      const State t = dfa.Next(s, static_cast<uint8_t>(b));
+      if (t == stay_target || t == Dfa::kDead) continue;
+      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
+      for (; id != end; ++id) walk(*id);
+    }
+    for (uint32_t id : index.LongTokens()) walk(id);
+  } else if (self_loop) {
+    // S: the bytes that keep s in s (with `utf8`, also every well-formed
+    // UTF-8 character). A token within S is allowed; any other is decided at
+    // its first byte outside S, rejected there unless that byte is live from
+    // s: so the allowed tokens are those within S (by bitmask: none of the
+    // other bytes, and well-formed UTF-8 with `utf8`), plus those holding a
+    // byte live outside S, walked one by one.
+    const LoopMasks& index = vocab_->loop_masks();
     if (want_successors) {
       // Tokens within S end in s, or (cut short inside a character) in a
       // state of the UTF-8 sequences: walk those.

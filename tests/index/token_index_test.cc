@@ -50,6 +50,10 @@ const std::vector<std::string>& LoopRegexes() {
       // An "other key" string that must not be "name" (open objects).
       R"re(\{"(?:name|(?:[^"n\\]|n(?:[^"a\\]|a(?:[^"m\\]|m(?:[^"e\\]|e[^"\\]))))[^"\\]*)": (?:true|false)\})re",
       R"(x[^"]*"[a-z]{2,}"[^"]*")",
+      // Bounded strings: positions that move one step per character (chains).
+      R"re(\{"s": "(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]){0,40}"\})re",
+      R"([\s\S]{0,30}x)",
+      R"(é{0,3}[a-z ]{0,40}\.)",
   };
   return *r;
 }
@@ -278,7 +282,8 @@ double ThreadCpuMs() {
 TEST(TokenIndex, FirstMaskOfWideStateInFreshProcessBeatsDirectWalk) {
   const std::string str = R"re("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re";
   for (const std::string& regex : {std::string("[^Z]*"), std::string("[a-z0-9!#$%&'*+/=?^_`{|}~-]+@[a-z]+"),
-                                   "x" + str, std::string("[\\s\\S]*y")}) {
+                                   "x" + str, std::string("[\\s\\S]*y"),
+                                   std::string("[\\s\\S]{0,100}")}) {
     double shared_ms = 1e9, direct_ms = 1e9;
     for (int trial = 0; trial < 3; ++trial) {
       for (bool share : {true, false}) {
