@@ -286,7 +286,7 @@ def run_case(args, tok, name, regex, tmp):
             return res
         runs.append(json.loads(p.stdout))
     m = {k: median_of(runs, k) for k in ("compile_ms", "first_mask_ms", "ttfm_ms", "walk_ms",
-                                         "warm_step_us")}
+                                         "warm_step_us", "write_ns", "memcpy_ns", "advance_ns")}
     m["walk_steps"] = runs[0]["walk_steps"]
     m["dfa_states"] = runs[0]["dfa_states"]
     if args.eager:
@@ -337,54 +337,83 @@ def fmt(v, digits=2):
 
 
 def markdown(results, engines, eager):
-    lines = []
     peers = [e for e in engines if e != "maskd"]
-    head = ["tokenizer", "regex", "maskd ttfm ms"] + ["%s ttfm ms" % p for p in peers]
-    head += ["maskd walk ms"] + ["%s walk ms" % p for p in peers]
-    head += ["maskd warm µs/step"] + ["%s warm µs/step" % p for p in peers]
+    out = []
+
+    def table(title, head, rows):
+        out.append("**%s**" % title)
+        out.append("")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("| --- | --- |" + " ---: |" * (len(head) - 2))
+        out.extend("| " + " | ".join(r) + " |" for r in rows)
+        out.append("")
+
+    def cell(r, eng, key, digits=2):
+        e = r["engines"].get(eng, {})
+        if "error" in e:
+            return "err"
+        return fmt(e.get(key), digits)
+
+    def best(r, key, names):
+        vals = [(r["engines"].get(n, {}).get(key), n) for n in names]
+        vals = [(v, n) for v, n in vals if v is not None]
+        return min(vals)[1] if vals else None
+
+    ok = [r for r in results if "error" not in r["engines"].get("maskd", {})]
+    for title, key in (("Regex → first mask, ms (compile + first mask)", "ttfm_ms"),
+                       ("Whole first walk of the seeded sample, ms (every first visit)", "walk_ms"),
+                       ("Warm step (mask + advance), µs", "warm_step_us")):
+        rows = []
+        for r in ok:
+            row = [r["tokenizer"], r["regex"]] + [cell(r, e, key) for e in ["maskd"] + peers]
+            if key == "walk_ms":
+                row.append(str(r["engines"]["maskd"].get("walk_steps")))
+                row.append(" · ".join(
+                    "err" if "error" in r["engines"].get(p, {}) else "%s/%s" % (
+                        r["engines"].get(p, {}).get("agree"), r["engines"].get(p, {}).get("compared"))
+                    for p in peers) or "—")
+            if key == "ttfm_ms" and peers:
+                m = r["engines"]["maskd"].get(key)
+                ll = r["engines"].get("llguidance", {}).get(key)
+                row.append("%.2f×" % (m / ll) if m is not None and ll else "—")
+            rows.append(row)
+        head = ["tokenizer", "regex"] + ["maskd"] + peers
+        if key == "walk_ms":
+            head += ["steps", "masks agree (%s)" % "/".join(peers) if peers else "agree"]
+        if key == "ttfm_ms" and peers:
+            head += ["maskd / llguidance"]
+        table(title, head, rows)
+    table("maskd's warm parts over the walk's states, ns (WriteMask; a memcpy of as many bytes, same loop; one token advanced)",
+          ["tokenizer", "regex", "WriteMask", "memcpy", "ratio", "advance"],
+          [[r["tokenizer"], r["regex"], fmt(r["engines"]["maskd"].get("write_ns"), 0),
+            fmt(r["engines"]["maskd"].get("memcpy_ns"), 0),
+            ("%.2f" % (r["engines"]["maskd"]["write_ns"] / r["engines"]["maskd"]["memcpy_ns"])
+             if r["engines"]["maskd"].get("memcpy_ns") else "—"),
+            fmt(r["engines"]["maskd"].get("advance_ns"), 1)] for r in ok])
     if eager:
-        head += ["maskd eager ms (states)", "xgrammar compile ms"]
-    head += ["steps", "agree (%s)" % "/".join(peers) if peers else "agree"]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("| --- | --- |" + " ---: |" * (len(head) - 2))
-    for r in results:
-        e = r["engines"]
-        m = e.get("maskd", {})
-        if "error" in m:
-            lines.append("| %s | %s | error: %s |" % (r["tokenizer"], r["regex"], m["error"]))
-            continue
-        row = [r["tokenizer"], r["regex"]]
-        for key, d in (("ttfm_ms", 2), ("walk_ms", 2), ("warm_step_us", 2)):
-            row.append(fmt(m.get(key), d))
-            for p in peers:
-                pe = e.get(p, {})
-                row.append("err" if "error" in pe else fmt(pe.get(key), d))
-        if eager:
-            row.append("%s (%s)" % (fmt(m.get("eager_ms")), m.get("eager_states")))
-            xe = e.get("xgrammar", {})
-            row.append(fmt(xe.get("compile_ms")) if "error" not in xe else "err")
-        row.append(str(m.get("walk_steps")))
-        ag = []
-        for p in peers:
-            pe = e.get(p, {})
-            ag.append("err" if "error" in pe else "%s/%s" % (pe.get("agree"), pe.get("compared")))
-        row.append(" · ".join(ag) if ag else "—")
-        lines.append("| " + " | ".join(row) + " |")
-    diffs = []
+        table("Eager build of every reachable state, ms (maskd: Precompute on the --threads threads, wall; xgrammar: its full compile, one thread; outlines-core: its index, always full)",
+              ["tokenizer", "regex", "maskd eager", "states", "xgrammar compile", "outlines-core index", "maskd / xgrammar"],
+              [[r["tokenizer"], r["regex"], fmt(r["engines"]["maskd"].get("eager_ms")),
+                str(r["engines"]["maskd"].get("eager_states")), cell(r, "xgrammar", "compile_ms"),
+                cell(r, "outlines", "compile_ms"),
+                ("%.1f×" % (r["engines"]["maskd"]["eager_ms"] / r["engines"]["xgrammar"]["compile_ms"])
+                 if r["engines"]["maskd"].get("eager_ms") and r["engines"].get("xgrammar", {}).get("compile_ms")
+                 else "—")] for r in ok])
+    notes = []
     for r in results:
         for p, pe in r["engines"].items():
-            if pe.get("error") and p != "maskd":
-                diffs.append("- %s / %s / %s: %s" % (r["tokenizer"], r["regex"], p, pe["error"]))
+            if pe.get("error"):
+                notes.append("- %s / %s / %s: %s" % (r["tokenizer"], r["regex"], p, pe["error"]))
             for d in pe.get("diffs", []) or []:
-                diffs.append("- %s / %s / %s, step %d: %d tokens differ, e.g. %s" % (
+                notes.append("- %s / %s / %s, step %d: %d tokens differ, e.g. %s" % (
                     r["tokenizer"], r["regex"], p, d["step"], d["tokens_differing"],
                     "; ".join(d["examples"])))
-    if diffs:
-        lines.append("")
-        lines.append("Mask differences and peer errors (first two steps per case):")
-        lines.append("")
-        lines.extend(diffs)
-    return "\n".join(lines) + "\n"
+    if notes:
+        out.append("Mask differences (first two steps per case) and errors:")
+        out.append("")
+        out.extend(notes)
+        out.append("")
+    return "\n".join(out)
 
 
 def main():

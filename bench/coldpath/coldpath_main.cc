@@ -23,6 +23,9 @@
 //                   per-step mask + advance cost, every mask now computed
 // With --eager, no walk: compile, then eager_ms for Precompute(--threads) of
 // every state reachable through tokens (eager_states of them).
+//   write_ns, memcpy_ns, advance_ns: the warm parts over the walk's states:
+//                   one mask written (TokenIndex::WriteMask), a memcpy of as
+//                   many bytes in the same loop, one token advanced (NextState)
 //   scratch_mask_us (--scratch-reps N) median over N new indexes over the
 //                   same DFA of the start state's mask: a mask from scratch
 //                   once the process is warm
@@ -205,6 +208,54 @@ int main(int argc, char** argv) {
   const double warm_step_us = per_step.empty() ? 0 : per_step[per_step.size() / 2];
 
 
+  // Warm parts, each over the walk's states (every mask computed by now):
+  // writing one mask, a memcpy of as many bytes (from rotating sources, in
+  // this process), and advancing one token. Medians over --warm-reps.
+  double write_ns = 0, memcpy_ns = 0, advance_ns = 0;
+  if (!tokens.empty()) {
+    std::vector<uint32_t> states;
+    {
+      maskd::Guide r(*index);
+      for (uint32_t tok : tokens) {
+        states.push_back(r.state());
+        (void)r.Advance(tok);
+      }
+    }
+    constexpr int kSources = 8;
+    std::vector<uint32_t> sources(static_cast<size_t>(kSources) * nw, 0x5a5a5a5a);
+    std::vector<double> w, m, a;
+    const int inner = std::max(1, 20000 / static_cast<int>(states.size()));
+    for (int r = 0; r < warm_reps; ++r) {
+      auto s0 = Clock::now();
+      for (int k = 0; k < inner; ++k) {
+        for (uint32_t st : states) (*index)->WriteMask(st, mask.data());
+      }
+      w.push_back(MsSince(s0) * 1e6 / (static_cast<double>(inner) * states.size()));
+      s0 = Clock::now();
+      for (int k = 0; k < inner; ++k) {
+        for (size_t i = 0; i < states.size(); ++i) {
+          std::memcpy(mask.data(), sources.data() + (i % kSources) * nw, nw * sizeof(uint32_t));
+        }
+      }
+      m.push_back(MsSince(s0) * 1e6 / (static_cast<double>(inner) * states.size()));
+      s0 = Clock::now();
+      for (int k = 0; k < inner; ++k) {
+        for (size_t i = 0; i < states.size(); ++i) {
+          volatile uint32_t next = (*index)->NextState(states[i], tokens[i]);
+          (void)next;
+        }
+      }
+      a.push_back(MsSince(s0) * 1e6 / (static_cast<double>(inner) * states.size()));
+    }
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    write_ns = median(w);
+    memcpy_ns = median(m);
+    advance_ns = median(a);
+  }
+
   // A state's mask from scratch: the start state's, in new indexes over the
   // same DFA (the per-vocabulary loop memo stays as the walk left it).
   double scratch_mask_us = 0;
@@ -226,12 +277,13 @@ int main(int argc, char** argv) {
   for (uint32_t t : tokens) absl::StrAppend(&toks, toks.empty() ? "" : ",", t);
   std::printf(
       "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
-      "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"scratch_mask_us\": %.3f, "
+      "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"write_ns\": %.1f, "
+      "\"memcpy_ns\": %.1f, \"advance_ns\": %.1f, \"scratch_mask_us\": %.3f, "
       "\"dfa_states\": %u, "
       "\"share_loops\": %s, \"clock\": \"%s\", \"tokens\": [%s], "
       "\"regex\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
-      tokens.size(), warm_step_us, scratch_mask_us, (*index)->dfa().num_states(),
+      tokens.size(), warm_step_us, write_ns, memcpy_ns, advance_ns, scratch_mask_us, (*index)->dfa().num_states(),
       share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall", toks.c_str(), JsonEscape(regex).c_str());
   if (!masks_out.empty()) {
     std::FILE* f = std::fopen(masks_out.c_str(), "wb");

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""MaskBench per file, warm and fresh, as one markdown table (docs/benchmarks.md).
+
+Runs `maskctl maskbench --require-text` over every file of maskbench-dev twice
+in one process each: warm (one long process: the tokenizer's loop memo stays
+warm across schemas) and --fresh (the memo emptied before each schema: what a
+schema pays in a new process). Verdicts must agree between the two runs.
+
+  python3 bench/maskbench_table.py [--maskctl build/bin/maskctl]
+      [--tokenizer ../shared/tokenizers/llama3] [--dir ../shared/corpora/maskbench-dev]
+      [--markdown OUT.md]
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+
+
+def run(maskctl, tok, files, fresh):
+    cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh"] if fresh else []) + files
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return {os.path.basename(j["file"]).replace(".jsonl", ""): j
+            for j in (json.loads(l) for l in out.splitlines() if l.startswith("{"))}
+
+
+def ms(us):
+    return "%.2f" % (us / 1000.0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--maskctl", default=os.path.join(ROOT, "build", "bin", "maskctl"))
+    ap.add_argument("--tokenizer", default=os.path.join(SHARED, "tokenizers", "llama3"))
+    ap.add_argument("--dir", default=os.path.join(SHARED, "corpora", "maskbench-dev"))
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+    files = sorted(glob.glob(os.path.join(args.dir, "*.jsonl")))
+    warm = run(args.maskctl, args.tokenizer, files, False)
+    fresh = run(args.maskctl, args.tokenizer, files, True)
+    lines = ["| file | schemas | compiled | passing | TTFM p50 ms fresh (warm) | TTFM p99 ms fresh (warm) "
+             "| TBM avg µs fresh (warm) | TBM p50 µs fresh | TBM p99 µs fresh |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name in [os.path.basename(f).replace(".jsonl", "") for f in files] + ["all"]:
+        w, f = warm[name], fresh[name]
+        for k in ("schemas", "compiled", "passing", "valid_accepted", "invalid_rejected"):
+            if w[k] != f[k]:
+                sys.exit("verdicts differ between warm and fresh runs: %s %s" % (name, k))
+        lines.append("| %s | %d | %d | %d (%.1f%%) | %s (%s) | %s (%s) | %.1f (%.1f) | %.2f | %.1f |" % (
+            "**all**" if name == "all" else name, f["schemas"], f["compiled"], f["passing"],
+            100.0 * f["passing"] / max(1, f["schemas"]), ms(f["ttfm_p50_us"]), ms(w["ttfm_p50_us"]),
+            ms(f["ttfm_p99_us"]), ms(w["ttfm_p99_us"]), f["tbm_avg_us"], w["tbm_avg_us"],
+            f["tbm_p50_us"], f["tbm_p99_us"]))
+    md = "\n".join(lines) + "\n"
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(md)
+    sys.stdout.write(md)
+
+
+if __name__ == "__main__":
+    main()
