@@ -8,7 +8,7 @@ schema pays in a new process). Verdicts must agree between the two runs.
 
   python3 bench/maskbench_table.py [--maskctl build/bin/maskctl]
       [--tokenizer ../shared/tokenizers/llama3] [--dir ../shared/corpora/maskbench-dev]
-      [--markdown OUT.md]
+      [--markdown OUT.md] [--clock wall|cpu] [--files BFCL_simple,...]
 """
 import argparse
 import glob
@@ -21,8 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 
 
-def run(maskctl, tok, files, fresh):
-    cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh"] if fresh else []) + files
+def run(maskctl, tok, files, fresh, cpu):
+    cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh"] if fresh else [])
+    cmd += (["--cpu-time"] if cpu else []) + files
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return {os.path.basename(j["file"]).replace(".jsonl", ""): j
             for j in (json.loads(l) for l in out.splitlines() if l.startswith("{"))}
@@ -38,10 +39,15 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(SHARED, "tokenizers", "llama3"))
     ap.add_argument("--dir", default=os.path.join(SHARED, "corpora", "maskbench-dev"))
     ap.add_argument("--markdown")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    ap.add_argument("--files", default="", help="comma-separated file names (default: all)")
     args = ap.parse_args()
     files = sorted(glob.glob(os.path.join(args.dir, "*.jsonl")))
-    warm = run(args.maskctl, args.tokenizer, files, False)
-    fresh = run(args.maskctl, args.tokenizer, files, True)
+    if args.files:
+        files = [os.path.join(args.dir, f if f.endswith(".jsonl") else f + ".jsonl")
+                 for f in args.files.split(",")]
+    warm = run(args.maskctl, args.tokenizer, files, False, args.clock == "cpu")
+    fresh = run(args.maskctl, args.tokenizer, files, True, args.clock == "cpu")
     lines = ["| file | schemas | compiled | passing | TTFM p50 ms fresh (warm) | TTFM p99 ms fresh (warm) "
              "| TBM avg µs fresh (warm) | TBM p50 µs fresh | TBM p99 µs fresh |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
