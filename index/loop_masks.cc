@@ -273,6 +273,8 @@ LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
   utf8_words_.assign(num_words, 0);
   utf8_cut_words_.assign(num_words, 0);
   long_words_.assign(num_words, 0);
+  char_count_.assign(vocab_.size(), 0);
+  cut_tail_of_.assign(vocab_.size(), UINT32_MAX);
   for (uint32_t id : long_tokens_) long_words_[id >> 5] |= 1u << (id & 31);
   std::vector<std::pair<std::string, uint32_t>> tails;  // (cut-short character, id)
   for (size_t k = 0; k < n; ++k) {
@@ -281,12 +283,17 @@ LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
     trie_words_[id >> 5] |= bit;
     bool non_ascii = false, control = false;
     uint8_t u = kUtf8Boundary;
+    uint32_t chars = 0;
     for (char c : vocab_.bytes(id)) {
       const uint8_t b = static_cast<uint8_t>(c);
       non_ascii |= b >= 0x80;
       control |= b < 0x20;
-      if (u != 0) u = Utf8Next(u, b);
+      if (u != 0) {
+        u = Utf8Next(u, b);
+        chars += u == kUtf8Boundary;
+      }
     }
+    char_count_[id] = static_cast<uint8_t>(std::min<uint32_t>(chars, 255));
     if (non_ascii) non_ascii_words_[id >> 5] |= bit;
     if (control) control_words_[id >> 5] |= bit;
     if (u != 0) utf8_words_[id >> 5] |= bit;
@@ -307,6 +314,7 @@ LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
       cut_tails_.push_back(tails[i].first);
     }
     cut_tail_ids_.push_back(tails[i].second);
+    cut_tail_of_[tails[i].second] = static_cast<uint32_t>(cut_tails_.size() - 1);
   }
   cut_tail_begin_.push_back(static_cast<uint32_t>(tails.size()));
   if (cut_tails_.empty()) cut_tail_begin_.assign(1, 0);
@@ -359,8 +367,10 @@ size_t LoopMasks::IndexBytes() const {
   return (byte_begin_.capacity() + byte_tokens_.capacity() + long_tokens_.capacity() +
           dense_words_.capacity() + trie_words_.capacity() + non_ascii_words_.capacity() +
           control_words_.capacity() + utf8_words_.capacity() + utf8_cut_words_.capacity() +
-          long_words_.capacity()) *
-         sizeof(uint32_t);
+          long_words_.capacity() + cut_tail_of_.capacity() + cut_tail_ids_.capacity() +
+          cut_tail_begin_.capacity()) *
+             sizeof(uint32_t) +
+         char_count_.capacity();
 }
 
 const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {

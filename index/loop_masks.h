@@ -179,6 +179,10 @@ class LoopMasks {
   // Those tokens grouped by the cut-short character ending them (its 1 to 3
   // bytes): group i's tail is CutTail(i), its ids CutTailTokens(i).
   size_t NumCutTails() const { return cut_tails_.size(); }
+  // For a token of Utf8Words(): its number of whole characters (at most
+  // 255), and the group of its cut-short last character (UINT32_MAX: none).
+  uint8_t CharCount(uint32_t id) const { return char_count_[id]; }
+  uint32_t CutTailOf(uint32_t id) const { return cut_tail_of_[id]; }
   std::string_view CutTail(size_t i) const { return cut_tails_[i]; }
   std::pair<const uint32_t*, const uint32_t*> CutTailTokens(size_t i) const {
     return {cut_tail_ids_.data() + cut_tail_begin_[i], cut_tail_ids_.data() + cut_tail_begin_[i + 1]};
@@ -248,6 +252,8 @@ class LoopMasks {
   std::vector<std::string> cut_tails_;
   std::vector<uint32_t> cut_tail_begin_;
   std::vector<uint32_t> cut_tail_ids_;
+  std::vector<uint8_t> char_count_;     // per id (vocabulary size)
+  std::vector<uint32_t> cut_tail_of_;   // per id (vocabulary size)
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint64_t> bounded_{0};

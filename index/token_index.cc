@@ -115,6 +115,8 @@ struct WalkScratch {
   std::vector<Dfa::State> loop_states;  // canonical loop state -> DFA state
   std::vector<uint32_t> exit_words;     // a new loop's exit tokens, packed
   std::vector<Dfa::State> ends;         // states where a new loop's tokens end
+  std::vector<Dfa::State> chain;        // s, s_1, ..., s_16 of a chain
+  std::vector<uint64_t> chain_keys;     // (characters, cut tail) of chain tokens
 };
 
 WalkScratch& Scratch() {
@@ -263,7 +265,7 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
          walked * LoopMasks::kMaxExitShare <= vocab_->trie().num_tokens();
 }
 
-TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8) const {
+TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8, std::vector<State>* chain) const {
   // s_0 = s, s_1 = the successor most bytes lead to; S: the ASCII bytes
   // leading s to s_1. Each s_i (i < kChainDepth) must lead every byte of S
   // (and, with `utf8`, every well-formed UTF-8 character) to one s_(i+1),
@@ -301,6 +303,7 @@ TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8) const {
   };
   if (!*utf8 && !all_high_dead(s)) return Dfa::kDead;
   State cur = next;
+  chain->assign({s, next});
   for (uint32_t i = 1; i < kChainDepth; ++i) {
     State nxt = Dfa::kDead;
     for (int b = 0; b < 0x80; ++b) {
@@ -314,6 +317,7 @@ TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8) const {
     }
     if (*utf8 ? !Utf8Closed(dfa, cur, nxt, &pairs) : !all_high_dead(cur)) return Dfa::kDead;
     cur = nxt;
+    chain->push_back(cur);
   }
   return next;
 }
@@ -368,8 +372,8 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   // Last before a whole-trie walk: a chain (a position in a bounded string
   // no kept loop matched).
   const bool chain = !self_loop && ref_mask == nullptr && loop == nullptr && !new_loop &&
-                     bounded.loop == nullptr && !want_successors && s != Dfa::kDead &&
-                     options_.share_loops && ChainWorthIt(s, &utf8) != Dfa::kDead;
+                     bounded.loop == nullptr && s != Dfa::kDead && options_.share_loops &&
+                     ChainWorthIt(s, &utf8, &w.chain) != Dfa::kDead;
   const bool dense_built =
       self_loop || chain || ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr ||
       new_loop;
@@ -415,14 +419,45 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     // Tokens of at most kChainDepth bytes within S are in; the longer ones,
     // and those holding a byte outside S that s lets through, are walked.
     const LoopMasks& index = vocab_->loop_masks();
+    if (want_successors) {
+      // A token within S ends in s_L (L its characters), or inside a
+      // character after s_L: one walk per distinct (L, cut-short character).
+      w.ends.clear();
+      std::vector<uint64_t>& keys = w.chain_keys;
+      keys.clear();
+      uint32_t whole = 0;  // bit L: some token of L whole characters
+      for (uint32_t i = 0; i < num_words_; ++i) {
+        for (uint32_t bits = words[i]; bits != 0; bits &= bits - 1) {
+          const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
+          const uint32_t tail = index.CutTailOf(id);
+          const uint32_t l = index.CharCount(id);
+          if (tail == UINT32_MAX) {
+            whole |= 1u << l;
+          } else {
+            keys.push_back((static_cast<uint64_t>(l) << 32) | tail);
+          }
+        }
+      }
+      for (uint32_t l = 0; l <= kChainDepth; ++l) {
+        if ((whole >> l) & 1) add_successor(w.chain[l]);
+      }
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      for (uint64_t k : keys) {
+        const State t = dfa.Walk(w.chain[k >> 32], index.CutTail(static_cast<uint32_t>(k)));
+        if (t != Dfa::kDead) add_successor(t);
+      }
+    }
     w.exit_words.assign(num_words_, 0);  // tokens already walked
     auto walk = [&](uint32_t id) {
       const uint32_t bit = 1u << (id & 31);
       if (w.exit_words[id >> 5] & bit) return;
       w.exit_words[id >> 5] |= bit;
-      if (dfa.Walk(s, vocab_->bytes(id)) == Dfa::kDead) return;
+      const State t = dfa.Walk(s, vocab_->bytes(id));
+      if (t == Dfa::kDead) return;
       words[id >> 5] |= bit;
       ++count;
+      if (want_successors) add_successor(t);
     };
     for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
       const State t = dfa.Next(s, static_cast<uint8_t>(b));

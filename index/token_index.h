@@ -97,8 +97,8 @@ class TokenIndex {
   // The same along a chain s, s_1, ..., s_kChainDepth that every byte of S
   // (and, with `*utf8`, every UTF-8 character) moves one step (a position in
   // a string with a maxLength): s_1 when it holds and is worth it, else
-  // kDead. Lazy masks only (it gives no successors).
-  State ChainWorthIt(State s, bool* utf8) const;
+  // kDead; `*chain` receives s, s_1, ..., s_kChainDepth.
+  State ChainWorthIt(State s, bool* utf8, std::vector<State>* chain) const;
   static constexpr uint32_t kChainDepth = 16;  // = LoopMasks::kShortTokenBytes
   // A state whose mask, with some first bytes' subtrees walked again, is
   // s's (see ComputeMask); kDead when none is worth it.
