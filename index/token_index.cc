@@ -355,9 +355,15 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   w.ids.clear();
   std::vector<uint32_t> words;
   uint32_t count = 0;
+  // Eager builds (no bounded matches there) try a chain before any loop
+  // search; lazy masks try it last, after a kept loop's bounded match.
+  const bool early_chain = want_successors && !self_loop && s != Dfa::kDead &&
+                           options_.share_loops &&
+                           ChainWorthIt(s, &utf8, &w.chain) != Dfa::kDead;
   std::shared_ptr<const LoopMasks::Loop> loop;
   LoopMasks::Pending pending;  // a new loop, completed from this state's walk
-  if (!self_loop && ref_mask == nullptr && s != Dfa::kDead && options_.share_loops) {
+  if (!self_loop && !early_chain && ref_mask == nullptr && s != Dfa::kDead &&
+      options_.share_loops) {
     loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr, &pending);
   }
   const bool new_loop = pending.exit_trie != nullptr;
@@ -371,9 +377,11 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   }
   // Last before a whole-trie walk: a chain (a position in a bounded string
   // no kept loop matched).
-  const bool chain = !self_loop && ref_mask == nullptr && loop == nullptr && !new_loop &&
-                     bounded.loop == nullptr && s != Dfa::kDead && options_.share_loops &&
-                     ChainWorthIt(s, &utf8, &w.chain) != Dfa::kDead;
+  const bool chain =
+      early_chain ||
+      (!want_successors && !self_loop && ref_mask == nullptr && loop == nullptr && !new_loop &&
+       bounded.loop == nullptr && s != Dfa::kDead && options_.share_loops &&
+       ChainWorthIt(s, &utf8, &w.chain) != Dfa::kDead);
   const bool dense_built =
       self_loop || chain || ref_mask != nullptr || loop != nullptr || bounded.loop != nullptr ||
       new_loop;

@@ -7,9 +7,9 @@
 #   scripts/bench_docs.sh            # all of it (tens of minutes on 2 vCPUs)
 #
 # Knobs (environment): REPEATS (3), CLOCK (cpu: each process's CPU time, which
-# a loaded machine distorts less; wall), PEER_TOKENIZERS (qwen3,gemma3: run
-# with maskd, llguidance and xgrammar; llama3 always runs every engine and
-# the eager builds), MASKBENCH_FILES (comma-separated names; default all),
+# a loaded machine distorts less; wall), ENGINES for llama3 (every engine;
+# llama3 also runs the eager builds), PEER_TOKENIZERS (qwen3,gemma3) and
+# PEER_ENGINES for them (maskd,llguidance,xgrammar), MASKBENCH_FILES (comma-separated names; default all),
 # SKIP (comma-separated: coldpath, others, maskbench).
 # Needs ../shared (tokenizers, maskbench-dev) and .venv-bench (made here with
 # scripts/bench_venv.sh when missing). Never part of the default tests.
@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 REPEATS=${REPEATS:-3}
 CLOCK=${CLOCK:-cpu}
 PEER_TOKENIZERS=${PEER_TOKENIZERS:-qwen3,gemma3}
+ENGINES=${ENGINES:-maskd,llguidance,xgrammar,outlines}
+PEER_ENGINES=${PEER_ENGINES:-maskd,llguidance,xgrammar}
 SKIP=${SKIP:-}
 [ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
 cmake --build build --target maskd_coldpath maskctl >/dev/null
@@ -30,15 +32,16 @@ stamp() {
 }
 skip() { [[ ",$SKIP," == *",$1,"* ]]; }
 if ! skip coldpath; then
-  { stamp "llama3, every engine, $REPEATS fresh processes per engine and case, medians, clock $CLOCK"; echo;
+  { stamp "llama3, $ENGINES, $REPEATS fresh processes per engine and case, medians, clock $CLOCK"; echo;
     nice .venv-bench/bin/python bench/coldpath.py --tokenizers llama3 --repeats "$REPEATS" \
-      --clock "$CLOCK" --eager --threads "$(nproc)" --json "$out/coldpath-llama3.json"; } \
+      --clock "$CLOCK" --eager --threads "$(nproc)" --engines "$ENGINES" \
+      --json "$out/coldpath-llama3.json"; } \
     > "$out/coldpath.md.new" && mv "$out/coldpath.md.new" "$out/coldpath.md"
 fi
 if ! skip others; then
-  { stamp "$PEER_TOKENIZERS, maskd/llguidance/xgrammar, $REPEATS fresh processes each, medians, clock $CLOCK"; echo;
+  { stamp "$PEER_TOKENIZERS, $PEER_ENGINES, $REPEATS fresh processes each, medians, clock $CLOCK"; echo;
     nice .venv-bench/bin/python bench/coldpath.py --tokenizers "$PEER_TOKENIZERS" --repeats "$REPEATS" \
-      --clock "$CLOCK" --engines maskd,llguidance,xgrammar --json "$out/coldpath-others.json"; } \
+      --clock "$CLOCK" --engines "$PEER_ENGINES" --json "$out/coldpath-others.json"; } \
     > "$out/others.md.new" && mv "$out/others.md.new" "$out/others.md"
 fi
 if ! skip maskbench; then
