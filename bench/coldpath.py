@@ -14,8 +14,9 @@ Figures per engine (ms unless _us):
   walk      the whole first walk of the seeded sample (N steps: mask +
             advance each, every first visit included)
   warm_us   per step (mask + advance) when the same walk is replayed
-  eager     (--eager) every reachable state's mask: maskd Precompute on
-            --threads threads; xgrammar's full compile (compile_regex).
+  eager     (--eager) every reachable state's mask: maskd Precompute (one
+            thread with --clock cpu, else --threads, wall); xgrammar's full
+            compile (compile_regex).
             llguidance is lazy (no eager build); outlines-core's index is
             always full, so its ttfm is its eager build.
   agree     steps whose masks equal maskd's, of the steps compared
@@ -25,7 +26,7 @@ Usage:
   .venv-bench/bin/python bench/coldpath.py [--tokenizers llama3,qwen3,gemma3]
       [--regexes email,not_Z,...] [--engines maskd,llguidance,xgrammar,outlines]
       [--steps 30] [--seed 1] [--repeats 3] [--eager] [--threads 2]
-      [--clock wall|cpu] [--json OUT.json] [--markdown OUT.md]
+      [--clock wall|cpu] [--json OUT.json] [--markdown OUT.md] [--render STDERR.log]
 Peers' Python call overhead (about 0.1-0.3 us per call) is inside their figures.
 """
 import argparse
@@ -292,9 +293,12 @@ def run_case(args, tok, name, regex, tmp):
     if args.eager:
         eruns = []
         for _ in range(args.repeats):
+            # CPU time counts every thread's work: with --clock cpu the
+            # build runs on one thread (its CPU time is then its latency).
+            threads = 1 if args.clock == "cpu" else args.threads
             p = subprocess.run([args.coldpath, "--tokenizer", tok_dir, "--regex", regex, "--eager",
-                                "--threads", str(args.threads)], capture_output=True, text=True,
-                               timeout=args.timeout_s)
+                                "--threads", str(threads), "--clock", args.clock],
+                               capture_output=True, text=True, timeout=args.timeout_s)
             if p.returncode == 0:
                 eruns.append(json.loads(p.stdout))
         m["eager_ms"] = median_of(eruns, "eager_ms")
@@ -391,7 +395,7 @@ def markdown(results, engines, eager):
              if r["engines"]["maskd"].get("memcpy_ns") else "—"),
             fmt(r["engines"]["maskd"].get("advance_ns"), 1)] for r in ok])
     if eager:
-        table("Eager build of every reachable state, ms (maskd: Precompute on the --threads threads, wall; xgrammar: its full compile, one thread; outlines-core: its index, always full)",
+        table("Eager build of every reachable state, ms (maskd: Precompute, on one thread with --clock cpu, else on --threads threads, wall; xgrammar: its full compile, one thread; outlines-core: its index, always full)",
               ["tokenizer", "regex", "maskd eager", "states", "xgrammar compile", "outlines-core index", "maskd / xgrammar"],
               [[r["tokenizer"], r["regex"], fmt(r["engines"]["maskd"].get("eager_ms")),
                 str(r["engines"]["maskd"].get("eager_states")), cell(r, "xgrammar", "compile_ms"),
@@ -439,11 +443,18 @@ def main():
     ap.add_argument("--coldpath", default=os.path.join(ROOT, "build", "bin", "maskd_coldpath"))
     ap.add_argument("--maskctl", default=os.path.join(ROOT, "build", "bin", "maskctl"))
     ap.add_argument("--cache", default=os.path.join(ROOT, "build", "coldpath-cache"))
+    ap.add_argument("--render", help="render the markdown of a run's stderr (one JSON line per "
+                                     "case; a partial run too) instead of running")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
     if args.peer:
         run_peer(args)
+        return
+    if args.render:
+        with open(args.render) as f:
+            results = [json.loads(l) for l in f if l.startswith("{")]
+        sys.stdout.write(markdown(results, [e for e in args.engines.split(",") if e], args.eager))
         return
     with open(args.regex_file) as f:
         regexes = json.load(f)["regexes"]
