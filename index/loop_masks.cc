@@ -639,11 +639,6 @@ void LoopMasks::Clear() {
   bounded_.store(0, std::memory_order_relaxed);
 }
 
-bool LoopMasks::WantsBoundedCandidates() const {
-  absl::MutexLock lock(&mu_);
-  return bounded_candidates_.size() < kMaxBoundedCandidates && bytes_ < max_bytes();
-}
-
 LoopMasks::Stats LoopMasks::stats() const {
   Stats st;
   absl::MutexLock lock(&mu_);

@@ -143,9 +143,7 @@ class LoopMasks {
   // Kept loops tried by FindBounded (the first ones kept whose entry state
   // loops on itself).
   static constexpr size_t kMaxBoundedCandidates = 4;
-  // Whether fewer than kMaxBoundedCandidates loops are candidates yet (an
-  // index whose masks need no loop memo keeps a few loops for FindBounded).
-  bool WantsBoundedCandidates() const;
+
   Bounded FindBounded(const Dfa& dfa, Dfa::State s);
 
   // The per-vocabulary byte index the constructor builds (immutable; read

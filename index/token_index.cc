@@ -498,23 +498,6 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
         if (bits != 0) add_successor(s);
       }
     }
-    // While the vocabulary keeps few loops, this one is kept too, for the
-    // states that behave like it for short strings (LoopMasks::FindBounded).
-    // Only a loop whose exits few tokens hold (a JSON string's quote and
-    // backslash): building its exit trie costs about what walking them does.
-    size_t exit_tokens = 0;
-    for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
-      const State t = dfa.Next(s, static_cast<uint8_t>(b));
-      if (t != s && t != Dfa::kDead) exit_tokens += index.NumTokensWith(static_cast<uint8_t>(b));
-    }
-    std::vector<uint32_t> within;  // the tokens within S
-    LoopMasks::Pending pending_loop;
-    if (!want_successors && exit_tokens * kMaxCandidateExitShare <= vocab_->trie().num_tokens() &&
-        index.WantsBoundedCandidates() &&
-        vocab_->loop_masks().Find(dfa, s, nullptr, &pending_loop) == nullptr &&
-        pending_loop.exit_trie != nullptr) {
-      within = words;
-    }
     w.exit_words.assign(num_words_, 0);  // candidates already walked
     for (int b = 0; b < (utf8 ? 0x80 : 256); ++b) {
       const State t = dfa.Next(s, static_cast<uint8_t>(b));
@@ -530,46 +513,6 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
         ++count;
         if (want_successors) add_successor(u);
       }
-    }
-    if (!within.empty()) {
-      // Its loop tokens: the allowed tokens without an exit byte; they end in
-      // s, inside a character (cut short), or where their walk ends.
-      std::vector<uint32_t> loop_words = words;
-      const TokenTrie& exit_trie = *pending_loop.exit_trie;
-      for (size_t k = 0; k < exit_trie.num_tokens(); ++k) {
-        const uint32_t id = exit_trie.token_ids()[k];
-        loop_words[id >> 5] &= ~(1u << (id & 31));
-      }
-      uint32_t loop_count = 0;
-      w.ends.clear();
-      const uint32_t* cut = index.Utf8CutWords();
-      bool ends_in_s = false;
-      for (uint32_t i = 0; i < num_words_; ++i) {
-        loop_count += static_cast<uint32_t>(__builtin_popcount(loop_words[i]));
-        const uint32_t in = loop_words[i] & within[i];
-        ends_in_s |= (in & (utf8 ? ~cut[i] : ~0u)) != 0;
-        for (uint32_t c = loop_words[i] & ~in; c != 0; c &= c - 1) {
-          const uint32_t id = i * 32 + static_cast<uint32_t>(__builtin_ctz(c));
-          w.ends.push_back(dfa.Walk(s, vocab_->bytes(id)));
-        }
-      }
-      if (utf8) {
-        // A token within S cut short ends where its last character's bytes
-        // lead from s: one walk per such character held by a loop token.
-        for (size_t k = 0; k < index.NumCutTails(); ++k) {
-          auto [id, end] = index.CutTailTokens(k);
-          for (; id != end; ++id) {
-            const uint32_t bit = 1u << (*id & 31);
-            if (loop_words[*id >> 5] & within[*id >> 5] & bit) {
-              w.ends.push_back(dfa.Walk(s, index.CutTail(k)));
-              break;
-            }
-          }
-        }
-      }
-      if (ends_in_s) w.ends.push_back(s);
-      vocab_->loop_masks().Complete(std::move(pending_loop), std::move(loop_words), loop_count,
-                                    w.ends);
     }
   } else if (ref_mask != nullptr) {
     // mask(s) and mask(ref) agree on the tokens starting with any byte b

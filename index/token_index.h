@@ -106,9 +106,6 @@ class TokenIndex {
   // ReferenceFor needs the subtrees where s and the reference agree to hold
   // at least this share of the tokens (numerator, denominator).
   static constexpr uint32_t kMinReferenceShare[2] = {3, 4};
-  // A self-loop state's loop is kept for LoopMasks::FindBounded only when at
-  // most 1/kMaxCandidateExitShare of the tokens hold a byte leaving it alive.
-  static constexpr uint32_t kMaxCandidateExitShare = 32;
 
   std::shared_ptr<const Dfa> dfa_;
   std::shared_ptr<const Vocabulary> vocab_;
