@@ -58,6 +58,25 @@ ABSL_FLAG(uint64_t, max_connections, 4096,
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A new connection must send its first byte (plaintext) or finish its TLS handshake "
           "within this time, else it is closed");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
+          "A connection with no call in flight for this long is sent GOAWAY and closed; "
+          "0: never");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "Any connection is sent GOAWAY after this long, and closed --max_connection_age_grace "
+          "later; 0: never");
+ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Seconds(30),
+          "Time the calls of a connection past --max_connection_age (or idle) get to finish");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Minutes(1),
+          "The server pings a connection silent for this long");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(20),
+          "A connection that does not answer a ping within this time is closed");
+ABSL_FLAG(uint32_t, max_concurrent_streams, 256,
+          "Calls in flight at most per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
+ABSL_FLAG(uint64_t, grpc_memory_bytes, uint64_t{1} << 30,
+          "gRPC's memory quota (grpc::ResourceQuota) for connections, streams and messages "
+          "in flight; past it gRPC sheds load");
+ABSL_FLAG(int32_t, grpc_max_threads, 256,
+          "Threads gRPC's resource quota allows its synchronous server (health, reflection)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics HTTP address host:port (port 0: any free port); empty: off");
 ABSL_FLAG(std::string, tokenizer_dir, "",
@@ -287,6 +306,32 @@ int Run(int argc, char** argv) {
     ports[i] = listeners[i]->port();
   }
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Connection and stream bounds (docs/reliability.md, Threat model).
+  auto ms = [](absl::Duration d) {
+    return d <= absl::ZeroDuration() ? INT_MAX
+                                     : static_cast<int>(std::min<int64_t>(
+                                           absl::ToInt64Milliseconds(d), INT_MAX));
+  };
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_idle)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_age)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_age_grace)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms(absl::GetFlag(FLAGS_keepalive_time)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             ms(absl::GetFlag(FLAGS_keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             ms(absl::GetFlag(FLAGS_handshake_timeout)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONCURRENT_STREAMS,
+      static_cast<int>(std::min<uint32_t>(absl::GetFlag(FLAGS_max_concurrent_streams), INT_MAX)));
+  grpc::ResourceQuota quota("maskd");
+  quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_bytes)));
+  quota.SetMaxThreads(std::max(absl::GetFlag(FLAGS_grpc_max_threads), 2));
+  builder.SetResourceQuota(quota);
   const int max_message = static_cast<int>(
       std::min<uint64_t>(absl::GetFlag(FLAGS_max_message_bytes), INT_MAX));
   builder.SetMaxReceiveMessageSize(max_message);

@@ -1,0 +1,263 @@
+// The listeners of the real maskd binary (docs/service.md, Listeners;
+// docs/reliability.md, Threat model): a taken address fails the second
+// server, the socket mode ignores the umask, connection caps, descriptor
+// exhaustion that the listener survives, idle and silent connections closed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "gtest/gtest.h"
+#include "tests/service/server_harness.h"
+
+namespace maskd::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string SocketPath(const MaskdProcess& p) { return p.addr().substr(7); }  // unix://
+
+// The TCP port in the start line's listen=... (the listener after the unix one).
+int TcpPort(const MaskdProcess& p) {
+  std::string log = p.Log();
+  size_t at = log.find(",127.0.0.1:", log.find(" listen="));
+  return at == std::string::npos ? 0 : atoi(log.c_str() + at + 11);
+}
+
+std::string HealthOf(const std::string& addr) {
+  ClientOptions o;
+  o.timeout = absl::Seconds(5);
+  auto c = Client::Connect(addr, o);
+  if (!c.ok()) return c.status().ToString();
+  auto h = (*c)->Health();
+  return h.ok() ? *h : h.status().ToString();
+}
+
+// A raw connection; -1 on failure. `speak`: sends the HTTP/2 client preface
+// and an empty SETTINGS frame, as a gRPC client's first bytes.
+int RawConnect(const std::string& addr, bool speak) {
+  int fd;
+  if (addr.rfind("unix://", 0) == 0) {
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    std::string path = addr.substr(7);
+    memcpy(sun.sun_path, path.data(), path.size());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+      close(fd);
+      return -1;
+    }
+  } else {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(atoi(addr.c_str() + addr.rfind(':') + 1)));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
+  if (speak) {
+    static const char kHello[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+    if (write(fd, kHello, sizeof kHello - 1) != static_cast<ssize_t>(sizeof kHello - 1)) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+// True when the server closes `fd` (EOF or reset) within `timeout`; reads and
+// drops whatever the server sends before.
+bool ClosedWithin(int fd, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return true;
+  }
+}
+
+int OpenFds(pid_t pid) {
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"))) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+TEST(TransportTest, SecondServerOnSameTcpPortFailsAndFirstKeepsServing) {
+  MaskdProcess first({"--listen=127.0.0.1:0"});
+  ASSERT_TRUE(first.ok()) << first.Log();
+  const int port = TcpPort(first);
+  ASSERT_GT(port, 0) << first.Log();
+  MaskdProcess second({absl::StrCat("--listen=127.0.0.1:", port)}, /*wait_ready=*/false);
+  EXPECT_EQ(second.Wait(30), 1) << second.Log();
+  EXPECT_NE(second.Log().find(absl::StrCat("cannot listen on 127.0.0.1:", port)),
+            std::string::npos)
+      << second.Log();
+  // Every new connection still reaches the first server.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(HealthOf(absl::StrCat("127.0.0.1:", port)), "SERVING");
+  }
+}
+
+TEST(TransportTest, SecondServerOnLiveSocketPathFailsAndFirstKeepsServing) {
+  MaskdProcess first;
+  ASSERT_TRUE(first.ok()) << first.Log();
+  MaskdProcess second({"--listen=" + first.addr()}, /*wait_ready=*/false);
+  EXPECT_EQ(second.Wait(30), 1) << second.Log();
+  EXPECT_NE(second.Log().find("another server is listening there"), std::string::npos)
+      << second.Log();
+  EXPECT_EQ(HealthOf(first.addr()), "SERVING");
+}
+
+TEST(TransportTest, StaleSocketIsReplacedOtherFilesAreRefused) {
+  char tmpl[] = "/tmp/maskd-stale-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  // A stale socket: bound, then its owner went away without unlinking it.
+  const std::string stale = dir + "/stale.sock";
+  {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    memcpy(sun.sun_path, stale.data(), stale.size());
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun), 0);
+    close(fd);
+  }
+  {
+    MaskdProcess p({"--listen=unix://" + stale});
+    ASSERT_TRUE(p.ok()) << p.Log();
+    EXPECT_EQ(HealthOf("unix://" + stale), "SERVING");
+  }
+  const std::string plain = dir + "/plain";
+  FILE* f = fopen(plain.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("keep me", f);
+  fclose(f);
+  MaskdProcess p({"--listen=unix://" + plain}, /*wait_ready=*/false);
+  EXPECT_EQ(p.Wait(30), 1) << p.Log();
+  EXPECT_NE(p.Log().find("exists and is not a socket"), std::string::npos) << p.Log();
+  struct stat st;
+  EXPECT_EQ(stat(plain.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TransportTest, SocketModeIgnoresUmask) {
+  mode_t old = umask(0);
+  {
+    MaskdProcess p;  // default --socket_mode=0660
+    ASSERT_TRUE(p.ok()) << p.Log();
+    struct stat st;
+    ASSERT_EQ(stat(SocketPath(p).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0660u);
+  }
+  {
+    MaskdProcess p({"--socket_mode=0600"});
+    ASSERT_TRUE(p.ok()) << p.Log();
+    struct stat st;
+    ASSERT_EQ(stat(SocketPath(p).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(HealthOf(p.addr()), "SERVING");
+  }
+  umask(old);
+  MaskdProcess bad({"--socket_mode=0999"}, /*wait_ready=*/false);
+  EXPECT_EQ(bad.Wait(30), 2) << bad.Log();
+  EXPECT_NE(bad.Log().find("--socket_mode"), std::string::npos) << bad.Log();
+}
+
+TEST(TransportTest, MaxConnectionsClosesTheNextAtOnce) {
+  MaskdProcess p({"--max_connections=4"});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    int fd = RawConnect(p.addr(), /*speak=*/true);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // all four handed over
+  int extra = RawConnect(p.addr(), /*speak=*/true);
+  ASSERT_GE(extra, 0);
+  EXPECT_TRUE(ClosedWithin(extra, milliseconds(5000)));
+  close(extra);
+  for (int fd : held) EXPECT_FALSE(ClosedWithin(fd, milliseconds(10)));
+  for (int fd : held) close(fd);
+  // The count notices the closed ones (a sweep at the cap), so a client
+  // gets in again.
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(HealthOf(p.addr()), "SERVING");
+}
+
+TEST(TransportTest, ListenersSurviveDescriptorExhaustion) {
+  MaskdProcess p({"--listen=127.0.0.1:0"});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  ASSERT_EQ(HealthOf(tcp), "SERVING");
+  // Leave the server a few descriptors more than it holds now.
+  const int limit = OpenFds(p.pid()) + 8;
+  struct rlimit rl = {static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+  ASSERT_EQ(prlimit(p.pid(), RLIMIT_NOFILE, &rl, nullptr), 0);
+  // Connections until the server has no descriptor left for the next: the
+  // kernel still completes connect (backlog), so count what the server holds.
+  std::vector<int> held;
+  for (int i = 0; i < 40; ++i) {
+    int fd = RawConnect(i % 2 ? tcp : p.addr(), /*speak=*/true);
+    if (fd >= 0) held.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_GE(OpenFds(p.pid()), limit - 1);
+  EXPECT_NE(HealthOf(p.addr()), "SERVING");  // no descriptor for it now
+  for (int fd : held) close(fd);
+  // Freed: both listeners accept again (back-off is at most 1 s).
+  bool unix_ok = false, tcp_ok = false;
+  for (int i = 0; i < 20 && !(unix_ok && tcp_ok); ++i) {
+    std::this_thread::sleep_for(milliseconds(500));
+    unix_ok = unix_ok || HealthOf(p.addr()) == "SERVING";
+    tcp_ok = tcp_ok || HealthOf(tcp) == "SERVING";
+  }
+  EXPECT_TRUE(unix_ok) << p.Log();
+  EXPECT_TRUE(tcp_ok) << p.Log();
+  EXPECT_NE(p.Log().find("Too many open files; retrying"), std::string::npos) << p.Log();
+}
+
+TEST(TransportTest, SilentAndIdleConnectionsAreClosed) {
+  MaskdProcess p({"--handshake_timeout=1s", "--max_connection_idle=1s",
+                  "--max_connection_age_grace=1s", "--listen=127.0.0.1:0"});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  for (const std::string& addr : {p.addr(), tcp}) {
+    int silent = RawConnect(addr, /*speak=*/false);
+    int idle = RawConnect(addr, /*speak=*/true);
+    ASSERT_GE(silent, 0);
+    ASSERT_GE(idle, 0);
+    EXPECT_TRUE(ClosedWithin(silent, milliseconds(4000))) << addr;
+    EXPECT_TRUE(ClosedWithin(idle, milliseconds(8000))) << addr;
+    close(silent);
+    close(idle);
+  }
+  EXPECT_EQ(HealthOf(p.addr()), "SERVING");
+}
+
+}  // namespace
+}  // namespace maskd::testing
