@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -28,6 +30,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "service/index_cache.h"
@@ -50,6 +53,14 @@ ABSL_FLAG(std::vector<std::string>, listen,
           std::vector<std::string>({"unix:///tmp/maskd.sock", "127.0.0.1:50051"}),
           "gRPC listen addresses (repeatable or comma-separated): unix:///abs/path, "
           "unix:relative, host:port");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (chain): TCP listeners serve TLS with it (needs --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificates: TLS clients must present a certificate they sign (mutual TLS)");
+ABSL_FLAG(bool, allow_insecure_tcp, false,
+          "Allow plaintext TCP listeners on non-loopback addresses (without it maskd refuses "
+          "to start: exit 2)");
 ABSL_FLAG(std::string, socket_mode, "0660",
           "File mode (octal) of unix sockets maskd listens on, set at bind whatever the umask");
 ABSL_FLAG(uint64_t, max_connections, 4096,
@@ -133,6 +144,21 @@ std::vector<std::string> Repeated(int argc, char** argv, const std::string& name
     }
     for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) out.emplace_back(p);
   }
+  return out;
+}
+
+// A PEM file's text; bounded (1 MiB) so that a wrong path cannot eat memory.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", ec.message()));
+  if (size > (1u << 20)) return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB"));
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+  std::string out(size, '\0');
+  size_t n = fread(out.data(), 1, out.size(), f);
+  fclose(f);
+  out.resize(n);
   return out;
 }
 
@@ -290,12 +316,67 @@ int Run(int argc, char** argv) {
   listener_options.first_byte_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   ConnectionLimit connection_limit(absl::GetFlag(FLAGS_max_connections));
   listener_options.limit = &connection_limit;
+  // TLS: every TCP listener when --tls_cert is set (gRPC's listener: fd
+  // hand-over is plaintext only). Otherwise plaintext TCP on loopback only,
+  // unless --allow_insecure_tcp.
+  std::shared_ptr<grpc::ServerCredentials> tls;
+  {
+    const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
+                      ca = absl::GetFlag(FLAGS_tls_client_ca);
+    if (cert.empty() != key.empty() || (!ca.empty() && cert.empty())) {
+      LogError("--tls_cert and --tls_key go together; --tls_client_ca needs them");
+      return 2;
+    }
+    if (!cert.empty()) {
+      grpc::SslServerCredentialsOptions o(
+          ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                     : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+      for (const auto& [flag, path, out] :
+           {std::tuple<const char*, std::string, std::string*>{"--tls_cert", cert, &pair.cert_chain},
+            {"--tls_key", key, &pair.private_key},
+            {"--tls_client_ca", ca, &o.pem_root_certs}}) {
+        if (path.empty()) continue;
+        auto text = ReadSmallFile(path);
+        if (!text.ok()) {
+          LogError(absl::StrCat(flag, ": ", text.status().message()));
+          return 2;
+        }
+        *out = *std::move(text);
+      }
+      o.pem_key_cert_pairs.push_back(pair);
+      tls = grpc::SslServerCredentials(o);
+    }
+  }
   std::vector<std::unique_ptr<Listener>> listeners(listen.size());
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
     if (absl::StartsWith(listen[i], "unix-abstract:")) {
       builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
       continue;
+    }
+    if (!IsUnixAddress(listen[i])) {
+      if (tls) {
+        // Resolve first: a malformed address gets listener.h's message.
+        auto r = ResolveForBind(listen[i]);
+        if (!r.ok()) {
+          LogError(std::string(r.status().message()));
+          return 2;
+        }
+        builder.AddListeningPort(listen[i], tls, &ports[i]);
+        continue;
+      }
+      auto loopback = IsLoopbackTcp(listen[i]);
+      if (!loopback.ok()) {
+        LogError(std::string(loopback.status().message()));
+        return 2;
+      }
+      if (!*loopback && !absl::GetFlag(FLAGS_allow_insecure_tcp)) {
+        LogError(absl::StrCat("refusing plaintext TCP on non-loopback ", listen[i],
+                              ": give --tls_cert/--tls_key, or --allow_insecure_tcp "
+                              "(docs/reliability.md, Threat model)"));
+        return 2;
+      }
     }
     auto l = Listener::Bind(listen[i], listener_options);
     if (!l.ok()) {

@@ -259,5 +259,109 @@ TEST(TransportTest, SilentAndIdleConnectionsAreClosed) {
   EXPECT_EQ(HealthOf(p.addr()), "SERVING");
 }
 
+// Throwaway certificates made with the openssl CLI for each test run (valid
+// 2 days): a CA, a server certificate for localhost/127.0.0.1 and a client
+// certificate it signs, plus a client certificate from another CA.
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/maskd-tls-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    const std::string script =
+        "set -e\n"
+        "key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $1.key; }\n"
+        "ca() { key $1; openssl req -x509 -new -key $1.key -out $1.pem -days 2 -subj /CN=$1; }\n"
+        "leaf() { key $1; openssl req -new -key $1.key -out $1.csr -subj /CN=$3\n"
+        "  echo \"subjectAltName=$4\" > $1.ext\n"
+        "  openssl x509 -req -in $1.csr -CA $2.pem -CAkey $2.key -CAcreateserial -days 2 \\\n"
+        "    -extfile $1.ext -out $1.pem; }\n"
+        "ca ca; ca other\n"
+        "leaf server ca localhost DNS:localhost,IP:127.0.0.1\n"
+        "leaf client ca client DNS:client\n"
+        "leaf stranger other stranger DNS:stranger\n";
+    FILE* f = fopen(File("make.sh").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(script.c_str(), f);
+    fclose(f);
+    const std::string cmd = "cd '" + dir_ + "' && bash make.sh > openssl.log 2>&1";
+    ASSERT_EQ(system(cmd.c_str()), 0) << Read(File("openssl.log"));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static std::string Read(const std::string& path) {
+    FILE* f = fopen(path.c_str(), "rb");
+    if (f == nullptr) return "";
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    fclose(f);
+    return out;
+  }
+  std::string File(const std::string& name) const { return dir_ + "/" + name; }
+  // Health over TLS; `who`: "" (no client certificate), "client", "stranger".
+  std::string TlsHealth(const std::string& addr, const std::string& who) const {
+    ClientOptions o;
+    o.timeout = absl::Seconds(5);
+    o.tls_ca_pem = Read(File("ca.pem"));
+    if (!who.empty()) {
+      o.tls_cert_pem = Read(File(who + ".pem"));
+      o.tls_key_pem = Read(File(who + ".key"));
+    }
+    auto c = Client::Connect(addr, o);
+    if (!c.ok()) return c.status().ToString();
+    auto h = (*c)->Health();
+    return h.ok() ? *h : h.status().ToString();
+  }
+
+  std::string dir_;
+};
+
+TEST_F(TlsTest, HealthOverTlsWorksPlaintextFails) {
+  MaskdProcess p({"--listen=127.0.0.1:0", "--tls_cert=" + File("server.pem"),
+                  "--tls_key=" + File("server.key")});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  EXPECT_EQ(TlsHealth(tcp, ""), "SERVING");
+  EXPECT_EQ(TlsHealth(absl::StrCat("localhost:", TcpPort(p)), ""), "SERVING");
+  EXPECT_NE(HealthOf(tcp), "SERVING");  // plaintext client
+  EXPECT_EQ(HealthOf(p.addr()), "SERVING");  // the unix socket stays plaintext
+  // gRPC's own (TLS) listener does not share its port either.
+  MaskdProcess second({"--listen=" + tcp, "--tls_cert=" + File("server.pem"),
+                       "--tls_key=" + File("server.key")},
+                      /*wait_ready=*/false);
+  EXPECT_EQ(second.Wait(30), 1) << second.Log();
+  EXPECT_EQ(TlsHealth(tcp, ""), "SERVING");
+}
+
+TEST_F(TlsTest, ClientCaRequiresAVerifiedClientCertificate) {
+  MaskdProcess p({"--listen=127.0.0.1:0", "--tls_cert=" + File("server.pem"),
+                  "--tls_key=" + File("server.key"), "--tls_client_ca=" + File("ca.pem")});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  EXPECT_NE(TlsHealth(tcp, ""), "SERVING");
+  EXPECT_NE(TlsHealth(tcp, "stranger"), "SERVING");  // signed by another CA
+  EXPECT_EQ(TlsHealth(tcp, "client"), "SERVING");
+}
+
+TEST_F(TlsTest, NonLoopbackPlaintextNeedsTheInsecureFlag) {
+  MaskdProcess refused({"--listen=0.0.0.0:0"}, /*wait_ready=*/false);
+  EXPECT_EQ(refused.Wait(30), 2) << refused.Log();
+  EXPECT_NE(refused.Log().find("refusing plaintext TCP on non-loopback 0.0.0.0:0"),
+            std::string::npos)
+      << refused.Log();
+  MaskdProcess allowed({"--listen=0.0.0.0:0", "--allow_insecure_tcp"});
+  EXPECT_TRUE(allowed.ok()) << allowed.Log();
+  MaskdProcess with_tls({"--listen=0.0.0.0:0", "--tls_cert=" + File("server.pem"),
+                         "--tls_key=" + File("server.key")});
+  EXPECT_TRUE(with_tls.ok()) << with_tls.Log();
+  MaskdProcess half({"--tls_cert=" + File("server.pem")}, /*wait_ready=*/false);
+  EXPECT_EQ(half.Wait(30), 2) << half.Log();
+  MaskdProcess missing({"--tls_cert=" + File("nope.pem"), "--tls_key=" + File("server.key")},
+                       /*wait_ready=*/false);
+  EXPECT_EQ(missing.Wait(30), 2) << missing.Log();
+  EXPECT_NE(missing.Log().find("--tls_cert: cannot read"), std::string::npos) << missing.Log();
+}
+
 }  // namespace
 }  // namespace maskd::testing
