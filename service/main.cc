@@ -38,6 +38,7 @@
 #include "service/log.h"
 #include "service/maskd_service.h"
 #include "service/metrics.h"
+#include "service/reset_guard.h"
 #include "service/session_table.h"
 #include "service/shm_service.h"
 #include "service/tokenizer_registry.h"
@@ -88,6 +89,13 @@ ABSL_FLAG(uint64_t, grpc_memory_bytes, uint64_t{1} << 30,
           "in flight; past it gRPC sheds load");
 ABSL_FLAG(int32_t, grpc_max_threads, 256,
           "Threads gRPC's resource quota allows its synchronous server (health, reflection)");
+ABSL_FLAG(double, max_resets_per_second, 200,
+          "HTTP/2 rapid-reset guard: RST_STREAM frames a client may send per second on one "
+          "connection (burst twice that); past it the connection is closed. Applies to "
+          "plaintext TCP (and the unix socket with --reset_guard_unix); 0: off");
+ABSL_FLAG(bool, reset_guard_unix, false,
+          "Put unix-socket connections through the rapid-reset guard too (one more copy each "
+          "way)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics HTTP address host:port (port 0: any free port); empty: off");
 ABSL_FLAG(std::string, tokenizer_dir, "",
@@ -348,6 +356,13 @@ int Run(int argc, char** argv) {
       tls = grpc::SslServerCredentials(o);
     }
   }
+  std::unique_ptr<ResetGuard> reset_guard;
+  if (absl::GetFlag(FLAGS_max_resets_per_second) > 0) {
+    ResetGuardOptions o;
+    o.resets_per_second = absl::GetFlag(FLAGS_max_resets_per_second);
+    o.reset_burst = 2 * o.resets_per_second;
+    reset_guard = std::make_unique<ResetGuard>(o);
+  }
   std::vector<std::unique_ptr<Listener>> listeners(listen.size());
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
@@ -378,7 +393,11 @@ int Run(int argc, char** argv) {
         return 2;
       }
     }
-    auto l = Listener::Bind(listen[i], listener_options);
+    ListenerOptions options = listener_options;
+    if (!IsUnixAddress(listen[i]) || absl::GetFlag(FLAGS_reset_guard_unix)) {
+      options.guard = reset_guard.get();
+    }
+    auto l = Listener::Bind(listen[i], options);
     if (!l.ok()) {
       LogError(std::string(l.status().message()));
       return 1;

@@ -11,7 +11,8 @@ package; scripts/install-deps.sh installs it). Results: docs/reliability.md.
 
 Prints one JSON line: streams sent, seconds, RSS before / peak / after (MB), CPU
 seconds the server used during the flood and in the --after seconds that follow,
-and whether the connection was closed by the server.
+whether the (last) connection was closed by the server, and how many were opened
+(--reconnect: a new one each time the server closes one, until --streams are sent).
 """
 import argparse
 import json
@@ -53,6 +54,7 @@ def main():
     ap.add_argument("--streams", type=int, default=200000)
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--after", type=float, default=20.0, help="seconds sampled after the flood")
+    ap.add_argument("--reconnect", action="store_true", help="open a new connection whenever one is closed")
     a = ap.parse_args()
 
     rss0, cpu0 = proc_sample(a.pid)
@@ -70,18 +72,27 @@ def main():
     t = threading.Thread(target=sampler, daemon=True)
     t.start()
 
-    sock, authority = connect(a.addr)
-    sock.setblocking(False)
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
-    conn.initiate_connection()
-    conn.local_settings.max_concurrent_streams = 2**31 - 1
-    headers = [(":method", "POST"), (":scheme", "http"), (":authority", authority),
-               (":path", "/maskd.v1.Maskd/Ping"), ("content-type", "application/grpc"),
-               ("te", "trailers")]
     sent = 0
     closed = False
+    connections = 0
     start = time.time()
+
+    def open_conn():
+        nonlocal sock, conn, stream_id, closed, connections, headers
+        sock, authority = connect(a.addr)
+        sock.setblocking(False)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        conn.initiate_connection()
+        headers = [(":method", "POST"), (":scheme", "http"), (":authority", authority),
+                   (":path", "/maskd.v1.Maskd/Ping"), ("content-type", "application/grpc"),
+                   ("te", "trailers")]
+        stream_id = 1
+        closed = False
+        connections += 1
+
+    sock = conn = headers = None
     stream_id = 1
+    open_conn()
 
     def pump():
         nonlocal closed
@@ -101,7 +112,16 @@ def main():
         except (ConnectionResetError, BrokenPipeError):
             closed = True
 
-    while sent < a.streams and not closed:
+    while sent < a.streams:
+        if closed:
+            if not a.reconnect:
+                break
+            sock.close()
+            try:
+                open_conn()
+            except OSError:
+                time.sleep(0.01)
+                continue
         for _ in range(a.batch):
             if stream_id > 2**31 - 1:
                 break
@@ -139,7 +159,7 @@ def main():
         "rss_after_mb": round(rss_after, 1),
         "cpu_s_during": round(cpu_end - cpu0, 2),
         "cpu_s_after": round(cpu_after - cpu_end, 2), "after_s": a.after,
-        "closed_by_server": closed}))
+        "closed_by_server": closed, "connections": connections}))
 
 
 if __name__ == "__main__":

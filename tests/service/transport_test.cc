@@ -259,6 +259,83 @@ TEST(TransportTest, SilentAndIdleConnectionsAreClosed) {
   EXPECT_EQ(HealthOf(p.addr()), "SERVING");
 }
 
+// One HTTP/2 frame: 9-byte header and payload.
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string f;
+  f += static_cast<char>((payload.size() >> 16) & 0xff);
+  f += static_cast<char>((payload.size() >> 8) & 0xff);
+  f += static_cast<char>(payload.size() & 0xff);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  f += static_cast<char>((stream >> 24) & 0x7f);
+  f += static_cast<char>((stream >> 16) & 0xff);
+  f += static_cast<char>((stream >> 8) & 0xff);
+  f += static_cast<char>(stream & 0xff);
+  return f + payload;
+}
+
+// HEADERS (END_HEADERS) for POST /maskd.v1.Maskd/Ping then RST_STREAM(CANCEL),
+// `n` times on one connection; true when the server closes it within `wait`.
+// HPACK without the dynamic table: static-table entries and literals.
+bool RapidReset(const std::string& addr, int n, milliseconds wait = milliseconds(10000)) {
+  int fd = RawConnect(addr, /*speak=*/true);
+  if (fd < 0) return false;
+  std::string block;
+  block += '\x83';  // :method POST
+  block += '\x86';  // :scheme http
+  const std::string path = "/maskd.v1.Maskd/Ping";
+  block += '\x04';  // :path, literal value without indexing
+  block += static_cast<char>(path.size());
+  block += path;
+  block += "\x01\x01x";  // :authority x
+  block += "\x0f\x10\x10" "application/grpc";  // content-type (static 31)
+  block += std::string("\x00\x02te\x08trailers", 13);
+  std::string burst;
+  uint32_t id = 1;
+  bool closed = false;
+  for (int i = 0; i < n && !closed; ++i, id += 2) {
+    burst += Frame(0x1, 0x4, id, block);
+    burst += Frame(0x3, 0x0, id, std::string("\0\0\0\x08", 4));
+    if (burst.size() > 16384 || i + 1 == n) {
+      size_t off = 0;
+      while (off < burst.size()) {
+        ssize_t w = send(fd, burst.data() + off, burst.size() - off, MSG_NOSIGNAL);
+        if (w <= 0) {
+          closed = true;
+          break;
+        }
+        off += static_cast<size_t>(w);
+      }
+      burst.clear();
+      // Drain what the server says (SETTINGS, acks) so that it never blocks.
+      char buf[65536];
+      while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+      }
+    }
+  }
+  closed = closed || ClosedWithin(fd, wait);
+  close(fd);
+  return closed;
+}
+
+TEST(TransportTest, RapidResetClosesTheConnection) {
+  MaskdProcess p({"--listen=127.0.0.1:0", "--max_resets_per_second=100"});
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  // A client within the rate keeps its connection.
+  EXPECT_FALSE(RapidReset(tcp, 50, milliseconds(1500)));
+  EXPECT_TRUE(RapidReset(tcp, 5000)) << p.Log();
+  EXPECT_NE(p.Log().find("RST_STREAM frames, faster than --max_resets_per_second=100"),
+            std::string::npos)
+      << p.Log();
+  EXPECT_EQ(HealthOf(tcp), "SERVING");
+  // The unix socket is not guarded unless asked.
+  MaskdProcess u({"--reset_guard_unix", "--max_resets_per_second=100"});
+  ASSERT_TRUE(u.ok()) << u.Log();
+  EXPECT_TRUE(RapidReset(u.addr(), 5000)) << u.Log();
+  EXPECT_EQ(HealthOf(u.addr()), "SERVING");
+}
+
 // Throwaway certificates made with the openssl CLI for each test run (valid
 // 2 days): a CA, a server certificate for localhost/127.0.0.1 and a client
 // certificate it signs, plus a client certificate from another CA.
