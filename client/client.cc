@@ -23,7 +23,20 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addr,
   args.SetMaxSendMessageSize(options.max_message_bytes);
   std::unique_ptr<Client> c(new Client());
   c->options_ = options;
-  c->channel_ = grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = options.tls_ca_pem;
+    tls.pem_cert_chain = options.tls_cert_pem;
+    tls.pem_private_key = options.tls_key_pem;
+    creds = grpc::SslCredentials(tls);
+    if (!options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
+  } else if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("a TLS client certificate needs tls_ca_pem");
+  }
+  c->channel_ = grpc::CreateCustomChannel(addr, creds, args);
   if (!c->channel_) return absl::InvalidArgumentError("cannot create a channel to " + addr);
   c->stub_ = v1::Maskd::NewStub(c->channel_);
   return c;

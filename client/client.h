@@ -35,6 +35,15 @@ struct ClientOptions {
   int max_message_bytes = 64 << 20;
   // Deadline of every call; zero: none.
   absl::Duration timeout = absl::ZeroDuration();
+  // TLS to a TCP address (maskd --tls_cert): PEM CA certificates that sign
+  // the server's certificate; empty: plaintext. With a server that requires
+  // client certificates (--tls_client_ca), also the client's PEM
+  // certificate chain and key.
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // The name the server certificate must carry; empty: the address's host.
+  std::string tls_server_name;
 };
 
 // A bidirectional Step stream: one reply per request, in order. Not

@@ -8,6 +8,7 @@ PKGS=(
   libabsl-dev prometheus-cpp-dev libsimdjson-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev libhwy-dev
   libgtest-dev libgmock-dev libbenchmark-dev libre2-dev
+  python3-h2 openssl
 )
 missing=()
 for p in "${PKGS[@]}"; do
