@@ -58,6 +58,8 @@ ABSL_FLAG(std::vector<std::string>, vocab_size, {},
 ABSL_FLAG(uint64_t, cache_bytes, uint64_t{1} << 30, "Index cache budget in bytes");
 ABSL_FLAG(absl::Duration, session_ttl, absl::Minutes(10), "Idle time after which a session expires");
 ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
+ABSL_FLAG(uint64_t, rollback_window, 4096,
+          "Tokens a session can roll back (its history: 4 bytes per token, at most this many)");
 ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
@@ -214,6 +216,7 @@ int Run(int argc, char** argv) {
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
+  session_options.rollback_window = absl::GetFlag(FLAGS_rollback_window);
   session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
   auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
   metrics.SetSessionsMax(session_options.max_sessions);

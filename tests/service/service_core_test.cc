@@ -1,12 +1,15 @@
 // Unit tests of the gRPC-free service classes: TokenizerRegistry, IndexCache,
 // SessionTable, Metrics. Bundled qwen3 tokenizer only.
 #include <atomic>
+#include <bit>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/notification.h"
+#include "index/guide.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "index/loop_masks.h"
@@ -319,6 +322,154 @@ TEST_F(SessionTableTest, ConcurrentStepsOnOneSession) {
   }
   for (auto& t : threads) t.join();
   EXPECT_GT(ok.load(), 0);
+}
+
+// Item 5 of issue #11: ids were splitmix64(counter ^ key), so from one id a
+// client derived its neighbours. Ids are now 64 CSPRNG bits.
+uint64_t SplitMix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+uint64_t InverseOdd(uint64_t a) {  // a * InverseOdd(a) == 1 mod 2^64
+  uint64_t x = a;
+  for (int i = 0; i < 6; ++i) x *= 2 - a * x;
+  return x;
+}
+uint64_t UnSplitMix(uint64_t x) {
+  x ^= x >> 31 ^ x >> 62;
+  x *= InverseOdd(0x94d049bb133111ebULL);
+  x ^= x >> 27 ^ x >> 54;
+  x *= InverseOdd(0xbf58476d1ce4e5b9ULL);
+  x ^= x >> 30 ^ x >> 60;
+  return x;
+}
+
+TEST_F(SessionTableTest, IdsShareNoStructure) {
+  ASSERT_EQ(UnSplitMix(SplitMix(12345)), 12345u);
+  SessionTableOptions o;
+  o.max_sessions = 200000;
+  SessionTable table(o, nullptr);
+  auto lease = Lease();
+  absl::flat_hash_set<uint64_t> seen;
+  uint64_t prev = 0, xor_bits = 0, ones = 0;
+  constexpr int kN = 100000;
+  for (int i = 0; i < kN; ++i) {
+    auto s = table.Create(lease);
+    ASSERT_TRUE(s.ok()) << s.status();
+    uint64_t id = (*s)->id();
+    ASSERT_NE(id, 0u);
+    ASSERT_TRUE(seen.insert(id).second) << "repeated id after " << i;
+    if (i > 0) xor_bits += std::popcount(id ^ prev);
+    ones += std::popcount(id);
+    prev = id;
+  }
+  // Independent uniform 64-bit words: 32 bits differ on average (sd of the
+  // mean over 1e5 pairs: 0.013), 32 bits set.
+  EXPECT_NEAR(static_cast<double>(xor_bits) / (kN - 1), 32.0, 0.25);
+  EXPECT_NEAR(static_cast<double>(ones) / kN, 32.0, 0.25);
+}
+
+TEST_F(SessionTableTest, OneIdDoesNotRevealOthers) {
+  // The reproducer: a victim's 40 sessions, an attacker with one session of
+  // its own tries the neighbours of its id under every structure the old
+  // scheme had (counter ^ key through an invertible mix) and the naive ones.
+  SessionTable table({}, nullptr);
+  std::vector<uint64_t> victim;
+  for (int i = 0; i < 40; ++i) victim.push_back((*table.Create(Lease()))->id());
+  const uint64_t mine = (*table.Create(Lease()))->id();
+  for (int i = 0; i < 40; ++i) victim.push_back((*table.Create(Lease()))->id());
+  const uint64_t u = UnSplitMix(mine);
+  int found = 0, tried = 0;
+  for (uint64_t d = 1; d <= 4096; ++d) {
+    for (uint64_t c : {SplitMix(u ^ d), SplitMix(u + d), SplitMix(u - d), mine ^ d, mine + d,
+                       mine - d}) {
+      ++tried;
+      if (c != mine && table.Find(c) != nullptr) ++found;
+    }
+  }
+  EXPECT_EQ(found, 0) << "of " << tried << " guesses";
+  for (uint64_t id : victim) EXPECT_NE(table.Find(id), nullptr);
+}
+
+TEST_F(SessionTableTest, RollbackWindowBoundsHistory) {
+  // Item 8a: history was 4 bytes per token without a cap. "[0-9]{2}" ends
+  // after two digits, so use an index that takes any number of digits.
+  IndexInfo info = CompileWait(*cache_, Spec("[0-9]*"));
+  ASSERT_EQ(info.state, IndexState::kReady);
+  SessionTableOptions o;
+  o.rollback_window = 64;
+  SessionTable table(o, nullptr);
+  auto s = table.Create(*cache_->Lease(info.id));
+  ASSERT_TRUE(s.ok());
+  std::vector<uint32_t> row(info.index->num_words());
+  const uint32_t one[] = {kOne};
+  for (int i = 0; i < 100000; ++i) {
+    StepOutcome r = (*s)->Step(0, one, absl::MakeSpan(row), nullptr);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+  }
+  EXPECT_EQ(table.Find((*s)->id())->history_bytes(), 64u * 4);  // not 400 kB
+  // Within the window: fine, and all or nothing with a rollback.
+  StepOutcome r = (*s)->Step(64, {}, absl::MakeSpan(row), nullptr);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.num_tokens, 100000u - 64);
+  // Past what is left of the window: OUT_OF_RANGE, nothing changed.
+  r = (*s)->Step(1, one, absl::MakeSpan(row), nullptr);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kOutOfRange) << r.status;
+  EXPECT_THAT(r.status.message(), HasSubstr("rollback window of 64"));
+  EXPECT_EQ(r.num_tokens, 100000u - 64);
+  EXPECT_EQ((*s)->Rollback(1).status().code(), absl::StatusCode::kOutOfRange);
+  // More than was ever accepted stays INVALID_ARGUMENT.
+  EXPECT_EQ((*s)->Rollback(200000).status().code(), absl::StatusCode::kInvalidArgument);
+  // Advancing refills the window; a fork keeps it.
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*s)->Step(0, one, absl::MakeSpan(row), nullptr).status.ok());
+  auto f = table.Fork((*s)->id());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*(*f)->Rollback(10), 100000u - 64);
+  EXPECT_EQ((*f)->Rollback(1).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(GuideTest, RingKeepsExactlyTheWindow) {
+  IndexCache cache({}, nullptr);
+  IndexInfo info = CompileWait(cache, Spec("[0-9]*(a[0-9]*)?"));
+  ASSERT_EQ(info.state, IndexState::kReady);
+  // A long random walk with rollbacks on a bounded guide and an unbounded
+  // reference: same states throughout; a rollback is accepted exactly when
+  // it is within the model's count min(window, tokens since ...).
+  for (size_t window : {size_t{0}, size_t{1}, size_t{5}, size_t{37}}) {
+    Guide full(info.index), ring(info.index, window);
+    uint64_t x = 88172645463325252ull;
+    size_t avail = 0;
+    int refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      if (x % 4 == 0) {
+        size_t n = (x >> 8) % 12;
+        absl::Status b = ring.Rollback(n);
+        ASSERT_EQ(b.ok(), n <= avail) << b << " window " << window;
+        if (b.ok()) {
+          ASSERT_TRUE(full.Rollback(n).ok());
+          avail -= n;
+        } else {
+          ASSERT_EQ(b.code(), absl::StatusCode::kOutOfRange);
+          ++refused;
+        }
+      } else {
+        const uint32_t t[] = {(x >> 8) % 7 == 0 ? kA : kOne};
+        absl::Status a = full.Advance(t), b = ring.Advance(t);
+        ASSERT_EQ(a.ok(), b.ok());
+        if (b.ok()) avail = std::min(window, avail + 1);
+      }
+      ASSERT_EQ(full.state(), ring.state());
+      ASSERT_EQ(full.num_tokens(), ring.num_tokens());
+      ASSERT_EQ(ring.rollback_available(), avail);
+      ASSERT_LE(ring.history_bytes(), std::max<size_t>(window, 16) * 4);
+    }
+    EXPECT_GT(refused, 0);
+  }
 }
 
 TEST(MetricsTest, ExpositionNamesAndUnits) {
