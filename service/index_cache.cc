@@ -52,6 +52,7 @@ struct IndexLease::Shared {
   bool stop ABSL_GUARDED_BY(mu) = false;
   uint64_t tick ABSL_GUARDED_BY(mu) = 0;
   size_t pending ABSL_GUARDED_BY(mu) = 0;  // queued or running
+  uint64_t leased_bytes ABSL_GUARDED_BY(mu) = 0;  // ready entries with a live lease, last Maintain
   absl::flat_hash_map<std::string, std::shared_ptr<IndexCache::Entry>> entries ABSL_GUARDED_BY(mu);
   std::deque<std::shared_ptr<IndexCache::Entry>> queue ABSL_GUARDED_BY(mu);
   std::vector<std::thread> threads;
@@ -76,7 +77,7 @@ struct IndexLease::Shared {
   void MaintainLocked(std::vector<std::shared_ptr<IndexCache::Entry>>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     absl::Time now = absl::Now();
-    uint64_t total = 0, mru = 0;
+    uint64_t total = 0, mru = 0, leased = 0;
     std::vector<IndexCache::Entry*> candidates;
     for (auto it = entries.begin(); it != entries.end();) {
       IndexCache::Entry& e = *it->second;
@@ -88,6 +89,7 @@ struct IndexLease::Shared {
       if (e.state == IndexState::kReady) {
         e.bytes = e.index->MemoryBytes();
         total += e.bytes;
+        if (!e.lease.expired()) leased += e.bytes;
         mru = std::max(mru, e.tick);
       }
       ++it;
@@ -111,7 +113,25 @@ struct IndexLease::Shared {
       }
       if (metrics && evicted) metrics->CacheEvicted(evicted);
     }
+    leased_bytes = leased;
     if (metrics) metrics->SetCacheBytes(total);
+  }
+
+  // The hard bound on the cache: RESOURCE_EXHAUSTED when the bytes of
+  // indexes leased by live sessions (which eviction cannot drop) are at the
+  // budget (extra == 0: a new compilation), or would pass it once `extra`
+  // more bytes are leased (a first lease on an index). Re-measures first.
+  absl::Status CheckLeasedBudget(uint64_t extra,
+                                 std::vector<std::shared_ptr<IndexCache::Entry>>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    MaintainLocked(dropped);
+    const bool fits = extra == 0 ? leased_bytes < options.max_bytes
+                                 : leased_bytes == 0 || leased_bytes + extra <= options.max_bytes;
+    if (fits) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "index cache full: indexes leased by live sessions hold ", leased_bytes,
+        " bytes", extra ? absl::StrCat(" (+", extra, " for this one)") : "", " of --cache-bytes=",
+        options.max_bytes, "; close sessions or raise --cache-bytes"));
   }
 
   void Maintain() {
@@ -179,6 +199,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
 #endif
   std::string id = IndexId(spec);
   auto& s = *shared_;
+  std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it != s.entries.end()) {
@@ -195,6 +216,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
+  if (auto st = s.CheckLeasedBudget(0, &dropped); !st.ok()) return st;
   if (s.metrics) s.metrics->CacheMiss();
   auto e = std::make_shared<Entry>();
   e->id = id;
@@ -250,6 +272,7 @@ void IndexCache::CancelAll() {
 
 absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view id) {
   auto& s = *shared_;
+  std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
@@ -262,8 +285,13 @@ absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view 
   if (e.state == IndexState::kFailed) return e.status;
   e.tick = ++s.tick;
   if (auto lease = e.lease.lock()) return lease;
-  std::shared_ptr<IndexLease> lease(new IndexLease(shared_, e.id, e.index));
-  e.lease = lease;
+  // A first lease pins the entry: refused when that would take the leased
+  // bytes past the budget (other sessions on leased indexes are still fine).
+  auto entry = it->second;  // MaintainLocked may drop it from the map
+  if (auto st = s.CheckLeasedBudget(entry->index->MemoryBytes(), &dropped); !st.ok()) return st;
+  Entry& e2 = *entry;
+  std::shared_ptr<IndexLease> lease(new IndexLease(shared_, e2.id, e2.index));
+  e2.lease = lease;
   return lease;
 }
 

@@ -13,6 +13,11 @@
 //    entries are evicted, except entries leased by live sessions and the most
 //    recently used one. An index larger than `max_bytes` on its own fails with
 //    RESOURCE_EXHAUSTED.
+//  - Hard bound: leased entries cannot be evicted, so a new compilation is
+//    refused (RESOURCE_EXHAUSTED) while leased bytes are at `max_bytes`, and a
+//    first lease on an entry is refused when it would take them past it. The
+//    cache then holds at most max_bytes + one unleased most-recent index,
+//    plus what leased lazy indexes grow by as their masks are computed.
 // Thread-safe. No method is on the Step path (sessions hold their index).
 #ifndef MASKD_SERVICE_INDEX_CACHE_H_
 #define MASKD_SERVICE_INDEX_CACHE_H_
@@ -110,7 +115,8 @@ class IndexCache {
   // Finds or starts the entry for `spec`. Returns its snapshot now. When that
   // snapshot is kCompiling and `on_done` is set, `on_done` runs later, once.
   // Errors (not compile failures, which are in the snapshot):
-  // RESOURCE_EXHAUSTED when `max_pending` compilations are queued.
+  // RESOURCE_EXHAUSTED when `max_pending` compilations are queued, or (for a
+  // new entry) when leased indexes hold `max_bytes`.
   absl::StatusOr<IndexInfo> Compile(const CompileSpec& spec, Callback on_done = nullptr);
   // The entry `id`, with the same waiting rule. NOT_FOUND when unknown
   // (never compiled, evicted, failure expired or cancelled).
@@ -121,7 +127,9 @@ class IndexCache {
   void CancelAll();
 
   // A lease on ready entry `id`. NOT_FOUND when unknown,
-  // FAILED_PRECONDITION when compiling, the entry's error when failed.
+  // FAILED_PRECONDITION when compiling, the entry's error when failed,
+  // RESOURCE_EXHAUSTED when it is not leased yet and leasing it would take
+  // the leased bytes past `max_bytes`.
   absl::StatusOr<std::shared_ptr<IndexLease>> Lease(absl::string_view id);
 
   // Drops expired failures and evicts over budget. Runs after each

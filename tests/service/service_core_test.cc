@@ -197,6 +197,50 @@ TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
   EXPECT_EQ(big.status.code(), absl::StatusCode::kResourceExhausted);
 }
 
+TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
+  // Item 8c: sessions leasing indexes held the cache at 5x its budget. Each
+  // round compiles a new index, computes a mask (the index grows) and leases
+  // it, as CreateSession does.
+  IndexCacheOptions o;
+  o.max_bytes = 150000;
+  IndexCache cache(o, nullptr);
+  std::vector<uint32_t> row((Qwen()->size() + 31) / 32);
+  std::vector<std::shared_ptr<IndexLease>> leases;
+  uint64_t largest = 0;
+  int refused = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto snap = cache.Compile(Spec("[a-z]{" + std::to_string(i + 1) + "}y"));
+    if (!snap.ok()) {
+      EXPECT_EQ(snap.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(snap.status().message(), HasSubstr("--cache-bytes"));
+      ++refused;
+      continue;
+    }
+    IndexInfo info = CompileWait(cache, Spec("[a-z]{" + std::to_string(i + 1) + "}y"));
+    ASSERT_EQ(info.state, IndexState::kReady) << info.status;
+    info.index->WriteMask(info.index->start(), row.data());
+    largest = std::max<uint64_t>(largest, info.index->MemoryBytes());
+    auto lease = cache.Lease(info.id);
+    if (!lease.ok()) {
+      EXPECT_EQ(lease.status().code(), absl::StatusCode::kResourceExhausted);
+      ++refused;
+      continue;
+    }
+    leases.push_back(*lease);
+    cache.Maintain();
+    // Bytes accounted never pass the budget by more than one index.
+    ASSERT_LE(cache.bytes(), o.max_bytes + largest) << "round " << i;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GE(leases.size(), 2u);
+  EXPECT_LE(cache.bytes(), o.max_bytes + largest);
+  // Sessions closing (leases released) make room again.
+  leases.clear();
+  IndexInfo again = CompileWait(cache, Spec("[0-9]{2}z"));
+  EXPECT_EQ(again.state, IndexState::kReady) << again.status;
+  EXPECT_TRUE(cache.Lease(again.id).ok());
+}
+
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
   Metrics metrics("test");
   IndexCache cache({}, &metrics);
