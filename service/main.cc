@@ -68,6 +68,9 @@ ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running a
 ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
           "gRPC receive and send message size limit in bytes");
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
+ABSL_FLAG(uint32_t, max_streams, 256, "Open StepStreams at most (all clients together)");
+ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
+          "A StepStream with no request for this long is finished (DEADLINE_EXCEEDED); 0: never");
 ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
 ABSL_FLAG(uint64_t, max_regex_bytes, uint64_t{1} << 20, "Constraint (regex or schema) bytes at most");
 ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in a regex");
@@ -225,6 +228,8 @@ int Run(int argc, char** argv) {
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);

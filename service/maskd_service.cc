@@ -1,7 +1,9 @@
 #include "service/maskd_service.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -114,9 +116,13 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
       step_allocator_(std::make_unique<PooledAllocator<v1::StepRequest, v1::StepResponse>>(
           &StepReplyBytes)) {
   SetMessageAllocatorFor_Step(step_allocator_.get());
+  reaper_ = std::thread([this] { ReapStreams(); });
 }
 
-MaskdService::~MaskdService() = default;
+MaskdService::~MaskdService() {
+  stop_reaper_.Notify();
+  reaper_.join();
+}
 
 void MaskdService::FinishReactor(Reactor* r, const char* method, const absl::Status& s) {
   if (!s.ok() && metrics_) metrics_->RpcError(method, static_cast<int>(s.code()));
@@ -396,42 +402,191 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
 // The request and reply objects live as long as the stream, so their buffers
-// (the mask bytes above all) are reused from one message to the next.
+// (the mask bytes above all) are reused from one message to the next; a
+// reply buffer far larger than the current reply is freed after the write,
+// and the reaper frees it on a stream idle for a second (so a stream holds at
+// most one reply's bytes while in use, none while idle), or finishes the
+// stream past --stream-idle-timeout.
+//
+// Lifetime: a reference for gRPC (dropped in OnDone) plus one per reaper
+// visit, so the reaper never touches a deleted reactor. mu_ orders the
+// reactions against the reaper; Finish is called outside it (it may run
+// reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final
     : public grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse> {
  public:
-  explicit StepStreamReactor(MaskdService* service) : service_(service) { StartRead(&req_); }
+  StepStreamReactor(MaskdService* service) : service_(service) {
+    Touch();
+    {
+      absl::MutexLock lock(&service_->streams_mu_);
+      service_->streams_.insert(this);
+    }
+    absl::MutexLock lock(&mu_);
+    reading_ = true;
+    StartRead(&req_);
+  }
 
   void OnReadDone(bool ok) override {
+    absl::Status s;
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = false;
+      if (finished_) return;  // the reaper finished the stream
+      if (ok) {
+        Touch();
+        s = service_->DoStep(req_, &resp_);
+        if (s.ok()) {
+          // A large request (many tokens) is not kept for the stream's life.
+          size_t tokens = 0;
+          for (const v1::StepEntry& e : req_.entries()) tokens += static_cast<size_t>(e.tokens_size());
+          if (static_cast<size_t>(req_.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
+            v1::StepRequest().Swap(&req_);
+          }
+          StartWrite(&resp_);
+          return;
+        }
+      }
+      finished_ = true;
+    }
     if (!ok) {  // the client half-closed (or the call is gone)
       Finish(grpc::Status::OK);
       return;
     }
-    absl::Status s = service_->DoStep(req_, &resp_);
-    if (!s.ok()) {
-      if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
-      Finish(ToGrpc(s));
-      return;
-    }
-    StartWrite(&resp_);
+    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
+    Finish(ToGrpc(s));
   }
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed"));
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (ok) {
+        // After a large reply, do not keep its buffer for smaller ones.
+        std::string* masks = resp_.mutable_masks();
+        if (masks->capacity() > kKeepBytes && masks->capacity() > 2 * masks->size()) {
+          std::string().swap(*masks);
+        }
+        Touch();
+        reading_ = true;
+        StartRead(&req_);
+        return;
+      }
+      finished_ = true;
     }
-    StartRead(&req_);
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed"));
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&service_->streams_mu_);
+      service_->streams_.erase(this);
+    }
+    service_->open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    Unref();
+  }
+
+  int64_t last_ns() const { return last_ns_.load(std::memory_order_relaxed); }
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  // Finishes a stream waiting for its next request (the reaper).
+  void Expire(absl::Duration idle) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || !reading_) return;
+      finished_ = true;
+    }
+    if (service_->metrics_) {
+      service_->metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+    }
+    Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        absl::StrCat("StepStream idle for ", absl::FormatDuration(idle),
+                                     " (--stream-idle-timeout); open a new stream")));
+  }
+  // Frees the reply buffer of a stream waiting for its next request; the
+  // bytes freed.
+  size_t TrimIdle() {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || !reading_) return 0;
+    const size_t bytes = resp_.masks().capacity();
+    if (bytes <= kIdleKeepBytes) return 0;
+    std::string().swap(*resp_.mutable_masks());
+    return bytes;
+  }
 
  private:
+  static constexpr size_t kKeepBytes = size_t{1} << 20;
+  static constexpr size_t kIdleKeepBytes = size_t{64} << 10;
+  static constexpr size_t kKeepEntries = 4096;
+  static constexpr size_t kKeepTokens = size_t{1} << 16;
+  ~StepStreamReactor() override = default;
+  void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
+
   MaskdService* const service_;
+  std::atomic<int> refs_{1};
+  std::atomic<int64_t> last_ns_{0};
+  absl::Mutex mu_;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;   // a read is pending (no Step, no write)
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called or about to be
   v1::StepRequest req_;
   v1::StepResponse resp_;
 };
 
+// A stream refused at open (--max-streams).
+class MaskdService::RefusedStream final
+    : public grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& s) { Finish(s); }
+  void OnDone() override { delete this; }
+};
+
 grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* MaskdService::StepStream(Ctx* ctx) {
+  if (open_streams_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_streams) {
+    open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
+    return new RefusedStream(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)")));
+  }
   return new StepStreamReactor(this);
+}
+
+void MaskdService::ReapStreams() {
+  const absl::Duration idle = limits_.stream_idle_timeout;
+  absl::Duration period = absl::Seconds(1);
+  if (idle > absl::ZeroDuration()) {
+    period = std::clamp(idle / 4, absl::Milliseconds(10), absl::Seconds(1));
+  }
+  std::vector<StepStreamReactor*> expire, trim;
+  while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
+    const int64_t now = absl::GetCurrentTimeNanos();
+    {
+      absl::MutexLock lock(&streams_mu_);
+      for (StepStreamReactor* r : streams_) {
+        const int64_t quiet = now - r->last_ns();
+        if (idle > absl::ZeroDuration() && quiet >= absl::ToInt64Nanoseconds(idle)) {
+          r->Ref();
+          expire.push_back(r);
+        } else if (quiet >= 1'000'000'000) {
+          r->Ref();
+          trim.push_back(r);
+        }
+      }
+    }
+    for (StepStreamReactor* r : expire) {
+      r->Expire(idle);
+      r->Unref();
+    }
+    size_t freed = 0;
+    for (StepStreamReactor* r : trim) {
+      freed += r->TrimIdle();
+      r->Unref();
+    }
+    // gRPC serialized the large reply in heap chunks under the mmap
+    // threshold; once freed they stay resident until the heap is trimmed.
+    if (freed >= (size_t{1} << 20)) malloc_trim(0);
+    expire.clear();
+    trim.clear();
+  }
 }
 
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
