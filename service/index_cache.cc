@@ -28,6 +28,8 @@ struct IndexCache::Entry {
   ConstraintKind kind = ConstraintKind::kRegex;
   std::string constraint;  // cleared once compiled
   bool eager = false;
+  std::string client;      // whose share of the queue it counts against
+  bool in_fast_lane = true;  // not yet tried on the fast lane
   absl::Time created;
   absl::Time deadline;
   std::atomic<bool> cancel{false};
@@ -44,6 +46,47 @@ struct IndexCache::Entry {
   std::weak_ptr<IndexLease> lease;
 };
 
+namespace {
+
+// Compilations waiting for a thread, served round-robin across clients: each
+// pop takes the oldest entry of the client least recently served, so one
+// client's backlog delays another's compile by at most one compile per lane
+// thread, whatever its size.
+template <typename Entry>
+class FairQueue {
+ public:
+  bool empty() const { return turns_.empty(); }
+  void Push(std::shared_ptr<Entry> e, const std::string& client) {
+    auto& q = by_client_[client];
+    if (q.empty()) turns_.push_back(client);
+    q.push_back(std::move(e));
+  }
+  std::shared_ptr<Entry> Pop() {
+    std::string client = std::move(turns_.front());
+    turns_.pop_front();
+    auto it = by_client_.find(client);
+    std::shared_ptr<Entry> e = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) {
+      by_client_.erase(it);
+    } else {
+      turns_.push_back(std::move(client));
+    }
+    return e;
+  }
+  std::vector<std::shared_ptr<Entry>> TakeAll() {
+    std::vector<std::shared_ptr<Entry>> out;
+    while (!empty()) out.push_back(Pop());
+    return out;
+  }
+
+ private:
+  std::deque<std::string> turns_;  // clients with queued entries, next first
+  absl::flat_hash_map<std::string, std::deque<std::shared_ptr<Entry>>> by_client_;
+};
+
+}  // namespace
+
 struct IndexLease::Shared {
   IndexCacheOptions options;
   Metrics* metrics = nullptr;
@@ -52,9 +95,12 @@ struct IndexLease::Shared {
   bool stop ABSL_GUARDED_BY(mu) = false;
   uint64_t tick ABSL_GUARDED_BY(mu) = 0;
   size_t pending ABSL_GUARDED_BY(mu) = 0;  // queued or running
+  absl::flat_hash_map<std::string, size_t> pending_by_client ABSL_GUARDED_BY(mu);
   uint64_t leased_bytes ABSL_GUARDED_BY(mu) = 0;  // ready entries with a live lease, last Maintain
   absl::flat_hash_map<std::string, std::shared_ptr<IndexCache::Entry>> entries ABSL_GUARDED_BY(mu);
-  std::deque<std::shared_ptr<IndexCache::Entry>> queue ABSL_GUARDED_BY(mu);
+  // Lane 0: the fast lane (first try of every compilation, bounded by
+  // fast_lane_budget); lane 1: the compile threads proper.
+  FairQueue<IndexCache::Entry> queue[2] ABSL_GUARDED_BY(mu);
   std::vector<std::thread> threads;
 
   IndexInfo Snapshot(const IndexCache::Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -148,7 +194,10 @@ IndexCache::IndexCache(const IndexCacheOptions& options, Metrics* metrics)
   shared_->options = options;
   shared_->metrics = metrics;
   int n = std::max(1, options.compile_threads);
-  for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(); });
+  for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(1); });
+  if (options.fast_lane_budget > absl::ZeroDuration()) {
+    shared_->threads.emplace_back([this] { Worker(0); });
+  }
 }
 
 IndexCache::~IndexCache() {
@@ -160,10 +209,12 @@ IndexCache::~IndexCache() {
   }
   for (auto& t : shared_->threads) t.join();
   // Entries still queued never ran: fail them so their waiters finish.
-  std::deque<std::shared_ptr<Entry>> left;
+  std::vector<std::shared_ptr<Entry>> left;
   {
     absl::MutexLock lock(&shared_->mu);
-    left.swap(shared_->queue);
+    for (auto& q : shared_->queue) {
+      for (auto& e : q.TakeAll()) left.push_back(std::move(e));
+    }
   }
   for (auto& e : left) Finish(e, absl::CancelledError("server shutting down"), nullptr, 0, 0);
 }
@@ -216,6 +267,12 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
+  size_t& mine = s.pending_by_client[spec.client];
+  if (mine >= s.options.max_pending_per_client) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many compilations in progress for this client (", mine,
+                     "; --max-pending-compiles-per-client)"));
+  }
   if (auto st = s.CheckLeasedBudget(0, &dropped); !st.ok()) return st;
   if (s.metrics) s.metrics->CacheMiss();
   auto e = std::make_shared<Entry>();
@@ -225,6 +282,8 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->kind = spec.kind;
   e->constraint = spec.constraint;
   e->eager = spec.eager;
+  e->client = spec.client;
+  e->in_fast_lane = s.options.fast_lane_budget > absl::ZeroDuration();
   e->created = absl::Now();
   absl::Duration timeout = s.options.compile_timeout;
   if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
@@ -232,9 +291,10 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->tick = ++s.tick;
   if (on_done) e->waiters.emplace_back(std::move(on_done), false);
   s.entries[id] = e;
-  s.queue.push_back(e);
+  s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
-  s.cv.Signal();
+  ++mine;
+  s.cv.SignalAll();  // workers of both lanes wait on cv
   return s.Snapshot(*e);
 }
 
@@ -312,16 +372,15 @@ size_t IndexCache::size() const {
   return shared_->entries.size();
 }
 
-void IndexCache::Worker() {
+void IndexCache::Worker(int lane) {
   auto& s = *shared_;
   for (;;) {
     std::shared_ptr<Entry> e;
     {
       absl::MutexLock lock(&s.mu);
-      while (!s.stop && s.queue.empty()) s.cv.Wait(&s.mu);
+      while (!s.stop && s.queue[lane].empty()) s.cv.Wait(&s.mu);
       if (s.stop) return;
-      e = std::move(s.queue.front());
-      s.queue.pop_front();
+      e = s.queue[lane].Pop();
     }
     Run(e);
   }
@@ -335,7 +394,8 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
   options.regex = o.regex;
   options.dfa.max_states = o.max_dfa_states;
   options.dfa.max_nfa_states = o.max_nfa_states;
-  options.dfa.deadline = e->deadline;
+  const bool fast = e->in_fast_lane;
+  options.dfa.deadline = fast ? std::min(e->deadline, start + o.fast_lane_budget) : e->deadline;
   options.dfa.cancel = &e->cancel;
   options.eager = e->eager;
   options.threads = 1;
@@ -361,6 +421,19 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
 #endif
   }
   double compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  if (fast && !index.ok() && index.status().code() == absl::StatusCode::kDeadlineExceeded &&
+      absl::Now() < e->deadline && !e->cancel.load()) {
+    // Not cheap: off the fast lane, to the compile threads, to start again
+    // (at most fast_lane_budget of work lost).
+    auto& s = *shared_;
+    absl::MutexLock lock(&s.mu);
+    e->in_fast_lane = false;
+    if (!s.stop) {
+      s.queue[1].Push(e, e->client);
+      s.cv.SignalAll();
+      return;
+    }
+  }
   if (index.ok()) {
     Finish(e, absl::OkStatus(), *std::move(index), queue_ms, compile_ms);
   } else {
@@ -388,6 +461,10 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
   {
     absl::MutexLock lock(&s.mu);
     --s.pending;
+    if (auto it = s.pending_by_client.find(e->client);
+        it != s.pending_by_client.end() && --it->second == 0) {
+      s.pending_by_client.erase(it);
+    }
     e->finished_at = absl::Now();
     e->queue_ms = queue_ms;
     e->compile_ms = compile_ms;
@@ -402,10 +479,15 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     }
     info = s.Snapshot(*e);
     waiters.swap(e->waiters);
+    // Only failures that are a property of the constraint are cached: a
+    // deadline (the first request's, maybe far shorter than the next one's)
+    // or a cancel says nothing of it, so the next identical request starts
+    // afresh.
     auto it = s.entries.find(e->id);
-    if (status.code() == absl::StatusCode::kCancelled && it != s.entries.end() &&
-        it->second == e) {
-      s.entries.erase(it);  // not cached: the next identical request starts afresh
+    if ((status.code() == absl::StatusCode::kCancelled ||
+         status.code() == absl::StatusCode::kDeadlineExceeded) &&
+        it != s.entries.end() && it->second == e) {
+      s.entries.erase(it);
     }
     s.MaintainLocked(&dropped);
   }

@@ -65,6 +65,11 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
 ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
+ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
+          "Compilations queued or running at most per client (peer address)");
+ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
+          "Each compilation is first tried this long on a thread of its own, then queued for "
+          "--compile_threads; 0: no fast lane");
 ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
           "gRPC receive and send message size limit in bytes");
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
@@ -211,6 +216,8 @@ int Run(int argc, char** argv) {
   cache_options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
   cache_options.failure_ttl = absl::GetFlag(FLAGS_failure_ttl);
   cache_options.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
+  cache_options.max_pending_per_client = absl::GetFlag(FLAGS_max_pending_compiles_per_client);
+  cache_options.fast_lane_budget = absl::GetFlag(FLAGS_compile_fast_lane);
   cache_options.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
   cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);

@@ -201,8 +201,16 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   return Done(ctx, "Detokenize", absl::OkStatus());
 }
 
-absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req) {
+// Whose share of the compile queues a request counts against: the peer
+// address (a TCP connection's ip:port; every unix-socket client shares one
+// address). Kernel credentials (uid) would be the better key where the
+// listener has them (service/peer_credentials.h).
+std::string CompileClientKey(const grpc::CallbackServerContext& ctx) { return ctx.peer(); }
+
+absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
+                                                   const grpc::CallbackServerContext& ctx) {
   CompileSpec spec;
+  spec.client = CompileClientKey(ctx);
   switch (req.constraint_case()) {
     case v1::CompileRequest::kRegex:
       spec.kind = ConstraintKind::kRegex;
@@ -231,7 +239,7 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
 
 MaskdService::Reactor* MaskdService::Compile(Ctx* ctx, const v1::CompileRequest* req,
                                              v1::CompileResponse* resp) {
-  auto spec = MakeSpec(*req);
+  auto spec = MakeSpec(*req, *ctx);
   if (!spec.ok()) return Done(ctx, "Compile", spec.status());
   Reactor* r = ctx->DefaultReactor();
   auto finish = [this, r, resp](const IndexInfo& info) {
@@ -293,7 +301,7 @@ MaskdService::Reactor* MaskdService::CreateSession(Ctx* ctx, const v1::CreateSes
   if (req->source_case() == v1::CreateSessionRequest::kIndexId) {
     snap = cache_->Get(req->index_id(), finish);
   } else if (req->source_case() == v1::CreateSessionRequest::kCompile) {
-    auto spec = MakeSpec(req->compile());
+    auto spec = MakeSpec(req->compile(), *ctx);
     if (!spec.ok()) {
       FinishReactor(r, "CreateSession", spec.status());
       return r;

@@ -91,7 +91,8 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   void ReapStreams();
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   void FinishReactor(Reactor* r, const char* method, const absl::Status& s);
-  absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req);
+  absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req,
+                                       const grpc::CallbackServerContext& ctx);
 
   TokenizerRegistry* const tokenizers_;
   IndexCache* const cache_;
@@ -107,6 +108,9 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   absl::Notification stop_reaper_;
   std::thread reaper_;
 };
+
+// The client a compilation counts against (IndexCache's per-client share).
+std::string CompileClientKey(const grpc::CallbackServerContext& ctx);
 
 // Resident set size of this process in bytes (0 when unknown).
 uint64_t ProcessRssBytes();

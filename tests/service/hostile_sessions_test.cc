@@ -154,5 +154,26 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   EXPECT_TRUE((*stream)->Close().ok());
 }
 
+TEST(HostileCompileTest, ShortDeadlineIsNotCachedForOthers) {
+  // Item 9, through the server: a 1 ms compile fails with DEADLINE_EXCEEDED;
+  // the same constraint with the default deadline then compiles.
+  MaskdProcess server({"--failure-ttl=60s"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto c = server.Connect();
+  v1::CompileRequest req;
+  req.set_tokenizer("qwen3");
+  req.set_regex("[a-z]*c[a-z]{10}");
+  req.mutable_options()->set_eager(true);
+  req.mutable_options()->set_timeout_ms(1);
+  req.set_wait(true);
+  auto first = c->Compile(req);
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kDeadlineExceeded) << first.status();
+  req.mutable_options()->set_timeout_ms(0);
+  auto second = c->Compile(req);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->state(), v1::INDEX_STATE_READY);
+  EXPECT_FALSE(second->cache_hit());
+}
+
 }  // namespace
 }  // namespace maskd

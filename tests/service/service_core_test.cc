@@ -139,13 +139,14 @@ TEST(IndexCacheTest, DeadlineAndCancel) {
   // the entry is dropped.
   absl::Notification done;
   IndexInfo out;
-  auto snap = cache.Compile(Spec("[a-z]{1,900}r", true), [&](const IndexInfo& i) {
+  // (About 10 s each here: 8193 states, eager; the fast lane starts them at once.)
+  auto snap = cache.Compile(Spec("[a-z]*a[a-z]{12}", true), [&](const IndexInfo& i) {
     out = i;
     done.Notify();
   });
   ASSERT_TRUE(snap.ok());
   // A second pending compilation fills max_pending=2; a third is refused.
-  auto second = cache.Compile(Spec("[0-9]{1,900}s", true));
+  auto second = cache.Compile(Spec("[a-z]*b[a-z]{12}", true));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(cache.Compile(Spec("x")).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(cache.Cancel(snap->id));
@@ -239,6 +240,77 @@ TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
   IndexInfo again = CompileWait(cache, Spec("[0-9]{2}z"));
   EXPECT_EQ(again.state, IndexState::kReady) << again.status;
   EXPECT_TRUE(cache.Lease(again.id).ok());
+}
+
+CompileSpec From(const std::string& client, CompileSpec spec) {
+  spec.client = client;
+  return spec;
+}
+
+TEST(IndexCacheTest, CheapCompileDoesNotWaitBehindSlowOnes) {
+  // Item 9: two slow compiles held both compile threads while a trivial one
+  // waited (up to --compile-timeout).
+  IndexCacheOptions o;
+  o.compile_threads = 2;
+  o.compile_timeout = absl::Seconds(8);
+  IndexCache cache(o, nullptr);
+  // Each alone takes about 10 s here (8193 DFA states, every mask computed).
+  auto a = cache.Compile(From("a", Spec("[a-z]*a[a-z]{12}", /*eager=*/true)));
+  auto b = cache.Compile(From("b", Spec("[a-z]*b[a-z]{12}", /*eager=*/true)));
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::SleepFor(absl::Milliseconds(300));  // both past the fast lane, on the compile threads
+  const absl::Time t0 = absl::Now();
+  IndexInfo cheap = CompileWait(cache, From("c", Spec("[0-9]+x")));
+  const absl::Duration took = absl::Now() - t0;
+  ASSERT_EQ(cheap.state, IndexState::kReady) << cheap.status;
+  // The ordering, not a timing: both slow ones were still compiling when the
+  // cheap one was done.
+  EXPECT_EQ(cache.Get(a->id)->state, IndexState::kCompiling) << "cheap took " << took;
+  EXPECT_EQ(cache.Get(b->id)->state, IndexState::kCompiling) << "cheap took " << took;
+  EXPECT_TRUE(cache.Cancel(a->id));
+  EXPECT_TRUE(cache.Cancel(b->id));
+}
+
+TEST(IndexCacheTest, ClientsShareTheQueueRoundRobin) {
+  // One client's backlog of slow compiles does not delay another's cheap one
+  // by more than one fast-lane turn, and is capped per client.
+  IndexCacheOptions o;
+  o.compile_threads = 1;
+  o.compile_timeout = absl::Seconds(8);
+  o.max_pending_per_client = 6;
+  IndexCache cache(o, nullptr);
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 6; ++i) {
+    auto e = cache.Compile(From("a", Spec("[a-z]*" + std::string(1, 'k' + i) + "[a-z]{12}", true)));
+    ASSERT_TRUE(e.ok()) << e.status();
+    backlog.push_back(e->id);
+  }
+  auto refused = cache.Compile(From("a", Spec("[a-z]*z[a-z]{12}", true)));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-pending-compiles-per-client"));
+  IndexInfo cheap = CompileWait(cache, From("c", Spec("[0-9]+y")));
+  ASSERT_EQ(cheap.state, IndexState::kReady) << cheap.status;
+  int still = 0;
+  for (const auto& id : backlog) still += cache.Get(id)->state == IndexState::kCompiling;
+  EXPECT_EQ(still, 6);  // none of the backlog finished: the cheap one did not wait for them
+  for (const auto& id : backlog) cache.Cancel(id);
+}
+
+TEST(IndexCacheTest, DeadlineExceededIsNotCached) {
+  // Item 9: a compile with a 1 ms deadline cached DEADLINE_EXCEEDED, and the
+  // same request with the default deadline then failed at once.
+  IndexCacheOptions o;
+  o.failure_ttl = absl::Seconds(60);
+  IndexCache cache(o, nullptr);
+  CompileSpec spec = Spec("[a-z]{1,500}q", /*eager=*/true);
+  spec.timeout = absl::Milliseconds(1);
+  IndexInfo a = CompileWait(cache, spec);
+  ASSERT_EQ(a.status.code(), absl::StatusCode::kDeadlineExceeded) << a.status;
+  spec.timeout = absl::ZeroDuration();
+  IndexInfo b = CompileWait(cache, spec);
+  EXPECT_FALSE(b.cache_hit);
+  EXPECT_EQ(b.state, IndexState::kReady) << b.status;
+  EXPECT_EQ(a.id, b.id);
 }
 
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
