@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "service/metrics.h"
+#include "service/quote.h"
 
 #if __has_include("index/json_schema.h")
 #include "index/json_schema.h"
@@ -303,7 +304,7 @@ absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown index ", QuoteInput(id)));
   }
   Entry& e = *it->second;
   e.tick = ++s.tick;
@@ -336,11 +337,11 @@ absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view 
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown index ", QuoteInput(id)));
   }
   Entry& e = *it->second;
   if (e.state == IndexState::kCompiling) {
-    return absl::FailedPreconditionError(absl::StrCat("index '", id, "' is still compiling"));
+    return absl::FailedPreconditionError(absl::StrCat("index ", QuoteInput(id), " is still compiling"));
   }
   if (e.state == IndexState::kFailed) return e.status;
   e.tick = ++s.tick;

@@ -6,14 +6,18 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
 #include "grpcpp/support/message_allocator.h"
 #include "index/guide.h"
 #include "service/log.h"
 #include "service/pooled_allocator.h"
+#include "service/quote.h"
 
 namespace maskd {
 
@@ -24,7 +28,7 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), BoundMessage(s.message()));
 }
 
 v1::IndexState ToProto(IndexState s) {
@@ -99,9 +103,37 @@ absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status
   }
   v1::Status* st = out->mutable_status();
   st->set_code(static_cast<int32_t>(status.code()));
-  st->set_message(std::string(status.message()));
+  st->set_message(BoundMessage(status.message()));
   if (metrics != nullptr) metrics->StepEntryError(static_cast<int>(status.code()));
   return status;
+}
+
+// libprotobuf logs one ERROR line per string field that is not UTF-8 while
+// parsing: a client could flood the log with bad requests, which are already
+// answered INVALID_ARGUMENT and counted. Those lines are dropped; any other
+// libprotobuf message goes to the log.
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (message.find("invalid UTF-8") != std::string::npos) return;
+  std::string text = absl::StrCat("libprotobuf ", file, ":", line, ": ", message);
+  if (level >= google::protobuf::LOGLEVEL_ERROR) {
+    LogError(text);
+  } else {
+    LogInfo(text);
+  }
+}
+
+// Aborts at start-up when method `index` of maskd.v1.Maskd is not `name`
+// taking `input` (the generated code numbers methods in proto order).
+void CheckMethod(int index, const char* name, const google::protobuf::Descriptor* input) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::StepRequest::descriptor()->file()->FindServiceByName("Maskd");
+  const google::protobuf::MethodDescriptor* m =
+      service == nullptr || index >= service->method_count() ? nullptr : service->method(index);
+  if (m == nullptr || m->name() != name || m->input_type() != input) {
+    std::fprintf(stderr, "maskd: method %d of maskd.v1.Maskd is not %s\n", index, name);
+    std::abort();
+  }
 }
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
@@ -113,10 +145,46 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
       limits_(limits),
       version_(std::move(version)),
       started_(absl::Now()),
-      step_allocator_(std::make_unique<PooledAllocator<v1::StepRequest, v1::StepResponse>>(
-          &StepReplyBytes)) {
-  SetMessageAllocatorFor_Step(step_allocator_.get());
+      step_allocator_(
+          std::make_unique<PooledAllocator<Checked<v1::StepRequest>, v1::StepResponse>>(
+              &StepReplyBytes)) {
+  // Every request through Checked<>: a request that does not parse gets
+  // INVALID_ARGUMENT with a message, not gRPC's bare UNIMPLEMENTED.
+  static std::once_flag log_once;
+  std::call_once(log_once, [] { google::protobuf::SetLogHandler(&ProtobufLog); });
+  CheckRequests(0, "Ping", &MaskdService::Ping);
+  CheckRequests(1, "Stats", &MaskdService::Stats);
+  CheckRequests(2, "ListTokenizers", &MaskdService::ListTokenizers);
+  CheckRequests(3, "RegisterTokenizer", &MaskdService::RegisterTokenizer);
+  CheckRequests(4, "Detokenize", &MaskdService::Detokenize);
+  CheckRequests(5, "Compile", &MaskdService::Compile);
+  CheckRequests(6, "GetIndex", &MaskdService::GetIndex);
+  CheckRequests(7, "CancelCompile", &MaskdService::CancelCompile);
+  CheckRequests(8, "CreateSession", &MaskdService::CreateSession);
+  CheckRequests(9, "CloseSession", &MaskdService::CloseSession);
+  CheckRequests(10, "ForkSession", &MaskdService::ForkSession);
+  CheckRequests(11, "Rollback", &MaskdService::Rollback);
+  CheckRequests(12, "Step", &MaskdService::Step, step_allocator_.get());
+  CheckRequests(14, "Mask", &MaskdService::Mask);
+  CheckMethod(13, "StepStream", v1::StepRequest::descriptor());
+  MarkMethodCallback(13, new grpc::internal::CallbackBidiHandler<Checked<v1::StepRequest>,
+                                                                 v1::StepResponse>(
+                             [this](Ctx* ctx) { return OpenStepStream(ctx); }));
   reaper_ = std::thread([this] { ReapStreams(); });
+}
+
+template <typename Req, typename Resp>
+void MaskdService::CheckRequests(int index, const char* name,
+                                 Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
+                                 grpc::MessageAllocator<Checked<Req>, Resp>* allocator) {
+  CheckMethod(index, name, Req::descriptor());
+  auto* handler = new grpc::internal::CallbackUnaryHandler<Checked<Req>, Resp>(
+      [this, name, method](Ctx* ctx, const Checked<Req>* req, Resp* resp) -> Reactor* {
+        if (!req->ok) return Done(ctx, name, req->Error());
+        return (this->*method)(ctx, &req->msg, resp);
+      });
+  if (allocator != nullptr) handler->SetMessageAllocator(allocator);
+  MarkMethodCallback(index, handler);
 }
 
 MaskdService::~MaskdService() {
@@ -420,8 +488,7 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // visit, so the reaper never touches a deleted reactor. mu_ orders the
 // reactions against the reaper; Finish is called outside it (it may run
 // reactions inline on a non-gRPC thread).
-class MaskdService::StepStreamReactor final
-    : public grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse> {
+class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
   StepStreamReactor(MaskdService* service) : service_(service) {
     Touch();
@@ -442,13 +509,15 @@ class MaskdService::StepStreamReactor final
       if (finished_) return;  // the reaper finished the stream
       if (ok) {
         Touch();
-        s = service_->DoStep(req_, &resp_);
+        s = req_.ok ? service_->DoStep(req_.msg, &resp_) : req_.Error();
         if (s.ok()) {
           // A large request (many tokens) is not kept for the stream's life.
           size_t tokens = 0;
-          for (const v1::StepEntry& e : req_.entries()) tokens += static_cast<size_t>(e.tokens_size());
-          if (static_cast<size_t>(req_.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
-            v1::StepRequest().Swap(&req_);
+          for (const v1::StepEntry& e : req_.msg.entries()) {
+            tokens += static_cast<size_t>(e.tokens_size());
+          }
+          if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
+            v1::StepRequest().Swap(&req_.msg);
           }
           StartWrite(&resp_);
           return;
@@ -535,19 +604,18 @@ class MaskdService::StepStreamReactor final
   absl::Mutex mu_;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;   // a read is pending (no Step, no write)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called or about to be
-  v1::StepRequest req_;
+  Checked<v1::StepRequest> req_;
   v1::StepResponse resp_;
 };
 
 // A stream refused at open (--max-streams).
-class MaskdService::RefusedStream final
-    : public grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse> {
+class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
  public:
   explicit RefusedStream(const grpc::Status& s) { Finish(s); }
   void OnDone() override { delete this; }
 };
 
-grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* MaskdService::StepStream(Ctx* ctx) {
+MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx*) {
   if (open_streams_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_streams) {
     open_streams_.fetch_sub(1, std::memory_order_relaxed);
     if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
@@ -611,7 +679,7 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   if (info->state == IndexState::kCompiling) {
     return Done(ctx, "Mask",
                 absl::FailedPreconditionError(
-                    absl::StrCat("index '", req->index_id(), "' is still compiling")));
+                    absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
   }
   auto guide = Guide::Replay(info->index,
                              absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "maskd/v1/maskd.grpc.pb.h"
+#include "service/checked_request.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
@@ -72,7 +73,8 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
                        v1::ForkSessionResponse*) override;
   Reactor* Rollback(Ctx* ctx, const v1::RollbackRequest*, v1::RollbackResponse*) override;
   Reactor* Step(Ctx* ctx, const v1::StepRequest*, v1::StepResponse*) override;
-  grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* StepStream(Ctx* ctx) override;
+  // StepStream: registered over Checked<StepRequest> (see OpenStepStream);
+  // the generated StepStream(Ctx*) is not used.
   Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
 
   // One Step batch (unary or streamed). A non-OK status fails the whole call;
@@ -85,6 +87,14 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
  private:
   class StepStreamReactor;
   class RefusedStream;
+  using StreamReactor = grpc::ServerBidiReactor<Checked<v1::StepRequest>, v1::StepResponse>;
+  StreamReactor* OpenStepStream(Ctx* ctx);
+  // Replaces the generated handler of unary method `index` (proto order;
+  // checked against the service descriptor) by one over Checked<Req>.
+  template <typename Req, typename Resp>
+  void CheckRequests(int index, const char* name,
+                     Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
+                     grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   // The stream reaper: every period, finishes streams idle past
   // stream_idle_timeout and frees the reply buffer of streams idle for a
   // second or more (so an idle stream holds no mask bytes).
@@ -101,7 +111,8 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   const ServiceLimits limits_;
   const std::string version_;
   const absl::Time started_;
-  std::unique_ptr<grpc::MessageAllocator<v1::StepRequest, v1::StepResponse>> step_allocator_;
+  std::unique_ptr<grpc::MessageAllocator<Checked<v1::StepRequest>, v1::StepResponse>>
+      step_allocator_;
   std::atomic<size_t> open_streams_{0};
   absl::Mutex streams_mu_;
   absl::flat_hash_set<StepStreamReactor*> streams_ ABSL_GUARDED_BY(streams_mu_);

@@ -14,6 +14,8 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "grpcpp/impl/codegen/sync_stream.h"
 #include "gtest/gtest.h"
 #include "tests/service/server_harness.h"
 
@@ -173,6 +175,105 @@ TEST(HostileCompileTest, ShortDeadlineIsNotCachedForOthers) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->state(), v1::INDEX_STATE_READY);
   EXPECT_FALSE(second->cache_hit());
+}
+
+// Sends `bytes` as the request of unary method `method` (raw, unparsed).
+grpc::Status RawUnary(MaskdProcess& server, const std::string& method, const std::string& bytes) {
+  auto c = server.Connect();
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      c->channel().get(), grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::NORMAL_RPC),
+      &ctx, req, &resp);
+}
+
+// A length-delimited field `field` holding `value` (protobuf wire format).
+std::string Field(int field, const std::string& value) {
+  std::string out(1, static_cast<char>(field << 3 | 2));
+  size_t n = value.size();
+  while (n >= 0x80) {
+    out.push_back(static_cast<char>(n | 0x80));
+    n >>= 7;
+  }
+  out.push_back(static_cast<char>(n));
+  return out + value;
+}
+
+TEST(HostileStatusTest, MalformedRequestsAreInvalidArgument) {
+  // Item 10: malformed protobuf or invalid UTF-8 got UNIMPLEMENTED "" (gRPC
+  // 1.51 drops a request that fails to parse before any handler runs).
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+  const std::string bad_utf8 = Field(1, "qw\xff\xfe") + Field(2, "[0-9]+");
+  const std::string good = Field(1, "qwen3") + Field(2, "[0-9]+");
+  for (const char* method : {"/maskd.v1.Maskd/Compile", "/maskd.v1.Maskd/Step",
+                             "/maskd.v1.Maskd/GetIndex", "/maskd.v1.Maskd/CreateSession"}) {
+    grpc::Status st = RawUnary(server, method, garbage);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method << " " << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("malformed maskd.v1.")) << method;
+  }
+  grpc::Status st = RawUnary(server, "/maskd.v1.Maskd/Compile", bad_utf8);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("malformed maskd.v1.CompileRequest"));
+  // The same bytes, well formed, compile.
+  st = RawUnary(server, "/maskd.v1.Maskd/Compile", good);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  // On a stream: a message that does not parse ends it with INVALID_ARGUMENT
+  // (it used to look like a half-close: OK).
+  auto c = server.Connect();
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> rw(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          c->channel().get(),
+          grpc::internal::RpcMethod("/maskd.v1.Maskd/StepStream",
+                                    grpc::internal::RpcMethod::BIDI_STREAMING),
+          &ctx));
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer msg(&slice, 1), reply;
+  rw->Write(msg);
+  EXPECT_FALSE(rw->Read(&reply));
+  st = rw->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("malformed maskd.v1.StepRequest"));
+  // The server is fine.
+  EXPECT_TRUE(c->Ping().ok());
+  // Client errors are counted, not logged: protobuf's own "invalid UTF-8"
+  // line (one per bad request) is filtered out.
+  EXPECT_THAT(server.Log(), ::testing::Not(HasSubstr("UTF-8")));
+}
+
+TEST(HostileStatusTest, MessagesQuotingInputAreBounded) {
+  // Item 10: a 20 kB tokenizer name came back as RESOURCE_EXHAUSTED
+  // "metadata exceeds 16384" (the echoed name overflowed the trailer).
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto c = server.Connect();
+  v1::CompileRequest req;
+  req.set_tokenizer(std::string(20000, 'q'));
+  req.set_regex("[0-9]+");
+  req.set_wait(true);
+  auto r = c->Compile(req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status().message().substr(0, 200);
+  EXPECT_THAT(r.status().message(), HasSubstr("(20000 bytes)"));
+  EXPECT_LT(r.status().message().size(), 200u);
+  auto g = c->GetIndex(std::string(30000, 'x'), false);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(g.status().message(), HasSubstr("(30000 bytes)"));
+  EXPECT_LT(g.status().message().size(), 200u);
+  // Control bytes and invalid UTF-8 in a bytes-clean name are escaped.
+  auto m = c->Mask(std::string("ix-\x01\n", 5), {});
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(m.status().message(), HasSubstr("'ix-\\x01\\n'"));
+  // Bad tokenizer name on RegisterTokenizer: INVALID_ARGUMENT, bounded.
+  v1::RegisterTokenizerRequest reg;
+  reg.set_name(std::string(5000, '/'));
+  reg.set_tokenizer_json("{}");
+  auto t = c->RegisterTokenizer(reg);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(t.status().message().size(), 400u);
 }
 
 }  // namespace
