@@ -43,7 +43,12 @@ struct IndexCache::Entry {
   absl::Time finished_at;
   uint64_t tick = 0;   // last use, for LRU
   uint64_t bytes = 0;  // MemoryBytes at the last Maintain
-  std::vector<std::pair<Callback, bool>> waiters;  // callback, cache hit
+  struct Waiter {
+    Callback callback;
+    bool cache_hit;
+    absl::Time deadline;  // of the request that waits
+  };
+  std::vector<Waiter> waiters;
   std::weak_ptr<IndexLease> lease;
 };
 
@@ -103,6 +108,13 @@ struct IndexLease::Shared {
   // fast_lane_budget); lane 1: the compile threads proper.
   FairQueue<IndexCache::Entry> queue[2] ABSL_GUARDED_BY(mu);
   std::vector<std::thread> threads;
+
+  // The compilation time a request may have: its own timeout, capped.
+  absl::Duration TimeoutOf(const CompileSpec& spec) const {
+    absl::Duration timeout = options.compile_timeout;
+    if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
+    return timeout;
+  }
 
   IndexInfo Snapshot(const IndexCache::Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     IndexInfo info;
@@ -260,7 +272,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     if (s.metrics) s.metrics->CacheHit();
     IndexInfo info = s.Snapshot(e);
     info.cache_hit = true;
-    if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+    if (e.state == IndexState::kCompiling && on_done) {
+      e.waiters.push_back({std::move(on_done), true, absl::Now() + s.TimeoutOf(spec)});
+    }
     return info;
   }
   if (s.stop) return absl::UnavailableError("server shutting down");
@@ -286,11 +300,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->client = spec.client;
   e->in_fast_lane = s.options.fast_lane_budget > absl::ZeroDuration();
   e->created = absl::Now();
-  absl::Duration timeout = s.options.compile_timeout;
-  if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
-  e->deadline = e->created + timeout;
+  e->deadline = e->created + s.TimeoutOf(spec);
   e->tick = ++s.tick;
-  if (on_done) e->waiters.emplace_back(std::move(on_done), false);
+  if (on_done) e->waiters.push_back({std::move(on_done), false, e->deadline});
   s.entries[id] = e;
   s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
@@ -308,7 +320,9 @@ absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done
   }
   Entry& e = *it->second;
   e.tick = ++s.tick;
-  if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+  if (e.state == IndexState::kCompiling && on_done) {
+    e.waiters.push_back({std::move(on_done), true, e.deadline});  // no deadline of its own
+  }
   IndexInfo info = s.Snapshot(e);
   info.cache_hit = true;
   return info;
@@ -456,11 +470,45 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     std::string result = status.ok() ? "ok" : absl::AsciiStrToLower(std::string(StatusCodeName(static_cast<int>(status.code()))));
     s.metrics->ObserveCompile(compile_ms / 1e3, result);
   }
-  std::vector<std::pair<Callback, bool>> waiters;
+  std::vector<Entry::Waiter> waiters;
   IndexInfo info;
   std::vector<std::shared_ptr<Entry>> dropped;
   {
-    absl::MutexLock lock(&s.mu);
+    absl::ReleasableMutexLock lock(&s.mu);
+    if (status.code() == absl::StatusCode::kDeadlineExceeded && !s.stop && !e->cancel.load()) {
+      // The deadline was the first request's. Requests that joined with a
+      // later one keep waiting: the entry is queued again with the latest of
+      // their deadlines; only the requests whose own deadline passed fail.
+      const absl::Time now = absl::Now();
+      absl::Time latest = now;
+      std::vector<Entry::Waiter> keep;
+      for (auto& w : e->waiters) {
+        if (w.deadline > now) {
+          latest = std::max(latest, w.deadline);
+          keep.push_back(std::move(w));
+        } else {
+          waiters.push_back(std::move(w));
+        }
+      }
+      if (!keep.empty()) {
+        e->waiters.swap(keep);
+        e->deadline = latest;
+        e->in_fast_lane = false;
+        s.queue[1].Push(e, e->client);
+        s.cv.SignalAll();
+        info = s.Snapshot(*e);
+        info.state = IndexState::kFailed;
+        info.status = status;
+        lock.Release();
+        for (auto& w : waiters) {
+          info.cache_hit = w.cache_hit;
+          w.callback(info);
+        }
+        return;
+      }
+      e->waiters.swap(waiters);  // none kept: all of them fail, below
+      waiters.clear();
+    }
     --s.pending;
     if (auto it = s.pending_by_client.find(e->client);
         it != s.pending_by_client.end() && --it->second == 0) {
@@ -492,9 +540,9 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     }
     s.MaintainLocked(&dropped);
   }
-  for (auto& [callback, hit] : waiters) {
-    info.cache_hit = hit;
-    callback(info);
+  for (auto& w : waiters) {
+    info.cache_hit = w.cache_hit;
+    w.callback(info);
   }
 }
 

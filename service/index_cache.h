@@ -15,6 +15,9 @@
 //  - A failed compilation stays cached for `failure_ttl`, returning the same
 //    error, when the failure is a property of the constraint; a cancelled or
 //    timed-out one (DEADLINE_EXCEEDED) is dropped at once.
+//  - A request joining an entry being compiled keeps its own deadline: when
+//    the entry's deadline passes, waiters whose deadline has not are kept
+//    and the entry is queued again with the latest of theirs.
 //  - Ready indexes are bounded in bytes (TokenIndex::MemoryBytes, which grows
 //    as masks are computed lazily): past `max_bytes`, least recently used
 //    entries are evicted, except entries leased by live sessions and the most

@@ -313,6 +313,34 @@ TEST(IndexCacheTest, DeadlineExceededIsNotCached) {
   EXPECT_EQ(a.id, b.id);
 }
 
+TEST(IndexCacheTest, ShortDeadlineDoesNotFailRequestsThatJoinedWithLongerOnes) {
+  // A request with a 50 ms deadline starts a ~2 s compilation; an identical
+  // request with the default deadline joins it. The first fails with
+  // DEADLINE_EXCEEDED; the second is not failed by the first's deadline.
+  IndexCache cache({}, nullptr);
+  CompileSpec spec = Spec("[a-z]*d[a-z]{10}", /*eager=*/true);
+  spec.timeout = absl::Milliseconds(50);
+  absl::Notification short_done, long_done;
+  IndexInfo short_info, long_info;
+  auto a = cache.Compile(spec, [&](const IndexInfo& i) {
+    short_info = i;
+    short_done.Notify();
+  });
+  ASSERT_TRUE(a.ok());
+  spec.timeout = absl::ZeroDuration();
+  auto b = cache.Compile(spec, [&](const IndexInfo& i) {
+    long_info = i;
+    long_done.Notify();
+  });
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->cache_hit);  // joined the same entry
+  short_done.WaitForNotification();
+  EXPECT_EQ(short_info.status.code(), absl::StatusCode::kDeadlineExceeded) << short_info.status;
+  long_done.WaitForNotification();
+  EXPECT_EQ(long_info.state, IndexState::kReady) << long_info.status;
+  EXPECT_TRUE(long_info.cache_hit);
+}
+
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
   Metrics metrics("test");
   IndexCache cache({}, &metrics);
