@@ -355,7 +355,8 @@ absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view 
   }
   Entry& e = *it->second;
   if (e.state == IndexState::kCompiling) {
-    return absl::FailedPreconditionError(absl::StrCat("index ", QuoteInput(id), " is still compiling"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("index ", QuoteInput(id), " is still compiling"));
   }
   if (e.state == IndexState::kFailed) return e.status;
   e.tick = ++s.tick;

@@ -573,7 +573,8 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
       finished_ = true;
     }
     if (service_->metrics_) {
-      service_->metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+      service_->metrics_->RpcError("StepStream",
+                                   static_cast<int>(absl::StatusCode::kDeadlineExceeded));
     }
     Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                         absl::StrCat("StepStream idle for ", absl::FormatDuration(idle),
@@ -618,7 +619,9 @@ class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
 MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx*) {
   if (open_streams_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_streams) {
     open_streams_.fetch_sub(1, std::memory_order_relaxed);
-    if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
+    if (metrics_) {
+      metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
+    }
     return new RefusedStream(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)")));

@@ -185,7 +185,8 @@ grpc::Status RawUnary(MaskdProcess& server, const std::string& method, const std
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      c->channel().get(), grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::NORMAL_RPC),
+      c->channel().get(),
+      grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::NORMAL_RPC),
       &ctx, req, &resp);
 }
 
@@ -212,7 +213,8 @@ TEST(HostileStatusTest, MalformedRequestsAreInvalidArgument) {
   for (const char* method : {"/maskd.v1.Maskd/Compile", "/maskd.v1.Maskd/Step",
                              "/maskd.v1.Maskd/GetIndex", "/maskd.v1.Maskd/CreateSession"}) {
     grpc::Status st = RawUnary(server, method, garbage);
-    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method << " " << st.error_message();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << method << " " << st.error_message();
     EXPECT_THAT(st.error_message(), HasSubstr("malformed maskd.v1.")) << method;
   }
   grpc::Status st = RawUnary(server, "/maskd.v1.Maskd/Compile", bad_utf8);

@@ -569,7 +569,9 @@ TEST_F(SessionTableTest, RollbackWindowBoundsHistory) {
   // More than was ever accepted stays INVALID_ARGUMENT.
   EXPECT_EQ((*s)->Rollback(200000).status().code(), absl::StatusCode::kInvalidArgument);
   // Advancing refills the window; a fork keeps it.
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*s)->Step(0, one, absl::MakeSpan(row), nullptr).status.ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*s)->Step(0, one, absl::MakeSpan(row), nullptr).status.ok());
+  }
   auto f = table.Fork((*s)->id());
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(*(*f)->Rollback(10), 100000u - 64);
