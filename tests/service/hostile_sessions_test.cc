@@ -156,6 +156,29 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   EXPECT_TRUE((*stream)->Close().ok());
 }
 
+TEST(HostileSessionsTest, RollbackPastTheWindowIsOutOfRange) {
+  // Item 8a, through the server: --rollback-window bounds what a session
+  // keeps; a rollback past it is OUT_OF_RANGE, in Rollback and in a Step
+  // entry, and changes nothing.
+  MaskdProcess server({"--rollback-window=4"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto c = server.Connect();
+  const uint64_t id = NewSession(*c, "[0-9]*");
+  v1::StepResponse resp;
+  ASSERT_TRUE(c->Step(OneEntry(id, std::vector<uint32_t>(10, kOne)), &resp).ok());
+  ASSERT_EQ(resp.results(0).num_tokens(), 10u);
+  auto r = c->Rollback(id, 5);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kOutOfRange) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("rollback window of 4"));
+  v1::StepRequest req = OneEntry(id, {kOne});
+  req.mutable_entries(0)->set_rollback(5);
+  ASSERT_TRUE(c->Step(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(absl::StatusCode::kOutOfRange));
+  EXPECT_EQ(resp.results(0).num_tokens(), 10u);
+  EXPECT_EQ(*c->Rollback(id, 4), 6u);
+  EXPECT_EQ(c->Rollback(id, 11).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(HostileCompileTest, ShortDeadlineIsNotCachedForOthers) {
   // Item 9, through the server: a 1 ms compile fails with DEADLINE_EXCEEDED;
   // the same constraint with the default deadline then compiles.
