@@ -90,7 +90,9 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   using StreamReactor = grpc::ServerBidiReactor<Checked<v1::StepRequest>, v1::StepResponse>;
   StreamReactor* OpenStepStream(Ctx* ctx);
   // Replaces the generated handler of unary method `index` (proto order;
-  // checked against the service descriptor) by one over Checked<Req>.
+  // checked against the service descriptor) by one over Checked<Req>. The
+  // generated SetMessageAllocatorFor_Step must not be called afterwards (it
+  // casts the handler to the generated type); pass `allocator` instead.
   template <typename Req, typename Resp>
   void CheckRequests(int index, const char* name,
                      Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
