@@ -106,14 +106,24 @@ ABSL_FLAG(std::vector<std::string>, vocab_size, {},
 ABSL_FLAG(uint64_t, cache_bytes, uint64_t{1} << 30, "Index cache budget in bytes");
 ABSL_FLAG(absl::Duration, session_ttl, absl::Minutes(10), "Idle time after which a session expires");
 ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
+ABSL_FLAG(uint64_t, rollback_window, 4096,
+          "Tokens a session can roll back (its history: 4 bytes per token, at most this many)");
 ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
 ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
+ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
+          "Compilations queued or running at most per client (peer address)");
+ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
+          "Each compilation is first tried this long on a thread of its own, then queued for "
+          "--compile_threads; 0: no fast lane");
 ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
           "gRPC receive and send message size limit in bytes");
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
+ABSL_FLAG(uint32_t, max_streams, 256, "Open StepStreams at most (all clients together)");
+ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
+          "A StepStream with no request for this long is finished (DEADLINE_EXCEEDED); 0: never");
 ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
 ABSL_FLAG(uint64_t, max_regex_bytes, uint64_t{1} << 20, "Constraint (regex or schema) bytes at most");
 ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in a regex");
@@ -278,6 +288,8 @@ int Run(int argc, char** argv) {
   cache_options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
   cache_options.failure_ttl = absl::GetFlag(FLAGS_failure_ttl);
   cache_options.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
+  cache_options.max_pending_per_client = absl::GetFlag(FLAGS_max_pending_compiles_per_client);
+  cache_options.fast_lane_budget = absl::GetFlag(FLAGS_compile_fast_lane);
   cache_options.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
   cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
@@ -286,6 +298,7 @@ int Run(int argc, char** argv) {
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
+  session_options.rollback_window = absl::GetFlag(FLAGS_rollback_window);
   session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
   auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
   metrics.SetSessionsMax(session_options.max_sessions);
@@ -294,6 +307,8 @@ int Run(int argc, char** argv) {
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
