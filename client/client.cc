@@ -494,8 +494,13 @@ absl::Status ResumableSession::Close() {
   return FromGrpc(s);
 }
 
+absl::Status ResumableSession::Resume() {
+  return WithRecovery("Resume", [](absl::Time, bool, bool*) { return absl::OkStatus(); });
+}
+
 absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
-                           absl::Span<const v1::StepEntry> entries, v1::StepResponse* resp) {
+                           absl::Span<const v1::StepEntry> entries, v1::StepResponse* resp,
+                           StepStream* stream) {
   if (sessions.size() != entries.size()) {
     return absl::InvalidArgumentError(absl::StrCat(sessions.size(), " sessions for ",
                                                    entries.size(), " entries"));
@@ -531,11 +536,20 @@ absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
   if (!batch.empty()) {
     req.set_words_per_row(words);
     v1::StepResponse got;
-    grpc::ClientContext ctx;
-    sessions[0]->PrepareContext(&ctx, absl::InfiniteFuture(), /*recovering=*/false);
-    grpc::Status s = client->stub()->Step(&ctx, req, &got);
+    absl::Status s;
+    if (stream != nullptr && !stream->closed()) {
+      s = stream->Step(req, &got);
+    } else {
+      grpc::ClientContext ctx;
+      sessions[0]->PrepareContext(&ctx, absl::InfiniteFuture(), /*recovering=*/false);
+      s = FromGrpc(client->stub()->Step(&ctx, req, &got));
+    }
     if (!s.ok()) {
-      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpc(s);
+      // A broken stream ends with UNAVAILABLE (or CANCELLED when the
+      // connection dropped under it); anything else is the request's fault.
+      const bool lost = s.code() == absl::StatusCode::kUnavailable ||
+                        (stream != nullptr && s.code() == absl::StatusCode::kCancelled);
+      if (!lost) return s;
       for (size_t i : batch) {
         sessions[i]->session_id_ = 0;  // abandoned: the call may have been applied
         redo.push_back(i);
@@ -562,17 +576,22 @@ absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
   absl::Status overall;
   v1::StepResponse one;
   for (size_t i : redo) {
+    if (!overall.ok()) {
+      // The server did not come back for an earlier entry: do not wait again.
+      v1::Status* st = resp->mutable_results(static_cast<int>(i))->mutable_status();
+      st->set_code(static_cast<int>(overall.code()));
+      st->set_message(std::string(overall.message()));
+      continue;
+    }
     const v1::StepEntry& e = entries[i];
     absl::Status s = sessions[i]->Step(e.tokens(), &one, e.rollback(), words);
     if (one.results_size() > 0) *resp->mutable_results(static_cast<int>(i)) = one.results(0);
-    if (s.ok() || one.masks().size() >= words * 4) {
-      if (one.words_per_row() == words && one.masks().size() >= words * 4) {
-        std::memcpy(rows + i * words * 4, one.masks().data(), words * 4);
-      }
+    if (one.words_per_row() == words && one.masks().size() >= size_t{words} * 4) {
+      std::memcpy(rows + i * words * 4, one.masks().data(), size_t{words} * 4);
     }
     // Entry errors stay in results(i); only a server that did not come back
     // fails the call.
-    if (!s.ok() && s.code() == absl::StatusCode::kUnavailable && overall.ok()) overall = s;
+    if (s.code() == absl::StatusCode::kUnavailable) overall = s;
   }
   return overall;
 }

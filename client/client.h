@@ -51,6 +51,8 @@ class StepStream {
   absl::Status Step(const v1::StepRequest& req, v1::StepResponse* resp);
   // Half-closes and returns the stream's final status.
   absl::Status Close();
+  // Whether the stream has ended (Close, or a failed Step): open another.
+  bool closed() const { return closed_; }
 
  private:
   friend class Client;
@@ -190,10 +192,18 @@ class ResumableSession {
   // Makes the next call re-create the session (testing and the soak test:
   // what a reconnect to another server instance does).
   void MarkLost() { session_id_ = 0; }
+  // Re-creates the session now if it is lost (after MarkLost, or when a call
+  // through another path found it NOT_FOUND), with the usual retries.
+  absl::Status Resume();
+  // Records a step the server confirmed (an OK entry) that the caller made on
+  // session_id() through another path: its own StepStream or
+  // SharedMemory.StepInRegion. Keeps tokens() the truth for a later resume.
+  void Accepted(uint32_t rollback, absl::Span<const uint32_t> tokens) { Commit(rollback, tokens); }
 
  private:
   friend absl::Status StepResumable(absl::Span<ResumableSession* const>,
-                                    absl::Span<const v1::StepEntry>, v1::StepResponse*);
+                                    absl::Span<const v1::StepEntry>, v1::StepResponse*,
+                                    StepStream*);
   ResumableSession(Client* client, const v1::CompileRequest& compile,
                    const ResumeOptions& options)
       : client_(client), compile_(compile), options_(options) {}
@@ -229,9 +239,14 @@ class ResumableSession {
 // result is what an uninterrupted server would have returned. Entry errors
 // are in resp->results(i).status() as for Client::Step; a non-OK return means
 // the server did not come back in time (rows of unfinished entries are zero
-// and their status says UNAVAILABLE). All sessions must use one Client.
+// and their status says UNAVAILABLE), or a request-level error (e.g.
+// RESOURCE_EXHAUSTED past --max-batch). All sessions must use one Client.
+// With `stream`, the batched call goes over it (StepStream) instead of a
+// unary Step; when the stream breaks, the entries are redone as above and
+// stream->closed() tells the caller to open a new one.
 absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
-                           absl::Span<const v1::StepEntry> entries, v1::StepResponse* resp);
+                           absl::Span<const v1::StepEntry> entries, v1::StepResponse* resp,
+                           StepStream* stream = nullptr);
 
 // grpc::Status -> absl::Status (same code and message).
 absl::Status FromGrpc(const grpc::Status& s);

@@ -133,7 +133,12 @@ class ResumeTest : public ::testing::Test {
 // server is SIGKILLed mid-generation and restarted on the same socket 300 ms
 // later. Every sequence finishes with exactly the masks and tokens of the
 // uninterrupted reference run.
-TEST_F(ResumeTest, SequencesSurviveSigkillAndRestart) {
+class GenerateTest : public ResumeTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GenerateTest, SequencesSurviveSigkillAndRestart) {
+  const bool use_stream = GetParam();
+  std::unique_ptr<StepStream> stream;
+  int streams_opened = 0;
   constexpr int kSequences = 12;
   constexpr size_t kMaxTokens = 40;
   constexpr int kKillAtStep = 6;
@@ -180,7 +185,13 @@ TEST_F(ResumeTest, SequencesSurviveSigkillAndRestart) {
       entries.push_back(std::move(e));
     }
     if (live.empty()) break;
-    ASSERT_TRUE(StepResumable(batch, entries, &resp).ok());
+    if (use_stream && (stream == nullptr || stream->closed())) {
+      auto opened = client_->OpenStepStream();
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      stream = *std::move(opened);
+      ++streams_opened;
+    }
+    ASSERT_TRUE(StepResumable(batch, entries, &resp, stream.get()).ok());
     for (size_t i = 0; i < live.size(); ++i) {
       Sequence& q = *live[i];
       ASSERT_EQ(resp.results(static_cast<int>(i)).status().code(), 0)
@@ -202,6 +213,9 @@ TEST_F(ResumeTest, SequencesSurviveSigkillAndRestart) {
     }
   }
   restarter.join();
+  if (use_stream) {
+    EXPECT_EQ(streams_opened, 2);  // the first broke with the kill
+  }
   EXPECT_TRUE(WIFSIGNALED(killed_status) && WTERMSIG(killed_status) == SIGKILL);
   EXPECT_NE(server_->pid(), first_pid);
   EXPECT_EQ(server_->starts(), 2);
@@ -221,6 +235,11 @@ TEST_F(ResumeTest, SequencesSurviveSigkillAndRestart) {
   ASSERT_TRUE(client_->Step(req, &resp).ok());
   EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(absl::StatusCode::kNotFound));
 }
+
+INSTANTIATE_TEST_SUITE_P(UnaryAndStream, GenerateTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "StepStream" : "UnaryStep";
+                         });
 
 // Single-session Step, Rollback and Fork across a restart: the resumed
 // session is in the state the local tokens say, forks carry on independently.
