@@ -22,7 +22,7 @@ MaskdServer::MaskdServer(std::string binary, std::string dir, std::string tokeni
       tokenizer_dir_(std::move(tokenizer_dir)),
       socket_(dir_ + "/maskd.sock"),
       addr_("unix://" + socket_),
-      log_path_(dir_ + "/maskd.log"),
+      log_path_(dir_ + "/maskd.0.log"),
       flags_(std::move(flags)) {}
 
 MaskdServer::~MaskdServer() {
@@ -34,6 +34,10 @@ absl::Status MaskdServer::Start(double timeout_s) {
   std::vector<std::string> args = {binary_, "--listen=" + addr_, "--metrics-listen=",
                                    "--tokenizer-dir=" + tokenizer_dir_};
   args.insert(args.end(), flags_.begin(), flags_.end());
+  // A log of its own per instance: the previous one's start line must not
+  // count as this one's.
+  log_path_ = absl::StrCat(dir_, "/maskd.", starts_, ".log");
+  unlink(log_path_.c_str());
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {

@@ -17,8 +17,9 @@ namespace maskd::soak {
 class MaskdServer {
  public:
   // `binary`: path of maskd. `dir`: an existing folder for the socket and the
-  // log (maskd.sock, maskd.log). `flags`: added after --listen,
-  // --metrics-listen= (off) and --tokenizer-dir.
+  // logs (maskd.sock, maskd.N.log). `flags`: added after --listen,
+  // --metrics-listen= (off) and --tokenizer-dir. Instance n logs to
+  // dir/maskd.n.log.
   MaskdServer(std::string binary, std::string dir, std::string tokenizer_dir,
               std::vector<std::string> flags = {});
   // SIGKILL if running.
