@@ -139,7 +139,9 @@ class Client {
 // abandoned, never stepped again (the lost call may or may not have been
 // applied); it expires after the server's --session-ttl if the server lived.
 // Entry errors (a token not allowed, a bad id) are returned as they are and
-// change nothing. Memory: 4 bytes per accepted token on the client.
+// change nothing. Memory: 4 bytes per accepted token on the client. Not
+// thread-safe: one decoding loop owns a ResumableSession (the Client under it
+// is shared freely).
 struct ResumeOptions {
   // Total time one call may spend recovering (reconnecting, re-creating,
   // replaying) before it gives up with UNAVAILABLE naming the last error.
