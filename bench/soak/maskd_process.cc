@@ -38,17 +38,24 @@ absl::Status MaskdServer::Start(double timeout_s) {
   // count as this one's.
   log_path_ = absl::StrCat(dir_, "/maskd.", starts_, ".log");
   unlink(log_path_.c_str());
+  // Everything the child needs is prepared here: between fork and exec the
+  // child of a multithreaded parent may only make async-signal-safe calls
+  // (no malloc).
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const char* log = log_path_.c_str();
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
-    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 2);
       dup2(fd, 1);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    // Nothing of the parent's (client sockets, pipes) leaks into maskd's fd
+    // count or keeps a connection alive.
+    close_range(3, ~0U, 0);
     execv(argv[0], argv.data());
     _exit(127);
   }

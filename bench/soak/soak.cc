@@ -458,6 +458,7 @@ class Worker {
     ShmClient shm(client_->channel(), absl::Seconds(30));
     const std::string region = absl::StrCat("soak-", id_);
     bool registered = false;
+    int rounds_registered = 0;
     bool failed = false;
     v1::StepInRegionRequest req;
     v1::StepInRegionResponse resp;
@@ -494,6 +495,7 @@ class Worker {
           T().Unexpected(absl::StrCat("RegisterSystemRegion: ", rs.ToString()));
           break;
         }
+        if (rounds_registered++ > 0) T().shm_reregistered.fetch_add(1);
         registered = true;
       }
       req.mutable_masks()->set_region(region);
@@ -512,8 +514,6 @@ class Worker {
         if (st.code() != absl::StatusCode::kNotFound) {
           for (Seq* q : live) q->session->MarkLost();
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        } else {
-          T().shm_reregistered.fetch_add(1);
         }
         continue;
       }
@@ -836,6 +836,7 @@ int Main(int argc, char** argv) {
 
   int kills = 0, crashes = 0, incarnation = 0;
   std::vector<double> incarnation_start = {0};
+  std::vector<int64_t> incarnation_steps0 = {0};  // tally.steps when each instance started
   std::vector<Sample_> samples;
   double next_kill = f.kill_every > 0 ? jitter(f.kill_every) : 1e300;
   double restart_ms_max = 0;
@@ -851,6 +852,7 @@ int Main(int argc, char** argv) {
       if (!server.Start().ok()) break;
       ++incarnation;
       incarnation_start.push_back(now_s());
+      incarnation_steps0.push_back(sh.tally.steps.load());
       continue;
     }
     samples.push_back({t, incarnation, server.RssBytes(), server.OpenFds()});
@@ -869,6 +871,7 @@ int Main(int argc, char** argv) {
           restart_ms_max, std::chrono::duration<double, std::milli>(Clock::now() - r0).count());
       ++incarnation;
       incarnation_start.push_back(now_s());
+      incarnation_steps0.push_back(sh.tally.steps.load());
       next_kill = now_s() + jitter(f.kill_every);
     }
   }
@@ -886,15 +889,22 @@ int Main(int argc, char** argv) {
     int inc;
     double start, life;
     int n;
+    int64_t steps;
     int64_t rss_first, rss_last, rss_max, fds_first, fds_last, fds_max;
     std::string verdict;
   };
   std::vector<Row> rows;
   bool flat = true;
+  bool carried_on = true;
   int judged = 0;
   for (int inc = 0; inc <= incarnation; ++inc) {
-    Row r{inc, incarnation_start[inc], 0, 0, -1, -1, 0, -1, -1, 0, ""};
+    Row r{inc, incarnation_start[inc], 0, 0, 0, -1, -1, 0, -1, -1, 0, ""};
     const double end = inc < incarnation ? incarnation_start[inc + 1] : elapsed;
+    r.steps = (inc < incarnation ? incarnation_steps0[inc + 1] : sh.tally.steps.load()) -
+              incarnation_steps0[inc];
+    // Every instance that lived a few seconds served steps: the clients
+    // carried on after each restart.
+    if (r.life >= 5 && r.steps == 0) carried_on = false;
     r.life = end - r.start;
     for (const Sample_& s : samples) {
       if (s.incarnation != inc || s.t < r.start + f.warmup || s.rss < 0) continue;
@@ -921,7 +931,7 @@ int Main(int argc, char** argv) {
 
   Tally& T = sh.tally;
   const bool pass = T.wrong_masks == 0 && T.unexpected_errors == 0 && crashes == 0 &&
-                    T.generations_failed == 0 && flat && T.masks_checked > 0;
+                    T.generations_failed == 0 && flat && carried_on && T.masks_checked > 0;
   auto mb = [](int64_t b) { return b < 0 ? -1.0 : static_cast<double>(b) / 1048576.0; };
   std::printf("=== maskd soak summary ===\n");
   std::printf("command: %s\n", f.command.c_str());
@@ -946,12 +956,13 @@ int Main(int argc, char** argv) {
   std::printf("fault_errors (explained by a kill/cancel, retried): %" PRId64
               "  unexpected_errors: %" PRId64 "\n",
               T.fault_errors.load(), T.unexpected_errors.load());
-  std::printf("| instance | start s | life s | samples | RSS first MB | RSS last MB | RSS max MB | fds first | fds last | fds max | |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+  std::printf("clients carried on after every restart: %s\n", carried_on ? "yes" : "NO");
+  std::printf("| instance | start s | life s | steps | samples | RSS first MB | RSS last MB | RSS max MB | fds first | fds last | fds max | |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   for (const Row& r : rows) {
-    std::printf("| %d | %.0f | %.0f | %d | %.1f | %.1f | %.1f | %" PRId64 " | %" PRId64 " | %" PRId64
+    std::printf("| %d | %.0f | %.0f | %" PRId64 " | %d | %.1f | %.1f | %.1f | %" PRId64 " | %" PRId64 " | %" PRId64
                 " | %s |\n",
-                r.inc, r.start, r.life, r.n, mb(r.rss_first), mb(r.rss_last), mb(r.rss_max),
+                r.inc, r.start, r.life, r.steps, r.n, mb(r.rss_first), mb(r.rss_last), mb(r.rss_max),
                 r.fds_first, r.fds_last, r.fds_max, r.verdict.c_str());
   }
   std::printf("flatness: per instance with >= %d samples after %.0f s warm-up: RSS last - first <= %.0f MB, "
