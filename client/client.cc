@@ -512,6 +512,9 @@ absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
   for (ResumableSession* s : sessions) {
     if (s == nullptr) return absl::InvalidArgumentError("null session");
     if (s->closed_) return absl::FailedPreconditionError("Step: session closed");
+    if (s->client_ != sessions[0]->client_) {
+      return absl::InvalidArgumentError("StepResumable: sessions of different clients");
+    }
     words = std::max(words, s->words_per_row_);
   }
   Client* client = sessions[0]->client_;
@@ -554,6 +557,10 @@ absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
         sessions[i]->session_id_ = 0;  // abandoned: the call may have been applied
         redo.push_back(i);
       }
+    } else if (got.results_size() != static_cast<int>(batch.size()) ||
+               got.words_per_row() != words ||
+               got.masks().size() < batch.size() * words * size_t{4}) {
+      return absl::InternalError("StepResumable: reply does not match the request");
     } else {
       for (size_t j = 0; j < batch.size(); ++j) {
         const size_t i = batch[j];

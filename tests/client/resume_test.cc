@@ -325,6 +325,48 @@ TEST_F(ResumeTest, NotFoundWithoutRestartResumes) {
   EXPECT_EQ(b.results(0).num_tokens(), 1u);
 }
 
+// In one StepResumable batch: a lost session is resumed, an entry error stays
+// that entry's (zero row, nothing changed), the others step normally.
+TEST_F(ResumeTest, BatchMixesResumedFailedAndNormalEntries) {
+  std::vector<std::unique_ptr<ResumableSession>> s;
+  for (int i = 0; i < 3; ++i) {
+    auto c = ResumableSession::Create(client_.get(), CompileFor(3));
+    ASSERT_TRUE(c.ok()) << c.status();
+    s.push_back(*std::move(c));
+  }
+  std::vector<ResumableSession*> batch = {s[0].get(), s[1].get(), s[2].get()};
+  std::vector<v1::StepEntry> entries(3);
+  for (auto& e : entries) e.add_tokens(0);  // set below
+  Guide g(Offline::Get().index(3));
+  uint32_t good = 0, bad = 0;
+  while (!g.IsAllowed(good)) ++good;
+  while (g.IsAllowed(bad)) ++bad;
+  for (auto& e : entries) e.set_tokens(0, good);
+  entries[1].set_tokens(0, bad);
+  ASSERT_TRUE(client_->CloseSession(s[0]->session_id()).ok());  // lost behind its back
+  v1::StepResponse resp;
+  ASSERT_TRUE(StepResumable(batch, entries, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 3);
+  EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
+  EXPECT_EQ(resp.results(1).status().code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(resp.results(2).status().code(), 0);
+  EXPECT_EQ(s[0]->resumes(), 1);
+  EXPECT_EQ(s[1]->resumes(), 0);
+  EXPECT_EQ(s[0]->tokens(), std::vector<uint32_t>{good});
+  EXPECT_TRUE(s[1]->tokens().empty());
+  EXPECT_EQ(s[2]->tokens(), std::vector<uint32_t>{good});
+  ASSERT_TRUE(g.Advance(good).ok());
+  std::vector<uint32_t> mask(g.index().num_words());
+  g.WriteMaskUnchecked(mask.data());
+  for (int i : {0, 2}) {
+    auto row = MaskRow(resp, i);
+    EXPECT_TRUE(std::equal(row.begin(), row.end(), mask.begin())) << "row " << i;
+  }
+  auto row1 = MaskRow(resp, 1);
+  EXPECT_TRUE(std::all_of(row1.begin(), row1.end(), [](uint32_t w) { return w == 0; }));
+}
+
 // When the server does not come back, a call gives up within the recovery
 // timeout with UNAVAILABLE naming the problem, and changes nothing.
 TEST_F(ResumeTest, ServerThatStaysDownGivesBoundedUnavailable) {
