@@ -1,7 +1,9 @@
 // maskd_soak: mixed load against the real maskd while faults are injected,
 // every mask checked against the core library (index/).
 //
-//   maskd_soak --seconds 1800 [--workers 4] [--kill-every 300] [--shm 1] ...
+//   maskd_soak --seconds 1800 [--workers 4] [--kill-every 300] [--shm 1]
+//              [--warmup 10] [--flat-min-samples 20] [--rss-tolerance-mb 64]
+//              [--fd-tolerance 16] [--seed 1] [--samples-csv FILE] ...
 //   bench/soak/run.sh MINUTES     (builds, runs at nice 10, prints the summary)
 //
 // Load (each worker thread, actions drawn at random):
@@ -77,6 +79,7 @@ struct Flags {
   std::string maskd = std::string(MASKD_BIN_DIR) + "/maskd";
   std::string tokenizer_dir = std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
   std::string dir;  // empty: a fresh /tmp/maskd-soak-XXXXXX
+  std::string samples_csv;  // every sample: t_s,instance,rss_bytes,fds
   std::string command;
 };
 
@@ -107,6 +110,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (a == "--maskd") f->maskd = v;
     else if (a == "--tokenizer-dir") f->tokenizer_dir = v;
     else if (a == "--dir") f->dir = v;
+    else if (a == "--samples-csv") f->samples_csv = v;
     else {
       std::fprintf(stderr, "maskd_soak: unknown flag %s\n", a.c_str());
       return false;
@@ -882,6 +886,16 @@ int Main(int argc, char** argv) {
     samples.push_back({elapsed, incarnation, server.RssBytes(), server.OpenFds()});
   } else {
     ++crashes;
+  }
+
+  if (!f.samples_csv.empty()) {
+    if (FILE* out = std::fopen(f.samples_csv.c_str(), "w")) {
+      std::fprintf(out, "t_s,instance,rss_bytes,fds\n");
+      for (const Sample_& s : samples) {
+        std::fprintf(out, "%.1f,%d,%" PRId64 ",%" PRId64 "\n", s.t, s.incarnation, s.rss, s.fds);
+      }
+      std::fclose(out);
+    }
   }
 
   // Flatness per instance.
