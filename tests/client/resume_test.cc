@@ -397,5 +397,37 @@ TEST_F(ResumeTest, ServerThatStaysDownGivesBoundedUnavailable) {
   EXPECT_TRUE((*s)->Step(none, &resp).ok()) << resp.results(0).status().message();
 }
 
+// maskctl generate --resume (ResumableSession) generates what plain
+// generate does for the same seed, and says how often it resumed.
+TEST_F(ResumeTest, MaskctlGenerateResume) {
+  auto run = [&](const std::string& extra) {
+    std::string cmd = std::string(MASKD_BIN_DIR) + "/maskctl --addr " + server_->addr() +
+                      " generate --tokenizer qwen3 --regex '" + kRegexes[2] +
+                      "' --seed 5 --max-tokens 24" + extra;
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+      EXPECT_EQ(pclose(p), 0) << cmd;
+    }
+    return out;
+  };
+  auto field = [](const std::string& line, const std::string& name) {
+    size_t at = line.find("\"" + name + "\": ");
+    if (at == std::string::npos) return std::string("<none>");
+    at += name.size() + 4;
+    return line.substr(at, line.find_first_of(",}", line[at] == '[' ? line.find(']', at) : at) - at);
+  };
+  const std::string plain = run("");
+  const std::string resumed = run(" --resume");
+  ASSERT_NE(field(plain, "tokens"), "<none>") << plain;
+  ASSERT_GT(field(plain, "tokens").size(), 10u) << plain;  // "[n, n, ...]"
+  EXPECT_EQ(field(plain, "tokens"), field(resumed, "tokens")) << plain << resumed;
+  EXPECT_EQ(field(plain, "text_hex"), field(resumed, "text_hex"));
+  EXPECT_EQ(field(resumed, "resumes"), "0") << resumed;
+  EXPECT_EQ(field(plain, "resumes"), "<none>") << plain;
+}
+
 }  // namespace
 }  // namespace maskd
