@@ -90,6 +90,7 @@ ResetGuard::ResetGuard(const ResetGuardOptions& options) : options_(options) {
 }
 
 ResetGuard::~ResetGuard() {
+  stop_.store(true);
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
   thread_.join();
@@ -110,20 +111,16 @@ int ResetGuard::Adopt(int client_fd) {
     close(client_fd);
     return -1;
   }
-  // pair[0]: gRPC's; pair[1]: the relay's.
+  // pair[0]: gRPC's; pair[1]: the relay's. The relay thread alone touches
+  // the epoll set and a Conn's life: it picks the new one up from adopted_.
   Conn* c = new Conn(client_fd, pair[1], options_);
   {
     absl::MutexLock l(&mu_);
     conns_.insert(c);
+    adopted_.push_back(c);
   }
-  c->client_end.interest = EPOLLIN;
-  c->inner_end.interest = EPOLLIN;
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = &c->client_end;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->client, &ev);
-  ev.data.ptr = &c->inner_end;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->inner, &ev);
+  uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
   return pair[0];
 }
 
@@ -261,7 +258,27 @@ void ResetGuard::Loop() {
       return;
     }
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.ptr == nullptr) return;  // ~ResetGuard
+      if (events[i].data.ptr == nullptr) {  // Adopt or ~ResetGuard
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof count);
+        if (stop_.load()) return;
+        std::vector<Conn*> fresh;
+        {
+          absl::MutexLock l(&mu_);
+          fresh.swap(adopted_);
+        }
+        for (Conn* a : fresh) {
+          a->client_end.interest = EPOLLIN;
+          a->inner_end.interest = EPOLLIN;
+          epoll_event add{};
+          add.events = EPOLLIN;
+          add.data.ptr = &a->client_end;
+          epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, a->client, &add);
+          add.data.ptr = &a->inner_end;
+          epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, a->inner, &add);
+        }
+        continue;
+      }
       End* e = static_cast<End*>(events[i].data.ptr);
       Conn* c = e->conn;
       if (c->dead) continue;

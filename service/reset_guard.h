@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -60,6 +61,8 @@ class ResetGuard {
   std::atomic<uint64_t> closed_for_resets_{0};
   absl::Mutex mu_;
   absl::flat_hash_set<Conn*> conns_ ABSL_GUARDED_BY(mu_);
+  std::vector<Conn*> adopted_ ABSL_GUARDED_BY(mu_);  // not yet in the epoll set
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 
