@@ -77,3 +77,21 @@ def llama(seed: int = 0, layers: int = 2, hidden: int = 64):
                       max_position_embeddings=1024, eos_token_id=EOS, pad_token_id=PAD,
                       bos_token_id=None, tie_word_embeddings=False)
     return LlamaForCausalLM(cfg).eval()
+
+
+def mlx_llama(seed: int = 0, layers: int = 2, hidden: int = 64):
+    import mlx.core as mx
+    from mlx_lm.models.llama import Model, ModelArgs
+
+    mx.random.seed(seed)
+    model = Model(ModelArgs(model_type="llama", hidden_size=hidden, num_hidden_layers=layers,
+                            intermediate_size=2 * hidden, num_attention_heads=4, num_key_value_heads=2,
+                            rms_norm_eps=1e-5, vocab_size=MODEL_VOCAB, tie_word_embeddings=False))
+    mx.eval(model.parameters())
+    return model
+
+
+def mlx_tokenizer(qwen3_dir: pathlib.Path):
+    from mlx_lm.tokenizer_utils import TokenizerWrapper
+
+    return TokenizerWrapper(hf_tokenizer(qwen3_dir), eos_token_ids=EOS)
