@@ -95,3 +95,25 @@ def mlx_tokenizer(qwen3_dir: pathlib.Path):
     from mlx_lm.tokenizer_utils import TokenizerWrapper
 
     return TokenizerWrapper(hf_tokenizer(qwen3_dir), eos_token_ids=EOS)
+
+
+def pydantic_person():
+    """The Pydantic twin of SCHEMA (nested object, arrays, bounds), for Outlines' output types."""
+    from typing import List, Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Address(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        city: str = Field(max_length=6)
+        zip: str = Field(pattern=r"^[0-9]{5}$")
+        geo: List[bool] = Field(min_length=1, max_length=2)
+
+    class Person(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        name: str = Field(max_length=8)
+        age: int = Field(ge=0, le=120)
+        tags: List[Literal["a", "b", "c"]] = Field(max_length=3)
+        address: Address
+
+    return Person

@@ -46,16 +46,21 @@ class MaskdLogitsProcessor:
     Args:
       client: a maskd.Client or an address.
       tokenizer: the maskd tokenizer name matching the model's tokenizer.
-      regex / json_schema / choices: the constraint.
+      regex / json_schema / choices / index_id: the constraint (index_id: an index
+        already compiled for ``tokenizer``).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       overlap: start the forward pass before the Step (default True).
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
-                 json_schema: Any = None, choices: Optional[Sequence[str]] = None,
+                 json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True):
         self.client = connect(client)
-        self.index_id = self.client.compile(tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
+        if index_id is not None:
+            self.index_id = index_id
+        else:
+            self.index_id = self.client.compile(
+                tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
         self.eos = set(int(e) for e in (eos_token_id if eos_token_id is not None
                                         else self.client.tokenizer(tokenizer).eos_ids))
         self.overlap = overlap

@@ -53,16 +53,21 @@ class MaskdLogitsProcessor(LogitsProcessor):
     Args:
       client: a maskd.Client or an address ("unix:///tmp/maskd.sock").
       tokenizer: the maskd tokenizer name matching the model's tokenizer.
-      regex / json_schema / choices: the constraint (json_schema: str, dict or
+      regex / json_schema / choices / index_id: the constraint (index_id: an index
+        already compiled for ``tokenizer``) (json_schema: str, dict or
         Pydantic model class; choices: a list of strings).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
-                 json_schema: Any = None, choices: Optional[Sequence[str]] = None,
+                 json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None):
         self.client = connect(client)
-        self.index_id = self.client.compile(tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
+        if index_id is not None:
+            self.index_id = index_id
+        else:
+            self.index_id = self.client.compile(
+                tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
         self.eos_ids = list(eos_token_id) if eos_token_id is not None else \
             list(self.client.tokenizer(tokenizer).eos_ids)
         self.prefetch = _Prefetch(self)
