@@ -60,12 +60,15 @@ def channel_options(max_message_bytes: int) -> list:
     ]
 
 
-# One Step entry: a session id, or (session id, tokens), or (session id, tokens, rollback).
-EntryLike = Union[int, Tuple[int, Sequence[int]], Tuple[int, Sequence[int], int], pb.StepEntry]
+# One Step entry: a session id, or (session_id, tokens), (session_id, tokens, rollback) or
+# (session_id, tokens, rollback, max_tokens_left) (budget mode, see StepEntry in maskd.proto).
+EntryLike = Union[int, Tuple[int, Sequence[int]], Tuple[int, Sequence[int], int],
+                  Tuple[int, Sequence[int], int, int], pb.StepEntry]
 
 
 def step_request(entries: Iterable[EntryLike], words_per_row: int = 0) -> pb.StepRequest:
-    """Builds a StepRequest from (session_id, tokens[, rollback]) tuples or StepEntry messages."""
+    """Builds a StepRequest from (session_id, tokens[, rollback[, max_tokens_left]]) tuples
+    or StepEntry messages."""
     req = pb.StepRequest(words_per_row=words_per_row)
     for e in entries:
         if isinstance(e, pb.StepEntry):
@@ -74,7 +77,8 @@ def step_request(entries: Iterable[EntryLike], words_per_row: int = 0) -> pb.Ste
             req.entries.add(session_id=e)
         else:
             sid, toks, *rest = e
-            ent = req.entries.add(session_id=int(sid), rollback=int(rest[0]) if rest else 0)
+            ent = req.entries.add(session_id=int(sid), rollback=int(rest[0]) if rest else 0,
+                                  max_tokens_left=int(rest[1]) if len(rest) > 1 else 0)
             ent.tokens.extend(int(t) for t in toks)
     return req
 
@@ -132,15 +136,17 @@ class StepReply:
 
 @dataclasses.dataclass(frozen=True)
 class MaskReply:
-    """A Mask reply: ``mask`` is a read-only (words_per_row,) uint32 view."""
+    """A Mask reply: ``mask`` is a read-only (words_per_row,) uint32 view;
+    ``min_bytes_to_finish``: fewest bytes still needed to reach an end (0 when accepting)."""
 
     mask: np.ndarray
     words_per_row: int
     accepting: bool
     finished: bool
     forced: bytes
+    min_bytes_to_finish: int
 
     @staticmethod
     def from_proto(resp: pb.MaskResponse) -> "MaskReply":
         return MaskReply(mask_view(resp.mask, 1, resp.words_per_row).reshape(-1), resp.words_per_row,
-                         resp.accepting, resp.finished, resp.forced)
+                         resp.accepting, resp.finished, resp.forced, resp.min_bytes_to_finish)

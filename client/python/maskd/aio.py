@@ -194,6 +194,8 @@ class AsyncClient:
     def step_stream(self) -> AsyncStepStream:
         return AsyncStepStream(self._stub.StepStream(timeout=self.timeout))
 
-    async def mask(self, index_id: str, tokens: Sequence[int] = (), words_per_row: int = 0) -> MaskReply:
-        req = pb.MaskRequest(index_id=index_id, tokens=[int(t) for t in tokens], words_per_row=words_per_row)
+    async def mask(self, index_id: str, tokens: Sequence[int] = (), words_per_row: int = 0,
+             max_tokens_left: int = 0) -> MaskReply:
+        req = pb.MaskRequest(index_id=index_id, tokens=[int(t) for t in tokens], words_per_row=words_per_row,
+                             max_tokens_left=max_tokens_left)
         return MaskReply.from_proto(await _rpc(self._stub.Mask, req, self.timeout))

@@ -291,7 +291,9 @@ class Client:
         """Opens a StepStream (close it, or use it as a context manager)."""
         return StepStream(self._stub, self.timeout)
 
-    def mask(self, index_id: str, tokens: Sequence[int] = (), words_per_row: int = 0) -> MaskReply:
+    def mask(self, index_id: str, tokens: Sequence[int] = (), words_per_row: int = 0,
+             max_tokens_left: int = 0) -> MaskReply:
         """Stateless: the mask after ``tokens`` from the start of an index."""
-        req = pb.MaskRequest(index_id=index_id, tokens=[int(t) for t in tokens], words_per_row=words_per_row)
+        req = pb.MaskRequest(index_id=index_id, tokens=[int(t) for t in tokens], words_per_row=words_per_row,
+                             max_tokens_left=max_tokens_left)
         return MaskReply.from_proto(_rpc(self._stub.Mask, req, self.timeout))

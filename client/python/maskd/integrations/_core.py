@@ -51,10 +51,16 @@ class RowSessions:
     each row sampled last step (ignored for ended rows) and returns the reply plus the
     rows it covers; ``prefetch(tokens)`` sends the same Step without waiting, and the
     ``step(tokens)`` that follows with the same tokens collects it.
+
+    ``budget`` (budget mode): the engine's max_new_tokens; each entry then carries the
+    tokens its row may still generate (StepEntry.max_tokens_left), so that maskd masks
+    tokens after which the constraint could no longer end within the budget.
     """
 
-    def __init__(self, client: Client, index_id: str, eos_ids: Sequence[int], rows: int):
+    def __init__(self, client: Client, index_id: str, eos_ids: Sequence[int], rows: int,
+                 budget: Optional[int] = None):
         self.client = client
+        self.budget = budget
         self.eos = set(int(e) for e in eos_ids)
         self.ids: List[int] = []
         try:
@@ -79,13 +85,18 @@ class RowSessions:
             if self.done[i]:
                 continue
             if tokens is None:
-                entries.append((sid, []))
+                toks: List[int] = []
             else:
                 t = int(tokens[i])
                 if t in self.eos:
                     self.done[i] = True
                     continue
-                entries.append((sid, [t]))
+                toks = [t]
+            if self.budget:
+                left = self.budget - len(self.tokens[i]) - len(toks)
+                entries.append((sid, toks, 0, max(1, left)))
+            else:
+                entries.append((sid, toks))
             live.append(i)
         return entries, live
 

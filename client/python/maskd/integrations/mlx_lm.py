@@ -50,12 +50,17 @@ class MaskdLogitsProcessor:
         already compiled for ``tokenizer``).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       overlap: start the forward pass before the Step (default True).
+      max_tokens: budget mode: the ``max_tokens`` given to mlx-lm (see
+        maskd.integrations.transformers).
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
                  json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
-                 eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True):
+                 eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True,
+                 max_tokens: Optional[int] = None):
         self.client = connect(client)
+        self.max_tokens = max_tokens
+        self._prompt_len: Dict[int, int] = {}  # session -> its row's prompt length
         if index_id is not None:
             self.index_id = index_id
         else:
@@ -80,10 +85,16 @@ class MaskdLogitsProcessor:
             if ctx[-1] in self.eos:
                 self._close(sid)
                 return logits
-            entry = (sid, [ctx[-1]])
+            toks = [ctx[-1]]
         else:
             sid = self.client.create_session(self.index_id).session_id
-            entry = (sid, [])
+            self._prompt_len[sid] = len(ctx)
+            toks = []
+        if self.max_tokens:
+            left = self.max_tokens - (len(ctx) - self._prompt_len[sid])
+            entry: tuple = (sid, toks, 0, max(1, left))
+        else:
+            entry = (sid, toks)
         reply = self.client.step([entry])
         r = reply.results[0]
         if r.status.code != 0:
@@ -95,6 +106,7 @@ class MaskdLogitsProcessor:
         return mx.where(allowed, logits, mx.array(-np.inf, dtype=logits.dtype))
 
     def _close(self, sid: int) -> None:
+        self._prompt_len.pop(sid, None)
         try:
             self.client.close_session(sid)
         except MaskdError as e:

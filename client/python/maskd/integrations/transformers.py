@@ -57,12 +57,17 @@ class MaskdLogitsProcessor(LogitsProcessor):
         already compiled for ``tokenizer``) (json_schema: str, dict or
         Pydantic model class; choices: a list of strings).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
+      max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
+        after which the constraint could no longer be completed (and ended with EOS)
+        within it are masked, so output closes instead of being cut off.
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
                  json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
-                 eos_token_id: Optional[Sequence[int]] = None):
+                 eos_token_id: Optional[Sequence[int]] = None,
+                 max_new_tokens: Optional[int] = None):
         self.client = connect(client)
+        self.max_new_tokens = max_new_tokens
         if index_id is not None:
             self.index_id = index_id
         else:
@@ -108,7 +113,8 @@ class MaskdLogitsProcessor(LogitsProcessor):
             reply, live = self.sessions.step(input_ids[:, -1].tolist())
         else:
             self.close()
-            self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, input_ids.shape[0])
+            self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, input_ids.shape[0],
+                                        budget=self.max_new_tokens)
             reply, live = self.sessions.step(None)
         self._prev = input_ids
         allowed = allowed_rows(reply, live, scores.shape[0], scores.shape[-1])

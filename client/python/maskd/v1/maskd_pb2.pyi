@@ -243,14 +243,16 @@ class RollbackResponse(_message.Message):
     def __init__(self, num_tokens: _Optional[int] = ...) -> None: ...
 
 class StepEntry(_message.Message):
-    __slots__ = ("session_id", "rollback", "tokens")
+    __slots__ = ("session_id", "rollback", "tokens", "max_tokens_left")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROLLBACK_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_LEFT_FIELD_NUMBER: _ClassVar[int]
     session_id: int
     rollback: int
     tokens: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session_id: _Optional[int] = ..., rollback: _Optional[int] = ..., tokens: _Optional[_Iterable[int]] = ...) -> None: ...
+    max_tokens_left: int
+    def __init__(self, session_id: _Optional[int] = ..., rollback: _Optional[int] = ..., tokens: _Optional[_Iterable[int]] = ..., max_tokens_left: _Optional[int] = ...) -> None: ...
 
 class StepRequest(_message.Message):
     __slots__ = ("entries", "words_per_row")
@@ -261,18 +263,20 @@ class StepRequest(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[StepEntry, _Mapping]]] = ..., words_per_row: _Optional[int] = ...) -> None: ...
 
 class StepResult(_message.Message):
-    __slots__ = ("status", "accepting", "finished", "forced", "num_tokens")
+    __slots__ = ("status", "accepting", "finished", "forced", "num_tokens", "min_bytes_to_finish")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     ACCEPTING_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     FORCED_FIELD_NUMBER: _ClassVar[int]
     NUM_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MIN_BYTES_TO_FINISH_FIELD_NUMBER: _ClassVar[int]
     status: Status
     accepting: bool
     finished: bool
     forced: bytes
     num_tokens: int
-    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., accepting: _Optional[bool] = ..., finished: _Optional[bool] = ..., forced: _Optional[bytes] = ..., num_tokens: _Optional[int] = ...) -> None: ...
+    min_bytes_to_finish: int
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., accepting: _Optional[bool] = ..., finished: _Optional[bool] = ..., forced: _Optional[bytes] = ..., num_tokens: _Optional[int] = ..., min_bytes_to_finish: _Optional[int] = ...) -> None: ...
 
 class StepResponse(_message.Message):
     __slots__ = ("results", "masks", "words_per_row")
@@ -285,25 +289,29 @@ class StepResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[StepResult, _Mapping]]] = ..., masks: _Optional[bytes] = ..., words_per_row: _Optional[int] = ...) -> None: ...
 
 class MaskRequest(_message.Message):
-    __slots__ = ("index_id", "tokens", "words_per_row")
+    __slots__ = ("index_id", "tokens", "words_per_row", "max_tokens_left")
     INDEX_ID_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     WORDS_PER_ROW_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_LEFT_FIELD_NUMBER: _ClassVar[int]
     index_id: str
     tokens: _containers.RepeatedScalarFieldContainer[int]
     words_per_row: int
-    def __init__(self, index_id: _Optional[str] = ..., tokens: _Optional[_Iterable[int]] = ..., words_per_row: _Optional[int] = ...) -> None: ...
+    max_tokens_left: int
+    def __init__(self, index_id: _Optional[str] = ..., tokens: _Optional[_Iterable[int]] = ..., words_per_row: _Optional[int] = ..., max_tokens_left: _Optional[int] = ...) -> None: ...
 
 class MaskResponse(_message.Message):
-    __slots__ = ("mask", "words_per_row", "accepting", "finished", "forced")
+    __slots__ = ("mask", "words_per_row", "accepting", "finished", "forced", "min_bytes_to_finish")
     MASK_FIELD_NUMBER: _ClassVar[int]
     WORDS_PER_ROW_FIELD_NUMBER: _ClassVar[int]
     ACCEPTING_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     FORCED_FIELD_NUMBER: _ClassVar[int]
+    MIN_BYTES_TO_FINISH_FIELD_NUMBER: _ClassVar[int]
     mask: bytes
     words_per_row: int
     accepting: bool
     finished: bool
     forced: bytes
-    def __init__(self, mask: _Optional[bytes] = ..., words_per_row: _Optional[int] = ..., accepting: _Optional[bool] = ..., finished: _Optional[bool] = ..., forced: _Optional[bytes] = ...) -> None: ...
+    min_bytes_to_finish: int
+    def __init__(self, mask: _Optional[bytes] = ..., words_per_row: _Optional[int] = ..., accepting: _Optional[bool] = ..., finished: _Optional[bool] = ..., forced: _Optional[bytes] = ..., min_bytes_to_finish: _Optional[int] = ...) -> None: ...
