@@ -8,6 +8,7 @@ beyond the one protobuf makes when the ``bytes`` field is read.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -84,7 +85,7 @@ def step_request(entries: Iterable[EntryLike], words_per_row: int = 0) -> pb.Ste
 
 
 def compile_request(tokenizer: str, *, regex: Optional[str] = None,
-                    json_schema: Optional[str] = None, eager: bool = False,
+                    json_schema: Union[str, dict, None] = None, eager: bool = False,
                     timeout_ms: int = 0, wait: bool = True) -> pb.CompileRequest:
     if (regex is None) == (json_schema is None):
         raise ValueError("give exactly one of regex= or json_schema=")
@@ -93,7 +94,7 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
     if regex is not None:
         req.regex = regex
     else:
-        req.json_schema = json_schema
+        req.json_schema = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
     return req
 
 

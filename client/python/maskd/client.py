@@ -234,7 +234,7 @@ class Client:
     def compile(self, tokenizer: str, *, regex: Optional[str] = None,
                 json_schema: Optional[str] = None, eager: bool = False, timeout_ms: int = 0,
                 wait: bool = True) -> pb.CompileResponse:
-        """Compiles (or finds cached) the index of a regex or a JSON Schema (a str)."""
+        """Compiles (or finds cached) the index of a regex or a JSON Schema (a str or a dict)."""
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, eager=eager,
                               timeout_ms=timeout_ms, wait=wait)
         return _rpc(self._stub.Compile, req, self.timeout)
