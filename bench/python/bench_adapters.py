@@ -190,6 +190,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--constraints", default="schema,regex")
+    ap.add_argument("--no-peers", action="store_true", help="unconstrained and maskd modes only")
     ap.add_argument("--idle-forward-ms", type=float, default=0.0,
                     help="add this much idle time (sleep) to every forward pass: a GPU engine's "
                          "forward, during which the host CPU is free")
@@ -224,7 +225,9 @@ def main():
         modes = [("unconstrained", None, False),
                  ("maskd overlapped", lambda: MaskdLogitsProcessor(client, "qwen3", index_id=ix), True),
                  ("maskd not overlapped", lambda: MaskdLogitsProcessor(client, "qwen3", index_id=ix), False)]
-        modes += [(name, mk, False) for name, mk in peer_processors(kind, constraint, tok, tmp, vocab).items()]
+        if not a.no_peers:
+            modes += [(name, mk, False)
+                      for name, mk in peer_processors(kind, constraint, tok, tmp, vocab).items()]
         for batch in [int(b) for b in a.batches.split(",")]:
             run(model, tok, batch, 8, "warm-up", modes[1][1], True)
             for _ in range(a.repeat):
