@@ -47,6 +47,50 @@ bool Guide::IsAllowed(uint32_t token) const {
   return index_->IsAllowed(state_, token);
 }
 
+uint32_t Guide::MinBytesToFinish() const {
+  if (state_ == kFinished) return 0;
+  const uint32_t d = index_->dfa().DistanceToAccept(state_);
+  return d == Dfa::kNoDistance ? 0 : d;
+}
+
+void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
+  if (state_ == kFinished) return;  // only EOS is allowed anyway
+  const Dfa& dfa = index_->dfa();
+  if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return;
+  const Vocabulary& v = index_->vocabulary();
+  const uint32_t n = index_->num_words();
+  // Pass 1: the smallest distance after any allowed non-EOS token, and whether
+  // an EOS or a token within budget exists.
+  uint32_t best = Dfa::kNoDistance;
+  bool keep_any = false;
+  for (uint32_t w = 0; w < n; ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const uint32_t t = w * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
+      if (v.is_eos(t)) {
+        keep_any = true;
+        continue;
+      }
+      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
+      if (d < best) best = d;
+      if (static_cast<uint64_t>(d) + 2 <= tokens_left) keep_any = true;
+    }
+  }
+  // Pass 2: clear what is over budget (or, when nothing would stay, what is
+  // not among the closest to an end).
+  for (uint32_t w = 0; w < n; ++w) {
+    uint32_t keep = words[w];
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(bits));
+      const uint32_t t = w * 32 + bit;
+      if (v.is_eos(t)) continue;
+      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
+      const bool ok = keep_any ? static_cast<uint64_t>(d) + 2 <= tokens_left : d == best;
+      if (!ok) keep &= ~(1u << bit);
+    }
+    words[w] = keep;
+  }
+}
+
 bool Guide::IsAccepting() const {
   return state_ == kFinished || index_->dfa().IsAccepting(state_);
 }

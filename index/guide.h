@@ -84,6 +84,23 @@ class Guide {
   uint32_t state() const { return state_; }
   static constexpr uint32_t kFinished = 0xFFFFFFFFu;
 
+  // Fewest bytes from here to a state where the constraint may end: 0 when
+  // accepting or finished.
+  uint32_t MinBytesToFinish() const;
+  // Budget mode. `tokens_left`: the tokens the sequence may still generate,
+  // the next one and a final EOS included (>= 1). Clears from `words` (the
+  // current mask, index().num_words() words) every non-EOS token after which
+  // the constraint could no longer be completed and ended with EOS within the
+  // budget: token t stays iff DistanceToAccept(next(t)) + 2 <= tokens_left.
+  // One token per byte is always possible where every byte is a token
+  // (byte-level BPE, SentencePiece byte fallback), so a sequence that keeps to
+  // these masks ends with EOS within the budget whenever the first mask's
+  // budget was at least MinBytesToFinish() + 1. If nothing would stay (no such
+  // token and no EOS allowed), the tokens leading closest to an end stay, so a
+  // mask is never emptied. Cost: one DFA walk per allowed token, none when
+  // tokens_left > MaxDistanceToAccept() + 1 (the usual case).
+  void ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
+
   // The bytes every accepted text must continue with from here, up to the
   // first branch or accepting state, at most `max_bytes` (jump-forward).
   std::string ForcedContinuation(size_t max_bytes = 256) const;

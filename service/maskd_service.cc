@@ -87,8 +87,9 @@ absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status
     status = refusal;
   } else {
     StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
-                            row, out->mutable_forced());
+                            row, out->mutable_forced(), e.max_tokens_left());
     status = std::move(o.status);
+    out->set_min_bytes_to_finish(o.min_bytes_to_finish);
     out->set_accepting(o.accepting);
     out->set_finished(o.finished);
     out->set_num_tokens(o.num_tokens);
@@ -701,6 +702,10 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   mask->resize(uint64_t{words} * 4);
   absl::Status s = guide->WriteMask(absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
   if (!s.ok()) return Done(ctx, "Mask", s);
+  if (req->max_tokens_left() > 0) {
+    guide->ApplyTokenBudget(req->max_tokens_left(), reinterpret_cast<uint32_t*>(mask->data()));
+  }
+  resp->set_min_bytes_to_finish(guide->MinBytesToFinish());
   resp->set_words_per_row(words);
   resp->set_accepting(guide->IsAccepting());
   resp->set_finished(guide->IsFinished());

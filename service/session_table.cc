@@ -67,7 +67,8 @@ std::shared_ptr<Session> Session::Clone() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
 void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed); }
 
 StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
-                          absl::Span<uint32_t> row, std::string* forced) {
+                          absl::Span<uint32_t> row, std::string* forced,
+                          uint32_t max_tokens_left) {
   Touch();
   StepOutcome out;
   absl::MutexLock lock(&mu_);
@@ -93,6 +94,8 @@ StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
     return out;
   }
   guide_.WriteMaskUnchecked(row.data());
+  if (max_tokens_left > 0) guide_.ApplyTokenBudget(max_tokens_left, row.data());
+  out.min_bytes_to_finish = guide_.MinBytesToFinish();
   if (row.size() > num_words_) std::fill(row.begin() + num_words_, row.end(), 0u);
   if (forced) *forced = guide_.ForcedContinuation();
   return out;

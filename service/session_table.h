@@ -60,6 +60,7 @@ struct StepOutcome {
   bool accepting = false;
   bool finished = false;
   uint64_t num_tokens = 0;  // since the start, after the step
+  uint32_t min_bytes_to_finish = 0;  // Guide::MinBytesToFinish after the step
 };
 
 class Session {
@@ -78,8 +79,9 @@ class Session {
   // `row` (row.size() >= num_words(); words past it are zeroed) and the forced
   // continuation into `forced` (cleared; may be null). All or nothing: on
   // error the state is unchanged and `row` is zeroed.
+  // `max_tokens_left` > 0: budget mode (Guide::ApplyTokenBudget on the mask).
   StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
-                   std::string* forced);
+                   std::string* forced, uint32_t max_tokens_left = 0);
   // Undoes the last n tokens; returns the count left. INVALID_ARGUMENT when
   // n exceeds the tokens accepted, OUT_OF_RANGE when it reaches past the
   // rollback window; state unchanged on error.
