@@ -3,7 +3,7 @@
 # Idempotent: only missing packages are installed. Run as root.
 set -euo pipefail
 PKGS=(
-  build-essential cmake ninja-build pkg-config git ca-certificates python3 python3-venv
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates python3 python3-venv
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsimdjson-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev libhwy-dev
