@@ -27,6 +27,21 @@ using ::testing::HasSubstr;
 
 constexpr uint32_t kOne = 16;
 
+// Under AddressSanitizer freed memory sits in its quarantine, so RSS says
+// nothing about what the server keeps; the RSS assertions are skipped there
+// (the code paths still run, under the sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
 uint64_t NewSession(Client& c, const std::string& regex) {
   v1::CompileRequest req;
   req.set_tokenizer("qwen3");
@@ -137,19 +152,23 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   ASSERT_TRUE((*stream)->Step(OneEntry(id), &resp).ok());
   ASSERT_TRUE((*stream)->Step(OneEntry(id), &resp).ok());
   const uint64_t after = ServerRss(**c);
-  EXPECT_GT(peak, base + kBig * 3 / 4) << "the reply buffer was not resident?";
-  EXPECT_LT(after, base + kBig / 4) << "base " << base << " peak " << peak;
+  if (kRssMeaningful) {
+    EXPECT_GT(peak, base + kBig * 3 / 4) << "the reply buffer was not resident?";
+    EXPECT_LT(after, base + kBig / 4) << "base " << base << " peak " << peak;
+  }
 
   // (2) A large reply, then nothing: the reaper frees it within ~2 s.
   ASSERT_TRUE((*stream)->Step(big, &resp).ok());
   const uint64_t peak2 = ServerRss(**c);
-  EXPECT_GT(peak2, base + kBig * 3 / 4);
   uint64_t idle = peak2;
   for (int i = 0; i < 40 && idle > base + kBig / 4; ++i) {
     absl::SleepFor(absl::Milliseconds(100));
     idle = ServerRss(**c);
   }
-  EXPECT_LT(idle, base + kBig / 4) << "base " << base << " peak " << peak2;
+  if (kRssMeaningful) {
+    EXPECT_GT(peak2, base + kBig * 3 / 4);
+    EXPECT_LT(idle, base + kBig / 4) << "base " << base << " peak " << peak2;
+  }
   // The stream still works after its buffer was freed.
   ASSERT_TRUE((*stream)->Step(OneEntry(id, {kOne}), &resp).ok());
   EXPECT_TRUE(resp.results(0).status().code() == 0);
