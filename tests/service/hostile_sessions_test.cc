@@ -27,6 +27,21 @@ using ::testing::HasSubstr;
 
 constexpr uint32_t kOne = 16;
 
+// Under AddressSanitizer freed memory sits in its quarantine, so RSS says
+// nothing about what the server keeps; the RSS assertions are skipped there
+// (the code paths still run, under the sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
 uint64_t NewSession(Client& c, const std::string& regex) {
   v1::CompileRequest req;
   req.set_tokenizer("qwen3");
@@ -83,7 +98,7 @@ TEST(HostileStreamsTest, OpenStreamsAreCapped) {
 }
 
 TEST(HostileStreamsTest, IdleStreamsAreFinished) {
-  MaskdProcess server({"--stream-idle-timeout=400ms"});
+  MaskdProcess server({"--stream-idle-timeout=1s"});
   ASSERT_TRUE(server.ok()) << server.Log();
   auto c = server.Connect();
   const uint64_t id = NewSession(*c, "[0-9]+");
@@ -97,7 +112,7 @@ TEST(HostileStreamsTest, IdleStreamsAreFinished) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   // Left idle, it is finished with DEADLINE_EXCEEDED naming the flag.
-  absl::SleepFor(absl::Milliseconds(1500));
+  absl::SleepFor(absl::Milliseconds(3000));
   absl::Status s = (*busy)->Step(OneEntry(id), &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_THAT(s.message(), HasSubstr("--stream-idle-timeout"));
@@ -137,19 +152,23 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   ASSERT_TRUE((*stream)->Step(OneEntry(id), &resp).ok());
   ASSERT_TRUE((*stream)->Step(OneEntry(id), &resp).ok());
   const uint64_t after = ServerRss(**c);
-  EXPECT_GT(peak, base + kBig * 3 / 4) << "the reply buffer was not resident?";
-  EXPECT_LT(after, base + kBig / 4) << "base " << base << " peak " << peak;
+  if (kRssMeaningful) {
+    EXPECT_GT(peak, base + kBig * 3 / 4) << "the reply buffer was not resident?";
+    EXPECT_LT(after, base + kBig / 4) << "base " << base << " peak " << peak;
+  }
 
   // (2) A large reply, then nothing: the reaper frees it within ~2 s.
   ASSERT_TRUE((*stream)->Step(big, &resp).ok());
   const uint64_t peak2 = ServerRss(**c);
-  EXPECT_GT(peak2, base + kBig * 3 / 4);
   uint64_t idle = peak2;
-  for (int i = 0; i < 40 && idle > base + kBig / 4; ++i) {
+  for (int i = 0; i < 100 && idle > base + kBig / 4; ++i) {
     absl::SleepFor(absl::Milliseconds(100));
     idle = ServerRss(**c);
   }
-  EXPECT_LT(idle, base + kBig / 4) << "base " << base << " peak " << peak2;
+  if (kRssMeaningful) {
+    EXPECT_GT(peak2, base + kBig * 3 / 4);
+    EXPECT_LT(idle, base + kBig / 4) << "base " << base << " peak " << peak2;
+  }
   // The stream still works after its buffer was freed.
   ASSERT_TRUE((*stream)->Step(OneEntry(id, {kOne}), &resp).ok());
   EXPECT_TRUE(resp.results(0).status().code() == 0);
