@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "index/json_scan.h"
 #include "nlohmann/json.hpp"
 #include "simdjson.h"
 
@@ -21,6 +22,8 @@ inline absl::string_view Av(std::string_view s) { return absl::string_view(s.dat
 
 // Nesting limit for decoder / pre_tokenizer Sequences.
 constexpr int kMaxDecoderDepth = 16;
+// Nesting limit for tokenizer_config.json (simdjson's own for tokenizer.json).
+constexpr size_t kMaxConfigDepth = 1024;
 
 // ---------------------------------------------------------------------------
 // GPT-2 byte<->unicode table, inverted: code point -> byte, -1 when the code
@@ -178,7 +181,13 @@ absl::Status Parser::ParseDocument(std::string_view json, dom::object* root) {
   dom::element doc;
   // The buffer is padded (kJsonPadding), so simdjson need not copy it. The
   // DOM parser (unlike On Demand) picks the best SIMD kernel at run time.
-  if (auto e = parser_.parse(json.data(), json.size(), false).get(doc); e) return JsonError(e);
+  if (auto e = parser_.parse(json.data(), json.size(), false).get(doc); e) {
+    // simdjson refuses bytes after the document (a NUL and garbage too) but
+    // says not where: the structural scan does, at no cost to good files.
+    const std::string what = absl::StrCat(Av(source_), ": malformed JSON");
+    if (auto s = CheckJsonStructure(json, {.max_depth = 0}, what); !s.ok()) return s;
+    return JsonError(e);
+  }
   if (doc.get_object().get(*root) != simdjson::SUCCESS) return Error("not a JSON object");
   return absl::OkStatus();
 }
@@ -419,6 +428,9 @@ absl::StatusOr<std::optional<std::string>> ParseEosToken(std::string_view text,
     if (event == json::parse_event_t::key && depth == 1) return parsed == "eos_token";
     return true;
   };
+  // nlohmann's lexer stops at a NUL byte as if the text ended there.
+  const std::string what = absl::StrCat(Av(source), ": malformed JSON");
+  if (auto s = CheckJsonStructure(text, {.max_depth = kMaxConfigDepth}, what); !s.ok()) return s;
   json root;
   try {
     root = json::parse(text.begin(), text.end(), keep_eos);
