@@ -89,4 +89,13 @@ absl::Status CheckJsonStructure(std::string_view text, const JsonScanLimits& lim
   return absl::OkStatus();
 }
 
+std::string Excerpt(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  size_t head = max / 2, tail = s.size() - max / 2;
+  while (head > 0 && (static_cast<unsigned char>(s[head]) & 0xC0) == 0x80) --head;
+  while (tail < s.size() && (static_cast<unsigned char>(s[tail]) & 0xC0) == 0x80) ++tail;
+  return absl::StrCat(absl::string_view(s.data(), head), "...(", tail - head, " bytes)...",
+                      absl::string_view(s.data() + tail, s.size() - tail));
+}
+
 }  // namespace maskd::internal

@@ -14,6 +14,7 @@
 #define MASKD_INDEX_JSON_SCAN_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -37,6 +38,11 @@ struct JsonScanLimits {
 // beyond one counter per open object when max_object_members is set.
 absl::Status CheckJsonStructure(std::string_view text, const JsonScanLimits& limits,
                                 std::string_view what);
+
+// `s` for an error message: whole when at most `max` bytes, else its head and
+// tail (cut on UTF-8 character boundaries) around "...(N bytes)...". Keys,
+// token strings and type names in documents can be megabytes long.
+std::string Excerpt(std::string_view s, size_t max = 200);
 
 }  // namespace maskd::internal
 

@@ -65,13 +65,7 @@ std::string Child(const std::string& ptr, const std::string& key, size_t i) {
 constexpr size_t kMaxShownBytes = 200;
 constexpr size_t kMaxMessageBytes = 1024;
 std::string Shown(std::string_view s, size_t max = kMaxShownBytes) {
-  if (s.size() <= max) return std::string(s);
-  // Cut on UTF-8 character boundaries.
-  size_t head = max / 2, tail = s.size() - max / 2;
-  while (head > 0 && (static_cast<unsigned char>(s[head]) & 0xC0) == 0x80) --head;
-  while (tail < s.size() && (static_cast<unsigned char>(s[tail]) & 0xC0) == 0x80) ++tail;
-  return absl::StrCat(std::string(s.substr(0, head)), "...(", tail - head, " bytes)...",
-                      std::string(s.substr(tail)));
+  return internal::Excerpt(s, max);
 }
 std::string Where(const std::string& ptr) { return ptr.empty() ? "/" : Shown(ptr); }
 

@@ -19,6 +19,7 @@
 #include "index/json_schema_internal.h"
 #include "index/regex.h"
 #include "index/tokenizer_json.h"
+#include "index/vocabulary.h"
 
 namespace maskd {
 namespace {
@@ -224,6 +225,35 @@ TEST(TokenizerConfigTrailingBytes, NulAndGarbageAfterTheDocumentAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("offset ", good.size())));
+}
+
+TEST(ErrorMessages, LongDocumentContentIsCut) {
+  const std::string big(20000, 'k');
+  const std::string tokenizers[] = {
+      absl::StrCat(R"({"model":{"type":")", big, R"(","vocab":{"a":0}},"decoder":{"type":"ByteLevel"}})"),
+      absl::StrCat(R"({"model":{"type":"BPE","vocab":{")", big, R"(":-1}},"decoder":{"type":"ByteLevel"}})"),
+      absl::StrCat(R"({"model":{"type":"BPE","vocab":{"a":0}},"decoder":{"type":")", big, R"("}})"),
+  };
+  for (const auto& t : tokenizers) {
+    auto v = Vocabulary::FromJson(t, "", {}, "t.json");
+    ASSERT_FALSE(v.ok());
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_LT(v.status().message().size(), 1200u) << v.status().message().substr(0, 300);
+    EXPECT_THAT(v.status().message(), HasSubstr("bytes)..."));
+  }
+  auto eos = Vocabulary::FromJson(R"({"model":{"type":"BPE","vocab":{"a":0}},"decoder":{"type":"ByteLevel"}})",
+                                  absl::StrCat(R"({"eos_token":")", big, R"("})"), {}, "t.json");
+  ASSERT_FALSE(eos.ok());
+  EXPECT_LT(eos.status().message().size(), 1200u);
+  // Schema: a 20 kB key in a pointer, a 20 kB $ref.
+  for (const std::string& schema :
+       {absl::StrCat(R"({"properties":{")", big, R"(":{"pattern":"("}}})"),
+        absl::StrCat(R"({"$ref":"#/)", big, R"("})")}) {
+    auto r = JsonSchemaToRegex(schema);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_LT(r.status().message().size(), 1200u) << r.status().message().substr(0, 300);
+  }
 }
 
 // ---------------------------------------------------------------------------
