@@ -22,6 +22,8 @@ absl::Status CheckJsonStructure(std::string_view text, const JsonScanLimits& lim
                                 std::string_view what) {
   const size_t n = text.size();
   size_t i = 0;
+  // A UTF-8 byte order mark, which nlohmann and simdjson skip.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
   while (i < n && IsJsonSpace(text[i])) ++i;
   if (i == n) return absl::OkStatus();  // empty: the parser's error
   // members[k]: members seen so far in the k-th open container (objects

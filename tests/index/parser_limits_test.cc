@@ -172,6 +172,7 @@ TEST(SchemaTrailingBytes, NulAndGarbageAfterTheDocumentAreRefused) {
   const std::string good = R"({"type":"integer"})";
   ASSERT_TRUE(JsonSchemaToRegex(good).ok());
   ASSERT_TRUE(JsonSchemaToRegex(good + " \n\t").ok());  // trailing whitespace is fine
+  ASSERT_TRUE(JsonSchemaToRegex("\xEF\xBB\xBF" + good).ok());  // so is a byte order mark
   for (std::string tail : {std::string("\0garbage", 8), std::string("\0", 1), std::string(" \0{}", 4),
                            std::string("garbage"), std::string("{}")}) {
     SCOPED_TRACE(tail);
@@ -221,6 +222,7 @@ TEST(TokenizerJsonDepth, DeepDocumentsAreRefused) {
 TEST(TokenizerConfigTrailingBytes, NulAndGarbageAfterTheDocumentAreRefused) {
   const std::string good = R"({"eos_token":"</s>"})";
   ASSERT_TRUE(internal::ParseEosToken(good, "c.json").ok());
+  ASSERT_TRUE(internal::ParseEosToken("\xEF\xBB\xBF" + good, "c.json").ok());
   auto r = internal::ParseEosToken(good + std::string("\0garbage", 8), "c.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
