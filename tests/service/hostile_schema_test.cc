@@ -79,6 +79,20 @@ TEST(HostileSchema, DeepNestingIsRefusedAndTheServerKeepsServing) {
   }
 }
 
+// Item 10: a schema followed by a NUL byte and garbage used to compile (the
+// JSON library stops at the NUL).
+TEST(HostileSchema, TrailingBytesAreInvalidArgumentNamingTheOffset) {
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  const std::string good = R"({"type":"integer"})";
+  ASSERT_TRUE(client->Compile(SchemaRequest(good)).ok());
+  auto r = client->Compile(SchemaRequest(good + std::string("\0garbage", 8)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("byte offset ", good.size())));
+}
+
 // Runs maskctl with `args`; returns the raw wait status.
 int RunMaskctl(const std::vector<std::string>& args) {
   pid_t pid = fork();
