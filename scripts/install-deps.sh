@@ -8,6 +8,7 @@ PKGS=(
   libabsl-dev prometheus-cpp-dev libsimdjson-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev libhwy-dev
   libgtest-dev libgmock-dev libbenchmark-dev libre2-dev
+  clang libclang-rt-14-dev  # libFuzzer + sanitizers for fuzz/ (scripts/fuzz.sh, CI)
 )
 missing=()
 for p in "${PKGS[@]}"; do
