@@ -192,6 +192,13 @@ struct Harness {
   }
 };
 
+// MASKD_FUZZ_VERBOSE=1: one line per call (method, status), to see what an
+// input reaches.
+bool Verbose() {
+  static const bool v = getenv("MASKD_FUZZ_VERBOSE") != nullptr;
+  return v;
+}
+
 Harness& H() {
   static Harness* h = new Harness();
   return *h;
@@ -206,9 +213,17 @@ struct Ids {
 void Substitute(pb::Message* m, const Ids& ids, int depth = 0) {
   if (depth > 8) return;
   const pb::Reflection* r = m->GetReflection();
-  std::vector<const pb::FieldDescriptor*> fields;
-  r->ListFields(*m, &fields);
-  for (const pb::FieldDescriptor* f : fields) {
+  const pb::Descriptor* d = m->GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* f = d->field(i);
+    // proto3 leaves empty strings and zeros unset: visit every field, but a
+    // oneof member only when it is the one set (setting another would
+    // switch the oneof).
+    const bool present = f->is_repeated() ? r->FieldSize(*m, f) > 0 : r->HasField(*m, f);
+    if (!present && (f->containing_oneof() != nullptr ||
+                     f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE)) {
+      continue;
+    }
     if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
       if (f->is_repeated()) {
         for (int i = 0; i < r->FieldSize(*m, f); ++i) {
@@ -322,6 +337,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       payload = req->SerializeAsString();
     }
     grpc::Status s = Call(m.path, payload, &reply);
+    if (Verbose()) fprintf(stderr, "call %s parsed=%d -> %d %s\n", m.path, parsed, s.error_code(),
+                           s.error_message().substr(0, 120).c_str());
     CheckStatus(s, m.path, parsed);
     if (s.ok()) {
       std::unique_ptr<pb::Message> resp(m.response->New());
