@@ -188,6 +188,21 @@ TEST(SchemaTrailingBytes, NulAndGarbageAfterTheDocumentAreRefused) {
   EXPECT_EQ(inner.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Found by json_schema_fuzzer: nlohmann throws out_of_range (not
+// parse_error) for a number beyond double, which escaped as an uncaught
+// exception and aborted the process (maskctl: exit 134; maskd: a Compile
+// killed the server).
+TEST(SchemaNumbers, NumberBeyondDoubleIsInvalidArgument) {
+  for (std::string schema : {R"({"const": 1e400})", R"({"enum": [1, -1e999]})",
+                             R"({"type": "number", "maximum": 11e308})"}) {
+    SCOPED_TRACE(schema);
+    auto r = JsonSchemaToRegex(schema);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("number"));
+  }
+}
+
 std::string Padded(std::string s) { return s + std::string(internal::kJsonPadding, '\0'); }
 
 TEST(TokenizerJsonTrailingBytes, NulAndGarbageAfterTheDocumentAreRefused) {

@@ -93,6 +93,19 @@ TEST(HostileSchema, TrailingBytesAreInvalidArgumentNamingTheOffset) {
   EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("byte offset ", good.size())));
 }
 
+// Found by json_schema_fuzzer: a number beyond double (1e400) threw an
+// exception nothing caught, and the compile thread took the server down.
+TEST(HostileSchema, NumberBeyondDoubleIsInvalidArgument) {
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto r = client->Compile(SchemaRequest(R"({"const": 1e400})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  ASSERT_EQ(kill(server.pid(), 0), 0) << server.Log();
+  EXPECT_TRUE(client->Compile(SchemaRequest(R"({"type":"integer"})")).ok()) << server.Log();
+}
+
 // Runs maskctl with `args`; returns the raw wait status.
 int RunMaskctl(const std::vector<std::string>& args) {
   pid_t pid = fork();
