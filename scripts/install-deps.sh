@@ -9,6 +9,7 @@ PKGS=(
   zlib1g-dev libssl-dev libhwy-dev
   libgtest-dev libgmock-dev libbenchmark-dev libre2-dev
   python3-h2 openssl
+  clang libclang-rt-14-dev  # libFuzzer + sanitizers for fuzz/ (scripts/fuzz.sh, CI)
 )
 missing=()
 for p in "${PKGS[@]}"; do
