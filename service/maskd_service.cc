@@ -16,6 +16,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "index/guide.h"
 #include "service/log.h"
+#include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
 #include "service/quote.h"
 
@@ -270,11 +271,16 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   return Done(ctx, "Detokenize", absl::OkStatus());
 }
 
-// Whose share of the compile queues a request counts against: the peer
-// address (a TCP connection's ip:port; every unix-socket client shares one
-// address). Kernel credentials (uid) would be the better key where the
-// listener has them (service/peer_credentials.h).
-std::string CompileClientKey(const grpc::CallbackServerContext& ctx) { return ctx.peer(); }
+// Whose share of the compile queues a request counts against: the caller's
+// uid on the unix socket (every connection of one user shares one share);
+// otherwise the connection (gRPC's peer string: "fd:N" for plaintext TCP,
+// ip:port for TLS), which carries no identity beyond itself.
+std::string CompileClientKey(const grpc::CallbackServerContext& ctx) {
+  if (std::optional<PeerCredentials> cred = PeerCredentialsOf(ctx)) {
+    return absl::StrCat("uid:", cred->uid);
+  }
+  return ctx.peer();
+}
 
 absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
                                                    const grpc::CallbackServerContext& ctx) {
