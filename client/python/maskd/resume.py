@@ -289,6 +289,86 @@ ResumableEntry = Union[Tuple[ResumableSession, Sequence[int]],
                        Tuple[ResumableSession, Sequence[int], int, int]]
 
 
+def _entries(entries: Iterable[ResumableEntry]) -> List[Tuple[ResumableSession, List[int], int, int]]:
+    ents = [(e[0], [int(t) for t in e[1]], int(e[2]) if len(e) > 2 else 0,
+             int(e[3]) if len(e) > 3 else 0) for e in entries]
+    if ents and any(s.client is not ents[0][0].client for s, *_ in ents):
+        raise ValueError("step_resumable: every session must use the same Client")
+    return ents
+
+
+class ResumableStepFuture:
+    """A batch Step in flight (``step_resumable_async``); ``result()`` finishes it, resuming
+    lost sessions as ``step_resumable`` does."""
+
+    def __init__(self, entries: Iterable[ResumableEntry], words_per_row: int = 0):
+        self._ents = _entries(entries)
+        self._wpr = words_per_row
+        self._fut: Optional[grpc.Future] = None
+        if self._ents and all(s.session_id != 0 and not s._closed for s, *_ in self._ents):
+            req = pb.StepRequest(words_per_row=words_per_row)
+            for s, toks, rb, left in self._ents:
+                req.entries.add(session_id=s.session_id, rollback=rb,
+                                max_tokens_left=left).tokens.extend(toks)
+            client = self._ents[0][0].client
+            self._fut = client._stub.Step.future(req, timeout=client.timeout)
+
+    def cancel(self) -> None:
+        """Drops the call. Its sessions are abandoned (the server may have applied it) and
+        resumed by their next call."""
+        if self._fut is not None:
+            self._fut.cancel()
+            self._fut = None
+            for s, *_ in self._ents:
+                s.session_id = 0
+
+    def result(self) -> StepReply:
+        """The reply: one row per entry, in order (raises MaskdError UNAVAILABLE when the
+        server does not come back)."""
+        ents = self._ents
+        if not ents:
+            return StepReply([], np.zeros((0, 0), np.uint32), 0)
+        results: List[Optional[pb.StepResult]] = [None] * len(ents)
+        rows: List[bytes] = [b""] * len(ents)
+        wprs: List[int] = [0] * len(ents)
+        fut, self._fut = self._fut, None
+        if fut is not None:
+            try:
+                resp = fut.result()
+            except grpc.RpcError as e:
+                err = MaskdError.from_rpc(e)
+                if not _transport_loss(err.code, False):
+                    raise err from None
+                for s, *_ in ents:
+                    s.session_id = 0  # abandoned: the call may or may not have been applied
+            else:
+                w = resp.words_per_row
+                for i, (s, toks, rb, _) in enumerate(ents):
+                    r = resp.results[i]
+                    if r.status.code == _NOT_FOUND:
+                        s.session_id = 0
+                        continue
+                    if r.status.code == 0:
+                        s._commit(rb, toks)
+                    results[i], wprs[i] = r, w
+                    rows[i] = resp.masks[i * w * 4:(i + 1) * w * 4]
+        for i, (s, toks, rb, left) in enumerate(ents):
+            if results[i] is None:  # lost, or a closed session: redo alone
+                r1 = s._step_proto(toks, rb, self._wpr, left)
+                results[i], wprs[i], rows[i] = r1.results[0], r1.words_per_row, r1.masks
+        w = max(wprs)
+        out = pb.StepResponse(words_per_row=w)
+        out.results.extend(results)
+        out.masks = b"".join(row.ljust(w * 4, b"\0") for row in rows)
+        return StepReply.from_proto(out)
+
+
+def step_resumable_async(entries: Iterable[ResumableEntry], words_per_row: int = 0) -> ResumableStepFuture:
+    """Starts ``step_resumable`` and returns at once (the adapters overlap it with the
+    forward pass); ``.result()`` finishes it."""
+    return ResumableStepFuture(entries, words_per_row)
+
+
 def step_resumable(entries: Iterable[ResumableEntry], words_per_row: int = 0) -> StepReply:
     """One Step for a batch of resumable sessions (all on one Client).
 
@@ -297,48 +377,8 @@ def step_resumable(entries: Iterable[ResumableEntry], words_per_row: int = 0) ->
     row per entry, in order. Other entry errors stay in ``reply.results`` and change
     nothing. Raises MaskdError (UNAVAILABLE) when the server does not come back.
     """
-    ents = [(e[0], [int(t) for t in e[1]], int(e[2]) if len(e) > 2 else 0,
-             int(e[3]) if len(e) > 3 else 0) for e in entries]
-    if not ents:
-        return StepReply([], np.zeros((0, 0), np.uint32), 0)
-    client = ents[0][0].client
-    if any(s.client is not client for s, *_ in ents):
-        raise ValueError("step_resumable: every session must use the same Client")
-    results: List[Optional[pb.StepResult]] = [None] * len(ents)
-    rows: List[bytes] = [b""] * len(ents)
-    wprs: List[int] = [0] * len(ents)
-    if all(s.session_id != 0 and not s._closed for s, *_ in ents):
-        req = pb.StepRequest(words_per_row=words_per_row)
-        for s, toks, rb, left in ents:
-            req.entries.add(session_id=s.session_id, rollback=rb, max_tokens_left=left).tokens.extend(toks)
-        try:
-            resp = client._stub.Step(req, timeout=client.timeout)
-        except grpc.RpcError as e:
-            err = MaskdError.from_rpc(e)
-            if not _transport_loss(err.code, False):
-                raise err from None
-            for s, *_ in ents:
-                s.session_id = 0  # abandoned: the call may or may not have been applied
-        else:
-            w = resp.words_per_row
-            for i, (s, toks, rb, _) in enumerate(ents):
-                r = resp.results[i]
-                if r.status.code == _NOT_FOUND:
-                    s.session_id = 0
-                    continue
-                if r.status.code == 0:
-                    s._commit(rb, toks)
-                results[i], wprs[i] = r, w
-                rows[i] = resp.masks[i * w * 4:(i + 1) * w * 4]
-    for i, (s, toks, rb, left) in enumerate(ents):
-        if results[i] is None:  # lost, or a closed session: redo alone
-            r1 = s._step_proto(toks, rb, words_per_row, left)
-            results[i], wprs[i], rows[i] = r1.results[0], r1.words_per_row, r1.masks
-    w = max(wprs)
-    out = pb.StepResponse(words_per_row=w)
-    out.results.extend(results)
-    out.masks = b"".join(row.ljust(w * 4, b"\0") for row in rows)
-    return StepReply.from_proto(out)
+    return ResumableStepFuture(entries, words_per_row).result()
 
 
-__all__ = ["ResumableSession", "ResumeOptions", "ResumableEntry", "step_resumable"]
+__all__ = ["ResumableSession", "ResumeOptions", "ResumableEntry", "ResumableStepFuture",
+           "step_resumable", "step_resumable_async"]
