@@ -179,3 +179,54 @@ def test_rollback_and_fork_resume(sidecar):
         assert s.tokens == toks[:3]
         f.close()
         s.close()
+
+
+def test_transformers_resume_true_survives_sigkill(sidecar, qwen3_dir):
+    """MaskdLogitsProcessor(resume=True): SIGKILL mid-generate, same outputs as without."""
+    from conftest import need
+
+    torch = need("torch")
+    need("transformers")
+    from transformers import StoppingCriteria
+
+    from maskd.integrations.transformers import MaskdLogitsProcessor
+    from models import EOS, PROMPTS, REGEX, hf_tokenizer, llama
+
+    model, tok = llama(), hf_tokenizer(qwen3_dir)
+    enc = tok(PROMPTS, return_tensors="pt", padding=True)
+
+    class KillAt(StoppingCriteria):
+        def __init__(self, at: int):
+            self.at, self.calls, self.threads = at, 0, []
+
+        def __call__(self, input_ids, scores, **kwargs):
+            self.calls += 1
+            if self.calls == self.at:
+                sidecar.kill()
+                t = threading.Thread(target=lambda: (time.sleep(0.3), sidecar.start(wait=False)))
+                t.start()
+                self.threads.append(t)
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool)
+
+    def run(kill: KillAt | None):
+        with maskd.Client(sidecar.addr, timeout=30) as c:
+            proc = MaskdLogitsProcessor(c, "qwen3", regex=REGEX, resume=True)
+            crit = ([kill] if kill else []) + [proc.prefetch]  # kill, then the prefetch Step
+            torch.manual_seed(5)
+            with torch.no_grad():
+                out = model.generate(**enc, logits_processor=[proc], stopping_criteria=crit,
+                                     do_sample=True, top_k=0, top_p=None, temperature=None,
+                                     num_return_sequences=3, max_new_tokens=24,
+                                     pad_token_id=tok.pad_token_id, eos_token_id=EOS)
+            resumes = sum(getattr(s, "resumes", 0) for s in proc.sessions.ids)
+            proc.close()
+            return out.tolist(), resumes
+
+    want, resumes = run(None)
+    assert resumes == 0
+    kill = KillAt(3)
+    got, resumes = run(kill)
+    for t in kill.threads:
+        t.join()
+    assert sidecar.starts == 2 and resumes > 0
+    assert got == want
