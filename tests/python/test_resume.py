@@ -230,3 +230,39 @@ def test_transformers_resume_true_survives_sigkill(sidecar, qwen3_dir):
         t.join()
     assert sidecar.starts == 2 and resumes > 0
     assert got == want
+
+
+def test_asyncio_resumable_session_survives_sigkill(sidecar):
+    import asyncio
+
+    import maskd.aio
+    from maskd.aio_resume import AsyncResumableSession, async_step_resumable
+
+    async def run(kill_at: int):
+        async with maskd.aio.AsyncClient(sidecar.addr, timeout=30) as c:
+            eos = {e for t in await c.list_tokenizers() if t.name == "qwen3" for e in t.eos_ids}
+            ss = [await AsyncResumableSession.create(c, "qwen3", regex=RX) for _ in range(3)]
+            rngs = [random.Random(50 + i) for i in range(3)]
+            last = [[] for _ in ss]
+            digests = [[] for _ in ss]
+            for step in range(12):
+                if step == kill_at:
+                    sidecar.kill()
+                    sidecar.start(wait=False)
+                if step % 2:
+                    rows = [(await s.step(last[i])).raise_for_status().masks[0] for i, s in enumerate(ss)]
+                else:
+                    rows = list((await async_step_resumable(
+                        [(s, last[i]) for i, s in enumerate(ss)])).raise_for_status().masks)
+                for i, row in enumerate(rows):
+                    digests[i].append(hashlib.sha256(row.tobytes()).hexdigest())
+                    last[i] = [_sample(row, rngs[i], eos)]
+            out = (digests, [s.tokens for s in ss], sum(s.resumes for s in ss))
+            for s in ss:
+                await s.close()
+            return out
+
+    want = asyncio.run(run(-1))
+    got = asyncio.run(run(6))
+    assert want[2] == 0 and got[2] == 3 and sidecar.starts == 2
+    assert got[:2] == want[:2]
