@@ -58,6 +58,11 @@ def channel_options(max_message_bytes: int) -> list:
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
+        # gRPC's own reconnect backoff (1 s growing to 120 s) would leave a restarted
+        # sidecar unused for minutes; cap it at 1 s (as the C++ ClientOptions).
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
     ]
 
 

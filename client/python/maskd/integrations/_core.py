@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
 
 from maskd._common import MaskdError, StepReply, status_code
 from maskd.client import Client, StepFuture
+from maskd.resume import (ResumableSession, ResumableStepFuture, ResumeOptions, step_resumable,
+                          step_resumable_async)
 
 
 def constraint_kwargs(regex: Optional[str] = None, json_schema: Any = None,
@@ -55,23 +57,32 @@ class RowSessions:
     ``budget`` (budget mode): the engine's max_new_tokens; each entry then carries the
     tokens its row may still generate (StepEntry.max_tokens_left), so that maskd masks
     tokens after which the constraint could no longer end within the budget.
+
+    ``resume`` (a CompileRequest and its ResumeOptions): the rows are
+    ``maskd.ResumableSession``s, so a maskd restart mid-generation loses no row.
     """
 
     def __init__(self, client: Client, index_id: str, eos_ids: Sequence[int], rows: int,
-                 budget: Optional[int] = None):
+                 budget: Optional[int] = None,
+                 resume: Optional[Tuple[Any, ResumeOptions]] = None):
         self.client = client
         self.budget = budget
         self.eos = set(int(e) for e in eos_ids)
-        self.ids: List[int] = []
+        self.ids: List[Any] = []  # session ids, or ResumableSessions with resume
+        self.resumable = resume is not None
         try:
             for _ in range(rows):
-                self.ids.append(client.create_session(index_id).session_id)
+                if resume is not None:
+                    self.ids.append(ResumableSession(client, resume[0], resume[1]))
+                else:
+                    self.ids.append(client.create_session(index_id).session_id)
         except BaseException:
             self.close()
             raise
         self.done = [False] * rows
         self.tokens: List[List[int]] = [[] for _ in range(rows)]
-        self._pending: Optional[Tuple[Tuple[int, ...], List[int], StepFuture]] = None
+        self._pending: Optional[Tuple[Tuple[int, ...], List[int],
+                                      Union[StepFuture, ResumableStepFuture]]] = None
         self.steps = 0
         self.prefetched = 0  # steps whose reply came from prefetch()
 
@@ -79,7 +90,7 @@ class RowSessions:
     def rows(self) -> int:
         return len(self.ids)
 
-    def _entries(self, tokens: Optional[Sequence[int]]) -> Tuple[List[Tuple[int, List[int]]], List[int]]:
+    def _entries(self, tokens: Optional[Sequence[int]]) -> Tuple[List[Tuple[Any, ...]], List[int]]:
         entries, live = [], []
         for i, sid in enumerate(self.ids):
             if self.done[i]:
@@ -106,7 +117,8 @@ class RowSessions:
         done_before = list(self.done)
         entries, live = self._entries(key)
         self.done = done_before  # step() re-derives them; only the request is sent now
-        self._pending = (key, live, self.client.step_async(entries))
+        fut = step_resumable_async(entries) if self.resumable else self.client.step_async(entries)
+        self._pending = (key, live, fut)
 
     def step(self, tokens: Optional[Sequence[int]]) -> Tuple[StepReply, List[int]]:
         """The next masks: ``tokens`` None on the first step (no token yet)."""
@@ -119,7 +131,12 @@ class RowSessions:
         else:
             if pending is not None:
                 pending[2].cancel()
-            reply = self.client.step(entries) if entries else None
+            if not entries:
+                reply = None
+            elif self.resumable:
+                reply = step_resumable(entries)
+            else:
+                reply = self.client.step(entries)
         self.steps += 1
         if reply is None:
             return StepReply([], np.zeros((0, 0), np.uint32), 0), []
@@ -139,6 +156,9 @@ class RowSessions:
             self._pending[2].cancel()
             self._pending = None
         for sid in self.ids:
+            if isinstance(sid, ResumableSession):
+                sid.close()
+                continue
             try:
                 self.client.close_session(sid)
             except MaskdError as e:

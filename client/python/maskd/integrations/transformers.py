@@ -25,14 +25,15 @@ expires idle sessions anyway (--session-ttl).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
-from maskd._common import MaskdError
+from maskd._common import MaskdError, compile_request
+from maskd.resume import ResumeOptions
 from maskd.integrations._core import RowSessions, allowed_rows, connect, constraint_kwargs
 
 
@@ -60,19 +61,31 @@ class MaskdLogitsProcessor(LogitsProcessor):
       max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
         after which the constraint could no longer be completed (and ended with EOS)
         within it are masked, so output closes instead of being cut off.
+      resume: True (or a maskd.ResumeOptions): the rows' sessions are
+        maskd.ResumableSessions, so a maskd restart (SIGKILL, OOM kill) mid-generation
+        loses no row: they are re-created and replayed with the same masks. Needs the
+        constraint (not ``index_id``).
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
                  json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None,
-                 max_new_tokens: Optional[int] = None):
+                 max_new_tokens: Optional[int] = None,
+                 resume: Union[bool, ResumeOptions] = False):
         self.client = connect(client)
         self.max_new_tokens = max_new_tokens
+        self.resume: Optional[Tuple[Any, ResumeOptions]] = None
         if index_id is not None:
+            if resume:
+                raise ValueError("resume=True needs the constraint (regex=/json_schema=/choices=), "
+                                 "not index_id=")
             self.index_id = index_id
         else:
-            self.index_id = self.client.compile(
-                tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
+            kw = constraint_kwargs(regex, json_schema, choices)
+            self.index_id = self.client.compile(tokenizer, **kw).index_id
+            if resume:
+                opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()
+                self.resume = (compile_request(tokenizer, **kw), opts)
         self.eos_ids = list(eos_token_id) if eos_token_id is not None else \
             list(self.client.tokenizer(tokenizer).eos_ids)
         self.prefetch = _Prefetch(self)
@@ -114,7 +127,7 @@ class MaskdLogitsProcessor(LogitsProcessor):
         else:
             self.close()
             self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, input_ids.shape[0],
-                                        budget=self.max_new_tokens)
+                                        budget=self.max_new_tokens, resume=self.resume)
             reply, live = self.sessions.step(None)
         self._prev = input_ids
         allowed = allowed_rows(reply, live, scores.shape[0], scores.shape[-1])
