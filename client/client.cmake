@@ -10,7 +10,8 @@ target_compile_options(maskd_client PRIVATE ${MASKD_WARNINGS})
 target_include_directories(maskd_client PUBLIC
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/maskd>)
-target_link_libraries(maskd_client PUBLIC maskd_proto absl::status absl::statusor absl::span absl::time)
+target_link_libraries(maskd_client PUBLIC maskd_proto absl::status absl::statusor absl::span absl::time
+  absl::strings)
 add_library(maskd::client ALIAS maskd_client)
 
 set(MASKD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/maskd)

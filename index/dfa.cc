@@ -970,6 +970,8 @@ absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
         }
       }
     }
+    // Breadth-first: the last state reached is the farthest.
+    dfa->max_distance_ = queue.empty() ? 0 : dfa->distance_[queue.back()];
   }
 
   // Forced bytes: a non-accepting state with exactly one live byte, i.e. one

@@ -63,6 +63,8 @@ class Dfa {
   // Fewest bytes from `s` to an accepting state; 0 when accepting,
   // kNoDistance for the dead state.
   uint32_t DistanceToAccept(State s) const { return distance_[s]; }
+  // The largest DistanceToAccept over live states (0 when none).
+  uint32_t MaxDistanceToAccept() const { return max_distance_; }
   // When `s` is not accepting and exactly one byte leads to a live state, that
   // byte; otherwise -1. Used to build forced continuations.
   int ForcedByte(State s) const { return forced_byte_[s]; }
@@ -86,6 +88,7 @@ class Dfa {
   std::vector<State> table_;          // num_states_ * num_classes_
   std::vector<uint8_t> accepting_;    // num_states_
   std::vector<uint32_t> distance_;    // num_states_
+  uint32_t max_distance_ = 0;         // max of distance_ over live states
   std::vector<int16_t> forced_byte_;  // num_states_
 };
 

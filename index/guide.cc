@@ -1,18 +1,19 @@
 #include "index/guide.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
 namespace maskd {
 
-Guide::Guide(std::shared_ptr<const TokenIndex> index)
-    : index_(std::move(index)), state_(index_->start()) {}
+Guide::Guide(std::shared_ptr<const TokenIndex> index, size_t rollback_window)
+    : index_(std::move(index)), state_(index_->start()), window_(rollback_window) {}
 
 absl::StatusOr<Guide> Guide::Replay(std::shared_ptr<const TokenIndex> index,
                                     absl::Span<const uint32_t> tokens) {
   Guide g(std::move(index));
-  g.history_.reserve(tokens.size());
+  g.ring_.reserve(tokens.size());
   if (auto s = g.Advance(tokens); !s.ok()) return s;
   return g;
 }
@@ -46,6 +47,50 @@ bool Guide::IsAllowed(uint32_t token) const {
   return index_->IsAllowed(state_, token);
 }
 
+uint32_t Guide::MinBytesToFinish() const {
+  if (state_ == kFinished) return 0;
+  const uint32_t d = index_->dfa().DistanceToAccept(state_);
+  return d == Dfa::kNoDistance ? 0 : d;
+}
+
+void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
+  if (state_ == kFinished) return;  // only EOS is allowed anyway
+  const Dfa& dfa = index_->dfa();
+  if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return;
+  const Vocabulary& v = index_->vocabulary();
+  const uint32_t n = index_->num_words();
+  // Pass 1: the smallest distance after any allowed non-EOS token, and whether
+  // an EOS or a token within budget exists.
+  uint32_t best = Dfa::kNoDistance;
+  bool keep_any = false;
+  for (uint32_t w = 0; w < n; ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const uint32_t t = w * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
+      if (v.is_eos(t)) {
+        keep_any = true;
+        continue;
+      }
+      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
+      if (d < best) best = d;
+      if (static_cast<uint64_t>(d) + 2 <= tokens_left) keep_any = true;
+    }
+  }
+  // Pass 2: clear what is over budget (or, when nothing would stay, what is
+  // not among the closest to an end).
+  for (uint32_t w = 0; w < n; ++w) {
+    uint32_t keep = words[w];
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(bits));
+      const uint32_t t = w * 32 + bit;
+      if (v.is_eos(t)) continue;
+      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
+      const bool ok = keep_any ? static_cast<uint64_t>(d) + 2 <= tokens_left : d == best;
+      if (!ok) keep &= ~(1u << bit);
+    }
+    words[w] = keep;
+  }
+}
+
 bool Guide::IsAccepting() const {
   return state_ == kFinished || index_->dfa().IsAccepting(state_);
 }
@@ -72,56 +117,78 @@ absl::Status Guide::Transition(uint32_t from, uint32_t token, uint32_t* next) co
   return absl::OkStatus();
 }
 
+void Guide::Push(uint32_t prev) {
+  if (count_ < ring_.size()) {  // room in the ring (after a rollback)
+    size_t i = head_ + count_;
+    ring_[i >= ring_.size() ? i - ring_.size() : i] = prev;
+    ++count_;
+  } else if (ring_.size() < window_) {  // still growing; head_ == 0 until full
+    if (ring_.size() == ring_.capacity()) {
+      ring_.reserve(std::min(window_, std::max<size_t>(16, 2 * ring_.capacity())));
+    }
+    ring_.push_back(prev);
+    ++count_;
+  } else if (!ring_.empty()) {  // full: overwrite the oldest
+    ring_[head_] = prev;
+    if (++head_ == ring_.size()) head_ = 0;
+    ++dropped_;
+  } else {  // window 0: no history
+    ++dropped_;
+  }
+}
+
 absl::Status Guide::Advance(uint32_t token) {
   uint32_t next;
   if (auto s = Transition(state_, token, &next); !s.ok()) return s;
-  history_.push_back(state_);
+  Push(state_);
   state_ = next;
   return absl::OkStatus();
 }
 
 absl::Status Guide::Advance(absl::Span<const uint32_t> tokens) {
-  const size_t before = history_.size();
-  const uint32_t state_before = state_;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (auto s = Advance(tokens[i]); !s.ok()) {
-      history_.resize(before);
-      state_ = state_before;
-      return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
-    }
-  }
-  return absl::OkStatus();
+  return RollbackAndAdvance(0, tokens);
 }
 
 absl::Status Guide::Rollback(size_t n) {
-  if (n > history_.size()) {
+  if (n > num_tokens()) {
     return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n, " tokens: only ",
-                                              history_.size(), " were advanced"));
+                                              num_tokens(), " were advanced"));
+  }
+  if (n > count_) {
+    return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n,
+                                              " tokens: past the rollback window of ", window_,
+                                              " tokens (", count_, " can be rolled back now)"));
   }
   if (n == 0) return absl::OkStatus();
-  state_ = history_[history_.size() - n];
-  history_.resize(history_.size() - n);
+  state_ = Back(n);
+  count_ -= n;
   return absl::OkStatus();
 }
 
 absl::Status Guide::RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens) {
-  if (n > history_.size()) {
-    return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n, " tokens: only ",
-                                              history_.size(), " were advanced"));
-  }
-  // Check every step from the rolled-back state first, changing nothing.
-  uint32_t state = n == 0 ? state_ : history_[history_.size() - n];
+  if (n > count_) return Rollback(n);  // the error, state unchanged
+  // Check every step from the rolled-back state first, changing nothing (the
+  // ring may overwrite its oldest entries as it advances, so a failure
+  // half-way could not be undone).
+  uint32_t state = n == 0 ? state_ : Back(n);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (auto s = Transition(state, tokens[i], &state); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
     }
   }
   (void)Rollback(n);
-  return Advance(tokens);  // cannot fail now
+  for (uint32_t t : tokens) {
+    uint32_t next;
+    (void)Transition(state_, t, &next);  // cannot fail now
+    Push(state_);
+    state_ = next;
+  }
+  return absl::OkStatus();
 }
 
 void Guide::Reset() {
-  history_.clear();
+  ring_.clear();
+  head_ = count_ = dropped_ = 0;
   state_ = index_->start();
 }
 

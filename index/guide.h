@@ -5,6 +5,13 @@
 // state unchanged. Taking an EOS id (allowed only where the constraint may
 // end) finishes the guide: from then on only EOS ids are allowed. A Guide is
 // not thread-safe; distinct Guides over one index are independent.
+//
+// Rollback history: the state before each of the last `rollback_window`
+// advanced tokens is kept (4 bytes each, in a ring that grows up to the window
+// and then overwrites its oldest entry), so a guide's memory is bounded by
+// 4 * rollback_window bytes however long the sequence; a rollback reaching
+// past the window is an OutOfRange error. Advancing allocates nothing once the
+// ring has reached the window (amortised O(1) growth before that).
 #ifndef MASKD_INDEX_GUIDE_H_
 #define MASKD_INDEX_GUIDE_H_
 
@@ -22,7 +29,12 @@ namespace maskd {
 
 class Guide {
  public:
-  explicit Guide(std::shared_ptr<const TokenIndex> index);
+  // Keeps every state: rollback to the start is always possible.
+  static constexpr size_t kUnboundedHistory = static_cast<size_t>(-1);
+
+  // `rollback_window`: how many of the last tokens can be rolled back (0: none).
+  explicit Guide(std::shared_ptr<const TokenIndex> index,
+                 size_t rollback_window = kUnboundedHistory);
 
   // The guide reached from the start by `tokens` (stateless replay).
   static absl::StatusOr<Guide> Replay(std::shared_ptr<const TokenIndex> index,
@@ -46,7 +58,9 @@ class Guide {
   // All or nothing: on error the state is as before the call. The message
   // names the position in `tokens` of the offending id.
   absl::Status Advance(absl::Span<const uint32_t> tokens);
-  // Undoes the last `n` advanced tokens. OutOfRange when n > num_tokens().
+  // Undoes the last `n` advanced tokens. OutOfRange when n > num_tokens(), or
+  // when n > rollback_available() (past the rollback window); the state is
+  // unchanged on error.
   absl::Status Rollback(size_t n);
   // Rollback(n) then Advance(tokens), all or nothing (speculative decoding:
   // replace rejected draft tokens). Allocates nothing beyond history growth.
@@ -58,11 +72,34 @@ class Guide {
 
   bool IsAccepting() const;
   bool IsFinished() const { return state_ == kFinished; }
-  // Tokens advanced since the start.
-  size_t num_tokens() const { return history_.size(); }
+  // Tokens advanced since the start (including those past the window).
+  size_t num_tokens() const { return dropped_ + count_; }
+  // How many tokens can be rolled back now: min(num_tokens(), window).
+  size_t rollback_available() const { return count_; }
+  size_t rollback_window() const { return window_; }
+  // Bytes the rollback history holds allocated (at most 4 * window rounded up
+  // to the vector's growth; exactly 4 * window once the ring is full).
+  size_t history_bytes() const { return ring_.capacity() * sizeof(uint32_t); }
   // DFA state, or kFinished.
   uint32_t state() const { return state_; }
   static constexpr uint32_t kFinished = 0xFFFFFFFFu;
+
+  // Fewest bytes from here to a state where the constraint may end: 0 when
+  // accepting or finished.
+  uint32_t MinBytesToFinish() const;
+  // Budget mode. `tokens_left`: the tokens the sequence may still generate,
+  // the next one and a final EOS included (>= 1). Clears from `words` (the
+  // current mask, index().num_words() words) every non-EOS token after which
+  // the constraint could no longer be completed and ended with EOS within the
+  // budget: token t stays iff DistanceToAccept(next(t)) + 2 <= tokens_left.
+  // One token per byte is always possible where every byte is a token
+  // (byte-level BPE, SentencePiece byte fallback), so a sequence that keeps to
+  // these masks ends with EOS within the budget whenever the first mask's
+  // budget was at least MinBytesToFinish() + 1. If nothing would stay (no such
+  // token and no EOS allowed), the tokens leading closest to an end stay, so a
+  // mask is never emptied. Cost: one DFA walk per allowed token, none when
+  // tokens_left > MaxDistanceToAccept() + 1 (the usual case).
+  void ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
 
   // The bytes every accepted text must continue with from here, up to the
   // first branch or accepting state, at most `max_bytes` (jump-forward).
@@ -73,9 +110,24 @@ class Guide {
   // not changed. Errors as Advance's.
   absl::Status Transition(uint32_t from, uint32_t token, uint32_t* next) const;
 
+  // Appends `prev` (the state before a token just advanced) to the history,
+  // dropping the oldest entry when the window is full.
+  void Push(uint32_t prev);
+  // The state before the n-th last advanced token (1 <= n <= count_).
+  uint32_t Back(size_t n) const {
+    size_t i = head_ + count_ - n;
+    return ring_[i >= ring_.size() ? i - ring_.size() : i];
+  }
+
   std::shared_ptr<const TokenIndex> index_;
   uint32_t state_;
-  std::vector<uint32_t> history_;  // state before each advanced token
+  size_t window_;
+  // The last count_ states before each advanced token, oldest at ring_[head_]
+  // (circular once ring_.size() == window_); dropped_ older ones forgotten.
+  std::vector<uint32_t> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+  size_t dropped_ = 0;
 };
 
 }  // namespace maskd

@@ -19,10 +19,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "index/dfa.h"
+#include "index/json_scan.h"
 #include "index/json_schema_internal.h"
 
 namespace maskd {
 namespace {
+
+// Limits of the structural pre-scan (index/json_scan.h). The deepest schema
+// in MaskBench nests 63 levels of arrays and objects and its largest object
+// has 600 members.
+constexpr size_t kMaxSchemaJsonDepth = 256;
+constexpr size_t kMaxSchemaObjectMembers = 4096;
+// Subschemas the converter is inside of at once ($refs included).
+constexpr int kMaxConvertDepth = 128;
 
 using json = nlohmann::ordered_json;
 using Re = std::optional<std::string>;  // nullopt: the empty language
@@ -50,7 +59,15 @@ std::string Child(const std::string& ptr, const std::string& key) {
 std::string Child(const std::string& ptr, const std::string& key, size_t i) {
   return absl::StrCat(ptr, "/", PtrEscape(key), "/", i);
 }
-std::string Where(const std::string& ptr) { return ptr.empty() ? "/" : ptr; }
+// Error messages and warnings go back to clients: a pointer is shown whole up
+// to kMaxShownBytes, else its head and tail (keys can be megabytes long).
+// Whole error messages are capped at kMaxMessageBytes the same way.
+constexpr size_t kMaxShownBytes = 200;
+constexpr size_t kMaxMessageBytes = 1024;
+std::string Shown(std::string_view s, size_t max = kMaxShownBytes) {
+  return internal::Excerpt(s, max);
+}
+std::string Where(const std::string& ptr) { return ptr.empty() ? "/" : Shown(ptr); }
 
 // Internal keywords, only in schemas the converter derives (negations): no
 // user schema is expected to spell them.
@@ -220,7 +237,7 @@ class Converter {
       // A plain-name fragment: $anchor or draft-4..7 "id": "#name".
       auto it = Anchors().find(decoded);
       if (it == Anchors().end()) {
-        Invalid(absl::StrCat("unknown $ref \"", ref, "\" at ", Where(ptr)));
+        Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
       }
       *target_ptr = it->second.first;
       return *it->second.second;
@@ -248,7 +265,7 @@ class Converter {
                  std::stoul(key) < cur->size()) {
         cur = &(*cur)[std::stoul(key)];
       } else {
-        Invalid(absl::StrCat("unknown $ref \"", ref, "\" at ", Where(ptr)));
+        Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
       }
       out += "/" + PtrEscape(key);
       i = j;
@@ -311,7 +328,7 @@ class Converter {
                                                             base) == 0 &&
                                                  id[id.size() - base.size() - 1] == '/'));
       if (!same) {
-        Invalid(absl::StrCat("unsupported $ref \"", ref, "\" at ", Where(ptr),
+        Invalid(absl::StrCat("unsupported $ref \"", Shown(ref), "\" at ", Where(ptr),
                              ": only local references (#...) are resolved"));
       }
     }
@@ -481,7 +498,7 @@ class Converter {
       } else if (k == kUnsupportedKw) {
         // Keep the first: either is an error if reached.
       } else if (k == "format") {
-        Warn("format", ptr, absl::StrCat("allOf of two formats: \"", v.dump(), "\" not enforced"));
+        Warn("format", ptr, absl::StrCat("allOf of two formats: \"", Shown(v.dump()), "\" not enforced"));
       } else if (IsValidationKeyword(k)) {
         Invalid(absl::StrCat("allOf at ", Where(ptr), ": cannot merge two different \"", k,
                              "\" keywords"));
@@ -493,7 +510,12 @@ class Converter {
   // ---------- the main recursion
   Re Convert(const json& s_in, const std::string& ptr) {
     if (++calls_ > 2000000) Throw(absl::ResourceExhaustedError("schema too complex"));
-    if (++depth_ > 400) Invalid(absl::StrCat("schema nesting too deep at ", Where(ptr)));
+    // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
+    // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
+    if (++depth_ > kMaxConvertDepth) {
+      Invalid(absl::StrCat("schema nesting too deep (more than ", kMaxConvertDepth,
+                           " levels of subschemas and $refs) at ", Where(ptr)));
+    }
     struct DepthGuard {
       int& d;
       ~DepthGuard() { --d; }
@@ -1061,7 +1083,7 @@ class Converter {
       if (!d->is_object()) Invalid(absl::StrCat(k, " at ", Where(ptr), " is not an object"));
       for (auto it = d->begin(); it != d->end(); ++it) {
         if (!it->is_array() && !it->is_object() && !it->is_boolean())
-          Invalid(absl::StrCat(k, " at ", Where(ptr), ": \"", it.key(), "\" is not an array or a schema"));
+          Invalid(absl::StrCat(k, " at ", Where(ptr), ": \"", Shown(it.key()), "\" is not an array or a schema"));
         parts->push_back(Dependency(it.key(), it.value(), s));
       }
       s.erase(k);
@@ -1520,9 +1542,9 @@ class Converter {
     if (auto f = s.find("format"); f != s.end() && f->is_string()) {
       std::string fr = FormatRegex(f->get<std::string>());
       if (fr.empty()) {
-        Warn("format", ptr, absl::StrCat("\"", f->get<std::string>(), "\" not enforced"));
+        Warn("format", ptr, absl::StrCat("\"", Shown(f->get<std::string>()), "\" not enforced"));
       } else if (has_pattern) {
-        Warn("format", ptr, absl::StrCat("\"", f->get<std::string>(),
+        Warn("format", ptr, absl::StrCat("\"", Shown(f->get<std::string>()),
                                          "\" not enforced together with pattern"));
       } else {
         content = fr;
@@ -1846,7 +1868,7 @@ class Converter {
         if (!v) {
           if (req) {
             if (cuts_ != cuts_before && cut_required_.empty()) {
-              cut_required_ = absl::StrCat("required property \"", it.key(), "\" at ", Where(pptr),
+              cut_required_ = absl::StrCat("required property \"", Shown(it.key()), "\" at ", Where(pptr),
                                            " recurses past the limit");
             }
             return std::nullopt;
@@ -2040,12 +2062,36 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
       options.any_value_depth > 8) {
     return absl::InvalidArgumentError("bad recursion or any-value depth");
   }
+  // Before any tree is built: nesting (every walk below recurses per level),
+  // object size (ordered_json inserts in linear time) and the document's end
+  // (nlohmann stops at a NUL byte as if the text ended there).
+  if (auto st = internal::CheckJsonStructure(
+          schema_json, {.max_depth = kMaxSchemaJsonDepth, .max_object_members = kMaxSchemaObjectMembers},
+          "schema");
+      !st.ok()) {
+    return st;
+  }
   json root;
   try {
     root = json::parse(schema_json.begin(), schema_json.end());
   } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat("schema is not valid JSON: ", Shown(e.what()),
+                                                   " (byte offset ", e.byte, ")"));
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number beyond double ("1e400"), which the JSON
+    // grammar allows but no schema can mean. Not a parse_error: it escaped
+    // as an uncaught exception until json_schema_fuzzer found it.
+    std::string what = e.what();
+    std::string where;
+    if (size_t q = what.find('\''); q != std::string::npos) {
+      size_t q2 = what.find('\'', q + 1);
+      if (q2 != std::string::npos && q2 > q + 1) {
+        size_t at = schema_json.find(what.substr(q + 1, q2 - q - 1));
+        if (at != std::string_view::npos) where = absl::StrCat(" (byte offset ", at, ")");
+      }
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("schema is not valid JSON: ", e.what(), " (byte ", e.byte, ")"));
+        absl::StrCat("schema is not valid JSON: ", Shown(what), where));
   }
   try {
     Converter c(root, options);
@@ -2059,11 +2105,13 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
     }
     return out;
   } catch (const ConvertError& e) {
-    return e.status;
+    if (e.status.message().size() <= kMaxMessageBytes) return e.status;
+    const auto m = e.status.message();
+    return absl::Status(e.status.code(), Shown(std::string_view(m.data(), m.size()), kMaxMessageBytes));
   } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed schema: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("malformed schema: ", Shown(e.what())));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("json schema conversion failed: ", e.what()));
+    return absl::InternalError(absl::StrCat("json schema conversion failed: ", Shown(e.what())));
   }
 }
 

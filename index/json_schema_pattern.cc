@@ -263,8 +263,10 @@ class PatternParser {
       for (int k = 1; k < len; ++k)
         cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3F);
       cps_.push_back(cp);
+      byte_at_.push_back(i);
       i += len;
     }
+    byte_at_.push_back(utf8.size());
   }
 
   absl::StatusOr<PNode> Parse() {
@@ -276,7 +278,8 @@ class PatternParser {
 
  private:
   std::string Where(std::string_view what) {
-    return absl::StrCat(std::string(what), " at offset ", pos_);
+    return absl::StrCat(std::string(what), " at byte offset ",
+                        byte_at_[std::min(pos_, cps_.size())], " of the pattern");
   }
   void Fail(std::string_view what) {
     if (error_.empty()) error_ = Where(what);
@@ -321,9 +324,14 @@ class PatternParser {
     return pos_ > start;
   }
 
+  // One quantifier (and its lazy '?') at most: "a**", "a{2}{3}" and "a???"
+  // are syntax errors in ECMA-262, and stacked quantifiers would nest the
+  // tree without bound.
   void ParseQuantifiers(PNode& atom) {
+    bool quantified = false;
     while (!AtEnd()) {
       uint32_t c = Peek();
+      const size_t at = pos_;
       int mn, mx;
       if (c == '*') {
         mn = 0, mx = -1, ++pos_;
@@ -352,6 +360,11 @@ class PatternParser {
       } else {
         return;
       }
+      if (quantified) {
+        pos_ = at;
+        return Fail("nothing to repeat (a quantifier after a quantifier)");
+      }
+      quantified = true;
       if (atom.kind == PNode::kBol || atom.kind == PNode::kEol) return Fail("quantified anchor");
       if (Peek() == '?') ++pos_;  // lazy: same language
       else if (Peek() == '+') return Fail("possessive quantifier");
@@ -545,6 +558,7 @@ class PatternParser {
       case '.': return Set(Complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}));
       case '[': return ParseClass();
       case '(': {
+        const size_t group_start = pos_ - 1;
         if (Peek() == '?') {
           uint32_t k = Peek(1);
           if (k == ':') {
@@ -565,7 +579,15 @@ class PatternParser {
             return {};
           }
         }
+        // Every walk over the tree (Emit, StripStart, copies) recurses once
+        // per level: bound the depth, as the regex parser does.
+        if (++depth_ > kMaxPatternNesting) {
+          pos_ = group_start;
+          Fail("groups nested too deeply (more than 256 levels)");
+          return {};
+        }
         PNode inner = ParseAlt();
+        --depth_;
         if (!error_.empty()) return {};
         if (Peek() != ')' || pos_ >= cps_.size()) {
           Fail("missing )");
@@ -590,8 +612,11 @@ class PatternParser {
     }
   }
 
+  static constexpr int kMaxPatternNesting = 256;
   std::vector<uint32_t> cps_;
+  std::vector<size_t> byte_at_;  // byte offset of each codepoint, then the size
   size_t pos_ = 0;
+  int depth_ = 0;
   std::string error_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/base/attributes.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -140,7 +142,9 @@ class Parser {
     return n % 2 == 1;
   }
 
-  absl::Status Error(size_t offset, const std::string& what) const {
+  // Out of line, taking a view: a literal message makes no std::string
+  // temporary in the recursive parser's frames.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status Error(size_t offset, absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat("regex: ", what, " at byte offset ", offset));
   }
 
@@ -206,7 +210,7 @@ class Parser {
 
   // Parses "{n}", "{n,}", "{n,m}" at pos_. Returns false (pos_ unchanged) when
   // the text is not a quantifier, in which case '{' is a literal (as in Python).
-  absl::StatusOr<bool> ParseBraces(uint32_t* min, uint32_t* max) {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<bool> ParseBraces(uint32_t* min, uint32_t* max) {
     size_t start = pos_;
     size_t i = pos_ + 1;
     auto number = [&](uint64_t* out) {
@@ -290,11 +294,16 @@ class Parser {
   // Returns null for constructs that match the empty string and add nothing
   // (comments).
   absl::StatusOr<Node> ParseAtom(int depth) {
+    if (Peek() != '(') return ParseLeaf();
+    return ParseGroup(depth);
+  }
+
+  // An atom other than a group: the recursion's frames stay small (see
+  // kMaxNesting).
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Node> ParseLeaf() {
     size_t start = pos_;
     char c = Peek();
     switch (c) {
-      case '(':
-        return ParseGroup(depth);
       case '[': {
         auto set = ParseClass();
         if (!set.ok()) return set.status();
@@ -326,6 +335,20 @@ class Parser {
 
   absl::StatusOr<Node> ParseGroup(int depth) {
     size_t start = pos_;
+    auto open = ParseGroupOpen();
+    if (!open.ok()) return open.status();
+    if (!*open) return Node(nullptr);  // a comment
+    auto inner = ParseAlternation(depth + 1);
+    if (!inner.ok()) return inner.status();
+    if (AtEnd() || Peek() != ')') return Error(start, "missing ')'");
+    ++pos_;
+    return inner;
+  }
+
+  // Consumes '(' and what follows it up to the group's body; false for a
+  // whole (?#comment).
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<bool> ParseGroupOpen() {
+    size_t start = pos_;
     ++pos_;  // '('
     auto starts = [&](std::string_view s) { return p_.substr(pos_, s.size()) == s; };
     if (starts("?")) {
@@ -344,22 +367,18 @@ class Parser {
         size_t close = p_.find(')', pos_);
         if (close == std::string_view::npos || close >= end_) return Error(start, "unterminated comment");
         pos_ = close + 1;
-        return Node(nullptr);
+        return false;
       } else if (starts("?(")) {
         return Error(start, "conditional group is not supported");
       } else {
         return Error(start, "inline flags are not supported");
       }
     }
-    auto inner = ParseAlternation(depth + 1);
-    if (!inner.ok()) return inner.status();
-    if (AtEnd() || Peek() != ')') return Error(start, "missing ')'");
-    ++pos_;
-    return inner;
+    return true;
   }
 
   // Parses an escape at pos_ ('\\'). In a class, \b is a backspace.
-  absl::StatusOr<CodepointSet> ParseEscape(bool in_class) {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseEscape(bool in_class) {
     size_t start = pos_;
     ++pos_;
     if (AtEnd()) return Error(start, "trailing backslash");
@@ -451,7 +470,7 @@ class Parser {
     return Single(*cp);
   }
 
-  absl::StatusOr<CodepointSet> ParseClass() {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseClass() {
     size_t start = pos_;
     ++pos_;  // '['
     bool negate = false;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "index/json_scan.h"
 #include "nlohmann/json.hpp"
 #include "simdjson.h"
 
@@ -21,6 +22,10 @@ inline absl::string_view Av(std::string_view s) { return absl::string_view(s.dat
 
 // Nesting limit for decoder / pre_tokenizer Sequences.
 constexpr int kMaxDecoderDepth = 16;
+// Error messages quote document content; each problem is cut to this.
+constexpr size_t kMaxProblemBytes = 1024;
+// Nesting limit for tokenizer_config.json (simdjson's own for tokenizer.json).
+constexpr size_t kMaxConfigDepth = 1024;
 
 // ---------------------------------------------------------------------------
 // GPT-2 byte<->unicode table, inverted: code point -> byte, -1 when the code
@@ -150,8 +155,10 @@ class Parser {
  public:
   explicit Parser(std::string_view source) : source_(source) {}
 
+  // Problems quote document content (keys, type names): at most 1 KiB.
   absl::Status Error(std::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat(Av(source_), ": ", Av(problem)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(source_), ": ", Excerpt(problem, kMaxProblemBytes)));
   }
   absl::Status JsonError(simdjson::error_code e) const {
     return Error(absl::StrCat("malformed JSON: ", simdjson::error_message(e)));
@@ -178,7 +185,13 @@ absl::Status Parser::ParseDocument(std::string_view json, dom::object* root) {
   dom::element doc;
   // The buffer is padded (kJsonPadding), so simdjson need not copy it. The
   // DOM parser (unlike On Demand) picks the best SIMD kernel at run time.
-  if (auto e = parser_.parse(json.data(), json.size(), false).get(doc); e) return JsonError(e);
+  if (auto e = parser_.parse(json.data(), json.size(), false).get(doc); e) {
+    // simdjson refuses bytes after the document (a NUL and garbage too) but
+    // says not where: the structural scan does, at no cost to good files.
+    const std::string what = absl::StrCat(Av(source_), ": malformed JSON");
+    if (auto s = CheckJsonStructure(json, {.max_depth = 0}, what); !s.ok()) return s;
+    return JsonError(e);
+  }
   if (doc.get_object().get(*root) != simdjson::SUCCESS) return Error("not a JSON object");
   return absl::OkStatus();
 }
@@ -226,7 +239,7 @@ absl::Status Parser::ParseModel(dom::element model_value) {
     for (dom::key_value_pair kv : obj) {
       uint64_t id;
       if (auto e = kv.value.get_uint64().get(id); e) {
-        return Error(absl::StrCat("model.vocab: the id of token \"", Av(kv.key),
+        return Error(absl::StrCat("model.vocab: the id of token \"", Excerpt(kv.key),
                                   "\" is not an unsigned integer (",
                                   simdjson::error_message(e), ")"));
       }
@@ -254,7 +267,7 @@ absl::Status Parser::ParseModel(dom::element model_value) {
       ++index;
     }
   } else {
-    return Error(absl::StrCat("unsupported model type ", Av(type), " (supported: BPE, Unigram)"));
+    return Error(absl::StrCat("unsupported model type ", Excerpt(type), " (supported: BPE, Unigram)"));
   }
   // Everything else (merges above all: half of a large file) is ignored.
   return absl::OkStatus();
@@ -355,7 +368,7 @@ absl::Status Parser::ScanDecoder(dom::element v, bool is_decoder, int depth,
     // Fuse joins a sequence's tokens; Strip trims the start/end of the whole
     // decoded text (llama2: the first space). Neither changes a token's bytes.
   } else {
-    return Error(absl::StrCat("unsupported decoder type ", Av(type)));
+    return Error(absl::StrCat("unsupported decoder type ", Excerpt(type)));
   }
   return absl::OkStatus();
 }
@@ -413,12 +426,16 @@ absl::StatusOr<std::optional<std::string>> ParseEosToken(std::string_view text,
                                                          std::string_view source) {
   using nlohmann::json;
   auto error = [&](std::string_view problem) {
-    return absl::InvalidArgumentError(absl::StrCat(Av(source), ": ", Av(problem)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(source), ": ", Excerpt(problem, kMaxProblemBytes)));
   };
   json::parser_callback_t keep_eos = [](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::key && depth == 1) return parsed == "eos_token";
     return true;
   };
+  // nlohmann's lexer stops at a NUL byte as if the text ended there.
+  const std::string what = absl::StrCat(Av(source), ": malformed JSON");
+  if (auto s = CheckJsonStructure(text, {.max_depth = kMaxConfigDepth}, what); !s.ok()) return s;
   json root;
   try {
     root = json::parse(text.begin(), text.end(), keep_eos);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "index/json_blank.h"
 #include "index/json_file.h"
+#include "index/json_scan.h"
 #include "index/loop_masks.h"
 #include "index/token_trie.h"
 #include "index/tokenizer_json.h"
@@ -219,7 +220,8 @@ absl::StatusOr<std::shared_ptr<const Vocabulary>> VocabularyBuilder::Build(
     }
     if (!found) {
       return absl::InvalidArgumentError(absl::StrCat(
-          Av(config_source), ": eos_token \"", *config_eos, "\" is not a token of ", Av(source)));
+          Av(config_source), ": eos_token \"", internal::Excerpt(*config_eos),
+          "\" is not a token of ", Av(source)));
     }
     v->eos_ids_.push_back(*found);
   }

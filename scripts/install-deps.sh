@@ -3,11 +3,13 @@
 # Idempotent: only missing packages are installed. Run as root.
 set -euo pipefail
 PKGS=(
-  build-essential cmake ninja-build pkg-config git ca-certificates python3
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates python3 python3-venv
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsimdjson-dev nlohmann-json3-dev
   zlib1g-dev libssl-dev libhwy-dev
   libgtest-dev libgmock-dev libbenchmark-dev libre2-dev
+  python3-h2 openssl
+  clang libclang-rt-14-dev  # libFuzzer + sanitizers for fuzz/ (scripts/fuzz.sh, CI)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -8,3 +8,6 @@ scripts/install-deps.sh
 if [ -x scripts/deploy_deps.sh ]; then scripts/deploy_deps.sh; fi
 scripts/build.sh
 ctest --test-dir "${MASKD_BUILD_DIR:-build}" -LE slow --output-on-failure -j "${MASKD_TEST_JOBS:-2}"
+# The Python package and engine adapters (tests/python, pytest) in a cached
+# virtualenv (scripts/setup_python.sh); fails on a failed test or no test run.
+scripts/python_test.sh

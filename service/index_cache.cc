@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "service/metrics.h"
+#include "service/quote.h"
 
 #if __has_include("index/json_schema.h")
 #include "index/json_schema.h"
@@ -28,6 +29,8 @@ struct IndexCache::Entry {
   ConstraintKind kind = ConstraintKind::kRegex;
   std::string constraint;  // cleared once compiled
   bool eager = false;
+  std::string client;      // whose share of the queue it counts against
+  bool in_fast_lane = true;  // not yet tried on the fast lane
   absl::Time created;
   absl::Time deadline;
   std::atomic<bool> cancel{false};
@@ -40,9 +43,55 @@ struct IndexCache::Entry {
   absl::Time finished_at;
   uint64_t tick = 0;   // last use, for LRU
   uint64_t bytes = 0;  // MemoryBytes at the last Maintain
-  std::vector<std::pair<Callback, bool>> waiters;  // callback, cache hit
+  struct Waiter {
+    Callback callback;
+    bool cache_hit;
+    absl::Time deadline;  // of the request that waits
+  };
+  std::vector<Waiter> waiters;
   std::weak_ptr<IndexLease> lease;
 };
+
+namespace {
+
+// Compilations waiting for a thread, served round-robin across clients: each
+// pop takes the oldest entry of the client least recently served, so one
+// client's backlog delays another's compile by at most one compile per lane
+// thread, whatever its size.
+template <typename Entry>
+class FairQueue {
+ public:
+  bool empty() const { return turns_.empty(); }
+  void Push(std::shared_ptr<Entry> e, const std::string& client) {
+    auto& q = by_client_[client];
+    if (q.empty()) turns_.push_back(client);
+    q.push_back(std::move(e));
+  }
+  std::shared_ptr<Entry> Pop() {
+    std::string client = std::move(turns_.front());
+    turns_.pop_front();
+    auto it = by_client_.find(client);
+    std::shared_ptr<Entry> e = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) {
+      by_client_.erase(it);
+    } else {
+      turns_.push_back(std::move(client));
+    }
+    return e;
+  }
+  std::vector<std::shared_ptr<Entry>> TakeAll() {
+    std::vector<std::shared_ptr<Entry>> out;
+    while (!empty()) out.push_back(Pop());
+    return out;
+  }
+
+ private:
+  std::deque<std::string> turns_;  // clients with queued entries, next first
+  absl::flat_hash_map<std::string, std::deque<std::shared_ptr<Entry>>> by_client_;
+};
+
+}  // namespace
 
 struct IndexLease::Shared {
   IndexCacheOptions options;
@@ -52,9 +101,20 @@ struct IndexLease::Shared {
   bool stop ABSL_GUARDED_BY(mu) = false;
   uint64_t tick ABSL_GUARDED_BY(mu) = 0;
   size_t pending ABSL_GUARDED_BY(mu) = 0;  // queued or running
+  absl::flat_hash_map<std::string, size_t> pending_by_client ABSL_GUARDED_BY(mu);
+  uint64_t leased_bytes ABSL_GUARDED_BY(mu) = 0;  // ready entries with a live lease, last Maintain
   absl::flat_hash_map<std::string, std::shared_ptr<IndexCache::Entry>> entries ABSL_GUARDED_BY(mu);
-  std::deque<std::shared_ptr<IndexCache::Entry>> queue ABSL_GUARDED_BY(mu);
+  // Lane 0: the fast lane (first try of every compilation, bounded by
+  // fast_lane_budget); lane 1: the compile threads proper.
+  FairQueue<IndexCache::Entry> queue[2] ABSL_GUARDED_BY(mu);
   std::vector<std::thread> threads;
+
+  // The compilation time a request may have: its own timeout, capped.
+  absl::Duration TimeoutOf(const CompileSpec& spec) const {
+    absl::Duration timeout = options.compile_timeout;
+    if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
+    return timeout;
+  }
 
   IndexInfo Snapshot(const IndexCache::Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     IndexInfo info;
@@ -76,7 +136,7 @@ struct IndexLease::Shared {
   void MaintainLocked(std::vector<std::shared_ptr<IndexCache::Entry>>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     absl::Time now = absl::Now();
-    uint64_t total = 0, mru = 0;
+    uint64_t total = 0, mru = 0, leased = 0;
     std::vector<IndexCache::Entry*> candidates;
     for (auto it = entries.begin(); it != entries.end();) {
       IndexCache::Entry& e = *it->second;
@@ -88,6 +148,7 @@ struct IndexLease::Shared {
       if (e.state == IndexState::kReady) {
         e.bytes = e.index->MemoryBytes();
         total += e.bytes;
+        if (!e.lease.expired()) leased += e.bytes;
         mru = std::max(mru, e.tick);
       }
       ++it;
@@ -111,7 +172,25 @@ struct IndexLease::Shared {
       }
       if (metrics && evicted) metrics->CacheEvicted(evicted);
     }
+    leased_bytes = leased;
     if (metrics) metrics->SetCacheBytes(total);
+  }
+
+  // The hard bound on the cache: RESOURCE_EXHAUSTED when the bytes of
+  // indexes leased by live sessions (which eviction cannot drop) are at the
+  // budget (extra == 0: a new compilation), or would pass it once `extra`
+  // more bytes are leased (a first lease on an index). Re-measures first.
+  absl::Status CheckLeasedBudget(uint64_t extra,
+                                 std::vector<std::shared_ptr<IndexCache::Entry>>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    MaintainLocked(dropped);
+    const bool fits = extra == 0 ? leased_bytes < options.max_bytes
+                                 : leased_bytes == 0 || leased_bytes + extra <= options.max_bytes;
+    if (fits) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "index cache full: indexes leased by live sessions hold ", leased_bytes,
+        " bytes", extra ? absl::StrCat(" (+", extra, " for this one)") : "", " of --cache-bytes=",
+        options.max_bytes, "; close sessions or raise --cache-bytes"));
   }
 
   void Maintain() {
@@ -128,7 +207,10 @@ IndexCache::IndexCache(const IndexCacheOptions& options, Metrics* metrics)
   shared_->options = options;
   shared_->metrics = metrics;
   int n = std::max(1, options.compile_threads);
-  for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(); });
+  for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(1); });
+  if (options.fast_lane_budget > absl::ZeroDuration()) {
+    shared_->threads.emplace_back([this] { Worker(0); });
+  }
 }
 
 IndexCache::~IndexCache() {
@@ -140,10 +222,12 @@ IndexCache::~IndexCache() {
   }
   for (auto& t : shared_->threads) t.join();
   // Entries still queued never ran: fail them so their waiters finish.
-  std::deque<std::shared_ptr<Entry>> left;
+  std::vector<std::shared_ptr<Entry>> left;
   {
     absl::MutexLock lock(&shared_->mu);
-    left.swap(shared_->queue);
+    for (auto& q : shared_->queue) {
+      for (auto& e : q.TakeAll()) left.push_back(std::move(e));
+    }
   }
   for (auto& e : left) Finish(e, absl::CancelledError("server shutting down"), nullptr, 0, 0);
 }
@@ -179,6 +263,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
 #endif
   std::string id = IndexId(spec);
   auto& s = *shared_;
+  std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it != s.entries.end()) {
@@ -187,7 +272,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     if (s.metrics) s.metrics->CacheHit();
     IndexInfo info = s.Snapshot(e);
     info.cache_hit = true;
-    if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+    if (e.state == IndexState::kCompiling && on_done) {
+      e.waiters.push_back({std::move(on_done), true, absl::Now() + s.TimeoutOf(spec)});
+    }
     return info;
   }
   if (s.stop) return absl::UnavailableError("server shutting down");
@@ -195,6 +282,13 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
+  size_t& mine = s.pending_by_client[spec.client];
+  if (mine >= s.options.max_pending_per_client) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many compilations in progress for this client (", mine,
+                     "; --max-pending-compiles-per-client)"));
+  }
+  if (auto st = s.CheckLeasedBudget(0, &dropped); !st.ok()) return st;
   if (s.metrics) s.metrics->CacheMiss();
   auto e = std::make_shared<Entry>();
   e->id = id;
@@ -203,16 +297,17 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->kind = spec.kind;
   e->constraint = spec.constraint;
   e->eager = spec.eager;
+  e->client = spec.client;
+  e->in_fast_lane = s.options.fast_lane_budget > absl::ZeroDuration();
   e->created = absl::Now();
-  absl::Duration timeout = s.options.compile_timeout;
-  if (spec.timeout > absl::ZeroDuration() && spec.timeout < timeout) timeout = spec.timeout;
-  e->deadline = e->created + timeout;
+  e->deadline = e->created + s.TimeoutOf(spec);
   e->tick = ++s.tick;
-  if (on_done) e->waiters.emplace_back(std::move(on_done), false);
+  if (on_done) e->waiters.push_back({std::move(on_done), false, e->deadline});
   s.entries[id] = e;
-  s.queue.push_back(e);
+  s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
-  s.cv.Signal();
+  ++mine;
+  s.cv.SignalAll();  // workers of both lanes wait on cv
   return s.Snapshot(*e);
 }
 
@@ -221,11 +316,13 @@ absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown index ", QuoteInput(id)));
   }
   Entry& e = *it->second;
   e.tick = ++s.tick;
-  if (e.state == IndexState::kCompiling && on_done) e.waiters.emplace_back(std::move(on_done), true);
+  if (e.state == IndexState::kCompiling && on_done) {
+    e.waiters.push_back({std::move(on_done), true, e.deadline});  // no deadline of its own
+  }
   IndexInfo info = s.Snapshot(e);
   info.cache_hit = true;
   return info;
@@ -250,20 +347,27 @@ void IndexCache::CancelAll() {
 
 absl::StatusOr<std::shared_ptr<IndexLease>> IndexCache::Lease(absl::string_view id) {
   auto& s = *shared_;
+  std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown index '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown index ", QuoteInput(id)));
   }
   Entry& e = *it->second;
   if (e.state == IndexState::kCompiling) {
-    return absl::FailedPreconditionError(absl::StrCat("index '", id, "' is still compiling"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("index ", QuoteInput(id), " is still compiling"));
   }
   if (e.state == IndexState::kFailed) return e.status;
   e.tick = ++s.tick;
   if (auto lease = e.lease.lock()) return lease;
-  std::shared_ptr<IndexLease> lease(new IndexLease(shared_, e.id, e.index));
-  e.lease = lease;
+  // A first lease pins the entry: refused when that would take the leased
+  // bytes past the budget (other sessions on leased indexes are still fine).
+  auto entry = it->second;  // MaintainLocked may drop it from the map
+  if (auto st = s.CheckLeasedBudget(entry->index->MemoryBytes(), &dropped); !st.ok()) return st;
+  Entry& e2 = *entry;
+  std::shared_ptr<IndexLease> lease(new IndexLease(shared_, e2.id, e2.index));
+  e2.lease = lease;
   return lease;
 }
 
@@ -284,16 +388,15 @@ size_t IndexCache::size() const {
   return shared_->entries.size();
 }
 
-void IndexCache::Worker() {
+void IndexCache::Worker(int lane) {
   auto& s = *shared_;
   for (;;) {
     std::shared_ptr<Entry> e;
     {
       absl::MutexLock lock(&s.mu);
-      while (!s.stop && s.queue.empty()) s.cv.Wait(&s.mu);
+      while (!s.stop && s.queue[lane].empty()) s.cv.Wait(&s.mu);
       if (s.stop) return;
-      e = std::move(s.queue.front());
-      s.queue.pop_front();
+      e = s.queue[lane].Pop();
     }
     Run(e);
   }
@@ -307,7 +410,8 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
   options.regex = o.regex;
   options.dfa.max_states = o.max_dfa_states;
   options.dfa.max_nfa_states = o.max_nfa_states;
-  options.dfa.deadline = e->deadline;
+  const bool fast = e->in_fast_lane;
+  options.dfa.deadline = fast ? std::min(e->deadline, start + o.fast_lane_budget) : e->deadline;
   options.dfa.cancel = &e->cancel;
   options.eager = e->eager;
   options.threads = 1;
@@ -333,6 +437,19 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
 #endif
   }
   double compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+  if (fast && !index.ok() && index.status().code() == absl::StatusCode::kDeadlineExceeded &&
+      absl::Now() < e->deadline && !e->cancel.load()) {
+    // Not cheap: off the fast lane, to the compile threads, to start again
+    // (at most fast_lane_budget of work lost).
+    auto& s = *shared_;
+    absl::MutexLock lock(&s.mu);
+    e->in_fast_lane = false;
+    if (!s.stop) {
+      s.queue[1].Push(e, e->client);
+      s.cv.SignalAll();
+      return;
+    }
+  }
   if (index.ok()) {
     Finish(e, absl::OkStatus(), *std::move(index), queue_ms, compile_ms);
   } else {
@@ -354,12 +471,50 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     std::string result = status.ok() ? "ok" : absl::AsciiStrToLower(std::string(StatusCodeName(static_cast<int>(status.code()))));
     s.metrics->ObserveCompile(compile_ms / 1e3, result);
   }
-  std::vector<std::pair<Callback, bool>> waiters;
+  std::vector<Entry::Waiter> waiters;
   IndexInfo info;
   std::vector<std::shared_ptr<Entry>> dropped;
   {
-    absl::MutexLock lock(&s.mu);
+    absl::ReleasableMutexLock lock(&s.mu);
+    if (status.code() == absl::StatusCode::kDeadlineExceeded && !s.stop && !e->cancel.load()) {
+      // The deadline was the first request's. Requests that joined with a
+      // later one keep waiting: the entry is queued again with the latest of
+      // their deadlines; only the requests whose own deadline passed fail.
+      const absl::Time now = absl::Now();
+      absl::Time latest = now;
+      std::vector<Entry::Waiter> keep;
+      for (auto& w : e->waiters) {
+        if (w.deadline > now) {
+          latest = std::max(latest, w.deadline);
+          keep.push_back(std::move(w));
+        } else {
+          waiters.push_back(std::move(w));
+        }
+      }
+      if (!keep.empty()) {
+        e->waiters.swap(keep);
+        e->deadline = latest;
+        e->in_fast_lane = false;
+        s.queue[1].Push(e, e->client);
+        s.cv.SignalAll();
+        info = s.Snapshot(*e);
+        info.state = IndexState::kFailed;
+        info.status = status;
+        lock.Release();
+        for (auto& w : waiters) {
+          info.cache_hit = w.cache_hit;
+          w.callback(info);
+        }
+        return;
+      }
+      e->waiters.swap(waiters);  // none kept: all of them fail, below
+      waiters.clear();
+    }
     --s.pending;
+    if (auto it = s.pending_by_client.find(e->client);
+        it != s.pending_by_client.end() && --it->second == 0) {
+      s.pending_by_client.erase(it);
+    }
     e->finished_at = absl::Now();
     e->queue_ms = queue_ms;
     e->compile_ms = compile_ms;
@@ -374,16 +529,21 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     }
     info = s.Snapshot(*e);
     waiters.swap(e->waiters);
+    // Only failures that are a property of the constraint are cached: a
+    // deadline (the first request's, maybe far shorter than the next one's)
+    // or a cancel says nothing of it, so the next identical request starts
+    // afresh.
     auto it = s.entries.find(e->id);
-    if (status.code() == absl::StatusCode::kCancelled && it != s.entries.end() &&
-        it->second == e) {
-      s.entries.erase(it);  // not cached: the next identical request starts afresh
+    if ((status.code() == absl::StatusCode::kCancelled ||
+         status.code() == absl::StatusCode::kDeadlineExceeded) &&
+        it != s.entries.end() && it->second == e) {
+      s.entries.erase(it);
     }
     s.MaintainLocked(&dropped);
   }
-  for (auto& [callback, hit] : waiters) {
-    info.cache_hit = hit;
-    callback(info);
+  for (auto& w : waiters) {
+    info.cache_hit = w.cache_hit;
+    w.callback(info);
   }
 }
 

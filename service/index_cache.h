@@ -6,13 +6,28 @@
 //    compilation.
 //  - Entries are compiled on `compile_threads` threads, each against a
 //    deadline (request timeout capped at `compile_timeout`) and a cancel flag.
+//  - Fair scheduling: each new entry is first tried on the fast lane (one
+//    thread of its own) for at most `fast_lane_budget`; one not done by then
+//    goes to the compile threads and starts again. So a cheap compilation
+//    never waits behind expensive ones. Both lanes serve clients
+//    (CompileSpec::client) round-robin, and a client has at most
+//    `max_pending_per_client` entries queued or running.
 //  - A failed compilation stays cached for `failure_ttl`, returning the same
-//    error; a cancelled one is dropped at once.
+//    error, when the failure is a property of the constraint; a cancelled or
+//    timed-out one (DEADLINE_EXCEEDED) is dropped at once.
+//  - A request joining an entry being compiled keeps its own deadline: when
+//    the entry's deadline passes, waiters whose deadline has not are kept
+//    and the entry is queued again with the latest of theirs.
 //  - Ready indexes are bounded in bytes (TokenIndex::MemoryBytes, which grows
 //    as masks are computed lazily): past `max_bytes`, least recently used
 //    entries are evicted, except entries leased by live sessions and the most
 //    recently used one. An index larger than `max_bytes` on its own fails with
 //    RESOURCE_EXHAUSTED.
+//  - Hard bound: leased entries cannot be evicted, so a new compilation is
+//    refused (RESOURCE_EXHAUSTED) while leased bytes are at `max_bytes`, and a
+//    first lease on an entry is refused when it would take them past it. The
+//    cache then holds at most max_bytes + one unleased most-recent index,
+//    plus what leased lazy indexes grow by as their masks are computed.
 // Thread-safe. No method is on the Step path (sessions hold their index).
 #ifndef MASKD_SERVICE_INDEX_CACHE_H_
 #define MASKD_SERVICE_INDEX_CACHE_H_
@@ -42,6 +57,11 @@ struct IndexCacheOptions {
   absl::Duration compile_timeout = absl::Seconds(30);  // --compile-timeout
   absl::Duration failure_ttl = absl::Seconds(10);    // --failure-ttl
   size_t max_pending = 256;                          // --max-pending-compiles
+  size_t max_pending_per_client = 128;               // --max-pending-compiles-per-client
+  // Every compilation is first tried for at most this long on a thread of its
+  // own (the fast lane), then, if not done, queued for the compile threads
+  // and started again; zero: no fast lane.  --compile-fast-lane
+  absl::Duration fast_lane_budget = absl::Milliseconds(100);
   RegexLimits regex;                                 // --max-regex-bytes, --max-regex-repeat
   uint32_t max_dfa_states = 100000;                  // --max-dfa-states
   uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
@@ -56,6 +76,10 @@ struct CompileSpec {
   std::string constraint;
   bool eager = false;
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
+  // Who asks (the service passes the peer's identity); the queues are shared
+  // round-robin between clients and each has max_pending_per_client. Not
+  // part of the key: identical requests of two clients share one entry.
+  std::string client;
 };
 
 enum class IndexState { kCompiling, kReady, kFailed };
@@ -110,7 +134,9 @@ class IndexCache {
   // Finds or starts the entry for `spec`. Returns its snapshot now. When that
   // snapshot is kCompiling and `on_done` is set, `on_done` runs later, once.
   // Errors (not compile failures, which are in the snapshot):
-  // RESOURCE_EXHAUSTED when `max_pending` compilations are queued.
+  // RESOURCE_EXHAUSTED when `max_pending` compilations are queued (or
+  // `max_pending_per_client` of spec.client's), or (for a
+  // new entry) when leased indexes hold `max_bytes`.
   absl::StatusOr<IndexInfo> Compile(const CompileSpec& spec, Callback on_done = nullptr);
   // The entry `id`, with the same waiting rule. NOT_FOUND when unknown
   // (never compiled, evicted, failure expired or cancelled).
@@ -121,7 +147,9 @@ class IndexCache {
   void CancelAll();
 
   // A lease on ready entry `id`. NOT_FOUND when unknown,
-  // FAILED_PRECONDITION when compiling, the entry's error when failed.
+  // FAILED_PRECONDITION when compiling, the entry's error when failed,
+  // RESOURCE_EXHAUSTED when it is not leased yet and leasing it would take
+  // the leased bytes past `max_bytes`.
   absl::StatusOr<std::shared_ptr<IndexLease>> Lease(absl::string_view id);
 
   // Drops expired failures and evicts over budget. Runs after each
@@ -135,7 +163,7 @@ class IndexCache {
  private:
   friend struct IndexLease::Shared;
   struct Entry;
-  void Worker();
+  void Worker(int lane);
   void Run(const std::shared_ptr<Entry>& e);
   void Finish(const std::shared_ptr<Entry>& e, absl::Status status,
               std::shared_ptr<const TokenIndex> index, double queue_ms, double compile_ms);

@@ -25,6 +25,7 @@
 #include "service/log.h"
 #include "service/peer_credentials.h"
 #include "service/peer_credentials_internal.h"
+#include "service/reset_guard.h"
 
 namespace maskd {
 
@@ -367,12 +368,17 @@ void Listener::Loop() {
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& p = pending[i];
       if (pfds[base + i].revents != 0) {
+        // gRPC gets the client's socket, or the guard's end of a socketpair.
+        int fd = options_.guard != nullptr ? options_.guard->Adopt(p.fd) : p.fd;
         struct stat st;
-        if (fstat(p.fd, &st) == 0 && internal::RecordConnection(p.fd, p.creds)) {
-          handed.push_back({p.fd, st.st_dev, st.st_ino});
-          grpc::AddInsecureChannelFromFd(server_, p.fd);
+        if (fd < 0) {
+          limit->open.fetch_sub(1);  // Adopt closed p.fd
+        } else if (fstat(fd, &st) == 0 && internal::RecordConnection(fd, p.creds)) {
+          handed.push_back({fd, st.st_dev, st.st_ino});
+          grpc::AddInsecureChannelFromFd(server_, fd);
         } else {
-          close_pending(p);
+          close(fd);
+          limit->open.fetch_sub(1);
         }
       } else if (after >= p.deadline) {
         close_pending(p);

@@ -35,6 +35,8 @@
 
 namespace maskd {
 
+class ResetGuard;
+
 // Open connections across listeners (accepted and not yet seen closed).
 struct ConnectionLimit {
   explicit ConnectionLimit(uint64_t max) : max(max) {}
@@ -47,6 +49,9 @@ struct ListenerOptions {
   mode_t socket_mode = 0660;                       // unix sockets: file mode
   absl::Duration first_byte_timeout = absl::Seconds(10);
   ConnectionLimit* limit = nullptr;                // required; outlives the listener
+  // When set, connections go to gRPC through this guard (reset_guard.h)
+  // instead of directly; outlives the listener.
+  ResetGuard* guard = nullptr;
 };
 
 // True for addresses Listener serves ("unix:" paths; "host:port" TCP).

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -28,6 +30,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "service/index_cache.h"
@@ -35,6 +38,7 @@
 #include "service/log.h"
 #include "service/maskd_service.h"
 #include "service/metrics.h"
+#include "service/reset_guard.h"
 #include "service/session_table.h"
 #include "service/shm_service.h"
 #include "service/tokenizer_registry.h"
@@ -50,6 +54,14 @@ ABSL_FLAG(std::vector<std::string>, listen,
           std::vector<std::string>({"unix:///tmp/maskd.sock", "127.0.0.1:50051"}),
           "gRPC listen addresses (repeatable or comma-separated): unix:///abs/path, "
           "unix:relative, host:port");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (chain): TCP listeners serve TLS with it (needs --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificates: TLS clients must present a certificate they sign (mutual TLS)");
+ABSL_FLAG(bool, allow_insecure_tcp, false,
+          "Allow plaintext TCP listeners on non-loopback addresses (without it maskd refuses "
+          "to start: exit 2)");
 ABSL_FLAG(std::string, socket_mode, "0660",
           "File mode (octal) of unix sockets maskd listens on, set at bind whatever the umask");
 ABSL_FLAG(uint64_t, max_connections, 4096,
@@ -58,6 +70,32 @@ ABSL_FLAG(uint64_t, max_connections, 4096,
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A new connection must send its first byte (plaintext) or finish its TLS handshake "
           "within this time, else it is closed");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
+          "A connection with no call in flight for this long is sent GOAWAY and closed; "
+          "0: never");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "Any connection is sent GOAWAY after this long, and closed --max_connection_age_grace "
+          "later; 0: never");
+ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Seconds(30),
+          "Time the calls of a connection past --max_connection_age (or idle) get to finish");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Minutes(1),
+          "The server pings a connection silent for this long");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(20),
+          "A connection that does not answer a ping within this time is closed");
+ABSL_FLAG(uint32_t, max_concurrent_streams, 256,
+          "Calls in flight at most per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
+ABSL_FLAG(uint64_t, grpc_memory_bytes, uint64_t{1} << 30,
+          "gRPC's memory quota (grpc::ResourceQuota) for connections, streams and messages "
+          "in flight; past it gRPC sheds load");
+ABSL_FLAG(int32_t, grpc_max_threads, 256,
+          "Threads gRPC's resource quota allows its synchronous server (health, reflection)");
+ABSL_FLAG(double, max_resets_per_second, 200,
+          "HTTP/2 rapid-reset guard: RST_STREAM frames a client may send per second on one "
+          "connection (burst twice that); past it the connection is closed. Applies to "
+          "plaintext TCP (and the unix socket with --reset_guard_unix); 0: off");
+ABSL_FLAG(bool, reset_guard_unix, false,
+          "Put unix-socket connections through the rapid-reset guard too (one more copy each "
+          "way)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics HTTP address host:port (port 0: any free port); empty: off");
 ABSL_FLAG(std::string, tokenizer_dir, "",
@@ -68,14 +106,24 @@ ABSL_FLAG(std::vector<std::string>, vocab_size, {},
 ABSL_FLAG(uint64_t, cache_bytes, uint64_t{1} << 30, "Index cache budget in bytes");
 ABSL_FLAG(absl::Duration, session_ttl, absl::Minutes(10), "Idle time after which a session expires");
 ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
+ABSL_FLAG(uint64_t, rollback_window, 4096,
+          "Tokens a session can roll back (its history: 4 bytes per token, at most this many)");
 ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
 ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
+ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
+          "Compilations queued or running at most per client (peer address)");
+ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
+          "Each compilation is first tried this long on a thread of its own, then queued for "
+          "--compile_threads; 0: no fast lane");
 ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
           "gRPC receive and send message size limit in bytes");
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
+ABSL_FLAG(uint32_t, max_streams, 256, "Open StepStreams at most (all clients together)");
+ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
+          "A StepStream with no request for this long is finished (DEADLINE_EXCEEDED); 0: never");
 ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
 ABSL_FLAG(uint64_t, max_regex_bytes, uint64_t{1} << 20, "Constraint (regex or schema) bytes at most");
 ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in a regex");
@@ -117,6 +165,21 @@ std::vector<std::string> Repeated(int argc, char** argv, const std::string& name
     }
     for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) out.emplace_back(p);
   }
+  return out;
+}
+
+// A PEM file's text; bounded (1 MiB) so that a wrong path cannot eat memory.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", ec.message()));
+  if (size > (1u << 20)) return absl::InvalidArgumentError(absl::StrCat(path, ": over 1 MiB"));
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+  std::string out(size, '\0');
+  size_t n = fread(out.data(), 1, out.size(), f);
+  fclose(f);
+  out.resize(n);
   return out;
 }
 
@@ -225,6 +288,8 @@ int Run(int argc, char** argv) {
   cache_options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
   cache_options.failure_ttl = absl::GetFlag(FLAGS_failure_ttl);
   cache_options.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
+  cache_options.max_pending_per_client = absl::GetFlag(FLAGS_max_pending_compiles_per_client);
+  cache_options.fast_lane_budget = absl::GetFlag(FLAGS_compile_fast_lane);
   cache_options.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
   cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
@@ -233,6 +298,7 @@ int Run(int argc, char** argv) {
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
+  session_options.rollback_window = absl::GetFlag(FLAGS_rollback_window);
   session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
   auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
   metrics.SetSessionsMax(session_options.max_sessions);
@@ -241,6 +307,8 @@ int Run(int argc, char** argv) {
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
@@ -275,6 +343,45 @@ int Run(int argc, char** argv) {
   listener_options.first_byte_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   ConnectionLimit connection_limit(absl::GetFlag(FLAGS_max_connections));
   listener_options.limit = &connection_limit;
+  // TLS: every TCP listener when --tls_cert is set (gRPC's listener: fd
+  // hand-over is plaintext only). Otherwise plaintext TCP on loopback only,
+  // unless --allow_insecure_tcp.
+  std::shared_ptr<grpc::ServerCredentials> tls;
+  {
+    const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
+                      ca = absl::GetFlag(FLAGS_tls_client_ca);
+    if (cert.empty() != key.empty() || (!ca.empty() && cert.empty())) {
+      LogError("--tls_cert and --tls_key go together; --tls_client_ca needs them");
+      return 2;
+    }
+    if (!cert.empty()) {
+      grpc::SslServerCredentialsOptions o(
+          ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                     : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+      for (const auto& [flag, path, out] :
+           {std::tuple<const char*, std::string, std::string*>{"--tls_cert", cert, &pair.cert_chain},
+            {"--tls_key", key, &pair.private_key},
+            {"--tls_client_ca", ca, &o.pem_root_certs}}) {
+        if (path.empty()) continue;
+        auto text = ReadSmallFile(path);
+        if (!text.ok()) {
+          LogError(absl::StrCat(flag, ": ", text.status().message()));
+          return 2;
+        }
+        *out = *std::move(text);
+      }
+      o.pem_key_cert_pairs.push_back(pair);
+      tls = grpc::SslServerCredentials(o);
+    }
+  }
+  std::unique_ptr<ResetGuard> reset_guard;
+  if (absl::GetFlag(FLAGS_max_resets_per_second) > 0) {
+    ResetGuardOptions o;
+    o.resets_per_second = absl::GetFlag(FLAGS_max_resets_per_second);
+    o.reset_burst = 2 * o.resets_per_second;
+    reset_guard = std::make_unique<ResetGuard>(o);
+  }
   std::vector<std::unique_ptr<Listener>> listeners(listen.size());
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
@@ -282,7 +389,34 @@ int Run(int argc, char** argv) {
       builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
       continue;
     }
-    auto l = Listener::Bind(listen[i], listener_options);
+    if (!IsUnixAddress(listen[i])) {
+      if (tls) {
+        // Resolve first: a malformed address gets listener.h's message.
+        auto r = ResolveForBind(listen[i]);
+        if (!r.ok()) {
+          LogError(std::string(r.status().message()));
+          return 2;
+        }
+        builder.AddListeningPort(listen[i], tls, &ports[i]);
+        continue;
+      }
+      auto loopback = IsLoopbackTcp(listen[i]);
+      if (!loopback.ok()) {
+        LogError(std::string(loopback.status().message()));
+        return 2;
+      }
+      if (!*loopback && !absl::GetFlag(FLAGS_allow_insecure_tcp)) {
+        LogError(absl::StrCat("refusing plaintext TCP on non-loopback ", listen[i],
+                              ": give --tls_cert/--tls_key, or --allow_insecure_tcp "
+                              "(docs/reliability.md, Threat model)"));
+        return 2;
+      }
+    }
+    ListenerOptions options = listener_options;
+    if (!IsUnixAddress(listen[i]) || absl::GetFlag(FLAGS_reset_guard_unix)) {
+      options.guard = reset_guard.get();
+    }
+    auto l = Listener::Bind(listen[i], options);
     if (!l.ok()) {
       LogError(std::string(l.status().message()));
       return 1;
@@ -291,6 +425,32 @@ int Run(int argc, char** argv) {
     ports[i] = listeners[i]->port();
   }
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Connection and stream bounds (docs/reliability.md, Threat model).
+  auto ms = [](absl::Duration d) {
+    return d <= absl::ZeroDuration() ? INT_MAX
+                                     : static_cast<int>(std::min<int64_t>(
+                                           absl::ToInt64Milliseconds(d), INT_MAX));
+  };
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_idle)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_age)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                             ms(absl::GetFlag(FLAGS_max_connection_age_grace)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms(absl::GetFlag(FLAGS_keepalive_time)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             ms(absl::GetFlag(FLAGS_keepalive_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             ms(absl::GetFlag(FLAGS_handshake_timeout)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONCURRENT_STREAMS,
+      static_cast<int>(std::min<uint32_t>(absl::GetFlag(FLAGS_max_concurrent_streams), INT_MAX)));
+  grpc::ResourceQuota quota("maskd");
+  quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_bytes)));
+  quota.SetMaxThreads(std::max(absl::GetFlag(FLAGS_grpc_max_threads), 2));
+  builder.SetResourceQuota(quota);
   const int max_message = static_cast<int>(
       std::min<uint64_t>(absl::GetFlag(FLAGS_max_message_bytes), INT_MAX));
   builder.SetMaxReceiveMessageSize(max_message);

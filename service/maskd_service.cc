@@ -1,17 +1,24 @@
 #include "service/maskd_service.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
 #include "grpcpp/support/message_allocator.h"
 #include "index/guide.h"
 #include "service/log.h"
+#include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
+#include "service/quote.h"
 
 namespace maskd {
 
@@ -22,7 +29,7 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), BoundMessage(s.message()));
 }
 
 v1::IndexState ToProto(IndexState s) {
@@ -81,8 +88,9 @@ absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status
     status = refusal;
   } else {
     StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
-                            row, out->mutable_forced());
+                            row, out->mutable_forced(), e.max_tokens_left());
     status = std::move(o.status);
+    out->set_min_bytes_to_finish(o.min_bytes_to_finish);
     out->set_accepting(o.accepting);
     out->set_finished(o.finished);
     out->set_num_tokens(o.num_tokens);
@@ -97,9 +105,37 @@ absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status
   }
   v1::Status* st = out->mutable_status();
   st->set_code(static_cast<int32_t>(status.code()));
-  st->set_message(std::string(status.message()));
+  st->set_message(BoundMessage(status.message()));
   if (metrics != nullptr) metrics->StepEntryError(static_cast<int>(status.code()));
   return status;
+}
+
+// libprotobuf logs one ERROR line per string field that is not UTF-8 while
+// parsing: a client could flood the log with bad requests, which are already
+// answered INVALID_ARGUMENT and counted. Those lines are dropped; any other
+// libprotobuf message goes to the log.
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (message.find("invalid UTF-8") != std::string::npos) return;
+  std::string text = absl::StrCat("libprotobuf ", file, ":", line, ": ", message);
+  if (level >= google::protobuf::LOGLEVEL_ERROR) {
+    LogError(text);
+  } else {
+    LogInfo(text);
+  }
+}
+
+// Aborts at start-up when method `index` of maskd.v1.Maskd is not `name`
+// taking `input` (the generated code numbers methods in proto order).
+void CheckMethod(int index, const char* name, const google::protobuf::Descriptor* input) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::StepRequest::descriptor()->file()->FindServiceByName("Maskd");
+  const google::protobuf::MethodDescriptor* m =
+      service == nullptr || index >= service->method_count() ? nullptr : service->method(index);
+  if (m == nullptr || m->name() != name || m->input_type() != input) {
+    std::fprintf(stderr, "maskd: method %d of maskd.v1.Maskd is not %s\n", index, name);
+    std::abort();
+  }
 }
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
@@ -111,12 +147,52 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
       limits_(limits),
       version_(std::move(version)),
       started_(absl::Now()),
-      step_allocator_(std::make_unique<PooledAllocator<v1::StepRequest, v1::StepResponse>>(
-          &StepReplyBytes)) {
-  SetMessageAllocatorFor_Step(step_allocator_.get());
+      step_allocator_(
+          std::make_unique<PooledAllocator<Checked<v1::StepRequest>, v1::StepResponse>>(
+              &StepReplyBytes)) {
+  // Every request through Checked<>: a request that does not parse gets
+  // INVALID_ARGUMENT with a message, not gRPC's bare UNIMPLEMENTED.
+  static std::once_flag log_once;
+  std::call_once(log_once, [] { google::protobuf::SetLogHandler(&ProtobufLog); });
+  CheckRequests(0, "Ping", &MaskdService::Ping);
+  CheckRequests(1, "Stats", &MaskdService::Stats);
+  CheckRequests(2, "ListTokenizers", &MaskdService::ListTokenizers);
+  CheckRequests(3, "RegisterTokenizer", &MaskdService::RegisterTokenizer);
+  CheckRequests(4, "Detokenize", &MaskdService::Detokenize);
+  CheckRequests(5, "Compile", &MaskdService::Compile);
+  CheckRequests(6, "GetIndex", &MaskdService::GetIndex);
+  CheckRequests(7, "CancelCompile", &MaskdService::CancelCompile);
+  CheckRequests(8, "CreateSession", &MaskdService::CreateSession);
+  CheckRequests(9, "CloseSession", &MaskdService::CloseSession);
+  CheckRequests(10, "ForkSession", &MaskdService::ForkSession);
+  CheckRequests(11, "Rollback", &MaskdService::Rollback);
+  CheckRequests(12, "Step", &MaskdService::Step, step_allocator_.get());
+  CheckRequests(14, "Mask", &MaskdService::Mask);
+  CheckMethod(13, "StepStream", v1::StepRequest::descriptor());
+  MarkMethodCallback(13, new grpc::internal::CallbackBidiHandler<Checked<v1::StepRequest>,
+                                                                 v1::StepResponse>(
+                             [this](Ctx* ctx) { return OpenStepStream(ctx); }));
+  reaper_ = std::thread([this] { ReapStreams(); });
 }
 
-MaskdService::~MaskdService() = default;
+template <typename Req, typename Resp>
+void MaskdService::CheckRequests(int index, const char* name,
+                                 Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
+                                 grpc::MessageAllocator<Checked<Req>, Resp>* allocator) {
+  CheckMethod(index, name, Req::descriptor());
+  auto* handler = new grpc::internal::CallbackUnaryHandler<Checked<Req>, Resp>(
+      [this, name, method](Ctx* ctx, const Checked<Req>* req, Resp* resp) -> Reactor* {
+        if (!req->ok) return Done(ctx, name, req->Error());
+        return (this->*method)(ctx, &req->msg, resp);
+      });
+  if (allocator != nullptr) handler->SetMessageAllocator(allocator);
+  MarkMethodCallback(index, handler);
+}
+
+MaskdService::~MaskdService() {
+  stop_reaper_.Notify();
+  reaper_.join();
+}
 
 void MaskdService::FinishReactor(Reactor* r, const char* method, const absl::Status& s) {
   if (!s.ok() && metrics_) metrics_->RpcError(method, static_cast<int>(s.code()));
@@ -195,8 +271,21 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   return Done(ctx, "Detokenize", absl::OkStatus());
 }
 
-absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req) {
+// Whose share of the compile queues a request counts against: the caller's
+// uid on the unix socket (every connection of one user shares one share);
+// otherwise the connection (gRPC's peer string: "fd:N" for plaintext TCP,
+// ip:port for TLS), which carries no identity beyond itself.
+std::string CompileClientKey(const grpc::CallbackServerContext& ctx) {
+  if (std::optional<PeerCredentials> cred = PeerCredentialsOf(ctx)) {
+    return absl::StrCat("uid:", cred->uid);
+  }
+  return ctx.peer();
+}
+
+absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
+                                                   const grpc::CallbackServerContext& ctx) {
   CompileSpec spec;
+  spec.client = CompileClientKey(ctx);
   switch (req.constraint_case()) {
     case v1::CompileRequest::kRegex:
       spec.kind = ConstraintKind::kRegex;
@@ -225,7 +314,7 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
 
 MaskdService::Reactor* MaskdService::Compile(Ctx* ctx, const v1::CompileRequest* req,
                                              v1::CompileResponse* resp) {
-  auto spec = MakeSpec(*req);
+  auto spec = MakeSpec(*req, *ctx);
   if (!spec.ok()) return Done(ctx, "Compile", spec.status());
   Reactor* r = ctx->DefaultReactor();
   auto finish = [this, r, resp](const IndexInfo& info) {
@@ -287,7 +376,7 @@ MaskdService::Reactor* MaskdService::CreateSession(Ctx* ctx, const v1::CreateSes
   if (req->source_case() == v1::CreateSessionRequest::kIndexId) {
     snap = cache_->Get(req->index_id(), finish);
   } else if (req->source_case() == v1::CreateSessionRequest::kCompile) {
-    auto spec = MakeSpec(req->compile());
+    auto spec = MakeSpec(req->compile(), *ctx);
     if (!spec.ok()) {
       FinishReactor(r, "CreateSession", spec.status());
       return r;
@@ -396,42 +485,194 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
 // The request and reply objects live as long as the stream, so their buffers
-// (the mask bytes above all) are reused from one message to the next.
-class MaskdService::StepStreamReactor final
-    : public grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse> {
+// (the mask bytes above all) are reused from one message to the next; a
+// reply buffer far larger than the current reply is freed after the write,
+// and the reaper frees it on a stream idle for a second (so a stream holds at
+// most one reply's bytes while in use, none while idle), or finishes the
+// stream past --stream-idle-timeout.
+//
+// Lifetime: a reference for gRPC (dropped in OnDone) plus one per reaper
+// visit, so the reaper never touches a deleted reactor. mu_ orders the
+// reactions against the reaper; Finish is called outside it (it may run
+// reactions inline on a non-gRPC thread).
+class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  explicit StepStreamReactor(MaskdService* service) : service_(service) { StartRead(&req_); }
+  StepStreamReactor(MaskdService* service) : service_(service) {
+    Touch();
+    {
+      absl::MutexLock lock(&service_->streams_mu_);
+      service_->streams_.insert(this);
+    }
+    absl::MutexLock lock(&mu_);
+    reading_ = true;
+    StartRead(&req_);
+  }
 
   void OnReadDone(bool ok) override {
+    absl::Status s;
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = false;
+      if (finished_) return;  // the reaper finished the stream
+      if (ok) {
+        Touch();
+        s = req_.ok ? service_->DoStep(req_.msg, &resp_) : req_.Error();
+        if (s.ok()) {
+          // A large request (many tokens) is not kept for the stream's life.
+          size_t tokens = 0;
+          for (const v1::StepEntry& e : req_.msg.entries()) {
+            tokens += static_cast<size_t>(e.tokens_size());
+          }
+          if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
+            v1::StepRequest().Swap(&req_.msg);
+          }
+          StartWrite(&resp_);
+          return;
+        }
+      }
+      finished_ = true;
+    }
     if (!ok) {  // the client half-closed (or the call is gone)
       Finish(grpc::Status::OK);
       return;
     }
-    absl::Status s = service_->DoStep(req_, &resp_);
-    if (!s.ok()) {
-      if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
-      Finish(ToGrpc(s));
-      return;
-    }
-    StartWrite(&resp_);
+    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
+    Finish(ToGrpc(s));
   }
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed"));
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (ok) {
+        // After a large reply, do not keep its buffer for smaller ones.
+        std::string* masks = resp_.mutable_masks();
+        if (masks->capacity() > kKeepBytes && masks->capacity() > 2 * masks->size()) {
+          std::string().swap(*masks);
+        }
+        Touch();
+        reading_ = true;
+        StartRead(&req_);
+        return;
+      }
+      finished_ = true;
     }
-    StartRead(&req_);
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed"));
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&service_->streams_mu_);
+      service_->streams_.erase(this);
+    }
+    service_->open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    Unref();
+  }
+
+  int64_t last_ns() const { return last_ns_.load(std::memory_order_relaxed); }
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  // Finishes a stream waiting for its next request (the reaper).
+  void Expire(absl::Duration idle) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || !reading_) return;
+      finished_ = true;
+    }
+    if (service_->metrics_) {
+      service_->metrics_->RpcError("StepStream",
+                                   static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+    }
+    Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        absl::StrCat("StepStream idle for ", absl::FormatDuration(idle),
+                                     " (--stream-idle-timeout); open a new stream")));
+  }
+  // Frees the reply buffer of a stream waiting for its next request; the
+  // bytes freed.
+  size_t TrimIdle() {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || !reading_) return 0;
+    const size_t bytes = resp_.masks().capacity();
+    if (bytes <= kIdleKeepBytes) return 0;
+    std::string().swap(*resp_.mutable_masks());
+    return bytes;
+  }
 
  private:
+  static constexpr size_t kKeepBytes = size_t{1} << 20;
+  static constexpr size_t kIdleKeepBytes = size_t{64} << 10;
+  static constexpr size_t kKeepEntries = 4096;
+  static constexpr size_t kKeepTokens = size_t{1} << 16;
+  ~StepStreamReactor() override = default;
+  void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
+
   MaskdService* const service_;
-  v1::StepRequest req_;
+  std::atomic<int> refs_{1};
+  std::atomic<int64_t> last_ns_{0};
+  absl::Mutex mu_;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;   // a read is pending (no Step, no write)
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called or about to be
+  Checked<v1::StepRequest> req_;
   v1::StepResponse resp_;
 };
 
-grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* MaskdService::StepStream(Ctx* ctx) {
+// A stream refused at open (--max-streams).
+class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
+ public:
+  explicit RefusedStream(const grpc::Status& s) { Finish(s); }
+  void OnDone() override { delete this; }
+};
+
+MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx*) {
+  if (open_streams_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_streams) {
+    open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    if (metrics_) {
+      metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
+    }
+    return new RefusedStream(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)")));
+  }
   return new StepStreamReactor(this);
+}
+
+void MaskdService::ReapStreams() {
+  const absl::Duration idle = limits_.stream_idle_timeout;
+  absl::Duration period = absl::Seconds(1);
+  if (idle > absl::ZeroDuration()) {
+    period = std::clamp(idle / 4, absl::Milliseconds(10), absl::Seconds(1));
+  }
+  std::vector<StepStreamReactor*> expire, trim;
+  while (!stop_reaper_.WaitForNotificationWithTimeout(period)) {
+    const int64_t now = absl::GetCurrentTimeNanos();
+    {
+      absl::MutexLock lock(&streams_mu_);
+      for (StepStreamReactor* r : streams_) {
+        const int64_t quiet = now - r->last_ns();
+        if (idle > absl::ZeroDuration() && quiet >= absl::ToInt64Nanoseconds(idle)) {
+          r->Ref();
+          expire.push_back(r);
+        } else if (quiet >= 1'000'000'000) {
+          r->Ref();
+          trim.push_back(r);
+        }
+      }
+    }
+    for (StepStreamReactor* r : expire) {
+      r->Expire(idle);
+      r->Unref();
+    }
+    size_t freed = 0;
+    for (StepStreamReactor* r : trim) {
+      freed += r->TrimIdle();
+      r->Unref();
+    }
+    // gRPC serialized the large reply in heap chunks under the mmap
+    // threshold; once freed they stay resident until the heap is trimmed.
+    if (freed >= (size_t{1} << 20)) malloc_trim(0);
+    expire.clear();
+    trim.clear();
+  }
 }
 
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
@@ -448,7 +689,7 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   if (info->state == IndexState::kCompiling) {
     return Done(ctx, "Mask",
                 absl::FailedPreconditionError(
-                    absl::StrCat("index '", req->index_id(), "' is still compiling")));
+                    absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
   }
   auto guide = Guide::Replay(info->index,
                              absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));
@@ -467,6 +708,10 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   mask->resize(uint64_t{words} * 4);
   absl::Status s = guide->WriteMask(absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
   if (!s.ok()) return Done(ctx, "Mask", s);
+  if (req->max_tokens_left() > 0) {
+    guide->ApplyTokenBudget(req->max_tokens_left(), reinterpret_cast<uint32_t*>(mask->data()));
+  }
+  resp->set_min_bytes_to_finish(guide->MinBytesToFinish());
   resp->set_words_per_row(words);
   resp->set_accepting(guide->IsAccepting());
   resp->set_finished(guide->IsFinished());

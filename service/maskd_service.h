@@ -6,14 +6,20 @@
 #ifndef MASKD_SERVICE_MASKD_SERVICE_H_
 #define MASKD_SERVICE_MASKD_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "maskd/v1/maskd.grpc.pb.h"
+#include "service/checked_request.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
@@ -26,6 +32,10 @@ struct ServiceLimits {
   uint64_t max_message_bytes = 64ull << 20;  // --max-message-bytes: reply size cap
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
   uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens: tokens in one Step or Mask
+  uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
+  // --stream-idle-timeout: a StepStream with no request for this long is
+  // finished (DEADLINE_EXCEEDED); zero: never.
+  absl::Duration stream_idle_timeout = absl::Minutes(5);
 };
 
 // One entry of a Step batch (Maskd.Step and SharedMemory.StepInRegion):
@@ -63,18 +73,38 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
                        v1::ForkSessionResponse*) override;
   Reactor* Rollback(Ctx* ctx, const v1::RollbackRequest*, v1::RollbackResponse*) override;
   Reactor* Step(Ctx* ctx, const v1::StepRequest*, v1::StepResponse*) override;
-  grpc::ServerBidiReactor<v1::StepRequest, v1::StepResponse>* StepStream(Ctx* ctx) override;
+  // StepStream: registered over Checked<StepRequest> (see OpenStepStream);
+  // the generated StepStream(Ctx*) is not used.
   Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
 
   // One Step batch (unary or streamed). A non-OK status fails the whole call;
   // entry errors are in the reply. Reuses `resp`'s buffers.
   absl::Status DoStep(const v1::StepRequest& req, v1::StepResponse* resp);
 
+  // Open StepStreams.
+  size_t open_streams() const { return open_streams_.load(std::memory_order_relaxed); }
+
  private:
   class StepStreamReactor;
+  class RefusedStream;
+  using StreamReactor = grpc::ServerBidiReactor<Checked<v1::StepRequest>, v1::StepResponse>;
+  StreamReactor* OpenStepStream(Ctx* ctx);
+  // Replaces the generated handler of unary method `index` (proto order;
+  // checked against the service descriptor) by one over Checked<Req>. The
+  // generated SetMessageAllocatorFor_Step must not be called afterwards (it
+  // casts the handler to the generated type); pass `allocator` instead.
+  template <typename Req, typename Resp>
+  void CheckRequests(int index, const char* name,
+                     Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
+                     grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
+  // The stream reaper: every period, finishes streams idle past
+  // stream_idle_timeout and frees the reply buffer of streams idle for a
+  // second or more (so an idle stream holds no mask bytes).
+  void ReapStreams();
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   void FinishReactor(Reactor* r, const char* method, const absl::Status& s);
-  absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req);
+  absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req,
+                                       const grpc::CallbackServerContext& ctx);
 
   TokenizerRegistry* const tokenizers_;
   IndexCache* const cache_;
@@ -83,8 +113,17 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   const ServiceLimits limits_;
   const std::string version_;
   const absl::Time started_;
-  std::unique_ptr<grpc::MessageAllocator<v1::StepRequest, v1::StepResponse>> step_allocator_;
+  std::unique_ptr<grpc::MessageAllocator<Checked<v1::StepRequest>, v1::StepResponse>>
+      step_allocator_;
+  std::atomic<size_t> open_streams_{0};
+  absl::Mutex streams_mu_;
+  absl::flat_hash_set<StepStreamReactor*> streams_ ABSL_GUARDED_BY(streams_mu_);
+  absl::Notification stop_reaper_;
+  std::thread reaper_;
 };
+
+// The client a compilation counts against (IndexCache's per-client share).
+std::string CompileClientKey(const grpc::CallbackServerContext& ctx);
 
 // Resident set size of this process in bytes (0 when unknown).
 uint64_t ProcessRssBytes();

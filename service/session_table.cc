@@ -1,6 +1,11 @@
 #include "service/session_table.h"
 
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "service/metrics.h"
@@ -10,28 +15,50 @@ namespace {
 
 int64_t NowNs() { return absl::GetCurrentTimeNanos(); }
 
-// splitmix64's finalizer: a bijection on uint64.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+// Random 64-bit words from the kernel CSPRNG, drawn 64 at a time per thread:
+// one getrandom(2) per 64 session ids, no lock.
+struct RandomBatch {
+  uint64_t words[64];
+  size_t next = 64;
+  uint64_t Next() {
+    if (next == 64) {
+      size_t got = 0;
+      while (got < sizeof words) {
+        ssize_t n = getrandom(reinterpret_cast<char*>(words) + got, sizeof words - got, 0);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          // getrandom cannot fail on Linux >= 3.17 with these arguments once
+          // the pool is initialised; ids must never be predictable.
+          std::fprintf(stderr, "maskd: getrandom failed: %s\n", std::strerror(errno));
+          std::abort();
+        }
+        got += static_cast<size_t>(n);
+      }
+      next = 0;
+    }
+    uint64_t w = words[next];
+    words[next++] = 0;  // drawn words do not linger
+    return w;
+  }
+};
 
 }  // namespace
 
-Session::Session(uint64_t id, std::shared_ptr<IndexLease> lease)
+Session::Session(uint64_t id, std::shared_ptr<IndexLease> lease, size_t rollback_window)
     : id_(id),
       lease_(std::move(lease)),
       num_words_(lease_->index()->num_words()),
       vocab_size_(lease_->index()->vocabulary().size()),
       last_used_ns_(NowNs()),
-      guide_(lease_->index()) {}
+      guide_(lease_->index(), rollback_window) {}
 
-std::shared_ptr<Session> Session::Clone(uint64_t new_id) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto s = std::make_shared<Session>(new_id, lease_);
+size_t Session::history_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return guide_.history_bytes();
+}
+
+std::shared_ptr<Session> Session::Clone() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto s = std::make_shared<Session>(0, lease_);
   absl::MutexLock lock(&mu_);
   s->guide_ = guide_.Fork();  // `s` is not shared yet: no lock needed on it
   return s;
@@ -40,7 +67,8 @@ std::shared_ptr<Session> Session::Clone(uint64_t new_id) const ABSL_NO_THREAD_SA
 void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed); }
 
 StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
-                          absl::Span<uint32_t> row, std::string* forced) {
+                          absl::Span<uint32_t> row, std::string* forced,
+                          uint32_t max_tokens_left) {
   Touch();
   StepOutcome out;
   absl::MutexLock lock(&mu_);
@@ -48,6 +76,8 @@ StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
   if (rollback > n0) {
     out.status = absl::InvalidArgumentError(
         absl::StrCat("rollback of ", rollback, " tokens, only ", n0, " accepted"));
+  } else if (rollback > guide_.rollback_available()) {
+    out.status = guide_.Rollback(rollback);  // OUT_OF_RANGE: past the window
   } else if (rollback == 0) {
     out.status = guide_.Advance(tokens);  // all or nothing
   } else if (tokens.empty()) {
@@ -64,6 +94,8 @@ StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
     return out;
   }
   guide_.WriteMaskUnchecked(row.data());
+  if (max_tokens_left > 0) guide_.ApplyTokenBudget(max_tokens_left, row.data());
+  out.min_bytes_to_finish = guide_.MinBytesToFinish();
   if (row.size() > num_words_) std::fill(row.begin() + num_words_, row.end(), 0u);
   if (forced) *forced = guide_.ForcedContinuation();
   return out;
@@ -76,14 +108,13 @@ absl::StatusOr<uint64_t> Session::Rollback(uint32_t n) {
     return absl::InvalidArgumentError(
         absl::StrCat("rollback of ", n, " tokens, only ", guide_.num_tokens(), " accepted"));
   }
-  absl::Status s = guide_.Rollback(n);
-  if (!s.ok()) return absl::InvalidArgumentError(s.message());
+  absl::Status s = guide_.Rollback(n);  // OUT_OF_RANGE past the window
+  if (!s.ok()) return s;
   return guide_.num_tokens();
 }
 
 SessionTable::SessionTable(const SessionTableOptions& options, Metrics* metrics)
-    : options_(options), metrics_(metrics), key_(std::random_device{}() * 0x9E3779B97F4A7C15ULL ^
-                                                  static_cast<uint64_t>(NowNs())) {
+    : options_(options), metrics_(metrics) {
   absl::Duration period = options_.sweep_period;
   if (period <= absl::ZeroDuration()) {
     period = std::min(options_.ttl / 4, absl::Seconds(1));
@@ -111,17 +142,19 @@ absl::Status SessionTable::NotFound(uint64_t id) {
 }
 
 uint64_t SessionTable::NewId() {
+  thread_local RandomBatch batch;
   for (;;) {
-    uint64_t id = Mix(counter_.fetch_add(1, std::memory_order_relaxed) ^ key_);
+    uint64_t id = batch.Next();
     if (id != 0) return id;
   }
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Insert(std::shared_ptr<Session> s) {
-  Shard& shard = ShardOf(s->id());
-  {
+  for (;;) {  // `s` is not shared yet: its id may still change
+    s->id_ = NewId();
+    Shard& shard = ShardOf(s->id_);
     absl::MutexLock lock(&shard.mu);
-    shard.map.emplace(s->id(), s);
+    if (shard.map.emplace(s->id_, s).second) break;  // else: a live id, draw again
   }
   if (metrics_) metrics_->SetSessionsActive(count_.load(std::memory_order_relaxed));
   return s;
@@ -133,7 +166,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<In
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
-  return Insert(std::make_shared<Session>(NewId(), std::move(lease)));
+  return Insert(std::make_shared<Session>(0, std::move(lease), options_.rollback_window));
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {
@@ -145,7 +178,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
   from->Touch();
-  return Insert(from->Clone(NewId()));
+  return Insert(from->Clone());
 }
 
 absl::Status SessionTable::Close(uint64_t id) {

@@ -1,8 +1,13 @@
 // SessionTable: the guide state of every live sequence, by session id.
 //
 // Invariants:
-//  - Session ids are unique, never 0, and not sequential (a bijective mix of
-//    a counter and a random key).
+//  - Session ids are unique among live sessions, never 0, and 64 bits from
+//    the kernel's CSPRNG (getrandom(2), drawn in per-thread batches): one id
+//    says nothing of any other, so a client cannot find another's sessions
+//    from its own. A draw that hits a live id is drawn again.
+//  - A session keeps the states before its last `rollback_window` tokens
+//    (4 bytes each; see Guide): its memory is bounded however long it runs,
+//    and a rollback past the window is OUT_OF_RANGE.
 //  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that).
 //  - A session unused for `ttl` is removed by the sweeper thread and counted
 //    as expired; later calls on it get NOT_FOUND.
@@ -38,6 +43,9 @@ class Metrics;
 
 struct SessionTableOptions {
   size_t max_sessions = 100000;           // --max-sessions
+  // Tokens a session can roll back (--rollback-window); memory per session's
+  // history is at most 4 bytes times this.
+  size_t rollback_window = 4096;
   absl::Duration ttl = absl::Minutes(10);  // --session-ttl
   // Sweeper period; zero: min(ttl / 4, 1 s).
   absl::Duration sweep_period = absl::ZeroDuration();
@@ -52,13 +60,15 @@ struct StepOutcome {
   bool accepting = false;
   bool finished = false;
   uint64_t num_tokens = 0;  // since the start, after the step
+  uint32_t min_bytes_to_finish = 0;  // Guide::MinBytesToFinish after the step
 };
 
 class Session {
  public:
-  Session(uint64_t id, std::shared_ptr<IndexLease> lease);
-  // A new session `new_id` in this one's state (fork).
-  std::shared_ptr<Session> Clone(uint64_t new_id) const;
+  Session(uint64_t id, std::shared_ptr<IndexLease> lease,
+          size_t rollback_window = Guide::kUnboundedHistory);
+  // A new session in this one's state (fork), id 0 until inserted.
+  std::shared_ptr<Session> Clone() const;
 
   uint64_t id() const { return id_; }
   const std::string& index_id() const { return lease_->id(); }
@@ -69,19 +79,23 @@ class Session {
   // `row` (row.size() >= num_words(); words past it are zeroed) and the forced
   // continuation into `forced` (cleared; may be null). All or nothing: on
   // error the state is unchanged and `row` is zeroed.
+  // `max_tokens_left` > 0: budget mode (Guide::ApplyTokenBudget on the mask).
   StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
-                   std::string* forced);
-  // Undoes the last n tokens; returns the count left. OUT_OF_RANGE → reported
-  // as INVALID_ARGUMENT; state unchanged on error.
+                   std::string* forced, uint32_t max_tokens_left = 0);
+  // Undoes the last n tokens; returns the count left. INVALID_ARGUMENT when
+  // n exceeds the tokens accepted, OUT_OF_RANGE when it reaches past the
+  // rollback window; state unchanged on error.
   absl::StatusOr<uint64_t> Rollback(uint32_t n);
 
   int64_t last_used_ns() const { return last_used_ns_.load(std::memory_order_relaxed); }
+  // Bytes held by the rollback history (see Guide::history_bytes).
+  size_t history_bytes() const;
 
  private:
   friend class SessionTable;
   void Touch();
 
-  const uint64_t id_;
+  uint64_t id_;  // set once, by SessionTable::Insert, before it is shared
   const std::shared_ptr<IndexLease> lease_;
   const uint32_t num_words_;
   const uint32_t vocab_size_;
@@ -118,14 +132,13 @@ class SessionTable {
     absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> map ABSL_GUARDED_BY(mu);
   };
   Shard& ShardOf(uint64_t id) const { return shards_[(id ^ (id >> 29)) % kShards]; }
-  uint64_t NewId();
+  // 64 random bits, never 0 (getrandom(2), buffered per thread).
+  static uint64_t NewId();
   absl::StatusOr<std::shared_ptr<Session>> Insert(std::shared_ptr<Session> s);
   void Sweep();
 
   const SessionTableOptions options_;
   Metrics* const metrics_;
-  const uint64_t key_;
-  std::atomic<uint64_t> counter_{0};
   std::atomic<size_t> count_{0};
   mutable Shard shards_[kShards];
   absl::Notification stop_;

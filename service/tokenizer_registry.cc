@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "index/loop_masks.h"
+#include "service/quote.h"
 
 namespace maskd {
 
@@ -79,7 +80,7 @@ absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
   if (it != entries_.end()) {
     if (it->second.vocab->content_hash() == entry.vocab->content_hash()) return absl::OkStatus();
     return absl::AlreadyExistsError(
-        absl::StrCat("tokenizer '", entry.name, "' is already registered with other content"));
+        absl::StrCat("tokenizer ", QuoteInput(entry.name), " is already registered with other content"));
   }
   if (entries_.size() >= max_tokenizers_) {
     return absl::ResourceExhaustedError(
@@ -97,7 +98,7 @@ absl::StatusOr<TokenizerEntry> TokenizerRegistry::Register(absl::string_view nam
                                                            const VocabularyOptions& options) {
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid tokenizer name '", name, "': want [A-Za-z0-9._-]{1,64}"));
+        absl::StrCat("invalid tokenizer name ", QuoteInput(name), ": want [A-Za-z0-9._-]{1,64}"));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -123,7 +124,7 @@ absl::StatusOr<TokenizerEntry> TokenizerRegistry::Get(absl::string_view name) co
   absl::ReaderMutexLock lock(&mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown tokenizer '", name, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown tokenizer ", QuoteInput(name)));
   }
   return it->second;
 }

@@ -2,6 +2,7 @@
 // straight-line advancing; every error leaves the state unchanged.
 #include "index/guide.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,54 @@ TEST(Guide, ReplayReportsTheOffendingPosition) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("tokens[2]"));
+}
+
+// Budget mode: a sequence that always takes a random token of the budget mask
+// ends with EOS within the budget, for every budget from the smallest possible;
+// a budget below that never empties a mask.
+TEST(Guide, TokenBudgetAlwaysEndsInTime) {
+  auto index = Compile(kJsonish);
+  const Vocabulary& v = index->vocabulary();
+  Guide start(index);
+  const uint32_t need = start.MinBytesToFinish() + 1;  // bytes as tokens, plus EOS
+  EXPECT_GT(start.MinBytesToFinish(), 10u);
+  EXPECT_EQ(index->dfa().MaxDistanceToAccept() >= start.MinBytesToFinish(), true);
+  std::mt19937_64 rng(7);
+  for (uint32_t budget : {need, need + 1, need + 5, need + 40}) {
+    for (int run = 0; run < 30; ++run) {
+      Guide g(index);
+      uint32_t used = 0;
+      while (!g.IsFinished()) {
+        ASSERT_LT(used, budget) << "budget " << budget << " exceeded";
+        std::vector<uint32_t> m = MaskOf(g);
+        const std::vector<uint32_t> full = m;
+        g.ApplyTokenBudget(budget - used, m.data());
+        std::vector<uint32_t> allowed;
+        for (uint32_t t = 0; t < v.size(); ++t) {
+          const bool bit = (m[t >> 5] >> (t & 31)) & 1u;
+          if (bit) {
+            ASSERT_TRUE((full[t >> 5] >> (t & 31)) & 1u) << "budget added token " << t;
+            allowed.push_back(t);
+          }
+        }
+        ASSERT_FALSE(allowed.empty());
+        ASSERT_TRUE(g.Advance(allowed[rng() % allowed.size()]).ok());
+        ++used;
+      }
+      EXPECT_LE(used, budget);
+    }
+  }
+  // Too small a budget: the mask keeps the tokens closest to an end.
+  Guide g(index);
+  std::vector<uint32_t> m = MaskOf(g);
+  g.ApplyTokenBudget(1, m.data());
+  bool any = false;
+  for (uint32_t w : m) any = any || w != 0;
+  EXPECT_TRUE(any);
+  // A large budget changes nothing.
+  std::vector<uint32_t> big = MaskOf(g);
+  g.ApplyTokenBudget(index->dfa().MaxDistanceToAccept() + 2, big.data());
+  EXPECT_EQ(big, MaskOf(g));
 }
 
 }  // namespace

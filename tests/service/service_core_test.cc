@@ -1,12 +1,15 @@
 // Unit tests of the gRPC-free service classes: TokenizerRegistry, IndexCache,
 // SessionTable, Metrics. Bundled qwen3 tokenizer only.
 #include <atomic>
+#include <bit>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/notification.h"
+#include "index/guide.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "index/loop_masks.h"
@@ -136,13 +139,14 @@ TEST(IndexCacheTest, DeadlineAndCancel) {
   // the entry is dropped.
   absl::Notification done;
   IndexInfo out;
-  auto snap = cache.Compile(Spec("[a-z]{1,900}r", true), [&](const IndexInfo& i) {
+  // (About 10 s each here: 8193 states, eager; the fast lane starts them at once.)
+  auto snap = cache.Compile(Spec("[a-z]*a[a-z]{12}", true), [&](const IndexInfo& i) {
     out = i;
     done.Notify();
   });
   ASSERT_TRUE(snap.ok());
   // A second pending compilation fills max_pending=2; a third is refused.
-  auto second = cache.Compile(Spec("[0-9]{1,900}s", true));
+  auto second = cache.Compile(Spec("[a-z]*b[a-z]{12}", true));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(cache.Compile(Spec("x")).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(cache.Cancel(snap->id));
@@ -192,6 +196,149 @@ TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
   IndexCache small(tiny, nullptr);
   IndexInfo big = CompileWait(small, Spec("[0-9]{3}"));
   EXPECT_EQ(big.status.code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
+  // Item 8c: sessions leasing indexes held the cache at 5x its budget. Each
+  // round compiles a new index, computes a mask (the index grows) and leases
+  // it, as CreateSession does.
+  IndexCacheOptions o;
+  o.max_bytes = 150000;
+  IndexCache cache(o, nullptr);
+  std::vector<uint32_t> row((Qwen()->size() + 31) / 32);
+  std::vector<std::shared_ptr<IndexLease>> leases;
+  uint64_t largest = 0;
+  int refused = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto snap = cache.Compile(Spec("[a-z]{" + std::to_string(i + 1) + "}y"));
+    if (!snap.ok()) {
+      EXPECT_EQ(snap.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(snap.status().message(), HasSubstr("--cache-bytes"));
+      ++refused;
+      continue;
+    }
+    IndexInfo info = CompileWait(cache, Spec("[a-z]{" + std::to_string(i + 1) + "}y"));
+    ASSERT_EQ(info.state, IndexState::kReady) << info.status;
+    info.index->WriteMask(info.index->start(), row.data());
+    largest = std::max<uint64_t>(largest, info.index->MemoryBytes());
+    auto lease = cache.Lease(info.id);
+    if (!lease.ok()) {
+      EXPECT_EQ(lease.status().code(), absl::StatusCode::kResourceExhausted);
+      ++refused;
+      continue;
+    }
+    leases.push_back(*lease);
+    cache.Maintain();
+    // Bytes accounted never pass the budget by more than one index.
+    ASSERT_LE(cache.bytes(), o.max_bytes + largest) << "round " << i;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GE(leases.size(), 2u);
+  EXPECT_LE(cache.bytes(), o.max_bytes + largest);
+  // Sessions closing (leases released) make room again.
+  leases.clear();
+  IndexInfo again = CompileWait(cache, Spec("[0-9]{2}z"));
+  EXPECT_EQ(again.state, IndexState::kReady) << again.status;
+  EXPECT_TRUE(cache.Lease(again.id).ok());
+}
+
+CompileSpec From(const std::string& client, CompileSpec spec) {
+  spec.client = client;
+  return spec;
+}
+
+TEST(IndexCacheTest, CheapCompileDoesNotWaitBehindSlowOnes) {
+  // Item 9: two slow compiles held both compile threads while a trivial one
+  // waited (up to --compile-timeout).
+  IndexCacheOptions o;
+  o.compile_threads = 2;
+  o.compile_timeout = absl::Seconds(8);
+  IndexCache cache(o, nullptr);
+  // Each alone takes about 10 s here (8193 DFA states, every mask computed).
+  auto a = cache.Compile(From("a", Spec("[a-z]*a[a-z]{12}", /*eager=*/true)));
+  auto b = cache.Compile(From("b", Spec("[a-z]*b[a-z]{12}", /*eager=*/true)));
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::SleepFor(absl::Milliseconds(300));  // both past the fast lane, on the compile threads
+  const absl::Time t0 = absl::Now();
+  IndexInfo cheap = CompileWait(cache, From("c", Spec("[0-9]+x")));
+  const absl::Duration took = absl::Now() - t0;
+  ASSERT_EQ(cheap.state, IndexState::kReady) << cheap.status;
+  // The ordering, not a timing: both slow ones were still compiling when the
+  // cheap one was done.
+  EXPECT_EQ(cache.Get(a->id)->state, IndexState::kCompiling) << "cheap took " << took;
+  EXPECT_EQ(cache.Get(b->id)->state, IndexState::kCompiling) << "cheap took " << took;
+  EXPECT_TRUE(cache.Cancel(a->id));
+  EXPECT_TRUE(cache.Cancel(b->id));
+}
+
+TEST(IndexCacheTest, ClientsShareTheQueueRoundRobin) {
+  // One client's backlog of slow compiles does not delay another's cheap one
+  // by more than one fast-lane turn, and is capped per client.
+  IndexCacheOptions o;
+  o.compile_threads = 1;
+  o.compile_timeout = absl::Seconds(8);
+  o.max_pending_per_client = 6;
+  IndexCache cache(o, nullptr);
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 6; ++i) {
+    auto e = cache.Compile(From("a", Spec("[a-z]*" + std::string(1, 'k' + i) + "[a-z]{12}", true)));
+    ASSERT_TRUE(e.ok()) << e.status();
+    backlog.push_back(e->id);
+  }
+  auto refused = cache.Compile(From("a", Spec("[a-z]*z[a-z]{12}", true)));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-pending-compiles-per-client"));
+  IndexInfo cheap = CompileWait(cache, From("c", Spec("[0-9]+y")));
+  ASSERT_EQ(cheap.state, IndexState::kReady) << cheap.status;
+  int still = 0;
+  for (const auto& id : backlog) still += cache.Get(id)->state == IndexState::kCompiling;
+  EXPECT_EQ(still, 6);  // none of the backlog finished: the cheap one did not wait for them
+  for (const auto& id : backlog) cache.Cancel(id);
+}
+
+TEST(IndexCacheTest, DeadlineExceededIsNotCached) {
+  // Item 9: a compile with a 1 ms deadline cached DEADLINE_EXCEEDED, and the
+  // same request with the default deadline then failed at once.
+  IndexCacheOptions o;
+  o.failure_ttl = absl::Seconds(60);
+  IndexCache cache(o, nullptr);
+  CompileSpec spec = Spec("[a-z]{1,500}q", /*eager=*/true);
+  spec.timeout = absl::Milliseconds(1);
+  IndexInfo a = CompileWait(cache, spec);
+  ASSERT_EQ(a.status.code(), absl::StatusCode::kDeadlineExceeded) << a.status;
+  spec.timeout = absl::ZeroDuration();
+  IndexInfo b = CompileWait(cache, spec);
+  EXPECT_FALSE(b.cache_hit);
+  EXPECT_EQ(b.state, IndexState::kReady) << b.status;
+  EXPECT_EQ(a.id, b.id);
+}
+
+TEST(IndexCacheTest, ShortDeadlineDoesNotFailRequestsThatJoinedWithLongerOnes) {
+  // A request with a 50 ms deadline starts a ~2 s compilation; an identical
+  // request with the default deadline joins it. The first fails with
+  // DEADLINE_EXCEEDED; the second is not failed by the first's deadline.
+  IndexCache cache({}, nullptr);
+  CompileSpec spec = Spec("[a-z]*d[a-z]{10}", /*eager=*/true);
+  spec.timeout = absl::Milliseconds(50);
+  absl::Notification short_done, long_done;
+  IndexInfo short_info, long_info;
+  auto a = cache.Compile(spec, [&](const IndexInfo& i) {
+    short_info = i;
+    short_done.Notify();
+  });
+  ASSERT_TRUE(a.ok());
+  spec.timeout = absl::ZeroDuration();
+  auto b = cache.Compile(spec, [&](const IndexInfo& i) {
+    long_info = i;
+    long_done.Notify();
+  });
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->cache_hit);  // joined the same entry
+  short_done.WaitForNotification();
+  EXPECT_EQ(short_info.status.code(), absl::StatusCode::kDeadlineExceeded) << short_info.status;
+  long_done.WaitForNotification();
+  EXPECT_EQ(long_info.state, IndexState::kReady) << long_info.status;
+  EXPECT_TRUE(long_info.cache_hit);
 }
 
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
@@ -319,6 +466,156 @@ TEST_F(SessionTableTest, ConcurrentStepsOnOneSession) {
   }
   for (auto& t : threads) t.join();
   EXPECT_GT(ok.load(), 0);
+}
+
+// Item 5 of issue #11: ids were splitmix64(counter ^ key), so from one id a
+// client derived its neighbours. Ids are now 64 CSPRNG bits.
+uint64_t SplitMix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+uint64_t InverseOdd(uint64_t a) {  // a * InverseOdd(a) == 1 mod 2^64
+  uint64_t x = a;
+  for (int i = 0; i < 6; ++i) x *= 2 - a * x;
+  return x;
+}
+uint64_t UnSplitMix(uint64_t x) {
+  x ^= x >> 31 ^ x >> 62;
+  x *= InverseOdd(0x94d049bb133111ebULL);
+  x ^= x >> 27 ^ x >> 54;
+  x *= InverseOdd(0xbf58476d1ce4e5b9ULL);
+  x ^= x >> 30 ^ x >> 60;
+  return x;
+}
+
+TEST_F(SessionTableTest, IdsShareNoStructure) {
+  ASSERT_EQ(UnSplitMix(SplitMix(12345)), 12345u);
+  SessionTableOptions o;
+  o.max_sessions = 200000;
+  SessionTable table(o, nullptr);
+  auto lease = Lease();
+  absl::flat_hash_set<uint64_t> seen;
+  uint64_t prev = 0, xor_bits = 0, ones = 0;
+  constexpr int kN = 100000;
+  for (int i = 0; i < kN; ++i) {
+    auto s = table.Create(lease);
+    ASSERT_TRUE(s.ok()) << s.status();
+    uint64_t id = (*s)->id();
+    ASSERT_NE(id, 0u);
+    ASSERT_TRUE(seen.insert(id).second) << "repeated id after " << i;
+    if (i > 0) xor_bits += std::popcount(id ^ prev);
+    ones += std::popcount(id);
+    prev = id;
+  }
+  // Independent uniform 64-bit words: 32 bits differ on average (sd of the
+  // mean over 1e5 pairs: 0.013), 32 bits set.
+  EXPECT_NEAR(static_cast<double>(xor_bits) / (kN - 1), 32.0, 0.25);
+  EXPECT_NEAR(static_cast<double>(ones) / kN, 32.0, 0.25);
+}
+
+TEST_F(SessionTableTest, OneIdDoesNotRevealOthers) {
+  // The reproducer: a victim's 40 sessions, an attacker with one session of
+  // its own tries the neighbours of its id under every structure the old
+  // scheme had (counter ^ key through an invertible mix) and the naive ones.
+  SessionTable table({}, nullptr);
+  std::vector<uint64_t> victim;
+  for (int i = 0; i < 40; ++i) victim.push_back((*table.Create(Lease()))->id());
+  const uint64_t mine = (*table.Create(Lease()))->id();
+  for (int i = 0; i < 40; ++i) victim.push_back((*table.Create(Lease()))->id());
+  const uint64_t u = UnSplitMix(mine);
+  int found = 0, tried = 0;
+  for (uint64_t d = 1; d <= 4096; ++d) {
+    for (uint64_t c : {SplitMix(u ^ d), SplitMix(u + d), SplitMix(u - d), mine ^ d, mine + d,
+                       mine - d}) {
+      ++tried;
+      if (c != mine && table.Find(c) != nullptr) ++found;
+    }
+  }
+  EXPECT_EQ(found, 0) << "of " << tried << " guesses";
+  for (uint64_t id : victim) EXPECT_NE(table.Find(id), nullptr);
+}
+
+TEST_F(SessionTableTest, RollbackWindowBoundsHistory) {
+  // Item 8a: history was 4 bytes per token without a cap. "[0-9]{2}" ends
+  // after two digits, so use an index that takes any number of digits.
+  IndexInfo info = CompileWait(*cache_, Spec("[0-9]*"));
+  ASSERT_EQ(info.state, IndexState::kReady);
+  SessionTableOptions o;
+  o.rollback_window = 64;
+  SessionTable table(o, nullptr);
+  auto s = table.Create(*cache_->Lease(info.id));
+  ASSERT_TRUE(s.ok());
+  std::vector<uint32_t> row(info.index->num_words());
+  const uint32_t one[] = {kOne};
+  for (int i = 0; i < 100000; ++i) {
+    StepOutcome r = (*s)->Step(0, one, absl::MakeSpan(row), nullptr);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+  }
+  EXPECT_EQ(table.Find((*s)->id())->history_bytes(), 64u * 4);  // not 400 kB
+  // Within the window: fine, and all or nothing with a rollback.
+  StepOutcome r = (*s)->Step(64, {}, absl::MakeSpan(row), nullptr);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.num_tokens, 100000u - 64);
+  // Past what is left of the window: OUT_OF_RANGE, nothing changed.
+  r = (*s)->Step(1, one, absl::MakeSpan(row), nullptr);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kOutOfRange) << r.status;
+  EXPECT_THAT(r.status.message(), HasSubstr("rollback window of 64"));
+  EXPECT_EQ(r.num_tokens, 100000u - 64);
+  EXPECT_EQ((*s)->Rollback(1).status().code(), absl::StatusCode::kOutOfRange);
+  // More than was ever accepted stays INVALID_ARGUMENT.
+  EXPECT_EQ((*s)->Rollback(200000).status().code(), absl::StatusCode::kInvalidArgument);
+  // Advancing refills the window; a fork keeps it.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*s)->Step(0, one, absl::MakeSpan(row), nullptr).status.ok());
+  }
+  auto f = table.Fork((*s)->id());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*(*f)->Rollback(10), 100000u - 64);
+  EXPECT_EQ((*f)->Rollback(1).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(GuideTest, RingKeepsExactlyTheWindow) {
+  IndexCache cache({}, nullptr);
+  IndexInfo info = CompileWait(cache, Spec("[0-9]*(a[0-9]*)?"));
+  ASSERT_EQ(info.state, IndexState::kReady);
+  // A long random walk with rollbacks on a bounded guide and an unbounded
+  // reference: same states throughout; a rollback is accepted exactly when
+  // it is within the model's count min(window, tokens since ...).
+  for (size_t window : {size_t{0}, size_t{1}, size_t{5}, size_t{37}}) {
+    Guide full(info.index), ring(info.index, window);
+    uint64_t x = 88172645463325252ull;
+    size_t avail = 0;
+    int refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      if (x % 4 == 0) {
+        size_t n = (x >> 8) % 12;
+        absl::Status b = ring.Rollback(n);
+        ASSERT_EQ(b.ok(), n <= avail) << b << " window " << window;
+        if (b.ok()) {
+          ASSERT_TRUE(full.Rollback(n).ok());
+          avail -= n;
+        } else {
+          ASSERT_EQ(b.code(), absl::StatusCode::kOutOfRange);
+          ++refused;
+        }
+      } else {
+        const uint32_t t[] = {(x >> 8) % 7 == 0 ? kA : kOne};
+        absl::Status a = full.Advance(t), b = ring.Advance(t);
+        ASSERT_EQ(a.ok(), b.ok());
+        if (b.ok()) avail = std::min(window, avail + 1);
+      }
+      ASSERT_EQ(full.state(), ring.state());
+      ASSERT_EQ(full.num_tokens(), ring.num_tokens());
+      ASSERT_EQ(ring.rollback_available(), avail);
+      ASSERT_LE(ring.history_bytes(), std::max<size_t>(window, 16) * 4);
+    }
+    EXPECT_GT(refused, 0);
+  }
 }
 
 TEST(MetricsTest, ExpositionNamesAndUnits) {

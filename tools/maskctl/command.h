@@ -14,6 +14,8 @@ namespace maskctl {
 
 struct Context {
   std::string addr;                // --addr, empty when not given
+  std::string tls_ca;              // --tls_ca: PEM file; set: TLS to a TCP --addr
+  std::string tls_cert, tls_key;   // --tls_cert/--tls_key: client certificate (mutual TLS)
   std::vector<std::string> args;   // the subcommand's own arguments
 };
 

@@ -21,7 +21,7 @@ std::map<std::string, Entry>& Registry() {
 }
 
 void PrintUsage(std::FILE* out) {
-  std::fprintf(out, "usage: maskctl [--addr ADDR] <command> [args]\n\ncommands:\n");
+  std::fprintf(out, "usage: maskctl [--addr ADDR] [--tls_ca F [--tls_cert F --tls_key F]] <command> [args]\n\ncommands:\n");
   for (const auto& [name, entry] : Registry()) std::fprintf(out, "  %s\n", entry.usage);
 }
 
@@ -47,6 +47,26 @@ int main(int argc, char** argv) {
       ctx.addr = argv[++i];
     } else if (a.rfind("--addr=", 0) == 0) {
       ctx.addr = a.substr(7);
+    } else if (a.rfind("--tls_", 0) == 0 || a.rfind("--tls-", 0) == 0) {
+      // --tls_ca FILE, --tls_cert FILE, --tls_key FILE (or --tls-ca=FILE ...)
+      std::string name = a.substr(6), value;
+      size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      }
+      if (name == "ca") {
+        ctx.tls_ca = value;
+      } else if (name == "cert") {
+        ctx.tls_cert = value;
+      } else if (name == "key") {
+        ctx.tls_key = value;
+      } else {
+        std::fprintf(stderr, "maskctl: unknown flag '%s'\n", a.c_str());
+        return maskctl::kExitError;
+      }
     } else {
       break;
     }

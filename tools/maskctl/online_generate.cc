@@ -1,7 +1,10 @@
-// maskctl --addr ADDR generate --tokenizer NAME --regex R --seed S --max-tokens N
+// maskctl --addr ADDR generate --tokenizer NAME --regex R --seed S --max-tokens N [--resume]
 // Drives one session through Step, choosing uniformly at random among the
 // allowed tokens (EOS included), until EOS or N tokens:
 // → {"session_id": "...", "tokens": [...], "text_hex": "...", "finished": bool}
+// With --resume the session is a maskd::ResumableSession: a server restart
+// mid-generation is survived (same tokens as without it), and the line adds
+// "resumes": n.
 #include <cstdio>
 #include <random>
 #include <string>
@@ -14,9 +17,29 @@
 namespace maskctl {
 namespace {
 
+#ifdef MASKD_WITH_CLIENT
+// The output line; `resumes` < 0: not a resumable session (no "resumes").
+int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t id,
+                   const std::vector<uint32_t>& tokens, bool finished, int resumes) {
+  auto text = client.Detokenize(tokenizer, tokens);
+  if (!text.ok()) return Fail("generate", text.status().ToString());
+  std::string list;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i) list += ", ";
+    list += std::to_string(tokens[i]);
+  }
+  std::string extra = resumes < 0 ? "" : ", \"resumes\": " + std::to_string(resumes);
+  std::printf("{\"session_id\": \"%llu\", \"tokens\": [%s], \"text_hex\": \"%s\", \"finished\": %s%s}\n",
+              static_cast<unsigned long long>(id), list.c_str(), Hex(*text).c_str(),
+              finished ? "true" : "false", extra.c_str());
+  return 0;
+}
+#endif
+
 int Generate(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "seed", "max-tokens"}, {});
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "seed", "max-tokens"},
+                          {"resume"});
   if (!args.ok()) return Fail("generate", std::string(args.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
@@ -28,16 +51,32 @@ int Generate(const Context& ctx) {
   const std::string& tokenizer = compile.tokenizer();
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("generate", std::string(client.status().message()));
+  std::mt19937_64 rng(*seed);
+  std::vector<uint32_t> tokens;
+  maskd::v1::StepResponse resp;
+  bool finished = false;
+  if (args->Has("resume")) {
+    auto rs = maskd::ResumableSession::Create(client->get(), compile);
+    if (!rs.ok()) return Fail("generate", rs.status().ToString());
+    std::vector<uint32_t> last;
+    for (;;) {
+      if (absl::Status s = (*rs)->Step(last, &resp); !s.ok()) return Fail("generate", s.ToString());
+      finished = resp.results(0).finished();
+      if (finished || tokens.size() >= *max_tokens) break;
+      int64_t t = RandomAllowed(maskd::MaskRow(resp, 0), {}, rng);
+      if (t < 0) break;
+      tokens.push_back(static_cast<uint32_t>(t));
+      last = {static_cast<uint32_t>(t)};
+    }
+    return PrintGenerated(**client, tokenizer, (*rs)->session_id(), tokens, finished,
+                          (*rs)->resumes());
+  }
   auto session = (*client)->CreateSession(compile);
   if (!session.ok()) return Fail("generate", session.status().ToString());
   const uint64_t id = session->session_id();
-  std::mt19937_64 rng(*seed);
-  std::vector<uint32_t> tokens;
   maskd::v1::StepRequest req;
-  maskd::v1::StepResponse resp;
   maskd::v1::StepEntry* entry = req.add_entries();
   entry->set_session_id(id);
-  bool finished = false;
   for (;;) {
     if (absl::Status s = (*client)->Step(req, &resp); !s.ok()) {
       (void)(*client)->CloseSession(id);
@@ -56,18 +95,8 @@ int Generate(const Context& ctx) {
     entry->clear_tokens();
     entry->add_tokens(static_cast<uint32_t>(t));
   }
-  auto text = (*client)->Detokenize(tokenizer, tokens);
   (void)(*client)->CloseSession(id);
-  if (!text.ok()) return Fail("generate", text.status().ToString());
-  std::string list;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (i) list += ", ";
-    list += std::to_string(tokens[i]);
-  }
-  std::printf("{\"session_id\": \"%llu\", \"tokens\": [%s], \"text_hex\": \"%s\", \"finished\": %s}\n",
-              static_cast<unsigned long long>(id), list.c_str(), Hex(*text).c_str(),
-              finished ? "true" : "false");
-  return 0;
+  return PrintGenerated(**client, tokenizer, id, tokens, finished, -1);
 #else
   return Fail("generate", "maskctl was built without the maskd client");
 #endif
@@ -75,8 +104,8 @@ int Generate(const Context& ctx) {
 
 }  // namespace
 MASKCTL_COMMAND("generate",
-                "generate --tokenizer NAME --regex R [--seed S] [--max-tokens N]   (needs --addr) "
-                "random constrained generation through one session",
+                "generate --tokenizer NAME --regex R [--seed S] [--max-tokens N] [--resume]   (needs --addr) "
+                "random constrained generation through one session (--resume: survives a server restart)",
                 Generate);
 
 }  // namespace maskctl

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <utility>
 
 namespace maskctl {
 
@@ -14,6 +17,19 @@ absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx)
   }
   maskd::ClientOptions options;
   options.max_message_bytes = 256 << 20;
+  if (ctx.tls_ca.empty() && !(ctx.tls_cert.empty() && ctx.tls_key.empty())) {
+    return absl::InvalidArgumentError("--tls_cert/--tls_key need --tls_ca");
+  }
+  for (const auto& [path, out] : {std::pair<std::string, std::string*>{ctx.tls_ca, &options.tls_ca_pem},
+                                  {ctx.tls_cert, &options.tls_cert_pem},
+                                  {ctx.tls_key, &options.tls_key_pem}}) {
+    if (path.empty()) continue;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError("cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+  }
   return maskd::Client::Connect(ctx.addr, options);
 }
 

@@ -1,0 +1,90 @@
+"""python -m maskd --addr ADDR health|compile|generate: a quick check, mirroring maskctl.
+
+One JSON object per line on stdout; errors on stderr and exit 2 (health: exit 3
+when the status is not SERVING).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from typing import List, Optional
+
+from maskd import Client, MaskdError
+from maskd.masks import allowed_tokens
+
+
+def _constraint(a: argparse.Namespace) -> dict:
+    if (a.regex is None) == (a.json_schema is None):
+        raise SystemExit("give exactly one of --regex or --json-schema FILE")
+    if a.regex is not None:
+        return {"regex": a.regex}
+    with open(a.json_schema, encoding="utf-8") as f:
+        return {"json_schema": f.read()}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m maskd", description=__doc__.splitlines()[0])
+    ap.add_argument("--addr", default="unix:///tmp/maskd.sock")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    h = sub.add_parser("health", help='{"status": "SERVING"}')
+    h.add_argument("--service", default="")
+    for name in ("compile", "generate"):
+        p = sub.add_parser(name)
+        p.add_argument("--tokenizer", required=True)
+        p.add_argument("--regex")
+        p.add_argument("--json-schema", metavar="FILE")
+        if name == "compile":
+            p.add_argument("--eager", action="store_true")
+            p.add_argument("--no-wait", action="store_true")
+            p.add_argument("--timeout-ms", type=int, default=0)
+        else:
+            p.add_argument("--seed", type=int, default=0)
+            p.add_argument("--max-tokens", type=int, default=64)
+    a = ap.parse_args(argv)
+    try:
+        with Client(a.addr, timeout=a.timeout) as c:
+            if a.cmd == "health":
+                status = c.health(a.service)
+                print(json.dumps({"status": status}))
+                return 0 if status == "SERVING" else 3
+            if a.cmd == "compile":
+                r = c.compile(a.tokenizer, eager=a.eager, wait=not a.no_wait, timeout_ms=a.timeout_ms,
+                              **_constraint(a))
+                state = {1: "compiling", 2: "ready", 3: "failed"}.get(r.state, "unspecified")
+                print(json.dumps({"index_id": r.index_id, "state": state, "dfa_states": r.dfa_states,
+                                  "compile_ms": r.compile_ms}))
+                return 0
+            # generate: one session, uniform random choice among the allowed tokens (EOS included).
+            s = c.create_session(tokenizer=a.tokenizer, **_constraint(a))
+            rng = random.Random(a.seed)
+            tokens: List[int] = []
+            entry: List[int] = []
+            finished = False
+            try:
+                while True:
+                    reply = c.step([(s.session_id, entry)]).raise_for_status()
+                    finished = reply.results[0].finished
+                    if finished or len(tokens) >= a.max_tokens:
+                        break
+                    allowed = allowed_tokens(reply.masks[0])
+                    if not allowed:
+                        break
+                    t = rng.choice(allowed)
+                    tokens.append(t)
+                    entry = [t]
+                text = c.detokenize(a.tokenizer, tokens)
+            finally:
+                c.close_session(s.session_id)
+            print(json.dumps({"session_id": str(s.session_id), "tokens": tokens,
+                              "text_hex": text.hex(), "finished": finished}))
+            return 0
+    except MaskdError as e:
+        print(f"{a.cmd}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

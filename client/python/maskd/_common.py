@@ -1,0 +1,158 @@
+"""Pieces shared by the sync and asyncio clients: errors, request builders, reply views.
+
+Masks. A mask row is ``words_per_row`` little-endian ``uint32`` words; token ``t``
+is allowed iff bit ``t & 31`` of word ``t >> 5`` is 1 (README, docs/api.md).
+Replies' mask bytes are exposed as read-only ``np.frombuffer`` views: no copy
+beyond the one protobuf makes when the ``bytes`` field is read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Iterable, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy as np
+
+from maskd.v1 import maskd_pb2 as pb
+
+# gRPC's default receive limit is 4 MiB; 256 rows of a 128k vocabulary are
+# ~4.1 MB. Matches the server's --max-message-bytes default.
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+
+# Longest server message kept in a MaskdError (the server bounds its own; this
+# bounds what a misbehaving peer could make us carry around).
+_MAX_MESSAGE_CHARS = 4096
+
+
+class MaskdError(Exception):
+    """Every failure of a maskd call: the gRPC status code and the server's message.
+
+    Raised for a failed RPC and, by the adapters and ``StepReply.raise_for_status``,
+    for a failed Step entry (``code`` is then that entry's code).
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str, *, entry: Optional[int] = None):
+        self.code = code
+        self.message = message[:_MAX_MESSAGE_CHARS]
+        self.entry = entry
+        where = f" (entry {entry})" if entry is not None else ""
+        super().__init__(f"{code.name}{where}: {self.message}")
+
+    @staticmethod
+    def from_rpc(err: grpc.RpcError) -> "MaskdError":
+        code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+        details = err.details() if hasattr(err, "details") else str(err)
+        return MaskdError(code or grpc.StatusCode.UNKNOWN, details or "")
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def status_code(value: int) -> grpc.StatusCode:
+    """A numeric google.rpc.Code (as in StepResult.status.code) as a grpc.StatusCode."""
+    return _CODES.get(value, grpc.StatusCode.UNKNOWN)
+
+
+def channel_options(max_message_bytes: int) -> list:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        # gRPC's own reconnect backoff (1 s growing to 120 s) would leave a restarted
+        # sidecar unused for minutes; cap it at 1 s (as the C++ ClientOptions).
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+    ]
+
+
+# One Step entry: a session id, or (session_id, tokens), (session_id, tokens, rollback) or
+# (session_id, tokens, rollback, max_tokens_left) (budget mode, see StepEntry in maskd.proto).
+EntryLike = Union[int, Tuple[int, Sequence[int]], Tuple[int, Sequence[int], int],
+                  Tuple[int, Sequence[int], int, int], pb.StepEntry]
+
+
+def step_request(entries: Iterable[EntryLike], words_per_row: int = 0) -> pb.StepRequest:
+    """Builds a StepRequest from (session_id, tokens[, rollback[, max_tokens_left]]) tuples
+    or StepEntry messages."""
+    req = pb.StepRequest(words_per_row=words_per_row)
+    for e in entries:
+        if isinstance(e, pb.StepEntry):
+            req.entries.append(e)
+        elif isinstance(e, int):
+            req.entries.add(session_id=e)
+        else:
+            sid, toks, *rest = e
+            ent = req.entries.add(session_id=int(sid), rollback=int(rest[0]) if rest else 0,
+                                  max_tokens_left=int(rest[1]) if len(rest) > 1 else 0)
+            ent.tokens.extend(int(t) for t in toks)
+    return req
+
+
+def compile_request(tokenizer: str, *, regex: Optional[str] = None,
+                    json_schema: Union[str, dict, None] = None, eager: bool = False,
+                    timeout_ms: int = 0, wait: bool = True) -> pb.CompileRequest:
+    if (regex is None) == (json_schema is None):
+        raise ValueError("give exactly one of regex= or json_schema=")
+    req = pb.CompileRequest(tokenizer=tokenizer, wait=wait,
+                            options=pb.CompileOptions(eager=eager, timeout_ms=timeout_ms))
+    if regex is not None:
+        req.regex = regex
+    else:
+        req.json_schema = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
+    return req
+
+
+def mask_view(data: bytes, rows: int, words_per_row: int) -> np.ndarray:
+    """(rows, words_per_row) read-only uint32 view of packed mask bytes (no copy)."""
+    if words_per_row == 0 or rows == 0:
+        return np.zeros((rows, words_per_row), dtype=np.uint32)
+    return np.frombuffer(data, dtype="<u4", count=rows * words_per_row).reshape(rows, words_per_row)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepReply:
+    """A Step (or StepStream message) reply.
+
+    ``masks`` is a read-only (entries, words_per_row) uint32 view of the reply's
+    mask bytes; row i belongs to entries[i] and is all zero when
+    ``results[i].status.code`` is not 0. ``results`` are the protobuf StepResults
+    (status, accepting, finished, forced, num_tokens).
+    """
+
+    results: Sequence[pb.StepResult]
+    masks: np.ndarray
+    words_per_row: int
+
+    @staticmethod
+    def from_proto(resp: pb.StepResponse) -> "StepReply":
+        return StepReply(resp.results, mask_view(resp.masks, len(resp.results), resp.words_per_row),
+                         resp.words_per_row)
+
+    def ok(self, i: int) -> bool:
+        return self.results[i].status.code == 0
+
+    def raise_for_status(self) -> "StepReply":
+        """Raises MaskdError for the first failed entry; returns self otherwise."""
+        for i, r in enumerate(self.results):
+            if r.status.code != 0:
+                raise MaskdError(status_code(r.status.code), r.status.message, entry=i)
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskReply:
+    """A Mask reply: ``mask`` is a read-only (words_per_row,) uint32 view;
+    ``min_bytes_to_finish``: fewest bytes still needed to reach an end (0 when accepting)."""
+
+    mask: np.ndarray
+    words_per_row: int
+    accepting: bool
+    finished: bool
+    forced: bytes
+    min_bytes_to_finish: int
+
+    @staticmethod
+    def from_proto(resp: pb.MaskResponse) -> "MaskReply":
+        return MaskReply(mask_view(resp.mask, 1, resp.words_per_row).reshape(-1), resp.words_per_row,
+                         resp.accepting, resp.finished, resp.forced, resp.min_bytes_to_finish)

@@ -1,0 +1,137 @@
+"""Hugging Face transformers: maskd masks in ``model.generate`` through a LogitsProcessor.
+
+    from maskd.integrations.transformers import MaskdLogitsProcessor
+    proc = MaskdLogitsProcessor("unix:///tmp/maskd.sock", "qwen3", regex=r"[0-9]{3}-[0-9]{4}")
+    out = model.generate(**inputs, logits_processor=[proc], stopping_criteria=[proc.prefetch],
+                         max_new_tokens=32)
+
+One Step per decoding step covers every row of the batch (``num_return_sequences``
+rows included). A row ends with an EOS id of the maskd tokenizer; the rows transformers
+then pads are not stepped and their logits are left alone. Logits wider than the
+tokenizer (padding ids) are masked. Greedy and sampling work; rows that change between
+steps (beam search reorders them) raise ``MaskdError`` (FAILED_PRECONDITION) instead of
+masking with the wrong state.
+
+Overlap. A LogitsProcessor only learns the sampled token when the next step's logits
+are ready, so alone it waits for the round trip after every forward pass.
+``proc.prefetch`` is a StoppingCriteria (it never stops generation) that transformers
+calls right after sampling, before the next forward pass: it sends the Step then, and
+the processor collects the reply when the logits arrive: the RPC overlaps the forward.
+
+One processor serves one ``generate`` call at a time; a new call (a batch of another
+shape, or prompts that do not continue the previous rows) starts new sessions. Call
+``close()`` (or use it as a context manager) to end the last sessions early; the server
+expires idle sessions anyway (--session-ttl).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy as np
+import torch
+from transformers import LogitsProcessor, StoppingCriteria
+
+from maskd._common import MaskdError, compile_request
+from maskd.resume import ResumeOptions
+from maskd.integrations._core import RowSessions, allowed_rows, connect, constraint_kwargs
+
+
+class _Prefetch(StoppingCriteria):
+    """Sends the next Step as soon as the tokens are sampled; never stops generation."""
+
+    def __init__(self, owner: "MaskdLogitsProcessor"):
+        self._owner = owner
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+        self._owner._prefetch(input_ids)
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
+class MaskdLogitsProcessor(LogitsProcessor):
+    """Masks every row's logits with its maskd session's next mask.
+
+    Args:
+      client: a maskd.Client or an address ("unix:///tmp/maskd.sock").
+      tokenizer: the maskd tokenizer name matching the model's tokenizer.
+      regex / json_schema / choices / index_id: the constraint (index_id: an index
+        already compiled for ``tokenizer``) (json_schema: str, dict or
+        Pydantic model class; choices: a list of strings).
+      eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
+      max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
+        after which the constraint could no longer be completed (and ended with EOS)
+        within it are masked, so output closes instead of being cut off.
+      resume: True (or a maskd.ResumeOptions): the rows' sessions are
+        maskd.ResumableSessions, so a maskd restart (SIGKILL, OOM kill) mid-generation
+        loses no row: they are re-created and replayed with the same masks. Needs the
+        constraint (not ``index_id``).
+    """
+
+    def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
+                 json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
+                 eos_token_id: Optional[Sequence[int]] = None,
+                 max_new_tokens: Optional[int] = None,
+                 resume: Union[bool, ResumeOptions] = False):
+        self.client = connect(client)
+        self.max_new_tokens = max_new_tokens
+        self.resume: Optional[Tuple[Any, ResumeOptions]] = None
+        if index_id is not None:
+            if resume:
+                raise ValueError("resume=True needs the constraint (regex=/json_schema=/choices=), "
+                                 "not index_id=")
+            self.index_id = index_id
+        else:
+            kw = constraint_kwargs(regex, json_schema, choices)
+            self.index_id = self.client.compile(tokenizer, **kw).index_id
+            if resume:
+                opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()
+                self.resume = (compile_request(tokenizer, **kw), opts)
+        self.eos_ids = list(eos_token_id) if eos_token_id is not None else \
+            list(self.client.tokenizer(tokenizer).eos_ids)
+        self.prefetch = _Prefetch(self)
+        self.sessions: Optional[RowSessions] = None
+        self._prev: Optional[torch.Tensor] = None  # input_ids of the previous call
+
+    # -- generation state -----------------------------------------------------
+    def _continues(self, input_ids: torch.Tensor) -> bool:
+        prev = self._prev
+        return (prev is not None and self.sessions is not None
+                and input_ids.shape[0] == prev.shape[0] and input_ids.shape[1] == prev.shape[1] + 1)
+
+    def _prefetch(self, input_ids: torch.Tensor) -> None:
+        if self._continues(input_ids) and not all(self.sessions.done):
+            self.sessions.prefetch(input_ids[:, -1].tolist())
+
+    def close(self) -> None:
+        """Ends the sessions of the last generation."""
+        if self.sessions is not None:
+            self.sessions.close()
+            self.sessions = None
+        self._prev = None
+
+    def __enter__(self) -> "MaskdLogitsProcessor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- LogitsProcessor --------------------------------------------------------
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._continues(input_ids):
+            if not torch.equal(input_ids[:, :-1], self._prev):
+                raise MaskdError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "MaskdLogitsProcessor: batch rows changed between steps (beam search reorders "
+                    "rows); use num_beams=1 (greedy or sampling, num_return_sequences for several)")
+            reply, live = self.sessions.step(input_ids[:, -1].tolist())
+        else:
+            self.close()
+            self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, input_ids.shape[0],
+                                        budget=self.max_new_tokens, resume=self.resume)
+            reply, live = self.sessions.step(None)
+        self._prev = input_ids
+        allowed = allowed_rows(reply, live, scores.shape[0], scores.shape[-1])
+        mask = torch.from_numpy(allowed)
+        if scores.device.type != "cpu":
+            mask = mask.to(scores.device, non_blocking=True)
+        return scores.masked_fill_(~mask, float("-inf"))

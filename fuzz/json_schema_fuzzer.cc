@@ -1,0 +1,70 @@
+// libFuzzer: bytes -> JsonSchemaToRegex (including `pattern` through the ECMA
+// translator) -> Regex::Parse -> Dfa::Compile, with small limits. The first
+// byte picks the options (whitespace layout, recursion depth, object
+// default); the rest is the schema. Any crash, sanitizer report, hang or
+// status other than OK / InvalidArgument / ResourceExhausted is a bug, and so
+// is a generated regex our own parser refuses as malformed.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "index/dfa.h"
+#include "index/json_schema.h"
+#include "index/regex.h"
+
+namespace {
+
+void CheckCode(const absl::Status& s) {
+  if (s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
+      s.code() == absl::StatusCode::kResourceExhausted ||
+      s.code() == absl::StatusCode::kDeadlineExceeded) {
+    if (s.message().size() > 4096) abort();  // messages are bounded
+    return;
+  }
+  fprintf(stderr, "unexpected status: %s\n", s.ToString().c_str());
+  abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t knobs = data[0];
+  std::string_view schema(reinterpret_cast<const char*>(data + 1), size - 1);
+  maskd::JsonSchemaOptions o;
+  o.whitespace = knobs % 3 == 0   ? maskd::JsonWhitespace::kPython
+                 : knobs % 3 == 1 ? maskd::JsonWhitespace::kCompact
+                                  : maskd::JsonWhitespace::kFlexible;
+  o.max_recursion_depth = (knobs >> 2) & 3;
+  o.any_value_depth = 1 + ((knobs >> 4) & 1);
+  o.additional_properties_default_open = (knobs >> 5) & 1;
+  o.ensure_ascii = (knobs >> 6) & 1;
+  o.infer_type_from_keywords = (knobs >> 7) & 1;
+  o.max_counted_repeat = 16;
+  o.max_schema_bytes = 1 << 16;
+  o.max_regex_bytes = 1 << 18;
+  auto r = maskd::JsonSchemaToRegex(schema, o);
+  CheckCode(r.status());
+  if (!r.ok()) return 0;
+  maskd::RegexLimits limits;
+  limits.max_pattern_bytes = o.max_regex_bytes;
+  limits.max_nodes = 1 << 16;
+  auto re = maskd::Regex::Parse(r->regex, limits);
+  // The converter's output is always well-formed regex syntax: only a size
+  // limit may refuse it.
+  if (!re.ok() && re.status().code() != absl::StatusCode::kResourceExhausted) {
+    fprintf(stderr, "generated regex refused: %s\n", re.status().ToString().c_str());
+    abort();
+  }
+  if (!re.ok()) return 0;
+  maskd::DfaOptions options;
+  options.max_states = 2000;
+  options.max_nfa_states = 1 << 17;
+  options.deadline = absl::Now() + absl::Seconds(2);
+  CheckCode(maskd::Dfa::Compile(*re, options).status());
+  return 0;
+}

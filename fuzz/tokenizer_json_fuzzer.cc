@@ -1,0 +1,50 @@
+// libFuzzer: bytes -> the tokenizer.json loader (Vocabulary::FromJson, which
+// parses with simdjson, maps token strings to bytes and builds the vocabulary)
+// and the tokenizer_config.json EOS reader. The first byte picks options and
+// which document the bytes are. Any crash, sanitizer report or hang is a bug;
+// errors must be InvalidArgument (bad content) or ResourceExhausted.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "index/tokenizer_json.h"
+#include "index/vocabulary.h"
+
+namespace {
+
+void CheckCode(const absl::Status& s) {
+  if (s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
+      s.code() == absl::StatusCode::kResourceExhausted) {
+    if (s.message().size() > 4096) {
+      fprintf(stderr, "unbounded message (%zu bytes)\n", s.message().size());
+      abort();
+    }
+    return;
+  }
+  fprintf(stderr, "unexpected status: %s\n", s.ToString().c_str());
+  abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t knobs = data[0];
+  std::string_view doc(reinterpret_cast<const char*>(data + 1), size - 1);
+  if (knobs & 1) {
+    CheckCode(maskd::internal::ParseEosToken(doc, "tokenizer_config.json").status());
+    return 0;
+  }
+  maskd::VocabularyOptions options;
+  if (knobs & 2) options.vocab_size = 1u << 12;
+  if (knobs & 4) options.eos_ids = {0};
+  // A small config beside it (EOS by name) half the time.
+  std::string config = (knobs & 8) ? R"({"eos_token": "</s>"})" : "";
+  auto v = maskd::Vocabulary::FromJson(doc, config, options, "tokenizer.json");
+  CheckCode(v.status());
+  return 0;
+}

@@ -1,0 +1,305 @@
+"""maskd.Client / maskd.aio.AsyncClient against the real maskd binary: every RPC,
+errors (code + message), masks as zero-copy NumPy views, apply_mask, the shm helper, the CLI."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+import regex as re_mod
+
+import maskd
+import maskd.aio
+from maskd.masks import allowed_tokens, apply_mask, is_allowed, unpack_mask
+from maskd.shm import ShmLogits
+
+from conftest import REPO, TOKENIZER_DIR, need
+
+RX = "(cat|dog)s?"
+
+
+@pytest.fixture(scope="module")
+def cat(qwen3_dir):
+    """The id of the token "cat" in the bundled Qwen3 tokenizer."""
+    tokenizers = need("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(qwen3_dir / "tokenizer.json")).token_to_id("cat")
+
+
+def test_health_ping_stats(client):
+    assert client.health() == "SERVING"
+    client.ping()
+    st = client.stats()
+    assert st.pid > 0 and st.version
+
+
+def test_list_tokenizers_and_detokenize(client):
+    t = client.tokenizer("qwen3")
+    assert t.vocab_size == 151669 and t.words_per_row if hasattr(t, "words_per_row") else True
+    assert t.eos_ids, "qwen3 has EOS ids"
+    assert client.detokenize("qwen3", [9707]) == b"Hello"
+    with pytest.raises(maskd.MaskdError) as e:
+        client.tokenizer("nope")
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_register_tokenizer(client, qwen3_dir):
+    data = (qwen3_dir / "tokenizer.json").read_bytes()
+    cfg = (qwen3_dir / "tokenizer_config.json").read_bytes()
+    t = client.register_tokenizer("py-qwen3", data, tokenizer_config_json=cfg, vocab_size=151936)
+    assert t.vocab_size == 151936 and t.source == "registered"
+    # Same content again: a no-op; other content under the name: ALREADY_EXISTS.
+    assert client.register_tokenizer("py-qwen3", data, tokenizer_config_json=cfg,
+                                     vocab_size=151936).content_hash == t.content_hash
+    with pytest.raises(maskd.MaskdError) as e:
+        client.register_tokenizer("py-qwen3", data, vocab_size=151937)
+    assert e.value.code == grpc.StatusCode.ALREADY_EXISTS
+
+
+def test_compile_errors_carry_code_and_message(client):
+    r = client.compile("qwen3", regex=RX)
+    assert r.index_id.startswith("ix-") and r.state == 2 and r.words_per_row == (151669 + 31) // 32
+    assert client.get_index(r.index_id).state == 2
+    assert client.cancel_compile(r.index_id) is False  # already finished
+    with pytest.raises(maskd.MaskdError) as e:
+        client.compile("qwen3", regex="(ab")
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "offset" in e.value.message or "(" in e.value.message
+    with pytest.raises(maskd.MaskdError) as e:
+        client.compile("no-such-tokenizer", regex=RX)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(maskd.MaskdError) as e:
+        client.get_index("ix-" + "0" * 32)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+    schema = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
+    assert client.compile("qwen3", json_schema=schema).state == 2
+    with pytest.raises(ValueError):
+        client.compile("qwen3")
+
+
+def _drive(client, step, sid, text_tokens):
+    """Steps a session through tokens one by one, checking each is allowed first."""
+    reply = step([(sid, [])])
+    for t in text_tokens:
+        assert is_allowed(reply.masks[0], t)
+        reply = step([(sid, [t])]).raise_for_status()
+    return reply
+
+
+def test_session_step_mask_rollback_fork(client, cat):
+    eos = list(client.tokenizer("qwen3").eos_ids)
+    s = client.create_session(tokenizer="qwen3", regex=RX)
+    assert s.session_id != 0 and s.words_per_row == 4740
+    first = client.step([(s.session_id, [])]).raise_for_status()
+    # Zero-copy view of the reply's bytes, read-only, uint32, one row per entry.
+    assert first.masks.dtype == np.uint32 and first.masks.shape == (1, 4740)
+    root = first.masks
+    while isinstance(root, np.ndarray):
+        root = root.base
+    assert not first.masks.flags.writeable and isinstance(root, bytes)
+    allowed = allowed_tokens(first.masks[0])
+    texts = [client.detokenize("qwen3", [t]) for t in allowed]
+    assert all(b"cats".startswith(x) or b"dogs".startswith(x) for x in texts) and allowed
+    assert not any(e in allowed for e in eos)
+    assert client.detokenize("qwen3", [cat]) == b"cat"
+    r = client.step([(s.session_id, [cat])]).raise_for_status()
+    assert r.results[0].accepting and r.results[0].num_tokens == 1
+    assert all(is_allowed(r.masks[0], e) for e in eos)
+    # Stateless Mask gives the same row.
+    m = client.mask(s.index_id, [cat])
+    assert np.array_equal(m.mask, r.masks[0]) and m.accepting
+    # Fork: same state, independent afterwards.
+    f = client.fork_session(s.session_id)
+    assert client.step([(f, [eos[0]])]).raise_for_status().results[0].finished
+    assert not client.step([(s.session_id, [])]).results[0].finished
+    # Rollback to the start: the first mask again.
+    assert client.rollback(s.session_id, 1) == 0
+    assert np.array_equal(client.step([s.session_id]).masks[0], first.masks[0])
+    # A disallowed token fails its entry only (FAILED_PRECONDITION), state unchanged.
+    bad = client.step([(s.session_id, [eos[0]]), (f, [])])
+    assert bad.results[0].status.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
+    assert not bad.masks[0].any() and bad.ok(1)
+    with pytest.raises(maskd.MaskdError) as e:
+        bad.raise_for_status()
+    assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION and e.value.entry == 0
+    with pytest.raises(maskd.MaskdError) as e:
+        client.rollback(s.session_id, 5)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    client.close_session(f)
+    client.close_session(s.session_id)
+    with pytest.raises(maskd.MaskdError) as e:
+        client.close_session(s.session_id)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_step_async_and_stream_match_unary(client):
+    ix = client.compile("qwen3", regex="[a-z]{1,12}").index_id
+    a = client.create_session(ix).session_id
+    b = client.create_session(ix).session_id
+    toks = [client.mask(ix).mask]
+    fut = client.step_async([(a, []), (b, [])], words_per_row=4800)
+    r = fut.result()
+    assert r.masks.shape == (2, 4800) and not r.masks[:, 4740:].any()
+    with client.step_stream() as st:
+        st.send([(a, [])])
+        st.send([(b, [])])  # two in flight, replies in order
+        r1, r2 = st.recv(), st.recv()
+        assert np.array_equal(r1.masks[0], toks[0]) and np.array_equal(r2.masks[0], toks[0])
+        t = allowed_tokens(r1.masks[0])[0]
+        r3 = st.step([(a, [t])]).raise_for_status()
+        assert np.array_equal(r3.masks[0], client.mask(ix, [t]).mask)
+        bad = st.step([(12345678901, [])])
+        assert bad.results[0].status.code == grpc.StatusCode.NOT_FOUND.value[0]
+
+
+def test_async_client_covers_the_api(addr, cat):
+    async def run():
+        async with maskd.aio.AsyncClient(addr, timeout=60) as c:
+            assert await c.health() == "SERVING"
+            await c.ping()
+            assert (await c.stats()).pid > 0
+            assert any(t.name == "qwen3" for t in await c.list_tokenizers())
+            assert await c.detokenize("qwen3", [9707]) == b"Hello"
+            ix = (await c.compile("qwen3", regex=RX)).index_id
+            assert (await c.get_index(ix, wait=True)).state == 2
+            assert await c.cancel_compile(ix) is False
+            s = await c.create_session(ix)
+            r = await c.step([(s.session_id, [cat])])
+            r.raise_for_status()
+            assert np.array_equal(r.masks[0], (await c.mask(ix, [cat])).mask)
+            f = await c.fork_session(s.session_id)
+            assert await c.rollback(f, 1) == 0
+            st = c.step_stream()
+            r2 = await st.step([(f, [])])
+            assert np.array_equal(r2.masks[0], (await c.mask(ix)).mask)
+            await st.close()
+            await c.close_session(f)
+            await c.close_session(s.session_id)
+            with pytest.raises(maskd.MaskdError) as e:
+                await c.close_session(s.session_id)
+            assert e.value.code == grpc.StatusCode.NOT_FOUND
+            with pytest.raises(maskd.MaskdError) as e:
+                await c.compile("qwen3", regex="a{5,2}")
+            assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            assert await c.shm.list_regions() is not None
+
+    asyncio.run(run())
+
+
+def _expected(logits, allowed_bits):
+    want = logits.copy()
+    want[..., ~allowed_bits] = -np.inf
+    return want
+
+
+def test_apply_mask_numpy_pads_wider_logits(client):
+    ix = client.compile("qwen3", regex=RX).index_id
+    row = client.mask(ix).mask
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((2, 151936)).astype(np.float32)  # wider than the 151669 tokens
+    orig = logits.copy()
+    out = apply_mask(logits, np.stack([row, row]))
+    assert out is logits
+    bits = unpack_mask(row, 151936)
+    assert not bits[151669:].any()
+    np.testing.assert_array_equal(logits, _expected(orig, bits))
+    assert np.isfinite(logits[:, bits]).all() and np.isneginf(logits[:, 151680:]).all()
+    # One row broadcasts; 1-D logits.
+    one = orig[0].copy()
+    apply_mask(one, row)
+    np.testing.assert_array_equal(one, _expected(orig[0], bits))
+    with pytest.raises(TypeError):
+        apply_mask([1.0, 2.0], row)
+
+
+def test_apply_mask_torch_and_mlx(client):
+    ix = client.compile("qwen3", regex=RX).index_id
+    row = client.mask(ix).mask
+    bits = unpack_mask(row, 151936)
+    base = np.random.default_rng(1).standard_normal((1, 151936)).astype(np.float32)
+    torch = need("torch")
+    t = torch.from_numpy(base.copy())
+    assert apply_mask(t, row[None]) is t
+    np.testing.assert_array_equal(t.numpy(), _expected(base, bits))
+    mx = need("mlx.core")
+    m = apply_mask(mx.array(base), row[None])
+    np.testing.assert_array_equal(np.array(m), _expected(base, bits))
+
+
+def test_shm_logits_applied_in_place(client, cat):
+    ix = client.compile("qwen3", regex=RX).index_id
+    sids = [client.create_session(ix).session_id for _ in range(3)]
+    base = np.random.default_rng(2).standard_normal((3, 151936)).astype(np.float32)
+    with ShmLogits.from_array(client, base) as region:
+        assert [r.name for r in client.shm.list_regions(region.region)] == [region.region]
+        resp = region.step([(sids[0], []), (sids[1], [cat]), (sids[2], [])], row_map=[0, 1, -1])
+        assert resp.words_per_row == 4740
+        want0 = _expected(base[0], unpack_mask(client.mask(ix).mask, 151936))
+        want1 = _expected(base[1], unpack_mask(client.mask(ix, [cat]).mask, 151936))
+        np.testing.assert_array_equal(region.array[0], want0)
+        np.testing.assert_array_equal(region.array[1], want1)
+        np.testing.assert_array_equal(region.array[2], base[2])  # row_map -1: untouched
+        # A bad entry raises; its row is left untouched.
+        region.array[...] = base
+        with pytest.raises(maskd.MaskdError) as e:
+            region.step([(sids[0], [151643])])
+        assert e.value.code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT)
+        np.testing.assert_array_equal(region.array[0], base[0])
+        torch = need("torch")
+        tview = region.tensor()
+        tview.copy_(torch.from_numpy(base))
+        region.step([(sids[2], [])])
+        np.testing.assert_array_equal(region.array[0], want0)
+        key, name = region.key, region.region
+    assert not os.path.exists("/dev/shm" + key)
+    with pytest.raises(maskd.MaskdError) as e:
+        client.shm.list_regions(name)
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_shm_refused_without_allow_shm():
+    from conftest import MaskdServer
+
+    s = MaskdServer([])
+    try:
+        with maskd.Client(s.addr, timeout=30) as c:
+            with pytest.raises(maskd.MaskdError) as e:
+                ShmLogits(c, 1, 8)
+            assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
+            assert "allow_shm" in e.value.message
+    finally:
+        s.stop()
+
+
+def _cli(addr, *args):
+    return subprocess.run([sys.executable, "-m", "maskd", "--addr", addr, *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_health_compile_generate(addr):
+    r = _cli(addr, "health")
+    assert r.returncode == 0 and json.loads(r.stdout) == {"status": "SERVING"}
+    r = _cli(addr, "compile", "--tokenizer", "qwen3", "--regex", RX)
+    assert r.returncode == 0 and json.loads(r.stdout)["state"] == "ready"
+    pattern = "[a-z]{1,8}@[a-z]{2,5}\\.com"
+    for seed in range(5):
+        r = _cli(addr, "generate", "--tokenizer", "qwen3", "--regex", pattern, "--seed", str(seed),
+                 "--max-tokens", "64")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["finished"] and re_mod.fullmatch(pattern, bytes.fromhex(out["text_hex"]).decode())
+    r = _cli(addr, "compile", "--tokenizer", "qwen3", "--regex", "(")
+    assert r.returncode == 2 and "INVALID_ARGUMENT" in r.stderr
+    r = _cli("unix:///nonexistent/maskd.sock", "--timeout", "2", "health")
+    assert r.returncode == 2 and r.stderr
+
+
+def test_generated_code_is_current():
+    need("grpc_tools")
+    r = subprocess.run([sys.executable, str(REPO / "client" / "python" / "gen_proto.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
