@@ -141,6 +141,9 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   const uint64_t kBig = 1024ull * 15000 * 4;
   v1::StepResponse resp;
 
+  // A kept buffer shows as the whole reply (61 MB) resident; a freed one as
+  // allocator and page-cache noise, measured up to ~16 MB here: half the reply
+  // tells them apart.
   // (1) A large reply, then small ones: the buffer is dropped after the next write.
   auto stream = (*c)->OpenStepStream();
   ASSERT_TRUE(stream.ok());
@@ -154,20 +157,20 @@ TEST(HostileStreamsTest, StreamDoesNotKeepALargeReplyBuffer) {
   const uint64_t after = ServerRss(**c);
   if (kRssMeaningful) {
     EXPECT_GT(peak, base + kBig * 3 / 4) << "the reply buffer was not resident?";
-    EXPECT_LT(after, base + kBig / 4) << "base " << base << " peak " << peak;
+    EXPECT_LT(after, base + kBig / 2) << "base " << base << " peak " << peak;
   }
 
   // (2) A large reply, then nothing: the reaper frees it within ~2 s.
   ASSERT_TRUE((*stream)->Step(big, &resp).ok());
   const uint64_t peak2 = ServerRss(**c);
   uint64_t idle = peak2;
-  for (int i = 0; i < 100 && idle > base + kBig / 4; ++i) {
+  for (int i = 0; i < 100 && idle > base + kBig / 2; ++i) {
     absl::SleepFor(absl::Milliseconds(100));
     idle = ServerRss(**c);
   }
   if (kRssMeaningful) {
     EXPECT_GT(peak2, base + kBig * 3 / 4);
-    EXPECT_LT(idle, base + kBig / 4) << "base " << base << " peak " << peak2;
+    EXPECT_LT(idle, base + kBig / 2) << "base " << base << " peak " << peak2;
   }
   // The stream still works after its buffer was freed.
   ASSERT_TRUE((*stream)->Step(OneEntry(id, {kOne}), &resp).ok());
