@@ -11,25 +11,11 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "fuzz/expect_status.h"
 #include "absl/time/clock.h"
 #include "index/dfa.h"
 #include "index/json_schema.h"
 #include "index/regex.h"
-
-namespace {
-
-void CheckCode(const absl::Status& s) {
-  if (s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
-      s.code() == absl::StatusCode::kResourceExhausted ||
-      s.code() == absl::StatusCode::kDeadlineExceeded) {
-    if (s.message().size() > 4096) abort();  // messages are bounded
-    return;
-  }
-  fprintf(stderr, "unexpected status: %s\n", s.ToString().c_str());
-  abort();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -48,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.max_schema_bytes = 1 << 16;
   o.max_regex_bytes = 1 << 18;
   auto r = maskd::JsonSchemaToRegex(schema, o);
-  CheckCode(r.status());
+  maskd::fuzz::ExpectClientStatus(r.status(), maskd::fuzz::Deadline::kSet);
   if (!r.ok()) return 0;
   maskd::RegexLimits limits;
   limits.max_pattern_bytes = o.max_regex_bytes;
@@ -65,6 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.max_states = 2000;
   options.max_nfa_states = 1 << 17;
   options.deadline = absl::Now() + absl::Seconds(2);
-  CheckCode(maskd::Dfa::Compile(*re, options).status());
+  maskd::fuzz::ExpectClientStatus(maskd::Dfa::Compile(*re, options).status(), maskd::fuzz::Deadline::kSet);
   return 0;
 }

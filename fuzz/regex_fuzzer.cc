@@ -7,23 +7,10 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "fuzz/expect_status.h"
 #include "absl/time/clock.h"
 #include "index/dfa.h"
 #include "index/regex.h"
-
-namespace {
-
-void CheckCode(const absl::Status& s) {
-  if (s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
-      s.code() == absl::StatusCode::kResourceExhausted ||
-      s.code() == absl::StatusCode::kDeadlineExceeded) {
-    if (s.message().size() > 4096) abort();  // messages are bounded
-    return;
-  }
-  abort();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view pattern(reinterpret_cast<const char*>(data), size);
@@ -32,14 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_repeat = 64;
   limits.max_nodes = 1 << 14;
   auto re = maskd::Regex::Parse(pattern, limits);
-  CheckCode(re.status());
+  maskd::fuzz::ExpectClientStatus(re.status());
   if (!re.ok()) return 0;
   maskd::DfaOptions options;
   options.max_states = 2000;
   options.max_nfa_states = 1 << 16;
   options.deadline = absl::Now() + absl::Seconds(2);
   auto dfa = maskd::Dfa::Compile(*re, options);
-  CheckCode(dfa.status());
+  maskd::fuzz::ExpectClientStatus(dfa.status(), maskd::fuzz::Deadline::kSet);
   if (dfa.ok()) {
     // Walk the input itself and check the automaton's invariants on the way.
     auto d = *dfa;

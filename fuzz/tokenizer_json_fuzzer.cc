@@ -11,32 +11,16 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "fuzz/expect_status.h"
 #include "index/tokenizer_json.h"
 #include "index/vocabulary.h"
-
-namespace {
-
-void CheckCode(const absl::Status& s) {
-  if (s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
-      s.code() == absl::StatusCode::kResourceExhausted) {
-    if (s.message().size() > 4096) {
-      fprintf(stderr, "unbounded message (%zu bytes)\n", s.message().size());
-      abort();
-    }
-    return;
-  }
-  fprintf(stderr, "unexpected status: %s\n", s.ToString().c_str());
-  abort();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t knobs = data[0];
   std::string_view doc(reinterpret_cast<const char*>(data + 1), size - 1);
   if (knobs & 1) {
-    CheckCode(maskd::internal::ParseEosToken(doc, "tokenizer_config.json").status());
+    maskd::fuzz::ExpectClientStatus(maskd::internal::ParseEosToken(doc, "tokenizer_config.json").status());
     return 0;
   }
   maskd::VocabularyOptions options;
@@ -45,6 +29,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A small config beside it (EOS by name) half the time.
   std::string config = (knobs & 8) ? R"({"eos_token": "</s>"})" : "";
   auto v = maskd::Vocabulary::FromJson(doc, config, options, "tokenizer.json");
-  CheckCode(v.status());
+  maskd::fuzz::ExpectClientStatus(v.status());
   return 0;
 }
