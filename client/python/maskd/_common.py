@@ -103,6 +103,20 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
     return req
 
 
+def create_session_request(index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
+                           regex: Optional[str] = None,
+                           json_schema: Union[str, dict, None] = None,
+                           eager: bool = False) -> pb.CreateSessionRequest:
+    """A CreateSession at ``index_id``, or at ``tokenizer`` + ``regex``/``json_schema``
+    compiled in the same call."""
+    if index_id is not None:
+        return pb.CreateSessionRequest(index_id=index_id)
+    if tokenizer is not None:
+        return pb.CreateSessionRequest(compile=compile_request(
+            tokenizer, regex=regex, json_schema=json_schema, eager=eager))
+    raise ValueError("give index_id= or tokenizer= with regex=/json_schema=")
+
+
 def mask_view(data: bytes, rows: int, words_per_row: int) -> np.ndarray:
     """(rows, words_per_row) read-only uint32 view of packed mask bytes (no copy)."""
     if words_per_row == 0 or rows == 0:

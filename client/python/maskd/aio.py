@@ -13,7 +13,8 @@ import grpc.aio
 
 from maskd import _health_pb2 as health_pb
 from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, MaskdError, MaskReply, StepReply,
-                           channel_options, compile_request, step_request)
+                           channel_options, compile_request, create_session_request,
+                           step_request)
 from maskd.client import _HEALTH_STATUS
 from maskd.v1 import maskd_pb2 as pb
 from maskd.v1 import maskd_pb2_grpc as pb_grpc
@@ -166,13 +167,8 @@ class AsyncClient:
     async def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                              regex: Optional[str] = None, json_schema: Optional[str] = None,
                              eager: bool = False) -> pb.CreateSessionResponse:
-        if index_id is not None:
-            req = pb.CreateSessionRequest(index_id=index_id)
-        elif tokenizer is not None:
-            req = pb.CreateSessionRequest(compile=compile_request(
-                tokenizer, regex=regex, json_schema=json_schema, eager=eager))
-        else:
-            raise ValueError("give index_id= or tokenizer= with regex=/json_schema=")
+        req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
+                                     json_schema=json_schema, eager=eager)
         return await _rpc(self._stub.CreateSession, req, self.timeout)
 
     async def close_session(self, session_id: int) -> None:

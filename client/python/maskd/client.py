@@ -20,7 +20,8 @@ import grpc
 
 from maskd import _health_pb2 as health_pb
 from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, MaskdError, MaskReply, StepReply,
-                           channel_options, compile_request, step_request)
+                           channel_options, compile_request, create_session_request,
+                           step_request)
 from maskd.v1 import maskd_pb2 as pb
 from maskd.v1 import maskd_pb2_grpc as pb_grpc
 from maskd.v1 import shm_pb2 as shm_pb
@@ -252,13 +253,8 @@ class Client:
                        eager: bool = False) -> pb.CreateSessionResponse:
         """A session at the start of an index, given by ``index_id`` or compiled from
         ``tokenizer`` + ``regex``/``json_schema`` in the same call."""
-        if index_id is not None:
-            req = pb.CreateSessionRequest(index_id=index_id)
-        elif tokenizer is not None:
-            req = pb.CreateSessionRequest(compile=compile_request(
-                tokenizer, regex=regex, json_schema=json_schema, eager=eager))
-        else:
-            raise ValueError("give index_id= or tokenizer= with regex=/json_schema=")
+        req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
+                                     json_schema=json_schema, eager=eager)
         return _rpc(self._stub.CreateSession, req, self.timeout)
 
     def close_session(self, session_id: int) -> None:
