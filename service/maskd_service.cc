@@ -15,6 +15,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "grpcpp/support/message_allocator.h"
 #include "index/guide.h"
+#include "service/grpc_status.h"
 #include "service/log.h"
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
@@ -26,11 +27,6 @@ static_assert(std::endian::native == std::endian::little,
               "mask rows are written as native uint32 words: little-endian hosts only");
 
 namespace {
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), BoundMessage(s.message()));
-}
 
 v1::IndexState ToProto(IndexState s) {
   switch (s) {
@@ -200,7 +196,7 @@ void MaskdService::FinishReactor(Reactor* r, const char* method, const absl::Sta
       s.code() == absl::StatusCode::kDataLoss) {
     LogError(absl::StrCat(method, ": ", StatusCodeName(static_cast<int>(s.code()))));
   }
-  r->Finish(ToGrpc(s));
+  r->Finish(ToGrpcStatus(s));
 }
 
 MaskdService::Reactor* MaskdService::Done(Ctx* ctx, const char* method, const absl::Status& s) {
@@ -537,7 +533,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
       return;
     }
     if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
-    Finish(ToGrpc(s));
+    Finish(ToGrpcStatus(s));
   }
   void OnWriteDone(bool ok) override {
     {

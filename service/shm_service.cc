@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/support/message_allocator.h"
 #include "service/grpc_status.h"
+#include "service/quote.h"
 #include "service/log.h"
 #include "service/maskd_service.h"
 #include "service/peer_credentials.h"
@@ -204,7 +205,7 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
   const shm::Region& region = **lease;
   if (caller.has_value() && region.owner_uid() != *caller) {
     return absl::PermissionDeniedError(absl::StrCat(
-        "shared-memory region \"", region.name(), "\" belongs to another user"));
+        "shared-memory region ", QuoteInput(region.name()), " belongs to another user"));
   }
   const bool cuda = region.kind() == shm::RegionKind::kCuda;
 
