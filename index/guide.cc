@@ -167,6 +167,28 @@ absl::Status Guide::Rollback(size_t n) {
 
 absl::Status Guide::RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens) {
   if (n > count_) return Rollback(n);  // the error, state unchanged
+  if (n == 0 && tokens.size() == 1) {  // a decoding step: one check, one walk
+    absl::Status s = Advance(tokens[0]);
+    if (s.ok()) return s;
+    return absl::Status(s.code(), absl::StrCat("tokens[0]: ", s.message()));
+  }
+  if (n == 0 && count_ + tokens.size() <= window_) {
+    // No live history entry is overwritten (pushes land past count_), so one
+    // pass that restores count_ and state_ on error changes nothing.
+    const uint32_t start_state = state_;
+    const size_t start_count = count_;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      uint32_t next;
+      if (auto s = Transition(state_, tokens[i], &next); !s.ok()) {
+        state_ = start_state;
+        count_ = start_count;
+        return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+      }
+      Push(state_);
+      state_ = next;
+    }
+    return absl::OkStatus();
+  }
   // Check every step from the rolled-back state first, changing nothing (the
   // ring may overwrite its oldest entries as it advances, so a failure
   // half-way could not be undone).
