@@ -19,7 +19,7 @@ from maskd import _health_pb2 as health_pb
 from maskd._common import MaskdError, StepReply, compile_request
 from maskd.aio import AsyncClient
 from maskd.client import _HEALTH_STATUS
-from maskd.resume import _NOT_FOUND, ResumeOptions, _Lost, _transport_loss
+from maskd.resume import _NOT_FOUND, ResumeOptions, _Lost, _absorb, _merge, _transport_loss
 from maskd.v1 import maskd_pb2 as pb
 
 T = TypeVar("T")
@@ -252,25 +252,13 @@ async def async_step_resumable(entries: Iterable[AsyncResumableEntry],
             for s, *_ in ents:
                 s.session_id = 0  # abandoned: the call may or may not have been applied
         else:
-            w = resp.words_per_row
-            for i, (s, toks, rb, _) in enumerate(ents):
-                r = resp.results[i]
-                if r.status.code == _NOT_FOUND:
-                    s.session_id = 0
-                    continue
-                if r.status.code == 0:
-                    s._commit(rb, toks)
-                results[i], wprs[i] = r, w
-                rows[i] = resp.masks[i * w * 4:(i + 1) * w * 4]
+            if _absorb(resp, ents, results, rows, wprs):
+                return StepReply.from_proto(resp)  # nothing lost: the reply as it came
     for i, (s, toks, rb, left) in enumerate(ents):
         if results[i] is None:
             r1 = await s._step_proto(toks, rb, words_per_row, left)
             results[i], wprs[i], rows[i] = r1.results[0], r1.words_per_row, r1.masks
-    w = max(wprs)
-    out = pb.StepResponse(words_per_row=w)
-    out.results.extend(results)
-    out.masks = b"".join(row.ljust(w * 4, b"\0") for row in rows)
-    return StepReply.from_proto(out)
+    return _merge(results, rows, wprs)
 
 
 __all__ = ["AsyncResumableSession", "AsyncResumableEntry", "async_step_resumable"]

@@ -342,25 +342,13 @@ class ResumableStepFuture:
                 for s, *_ in ents:
                     s.session_id = 0  # abandoned: the call may or may not have been applied
             else:
-                w = resp.words_per_row
-                for i, (s, toks, rb, _) in enumerate(ents):
-                    r = resp.results[i]
-                    if r.status.code == _NOT_FOUND:
-                        s.session_id = 0
-                        continue
-                    if r.status.code == 0:
-                        s._commit(rb, toks)
-                    results[i], wprs[i] = r, w
-                    rows[i] = resp.masks[i * w * 4:(i + 1) * w * 4]
+                if _absorb(resp, ents, results, rows, wprs):
+                    return StepReply.from_proto(resp)  # nothing lost: the reply as it came
         for i, (s, toks, rb, left) in enumerate(ents):
             if results[i] is None:  # lost, or a closed session: redo alone
                 r1 = s._step_proto(toks, rb, self._wpr, left)
                 results[i], wprs[i], rows[i] = r1.results[0], r1.words_per_row, r1.masks
-        w = max(wprs)
-        out = pb.StepResponse(words_per_row=w)
-        out.results.extend(results)
-        out.masks = b"".join(row.ljust(w * 4, b"\0") for row in rows)
-        return StepReply.from_proto(out)
+        return _merge(results, rows, wprs)
 
 
 def step_resumable_async(entries: Iterable[ResumableEntry], words_per_row: int = 0) -> ResumableStepFuture:
@@ -382,3 +370,30 @@ def step_resumable(entries: Iterable[ResumableEntry], words_per_row: int = 0) ->
 
 __all__ = ["ResumableSession", "ResumeOptions", "ResumableEntry", "ResumableStepFuture",
            "step_resumable", "step_resumable_async"]
+
+
+def _absorb(resp: pb.StepResponse, ents: list, results: list, rows: list, wprs: list) -> bool:
+    """Takes a batch Step reply into results/rows/wprs (index i for ents[i]): commits the
+    steps the server confirmed and abandons the sessions it lost (NOT_FOUND), leaving their
+    slots None to be redone. True when every entry came back."""
+    w = resp.words_per_row
+    masks = resp.masks  # each read of a bytes field copies it
+    for i, (s, toks, rb, _) in enumerate(ents):
+        r = resp.results[i]
+        if r.status.code == _NOT_FOUND:
+            s.session_id = 0
+            continue
+        if r.status.code == 0:
+            s._commit(rb, toks)
+        results[i], wprs[i] = r, w
+        rows[i] = masks[i * w * 4:(i + 1) * w * 4]
+    return all(r is not None for r in results)
+
+
+def _merge(results: list, rows: list, wprs: list) -> StepReply:
+    """One reply from per-entry results and rows of possibly different widths."""
+    w = max(wprs)
+    out = pb.StepResponse(words_per_row=w)
+    out.results.extend(results)
+    out.masks = b"".join(row.ljust(w * 4, b"\0") for row in rows)
+    return StepReply.from_proto(out)
