@@ -185,7 +185,9 @@ def test_async_client_covers_the_api(addr, cat):
             with pytest.raises(maskd.MaskdError) as e:
                 await c.compile("qwen3", regex="a{5,2}")
             assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
-            assert await c.shm.list_regions() is not None
+            with pytest.raises(maskd.MaskdError) as e:  # the SharedMemory service, async
+                await c.shm.list_regions("no-such-region")
+            assert e.value.code == grpc.StatusCode.NOT_FOUND
 
     asyncio.run(run())
 
