@@ -91,6 +91,15 @@ TEST(MaskctlCompile, ErrorsGoToStderrWithStatus2) {
   EXPECT_THAT(r.err, HasSubstr("--regex"));
 }
 
+// A TLS flag without its file is an error, never a silent plaintext connection.
+TEST(MaskctlOnline, TlsFlagWithoutAFileIsAnError) {
+  for (const char* flags : {"--tls_ca", "--tls-cert=", "--tls_key= health"}) {
+    CmdResult r = Maskctl(std::string("--addr unix:///nonexistent.sock ") + flags);
+    EXPECT_EQ(r.status, 2) << flags;
+    EXPECT_THAT(r.err, HasSubstr("needs a file")) << flags;
+  }
+}
+
 TEST(MaskctlWalk, OneLinePerStepAndExit3OnADisallowedToken) {
   // Qwen3: id 15 is "0", id 12 is "-".
   CmdResult r = Maskctl("walk " + kTok + " --regex " + Quote("[0-9]{2}-?") + " --tokens 15,15,12 --full");

@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
       } else if (i + 1 < argc) {
         value = argv[++i];
       }
+      if (value.empty()) {  // a TLS flag without its file must not fall back to plaintext
+        std::fprintf(stderr, "maskctl: %s needs a file\n", a.c_str());
+        return maskctl::kExitError;
+      }
       if (name == "ca") {
         ctx.tls_ca = value;
       } else if (name == "cert") {
