@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -59,24 +60,13 @@ void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
   if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return;
   const Vocabulary& v = index_->vocabulary();
   const uint32_t n = index_->num_words();
-  // Pass 1: the smallest distance after any allowed non-EOS token, and whether
-  // an EOS or a token within budget exists.
+  // The mask as it came, for the rare fallback below (per thread, reused).
+  thread_local std::vector<uint32_t> original;
+  original.assign(words, words + n);
+  // One walk per allowed token: clear what is over budget, and note the
+  // smallest distance to an end after any of them.
   uint32_t best = Dfa::kNoDistance;
   bool keep_any = false;
-  for (uint32_t w = 0; w < n; ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      const uint32_t t = w * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
-      if (v.is_eos(t)) {
-        keep_any = true;
-        continue;
-      }
-      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
-      if (d < best) best = d;
-      if (static_cast<uint64_t>(d) + 2 <= tokens_left) keep_any = true;
-    }
-  }
-  // Pass 2: clear what is over budget (or, when nothing would stay, what is
-  // not among the closest to an end).
   for (uint32_t w = 0; w < n; ++w) {
     uint32_t keep = words[w];
     for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
@@ -84,10 +74,20 @@ void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
       const uint32_t t = w * 32 + bit;
       if (v.is_eos(t)) continue;
       const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
-      const bool ok = keep_any ? static_cast<uint64_t>(d) + 2 <= tokens_left : d == best;
-      if (!ok) keep &= ~(1u << bit);
+      if (d < best) best = d;
+      if (static_cast<uint64_t>(d) + 2 > tokens_left) keep &= ~(1u << bit);
     }
     words[w] = keep;
+    keep_any |= keep != 0;  // an EOS, or a token within budget
+  }
+  if (keep_any) return;
+  // Nothing can finish in the budget: keep the tokens closest to an end.
+  for (uint32_t w = 0; w < n; ++w) {
+    for (uint32_t bits = original[w]; bits != 0; bits &= bits - 1) {
+      const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(bits));
+      const uint32_t t = w * 32 + bit;
+      if (dfa.DistanceToAccept(index_->NextState(state_, t)) == best) words[w] |= 1u << bit;
+    }
   }
 }
 
