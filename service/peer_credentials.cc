@@ -43,10 +43,6 @@ class Registry {
     entries_[fd] = e;
     return true;
   }
-  void Forget(int fd) {
-    absl::MutexLock l(&mu_);
-    entries_.erase(fd);
-  }
   std::optional<PeerCredentials> Lookup(int fd) {
     Entry e;
     {
@@ -63,6 +59,8 @@ class Registry {
 
  private:
   absl::Mutex mu_;
+  // One entry per fd number ever handed over (bounded by RLIMIT_NOFILE); a
+  // closed connection's entry stays until its number is recorded again.
   absl::flat_hash_map<int, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -86,7 +84,6 @@ namespace internal {
 bool RecordConnection(int fd, const std::optional<PeerCredentials>& creds) {
   return TheRegistry().Record(fd, creds);
 }
-void ForgetConnection(int fd) { TheRegistry().Forget(fd); }
 }  // namespace internal
 
 }  // namespace maskd

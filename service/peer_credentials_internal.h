@@ -18,9 +18,6 @@ namespace maskd::internal {
 // Returns false when fd cannot be fstat'ed (nothing recorded).
 bool RecordConnection(int fd, const std::optional<PeerCredentials>& creds);
 
-// Drops the record for `fd` (a connection closed before hand-over).
-void ForgetConnection(int fd);
-
 }  // namespace maskd::internal
 
 #endif  // MASKD_SERVICE_PEER_CREDENTIALS_INTERNAL_H_
