@@ -44,9 +44,8 @@ struct RandomBatch {
 
 }  // namespace
 
-Session::Session(uint64_t id, std::shared_ptr<IndexLease> lease, size_t rollback_window)
-    : id_(id),
-      lease_(std::move(lease)),
+Session::Session(std::shared_ptr<IndexLease> lease, size_t rollback_window)
+    : lease_(std::move(lease)),
       num_words_(lease_->index()->num_words()),
       vocab_size_(lease_->index()->vocabulary().size()),
       last_used_ns_(NowNs()),
@@ -58,7 +57,7 @@ size_t Session::history_bytes() const {
 }
 
 std::shared_ptr<Session> Session::Clone() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto s = std::make_shared<Session>(0, lease_);
+  auto s = std::make_shared<Session>(lease_);
   absl::MutexLock lock(&mu_);
   s->guide_ = guide_.Fork();  // `s` is not shared yet: no lock needed on it
   return s;
@@ -166,7 +165,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<In
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
-  return Insert(std::make_shared<Session>(0, std::move(lease), options_.rollback_window));
+  return Insert(std::make_shared<Session>(std::move(lease), options_.rollback_window));
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {

@@ -65,8 +65,9 @@ struct StepOutcome {
 
 class Session {
  public:
-  Session(uint64_t id, std::shared_ptr<IndexLease> lease,
-          size_t rollback_window = Guide::kUnboundedHistory);
+  // id 0 until SessionTable::Insert draws one.
+  explicit Session(std::shared_ptr<IndexLease> lease,
+                   size_t rollback_window = Guide::kUnboundedHistory);
   // A new session in this one's state (fork), id 0 until inserted.
   std::shared_ptr<Session> Clone() const;
 
@@ -95,7 +96,7 @@ class Session {
   friend class SessionTable;
   void Touch();
 
-  uint64_t id_;  // set once, by SessionTable::Insert, before it is shared
+  uint64_t id_ = 0;  // set once, by SessionTable::Insert, before it is shared
   const std::shared_ptr<IndexLease> lease_;
   const uint32_t num_words_;
   const uint32_t vocab_size_;
