@@ -29,7 +29,7 @@ expire on the server anyway (--session-ttl).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import grpc
 import mlx.core as mx
@@ -69,29 +69,32 @@ class MaskdLogitsProcessor:
         self.eos = set(int(e) for e in (eos_token_id if eos_token_id is not None
                                         else self.client.tokenizer(tokenizer).eos_ids))
         self.overlap = overlap
-        # history (the row's whole context) -> sessions in that state
-        self._rows: Dict[Tuple[int, ...], List[int]] = {}
+        # history (the row's whole context, int64 bytes) -> sessions in that state
+        self._rows: Dict[bytes, List[int]] = {}
         self.steps = 0
 
     def __call__(self, tokens: mx.array, logits: mx.array) -> mx.array:
         if self.overlap:
             mx.async_eval(logits)  # the forward pass runs while we talk to maskd
-        ctx = tuple(tokens.tolist())
-        parents = self._rows.get(ctx[:-1])
+        ids = np.asarray(tokens).astype(np.int64, copy=False)
+        ctx = ids.tobytes()  # a C-speed key: no Python tuple of the whole context
+        prefix = ctx[:-8]
+        parents = self._rows.get(prefix)
         if parents:
             sid = parents.pop()
             if not parents:
-                del self._rows[ctx[:-1]]
-            if ctx[-1] in self.eos:
+                del self._rows[prefix]
+            last = int(ids[-1])
+            if last in self.eos:
                 self._close(sid)
                 return logits
-            toks = [ctx[-1]]
+            toks = [last]
         else:
             sid = self.client.create_session(self.index_id).session_id
-            self._prompt_len[sid] = len(ctx)
+            self._prompt_len[sid] = ids.size
             toks = []
         if self.max_tokens:
-            left = self.max_tokens - (len(ctx) - self._prompt_len[sid])
+            left = self.max_tokens - (ids.size - self._prompt_len[sid])
             entry: tuple = (sid, toks, 0, max(1, left))
         else:
             entry = (sid, toks)
