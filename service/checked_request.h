@@ -9,6 +9,11 @@
 // instead: its SerializationTraits always "succeed" and record in `ok`
 // whether the message parsed, so the handler answers INVALID_ARGUMENT with a
 // message naming the request type. Same parsing code and cost as before.
+//
+// NewCheckedUnaryHandler builds such a handler; a service installs it with
+// MarkMethodCallback(index, ...) after CheckMethodShape confirms that
+// method `index` (the generated code numbers methods in proto order) is the
+// one meant.
 #ifndef MASKD_SERVICE_CHECKED_REQUEST_H_
 #define MASKD_SERVICE_CHECKED_REQUEST_H_
 
@@ -16,7 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/impl/codegen/server_callback_handlers.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace maskd {
@@ -36,6 +43,25 @@ struct Checked {
                      ": not valid protobuf wire data, or a string field that is not UTF-8"));
   }
 };
+
+// Aborts at start-up unless method `index` of `service` is `name` taking
+// `input`: a mismatch means the generated code and maskd disagree.
+void CheckMethodShape(const google::protobuf::ServiceDescriptor* service, int index,
+                      const char* name, const google::protobuf::Descriptor* input);
+
+// A unary handler over Checked<Req>: a request that parsed goes to
+// `handle(ctx, const Req*, Resp*)`, one that did not to
+// `refuse(ctx, INVALID_ARGUMENT status)`; both return the call's reactor.
+template <typename Req, typename Resp, typename Handle, typename Refuse>
+grpc::internal::CallbackUnaryHandler<Checked<Req>, Resp>* NewCheckedUnaryHandler(Handle handle,
+                                                                                Refuse refuse) {
+  return new grpc::internal::CallbackUnaryHandler<Checked<Req>, Resp>(
+      [handle, refuse](grpc::CallbackServerContext* ctx, const Checked<Req>* req,
+                       Resp* resp) -> grpc::ServerUnaryReactor* {
+        if (!req->ok) return refuse(ctx, req->Error());
+        return handle(ctx, &req->msg, resp);
+      });
+}
 
 }  // namespace maskd
 

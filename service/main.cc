@@ -122,6 +122,9 @@ ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
           "gRPC receive and send message size limit in bytes");
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
 ABSL_FLAG(uint32_t, max_streams, 256, "Open StepStreams at most (all clients together)");
+ABSL_FLAG(uint32_t, max_streams_per_client, 64,
+          "Open StepStreams at most per client (a uid on the unix socket, else a connection); "
+          "0: no cap");
 ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
           "A StepStream with no request for this long is finished (DEADLINE_EXCEEDED); 0: never");
 ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
@@ -308,6 +311,7 @@ int Run(int argc, char** argv) {
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  limits.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
   ShmServiceOptions shm_options;

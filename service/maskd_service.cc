@@ -121,17 +121,8 @@ void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
   }
 }
 
-// Aborts at start-up when method `index` of maskd.v1.Maskd is not `name`
-// taking `input` (the generated code numbers methods in proto order).
-void CheckMethod(int index, const char* name, const google::protobuf::Descriptor* input) {
-  const google::protobuf::ServiceDescriptor* service =
-      v1::StepRequest::descriptor()->file()->FindServiceByName("Maskd");
-  const google::protobuf::MethodDescriptor* m =
-      service == nullptr || index >= service->method_count() ? nullptr : service->method(index);
-  if (m == nullptr || m->name() != name || m->input_type() != input) {
-    std::fprintf(stderr, "maskd: method %d of maskd.v1.Maskd is not %s\n", index, name);
-    std::abort();
-  }
+const google::protobuf::ServiceDescriptor* MaskdDescriptor() {
+  return v1::StepRequest::descriptor()->file()->FindServiceByName("Maskd");
 }
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
@@ -164,7 +155,7 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
   CheckRequests(11, "Rollback", &MaskdService::Rollback);
   CheckRequests(12, "Step", &MaskdService::Step, step_allocator_.get());
   CheckRequests(14, "Mask", &MaskdService::Mask);
-  CheckMethod(13, "StepStream", v1::StepRequest::descriptor());
+  CheckMethodShape(MaskdDescriptor(), 13, "StepStream", v1::StepRequest::descriptor());
   MarkMethodCallback(13, new grpc::internal::CallbackBidiHandler<Checked<v1::StepRequest>,
                                                                  v1::StepResponse>(
                              [this](Ctx* ctx) { return OpenStepStream(ctx); }));
@@ -175,12 +166,10 @@ template <typename Req, typename Resp>
 void MaskdService::CheckRequests(int index, const char* name,
                                  Reactor* (MaskdService::*method)(Ctx*, const Req*, Resp*),
                                  grpc::MessageAllocator<Checked<Req>, Resp>* allocator) {
-  CheckMethod(index, name, Req::descriptor());
-  auto* handler = new grpc::internal::CallbackUnaryHandler<Checked<Req>, Resp>(
-      [this, name, method](Ctx* ctx, const Checked<Req>* req, Resp* resp) -> Reactor* {
-        if (!req->ok) return Done(ctx, name, req->Error());
-        return (this->*method)(ctx, &req->msg, resp);
-      });
+  CheckMethodShape(MaskdDescriptor(), index, name, Req::descriptor());
+  auto* handler = NewCheckedUnaryHandler<Req, Resp>(
+      [this, method](Ctx* ctx, const Req* req, Resp* resp) { return (this->*method)(ctx, req, resp); },
+      [this, name](Ctx* ctx, const absl::Status& s) { return Done(ctx, name, s); });
   if (allocator != nullptr) handler->SetMessageAllocator(allocator);
   MarkMethodCallback(index, handler);
 }
@@ -267,11 +256,12 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   return Done(ctx, "Detokenize", absl::OkStatus());
 }
 
-// Whose share of the compile queues a request counts against: the caller's
-// uid on the unix socket (every connection of one user shares one share);
+// The client a request counts against (its share of the compile queues, its
+// open StepStreams): the caller's uid on the unix socket (every connection of
+// one user is one client);
 // otherwise the connection (gRPC's peer string: "fd:N" for plaintext TCP,
 // ip:port for TLS), which carries no identity beyond itself.
-std::string CompileClientKey(const grpc::CallbackServerContext& ctx) {
+std::string ClientKey(const grpc::CallbackServerContext& ctx) {
   if (std::optional<PeerCredentials> cred = PeerCredentialsOf(ctx)) {
     return absl::StrCat("uid:", cred->uid);
   }
@@ -281,7 +271,7 @@ std::string CompileClientKey(const grpc::CallbackServerContext& ctx) {
 absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
                                                    const grpc::CallbackServerContext& ctx) {
   CompileSpec spec;
-  spec.client = CompileClientKey(ctx);
+  spec.client = ClientKey(ctx);
   switch (req.constraint_case()) {
     case v1::CompileRequest::kRegex:
       spec.kind = ConstraintKind::kRegex;
@@ -493,7 +483,8 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service) : service_(service) {
+  StepStreamReactor(MaskdService* service, std::string client)
+      : service_(service), client_(std::move(client)) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -558,8 +549,10 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
     {
       absl::MutexLock lock(&service_->streams_mu_);
       service_->streams_.erase(this);
+      auto it = service_->streams_per_client_.find(client_);
+      if (--it->second == 0) service_->streams_per_client_.erase(it);
+      service_->open_streams_.fetch_sub(1, std::memory_order_relaxed);
     }
-    service_->open_streams_.fetch_sub(1, std::memory_order_relaxed);
     Unref();
   }
 
@@ -603,6 +596,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
 
   MaskdService* const service_;
+  const std::string client_;  // ClientKey of the caller
   std::atomic<int> refs_{1};
   std::atomic<int64_t> last_ns_{0};
   absl::Mutex mu_;
@@ -619,17 +613,30 @@ class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
   void OnDone() override { delete this; }
 };
 
-MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx*) {
-  if (open_streams_.fetch_add(1, std::memory_order_relaxed) >= limits_.max_streams) {
-    open_streams_.fetch_sub(1, std::memory_order_relaxed);
+MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
+  std::string client = ClientKey(*ctx);
+  std::string refusal;
+  {
+    absl::MutexLock lock(&streams_mu_);
+    uint32_t& mine = streams_per_client_[client];
+    if (open_streams_.load(std::memory_order_relaxed) >= limits_.max_streams) {
+      refusal = absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)");
+    } else if (limits_.max_streams_per_client != 0 && mine >= limits_.max_streams_per_client) {
+      refusal = absl::StrCat("at most ", limits_.max_streams_per_client,
+                             " open StepStreams per client (--max-streams-per-client)");
+    } else {
+      ++mine;
+      open_streams_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (mine == 0) streams_per_client_.erase(client);
+  }
+  if (!refusal.empty()) {
     if (metrics_) {
       metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
     }
-    return new RefusedStream(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)")));
+    return new RefusedStream(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal));
   }
-  return new StepStreamReactor(this);
+  return new StepStreamReactor(this, std::move(client));
 }
 
 void MaskdService::ReapStreams() {

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -33,6 +34,7 @@ struct ServiceLimits {
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
   uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens: tokens in one Step or Mask
   uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
+  uint32_t max_streams_per_client = 64;      // --max-streams-per-client (ClientKey); 0: no cap
   // --stream-idle-timeout: a StepStream with no request for this long is
   // finished (DEADLINE_EXCEEDED); zero: never.
   absl::Duration stream_idle_timeout = absl::Minutes(5);
@@ -118,12 +120,16 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   std::atomic<size_t> open_streams_{0};
   absl::Mutex streams_mu_;
   absl::flat_hash_set<StepStreamReactor*> streams_ ABSL_GUARDED_BY(streams_mu_);
+  // Open StepStreams per ClientKey (entries > 0 only).
+  absl::flat_hash_map<std::string, uint32_t> streams_per_client_ ABSL_GUARDED_BY(streams_mu_);
   absl::Notification stop_reaper_;
   std::thread reaper_;
 };
 
-// The client a compilation counts against (IndexCache's per-client share).
-std::string CompileClientKey(const grpc::CallbackServerContext& ctx);
+// The client a request counts against (IndexCache's per-client compile
+// share, --max-streams-per-client): "uid:N" on maskd's unix socket, else the
+// connection's peer string.
+std::string ClientKey(const grpc::CallbackServerContext& ctx);
 
 // Resident set size of this process in bytes (0 when unknown).
 uint64_t ProcessRssBytes();

@@ -2,6 +2,7 @@
 # cache, session table, metrics) plus the thin gRPC service class; `maskd`: the
 # server binary (build/bin/maskd).
 add_library(maskd_service STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/checked_request.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/index_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listener.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/log.cc

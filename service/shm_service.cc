@@ -79,14 +79,32 @@ SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, Sessi
   CpuApplier::Options ao;
   ao.num_threads = options.apply_threads;
   applier_ = std::make_unique<CpuApplier>(ao);
-  allocator_ =
-      std::make_unique<PooledAllocator<v1::StepInRegionRequest, v1::StepInRegionResponse>>();
-  SetMessageAllocatorFor_StepInRegion(allocator_.get());
+  allocator_ = std::make_unique<
+      PooledAllocator<Checked<v1::StepInRegionRequest>, v1::StepInRegionResponse>>();
+  CheckRequests(0, "RegisterSystemRegion", &SharedMemoryService::RegisterSystemRegion);
+  CheckRequests(1, "RegisterCudaRegion", &SharedMemoryService::RegisterCudaRegion);
+  CheckRequests(2, "ListRegions", &SharedMemoryService::ListRegions);
+  CheckRequests(3, "UnregisterRegion", &SharedMemoryService::UnregisterRegion);
+  CheckRequests(4, "StepInRegion", &SharedMemoryService::StepInRegion, allocator_.get());
   cuda_ = std::make_unique<ShmCuda>(
       [](std::string_view m) { LogError(absl::string_view(m.data(), m.size())); });
 }
 
 SharedMemoryService::~SharedMemoryService() = default;
+
+template <typename Req, typename Resp>
+void SharedMemoryService::CheckRequests(int index, const char* name,
+                                        Reactor* (SharedMemoryService::*method)(Ctx*, const Req*,
+                                                                                 Resp*),
+                                        grpc::MessageAllocator<Checked<Req>, Resp>* allocator) {
+  CheckMethodShape(v1::StepInRegionRequest::descriptor()->file()->FindServiceByName("SharedMemory"),
+                   index, name, Req::descriptor());
+  auto* handler = NewCheckedUnaryHandler<Req, Resp>(
+      [this, method](Ctx* ctx, const Req* req, Resp* resp) { return (this->*method)(ctx, req, resp); },
+      [this, name](Ctx* ctx, const absl::Status& s) { return Done(ctx, name, s); });
+  if (allocator != nullptr) handler->SetMessageAllocator(allocator);
+  MarkMethodCallback(index, handler);
+}
 
 SharedMemoryService::Reactor* SharedMemoryService::Done(Ctx* ctx, const char* method,
                                                         const absl::Status& s) {

@@ -42,6 +42,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "kernels/apply_mask.h"
 #include "maskd/v1/shm.grpc.pb.h"
+#include "service/checked_request.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
 #include "service/shm_cuda.h"
@@ -95,6 +96,13 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   shm::RegionRegistry& registry() { return *registry_; }
 
  private:
+  // Replaces the generated handler of method `index` (proto order, checked
+  // at start-up) by one over Checked<Req> (checked_request.h), so a request
+  // that does not parse gets INVALID_ARGUMENT, not gRPC's bare UNIMPLEMENTED.
+  template <typename Req, typename Resp>
+  void CheckRequests(int index, const char* name,
+                     Reactor* (SharedMemoryService::*method)(Ctx*, const Req*, Resp*),
+                     grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   absl::Status CheckAllowed() const;
   // StepInRegion pass 3: copies CUDA mask rows to the device, or applies the
@@ -108,7 +116,7 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   std::unique_ptr<shm::RegionRegistry> registry_;
   std::unique_ptr<CpuApplier> applier_;
   std::unique_ptr<ShmCuda> cuda_;
-  std::unique_ptr<grpc::MessageAllocator<v1::StepInRegionRequest, v1::StepInRegionResponse>>
+  std::unique_ptr<grpc::MessageAllocator<Checked<v1::StepInRegionRequest>, v1::StepInRegionResponse>>
       allocator_;
 };
 

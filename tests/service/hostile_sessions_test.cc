@@ -97,6 +97,41 @@ TEST(HostileStreamsTest, OpenStreamsAreCapped) {
   EXPECT_TRUE(again.ok()) << again;
 }
 
+TEST(HostileStreamsTest, OpenStreamsArePerClient) {
+  // One client (a uid on the unix socket, whatever its connections) holds at
+  // most --max-streams-per-client streams, so it cannot take the whole
+  // --max-streams pool from the others.
+  MaskdProcess server({"--max-streams=100", "--max-streams-per-client=2"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto c = server.Connect();
+  auto other_connection = server.Connect();
+  const uint64_t id = NewSession(*c, "[0-9]+");
+  v1::StepResponse resp;
+  auto s1 = c->OpenStepStream();
+  auto s2 = other_connection->OpenStepStream();
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  ASSERT_TRUE((*s1)->Step(OneEntry(id), &resp).ok());
+  ASSERT_TRUE((*s2)->Step(OneEntry(id), &resp).ok());
+  for (Client* conn : {c.get(), other_connection.get()}) {
+    auto s3 = conn->OpenStepStream();
+    ASSERT_TRUE(s3.ok());
+    absl::Status refused = (*s3)->Step(OneEntry(id), &resp);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+    EXPECT_THAT(refused.message(), HasSubstr("--max-streams-per-client"));
+  }
+  // A closed stream gives the client its slot back.
+  EXPECT_TRUE((*s2)->Close().ok());
+  absl::Status again;
+  for (int i = 0; i < 50; ++i) {
+    auto s4 = c->OpenStepStream();
+    ASSERT_TRUE(s4.ok());
+    again = (*s4)->Step(OneEntry(id), &resp);
+    if (again.ok()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(again.ok()) << again;
+}
+
 TEST(HostileStreamsTest, IdleStreamsAreFinished) {
   MaskdProcess server({"--stream-idle-timeout=1s"});
   ASSERT_TRUE(server.ok()) << server.Log();
@@ -255,8 +290,11 @@ TEST(HostileStatusTest, MalformedRequestsAreInvalidArgument) {
   const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
   const std::string bad_utf8 = Field(1, "qw\xff\xfe") + Field(2, "[0-9]+");
   const std::string good = Field(1, "qwen3") + Field(2, "[0-9]+");
-  for (const char* method : {"/maskd.v1.Maskd/Compile", "/maskd.v1.Maskd/Step",
-                             "/maskd.v1.Maskd/GetIndex", "/maskd.v1.Maskd/CreateSession"}) {
+  for (const char* method :
+       {"/maskd.v1.Maskd/Compile", "/maskd.v1.Maskd/Step", "/maskd.v1.Maskd/GetIndex",
+        "/maskd.v1.Maskd/CreateSession", "/maskd.v1.SharedMemory/RegisterSystemRegion",
+        "/maskd.v1.SharedMemory/StepInRegion", "/maskd.v1.SharedMemory/ListRegions",
+        "/maskd.v1.SharedMemory/UnregisterRegion"}) {
     grpc::Status st = RawUnary(server, method, garbage);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
         << method << " " << st.error_message();
