@@ -7,11 +7,13 @@
 #include <cstring>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "index/loop_masks.h"
@@ -71,7 +73,11 @@ class StateMask {
   uint32_t count() const { return count_; }
   bool dense() const { return dense_; }
   const std::vector<uint32_t>& data() const { return data_; }
-  size_t MemoryBytes() const { return sizeof(StateMask) + data_.capacity() * sizeof(uint32_t); }
+  size_t MemoryBytes() const { return MemoryBytesFor(data_.capacity()); }
+  // MemoryBytes of a mask whose data holds `capacity` words.
+  static size_t MemoryBytesFor(size_t capacity) {
+    return sizeof(StateMask) + capacity * sizeof(uint32_t);
+  }
 
  private:
   bool dense_;
@@ -82,23 +88,35 @@ class StateMask {
 // Owns the distinct masks of one index and shares identical ones.
 class TokenIndex::MaskStore {
  public:
-  // Returns the stored mask equal to (dense, count, data), adding it if new.
-  const StateMask* Intern(bool dense, uint32_t count, std::vector<uint32_t> data) {
+  explicit MaskStore(std::shared_ptr<MaskBudget> budget) : budget_(std::move(budget)) {}
+  ~MaskStore() {
+    if (budget_ != nullptr) budget_->Release(bytes_.load(std::memory_order_relaxed));
+  }
+
+  // Returns the stored mask equal to (dense, count, data), adding it if new;
+  // null (`data` untouched) when a new one does not fit the budget.
+  const StateMask* Intern(bool dense, uint32_t count, std::vector<uint32_t>& data) {
     size_t h = absl::HashOf(dense, absl::MakeConstSpan(data));
     absl::MutexLock lock(&mu_);
     auto& bucket = by_hash_[h];
     for (const StateMask* m : bucket) {
       if (m->dense() == dense && m->data() == data) return m;
     }
+    const size_t bytes = StateMask::MemoryBytesFor(data.capacity()) + sizeof(void*) * 3;
+    if (budget_ != nullptr && !budget_->TryCharge(bytes)) {
+      if (bucket.empty()) by_hash_.erase(h);
+      return nullptr;
+    }
     owned_.push_back(std::make_unique<StateMask>(dense, count, std::move(data)));
     const StateMask* m = owned_.back().get();
     bucket.push_back(m);
-    bytes_.fetch_add(m->MemoryBytes() + sizeof(void*) * 3, std::memory_order_relaxed);
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);
     return m;
   }
   size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
+  const std::shared_ptr<MaskBudget> budget_;
   absl::Mutex mu_;
   absl::flat_hash_map<size_t, std::vector<const StateMask*>> by_hash_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<StateMask>> owned_ ABSL_GUARDED_BY(mu_);
@@ -133,7 +151,7 @@ TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Voc
       num_words_((vocab_->size() + 31) / 32),
       options_(options),
       masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
-      store_(std::make_unique<MaskStore>()) {
+      store_(std::make_unique<MaskStore>(options.budget)) {
   for (uint32_t s = 0; s < dfa_->num_states(); ++s) masks_[s].store(nullptr, std::memory_order_relaxed);
   for (uint32_t eos : vocab_->eos_ids()) {
     if (vocab_->has_token(eos) && !vocab_->is_special(eos) && !vocab_->bytes(eos).empty()) {
@@ -646,7 +664,16 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     std::sort(w.ids.begin(), w.ids.end());
     data.assign(w.ids.begin(), w.ids.end());
   }
-  const StateMask* m = store_->Intern(dense, count, std::move(data));
+  const StateMask* m = store_->Intern(dense, count, data);
+  if (m == nullptr) {
+    // Over the budget: kept on this thread only, one slot per reference
+    // depth, so a reference mask (depth d + 1) stays valid while the mask
+    // at depth d that uses it is computed.
+    thread_local std::optional<StateMask> unkept[3];
+    std::optional<StateMask>& slot = unkept[reference_depth];
+    slot.emplace(dense, count, std::move(data));
+    return *slot;
+  }
   const StateMask* expected = nullptr;
   // Another thread may have published the same state's mask meanwhile: both
   // are equal and interned, so either pointer is the same object.
@@ -711,7 +738,12 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
         abort = absl::DeadlineExceededError("index precomputation exceeded its deadline");
       }
       successors.clear();
-      if (abort.ok()) ComputeMask(s, &successors);
+      if (abort.ok()) {
+        ComputeMask(s, &successors);
+        if (masks_[s].load(std::memory_order_acquire) == nullptr) {
+          abort = options_.budget->ExhaustedError("index precomputation");
+        }
+      }
       std::lock_guard<std::mutex> lock(mu);
       --busy;
       if (!abort.ok() && status.ok()) status = abort;

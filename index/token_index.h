@@ -15,6 +15,8 @@
 //  - bounded: a state that behaves like a kept loop for every short string (a
 //    position in a string with a maxLength) takes the loop's short tokens and
 //    walks the long ones and those that leave.
+// Masks kept count against Options::budget when one is given; a state whose
+// mask does not fit is walked again at each use, with the same result.
 // All methods are thread-safe; reading a computed mask takes no lock.
 #ifndef MASKD_INDEX_TOKEN_INDEX_H_
 #define MASKD_INDEX_TOKEN_INDEX_H_
@@ -29,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "index/dfa.h"
+#include "index/mask_budget.h"
 #include "index/regex.h"
 #include "index/vocabulary.h"
 
@@ -44,6 +47,9 @@ class TokenIndex {
     // Take loop masks from vocabulary().loop_masks() (index/loop_masks.h).
     // Off: every mask is one walk of the whole trie (a baseline for benches).
     bool share_loops = true;
+    // Bounds the masks kept, together with every index sharing it; a mask
+    // past it is computed at each use (mask_budget.h). Null: no bound.
+    std::shared_ptr<MaskBudget> budget;
   };
 
   static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
@@ -73,7 +79,8 @@ class TokenIndex {
   State NextState(State s, uint32_t token) const;
 
   // Computes the masks of every state reachable from start() through allowed
-  // tokens, on `threads` threads. Fails with DeadlineExceeded or Cancelled.
+  // tokens, on `threads` threads. Fails with DeadlineExceeded or Cancelled,
+  // or ResourceExhausted when a mask does not fit Options::budget.
   absl::Status Precompute(int threads, absl::Time deadline = absl::InfiniteFuture(),
                           const std::atomic<bool>* cancel = nullptr) const;
   // States whose masks have been computed so far.
@@ -88,6 +95,9 @@ class TokenIndex {
   const StateMask& MaskOf(State s) const;
   // Walks the trie from `s`, publishes and returns its mask; when
   // `successors` is set, appends the distinct states reached by allowed tokens.
+  // A mask over the budget is not published: the reference returned is
+  // valid on this thread until the next ComputeMask at the same reference
+  // depth (see the .cc).
   const StateMask& ComputeMask(State s, std::vector<State>* successors) const;
   // Whether s's mask is best built from what keeps s in s (S: its self-loop
   // bytes, and when `*utf8` every well-formed UTF-8 character, which leads

@@ -95,6 +95,7 @@ class FairQueue {
 
 struct IndexLease::Shared {
   IndexCacheOptions options;
+  std::shared_ptr<MaskBudget> mask_budget;  // null: no bound
   Metrics* metrics = nullptr;
   absl::Mutex mu;
   absl::CondVar cv;
@@ -173,7 +174,12 @@ struct IndexLease::Shared {
       if (metrics && evicted) metrics->CacheEvicted(evicted);
     }
     leased_bytes = leased;
-    if (metrics) metrics->SetCacheBytes(total);
+    if (metrics) {
+      metrics->SetCacheBytes(total);
+      if (mask_budget != nullptr) {
+        metrics->SetMaskBudget(mask_budget->used(), mask_budget->refused());
+      }
+    }
   }
 
   // The hard bound on the cache: RESOURCE_EXHAUSTED when the bytes of
@@ -205,6 +211,9 @@ IndexLease::~IndexLease() { cache_->Maintain(); }
 IndexCache::IndexCache(const IndexCacheOptions& options, Metrics* metrics)
     : shared_(std::make_shared<IndexLease::Shared>()) {
   shared_->options = options;
+  if (options.max_mask_bytes != 0) {
+    shared_->mask_budget = std::make_shared<MaskBudget>(options.max_mask_bytes);
+  }
   shared_->metrics = metrics;
   int n = std::max(1, options.compile_threads);
   for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(1); });
@@ -415,6 +424,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
   options.dfa.cancel = &e->cancel;
   options.eager = e->eager;
   options.threads = 1;
+  options.index.budget = shared_->mask_budget;
   absl::StatusOr<std::shared_ptr<const TokenIndex>> index;
   if (e->cancel.load()) {
     index = absl::CancelledError("compilation cancelled");
@@ -530,12 +540,13 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     info = s.Snapshot(*e);
     waiters.swap(e->waiters);
     // Only failures that are a property of the constraint are cached: a
-    // deadline (the first request's, maybe far shorter than the next one's)
-    // or a cancel says nothing of it, so the next identical request starts
-    // afresh.
+    // deadline (the first request's, maybe far shorter than the next one's),
+    // a cancel or a spent mask budget says nothing of it, so the next
+    // identical request starts afresh.
     auto it = s.entries.find(e->id);
     if ((status.code() == absl::StatusCode::kCancelled ||
-         status.code() == absl::StatusCode::kDeadlineExceeded) &&
+         status.code() == absl::StatusCode::kDeadlineExceeded ||
+         MaskBudget::IsExhausted(status)) &&
         it != s.entries.end() && it->second == e) {
       s.entries.erase(it);
     }

@@ -27,7 +27,9 @@
 //    refused (RESOURCE_EXHAUSTED) while leased bytes are at `max_bytes`, and a
 //    first lease on an entry is refused when it would take them past it. The
 //    cache then holds at most max_bytes + one unleased most-recent index,
-//    plus what leased lazy indexes grow by as their masks are computed.
+//    plus what leased lazy indexes grow by as their masks are computed;
+//    that growth, and every index's kept masks, are bounded by one
+//    MaskBudget of max_mask_bytes shared by all indexes of the cache.
 // Thread-safe. No method is on the Step path (sessions hold their index).
 #ifndef MASKD_SERVICE_INDEX_CACHE_H_
 #define MASKD_SERVICE_INDEX_CACHE_H_
@@ -53,6 +55,9 @@ class Metrics;
 
 struct IndexCacheOptions {
   uint64_t max_bytes = uint64_t{1} << 30;            // --cache-bytes
+  // Masks kept by all indexes together, leased or not (index/mask_budget.h):
+  // past it a state's mask is computed at each use. 0: no bound.
+  uint64_t max_mask_bytes = uint64_t{1} << 30;       // --max-mask-bytes
   int compile_threads = 2;                           // --compile-threads
   absl::Duration compile_timeout = absl::Seconds(30);  // --compile-timeout
   absl::Duration failure_ttl = absl::Seconds(10);    // --failure-ttl

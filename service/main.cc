@@ -104,6 +104,9 @@ ABSL_FLAG(std::string, tokenizer_dir, "",
 ABSL_FLAG(std::vector<std::string>, vocab_size, {},
           "Model logits width per tokenizer, name=N (repeatable); overrides a vocab_size file");
 ABSL_FLAG(uint64_t, cache_bytes, uint64_t{1} << 30, "Index cache budget in bytes");
+ABSL_FLAG(uint64_t, max_mask_bytes, uint64_t{1} << 30,
+          "Token masks kept by all indexes together, leased ones included; past it a state's "
+          "mask is computed at each use, not kept. 0: no bound");
 ABSL_FLAG(absl::Duration, session_ttl, absl::Minutes(10), "Idle time after which a session expires");
 ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
 ABSL_FLAG(uint64_t, rollback_window, 4096,
@@ -287,6 +290,7 @@ int Run(int argc, char** argv) {
                                absl::GetFlag(FLAGS_loop_mask_bytes));
   IndexCacheOptions cache_options;
   cache_options.max_bytes = absl::GetFlag(FLAGS_cache_bytes);
+  cache_options.max_mask_bytes = absl::GetFlag(FLAGS_max_mask_bytes);
   cache_options.compile_threads = absl::GetFlag(FLAGS_compile_threads);
   cache_options.compile_timeout = absl::GetFlag(FLAGS_compile_timeout);
   cache_options.failure_ttl = absl::GetFlag(FLAGS_failure_ttl);

@@ -85,6 +85,10 @@ Metrics::Metrics(absl::string_view version)
   cache_misses_ = counter("maskd_index_cache_misses_total", "Compile requests that started a compilation");
   cache_evictions_ = counter("maskd_index_cache_evictions_total", "Indexes evicted to fit --cache-bytes");
   cache_bytes_ = gauge("maskd_index_cache_bytes", "Bytes held by cached indexes");
+  mask_bytes_ = gauge("maskd_index_mask_bytes",
+                      "Bytes of token masks kept by all indexes (bounded by --max-mask-bytes)");
+  masks_unkept_ = gauge("maskd_index_masks_unkept",
+                        "Masks computed but not kept for lack of --max-mask-bytes, since start");
   sessions_active_ = gauge("maskd_sessions_active", "Live sessions");
   sessions_max_ = gauge("maskd_sessions_max", "The --max-sessions cap");
   sessions_expired_ = counter("maskd_sessions_expired_total", "Sessions closed by --session-ttl");

@@ -57,6 +57,11 @@ class Metrics {
   void CacheMiss() { cache_misses_->Increment(); }
   void CacheEvicted(uint64_t n) { cache_evictions_->Increment(static_cast<double>(n)); }
   void SetCacheBytes(uint64_t bytes) { cache_bytes_->Set(static_cast<double>(bytes)); }
+  // Bytes of masks kept under --max-mask-bytes, and masks not kept so far.
+  void SetMaskBudget(uint64_t used_bytes, uint64_t unkept) {
+    mask_bytes_->Set(static_cast<double>(used_bytes));
+    masks_unkept_->Set(static_cast<double>(unkept));
+  }
   // The --max-sessions cap (maskd_sessions_max), set once at start.
   void SetSessionsMax(uint64_t n) { sessions_max_->Set(static_cast<double>(n)); }
   void SetSessionsActive(uint64_t n) { sessions_active_->Set(static_cast<double>(n)); }
@@ -81,6 +86,8 @@ class Metrics {
   prometheus::Counter* cache_misses_;
   prometheus::Counter* cache_evictions_;
   prometheus::Gauge* cache_bytes_;
+  prometheus::Gauge* mask_bytes_;
+  prometheus::Gauge* masks_unkept_;
   prometheus::Gauge* sessions_active_;
   prometheus::Gauge* sessions_max_;
   prometheus::Counter* sessions_expired_;

@@ -205,6 +205,49 @@ TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
   }
 }
 
+// A budget keeps the masks kept below its bound, across the indexes that
+// share it, and every mask (kept or not, reference states included) equals
+// the unbounded index's; an eager build that does not fit fails cleanly.
+TEST(TokenIndex, MaskBudgetBoundsKeptMasksAndMasksStayExact) {
+  auto vocab = testing::BundledVocabulary();
+  auto budget = std::make_shared<MaskBudget>(64 << 10);  // a few masks
+  std::vector<std::shared_ptr<const TokenIndex>> bounded;
+  uint32_t unkept_states = 0;
+  for (const auto& regex : AllRegexes()) {
+    CompileOptions o;
+    o.index.budget = budget;
+    auto b = CompileRegex(regex, vocab, o);
+    auto free = CompileRegex(regex, vocab);
+    ASSERT_TRUE(b.ok() && free.ok()) << regex;
+    std::vector<uint32_t> mb((*b)->num_words()), mf((*b)->num_words());
+    for (int round = 0; round < 2; ++round) {  // the second round: unkept masks again
+      for (Dfa::State s = (*b)->dfa().num_states() - 1; s >= 1; --s) {
+        (*b)->WriteMask(s, mb.data());
+        (*free)->WriteMask(s, mf.data());
+        ASSERT_EQ(mb, mf) << regex << " state " << s;
+        ASSERT_EQ((*b)->CountAllowed(s), (*free)->CountAllowed(s));
+        ASSERT_LE(budget->used(), budget->max_bytes());
+      }
+    }
+    unkept_states += (*free)->num_computed_states() - (*b)->num_computed_states();
+    bounded.push_back(*b);
+  }
+  EXPECT_GT(unkept_states, 0u);  // the budget did refuse masks
+  EXPECT_GT(budget->refused(), 0u);
+  const uint64_t used = budget->used();
+  EXPECT_GT(used, 0u);
+  bounded.clear();  // indexes give back what they charged
+  EXPECT_EQ(budget->used(), 0u) << "was " << used;
+
+  CompileOptions eager;
+  eager.eager = true;
+  eager.index.budget = std::make_shared<MaskBudget>(4 << 10);
+  auto e = CompileRegex("[a-z]{1,40}", vocab, eager);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kResourceExhausted) << e.status();
+  EXPECT_NE(e.status().message().find("mask budget"), std::string_view::npos) << e.status();
+}
+
 // The state after walking `text` from the start, through its bytes.
 Dfa::State After(const TokenIndex& index, const std::string& text) {
   return index.dfa().Walk(index.start(), text);

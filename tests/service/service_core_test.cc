@@ -242,6 +242,66 @@ TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
   EXPECT_TRUE(cache.Lease(again.id).ok());
 }
 
+TEST(IndexCacheTest, LeasedLazyIndexesKeepMasksWithinTheMaskBudget) {
+  // What leased lazy indexes grow by as their states are first visited is
+  // bounded by --max-mask-bytes across all of them; masks past it are
+  // computed at each use and equal the unbounded index's.
+  IndexCacheOptions o;
+  o.max_mask_bytes = 200000;
+  IndexCache cache(o, nullptr);
+  std::vector<uint32_t> row((Qwen()->size() + 31) / 32), want(row.size());
+  std::vector<std::shared_ptr<IndexLease>> leases;
+  std::vector<std::shared_ptr<const TokenIndex>> indexes;
+  for (int i = 0; i < 6; ++i) {
+    const std::string regex = "[a-z]{" + std::to_string(i + 1) + ",40}[0-9]{3}";
+    IndexInfo info = CompileWait(cache, Spec(regex));
+    ASSERT_EQ(info.state, IndexState::kReady) << info.status;
+    auto lease = cache.Lease(info.id);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    leases.push_back(*lease);
+    auto free = CompileRegex(regex, Qwen());
+    ASSERT_TRUE(free.ok());
+    for (Dfa::State s = 1; s < info.index->dfa().num_states(); ++s) {
+      info.index->WriteMask(s, row.data());
+      (*free)->WriteMask(s, want.data());
+      ASSERT_EQ(row, want) << regex << " state " << s;
+    }
+    indexes.push_back(info.index);
+  }
+  uint64_t kept_states = 0, all_states = 0;
+  size_t masks_bytes = 0;
+  for (const auto& ix : indexes) {
+    kept_states += ix->num_computed_states();
+    all_states += ix->dfa().num_states() - 1;
+    masks_bytes += ix->MemoryBytes() - ix->dfa().MemoryBytes();
+  }
+  EXPECT_LT(kept_states, all_states);  // the budget was reached
+  // Index bytes beyond the DFAs: the kept masks (<= the budget) plus a
+  // pointer per state and the index object itself.
+  EXPECT_LE(masks_bytes, o.max_mask_bytes + all_states * sizeof(void*) +
+                             indexes.size() * sizeof(TokenIndex));
+}
+
+TEST(IndexCacheTest, EagerBuildOverTheMaskBudgetFailsAndIsNotCached) {
+  // An eager build needs every mask kept: past the budget it fails with
+  // RESOURCE_EXHAUSTED, which says nothing of the constraint (the budget
+  // frees as indexes go), so it is not cached like a bad regex is.
+  IndexCacheOptions o;
+  o.max_mask_bytes = 4096;
+  IndexCache cache(o, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    IndexInfo info = CompileWait(cache, Spec("[a-z]{1,40}", /*eager=*/true));
+    ASSERT_EQ(info.state, IndexState::kFailed);
+    EXPECT_EQ(info.status.code(), absl::StatusCode::kResourceExhausted) << info.status;
+    EXPECT_THAT(info.status.message(), HasSubstr("mask budget"));
+    EXPECT_FALSE(info.cache_hit) << "attempt " << i;
+  }
+  IndexInfo bad = CompileWait(cache, Spec("[a-z"));
+  IndexInfo bad_again = CompileWait(cache, Spec("[a-z"));
+  EXPECT_EQ(bad.state, IndexState::kFailed);
+  EXPECT_TRUE(bad_again.cache_hit);  // a property of the constraint: cached
+}
+
 CompileSpec From(const std::string& client, CompileSpec spec) {
   spec.client = client;
   return spec;
