@@ -501,7 +501,11 @@ TEST_F(SessionTableTest, SweeperExpiresUnusedSessions) {
   ASSERT_TRUE(a.ok());
   uint64_t id = (*a)->id();
   a->reset();
-  absl::SleepFor(absl::Milliseconds(400));
+  // The sweeper runs on its own; wait for it (bounded), no fixed sleep.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (table.Find(id) != nullptr && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_EQ(table.Find(id), nullptr);
 }
 
@@ -509,7 +513,10 @@ TEST_F(SessionTableTest, ConcurrentStepsOnOneSession) {
   SessionTable table({}, nullptr);
   auto s = table.Create(Lease());
   ASSERT_TRUE(s.ok());
-  std::atomic<int> ok{0};
+  // Each thread steps one digit and rolls it back. Steps are serialized:
+  // with "[0-9]{2}" a step succeeds unless two digits are already taken (by
+  // two other threads), and then fails as a refused token, state unchanged.
+  std::atomic<int> ok{0}, refused{0}, wrong{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
@@ -519,13 +526,24 @@ TEST_F(SessionTableTest, ConcurrentStepsOnOneSession) {
         StepOutcome r = (*s)->Step(0, one, absl::MakeSpan(row), nullptr);
         if (r.status.ok()) {
           ++ok;
-          (void)(*s)->Rollback(1);
+          if (r.num_tokens < 1 || r.num_tokens > 2) ++wrong;
+          if (!(*s)->Rollback(1).ok()) ++wrong;
+        } else if (r.status.code() == absl::StatusCode::kInvalidArgument) {
+          ++refused;
+        } else {
+          ++wrong;
         }
       }
     });
   }
   for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(ok.load() + refused.load(), 800);
   EXPECT_GT(ok.load(), 0);
+  // Every accepted step was rolled back: the session is at its start.
+  StepOutcome end = (*s)->Step(0, {}, absl::MakeSpan(row_), nullptr);
+  ASSERT_TRUE(end.status.ok()) << end.status;
+  EXPECT_EQ(end.num_tokens, 0u);
 }
 
 // Item 5 of issue #11: ids were splitmix64(counter ^ key), so from one id a

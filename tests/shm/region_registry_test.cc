@@ -303,24 +303,40 @@ TEST(RegionRegistry, ConcurrentAcquireAndUnregister) {
   RegionRegistry reg(Enabled());
   PosixShmSegment seg = MakeSegment(Key("race"), 4096);
   std::atomic<bool> stop{false};
-  std::atomic<int64_t> reads{0};
+  std::atomic<int64_t> acquired{0}, zero_reads{0}, other_errors{0};
   std::vector<std::thread> users;
   for (int t = 0; t < 3; ++t) {
     users.emplace_back([&] {
       while (!stop.load()) {
         auto l = reg.Acquire("hot");
-        if (!l.ok()) continue;
-        reads += static_cast<volatile char*>((*l)->data())[4095] == 0 ? 1 : 0;
+        if (!l.ok()) {
+          if (l.status().code() != StatusCode::kNotFound) ++other_errors;
+          continue;
+        }
+        ++acquired;
+        // A lease keeps the mapping alive after Unregister: the read sees
+        // the segment's bytes (zero), never an unmapped page (ASan/SIGSEGV).
+        zero_reads += static_cast<volatile char*>((*l)->data())[4095] == 0 ? 1 : 0;
       }
     });
   }
   for (int i = 0; i < 300; ++i) {
     ASSERT_TRUE(reg.RegisterSystem("hot", seg.key(), 0, 4096).ok());
+    // Hold the region until some user has leased it at least once.
+    if (i == 0) {
+      while (acquired.load() == 0) std::this_thread::yield();
+    }
     ASSERT_TRUE(reg.Unregister("hot").ok());
   }
   stop = true;
   for (auto& t : users) t.join();
-  SUCCEED() << reads.load() << " reads";
+  EXPECT_GT(acquired.load(), 0);
+  EXPECT_EQ(zero_reads.load(), acquired.load());
+  EXPECT_EQ(other_errors.load(), 0);
+  EXPECT_EQ(reg.Acquire("hot").status().code(), StatusCode::kNotFound);
+  auto left = reg.List();
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
 }
 
 // Shrinks shared-memory object `key` to `size` bytes, as a client may at any
@@ -417,7 +433,9 @@ TEST(RegionRegistry, ShrinkDuringWritesFromOtherThreads) {
     faulted_rounds += lost.load() > 0 ? 1 : 0;
     ASSERT_TRUE(reg.Unregister("w").ok());
   }
-  SUCCEED() << faulted_rounds << " of 20 rounds had a write fault mid-copy";
+  // Whether a write faulted mid-copy depends on timing; the assertions above
+  // (some writes before, refusals after, no crash) hold in every round.
+  RecordProperty("rounds_with_a_write_fault", faulted_rounds);
 }
 
 // Death by SIGBUS; under AddressSanitizer, whose own SIGBUS handler reports
