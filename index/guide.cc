@@ -151,8 +151,8 @@ absl::Status Guide::Advance(absl::Span<const uint32_t> tokens) {
 
 absl::Status Guide::Rollback(size_t n) {
   if (n > num_tokens()) {
-    return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n, " tokens: only ",
-                                              num_tokens(), " were advanced"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot roll back ", n, " tokens: only ",
+                                                   num_tokens(), " were advanced"));
   }
   if (n > count_) {
     return absl::OutOfRangeError(absl::StrCat("cannot roll back ", n,

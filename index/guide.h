@@ -58,9 +58,9 @@ class Guide {
   // All or nothing: on error the state is as before the call. The message
   // names the position in `tokens` of the offending id.
   absl::Status Advance(absl::Span<const uint32_t> tokens);
-  // Undoes the last `n` advanced tokens. OutOfRange when n > num_tokens(), or
-  // when n > rollback_available() (past the rollback window); the state is
-  // unchanged on error.
+  // Undoes the last `n` advanced tokens. InvalidArgument when n > num_tokens()
+  // (past the start), OutOfRange when n > rollback_available() (past the
+  // rollback window); the state is unchanged on error.
   absl::Status Rollback(size_t n);
   // Rollback(n) then Advance(tokens), all or nothing (speculative decoding:
   // replace rejected draft tokens). Allocates nothing beyond history growth.

@@ -234,6 +234,11 @@ TEST(HostileSessionsTest, RollbackPastTheWindowIsOutOfRange) {
   EXPECT_EQ(resp.results(0).num_tokens(), 10u);
   EXPECT_EQ(*c->Rollback(id, 4), 6u);
   EXPECT_EQ(c->Rollback(id, 11).status().code(), absl::StatusCode::kInvalidArgument);
+  // Past the start is the same error in a Step entry as in Rollback.
+  req.mutable_entries(0)->set_rollback(7);
+  ASSERT_TRUE(c->Step(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(resp.results(0).num_tokens(), 6u);
 }
 
 TEST(HostileCompileTest, ShortDeadlineIsNotCachedForOthers) {
