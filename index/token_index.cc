@@ -5,8 +5,6 @@
 #include <emmintrin.h>
 #endif
 #include <cstring>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -708,8 +706,7 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
   const uint32_t n = dfa_->num_states();
   std::vector<uint8_t> queued(n, 0);
   std::vector<State> queue;
-  std::mutex mu;
-  std::condition_variable cv;
+  absl::Mutex mu;  // guards queue, queued, next, busy, status
   size_t next = 0;
   int busy = 0;
   absl::Status status;
@@ -722,12 +719,10 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
     while (true) {
       State s;
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return next < queue.size() || busy == 0 || !status.ok(); });
-        if (!status.ok() || next >= queue.size()) {
-          cv.notify_all();
-          return;
-        }
+        // Work is queued, or nobody can queue more, or the build failed.
+        auto ready = [&] { return next < queue.size() || busy == 0 || !status.ok(); };
+        absl::MutexLock lock(&mu, absl::Condition(&ready));
+        if (!status.ok() || next >= queue.size()) return;
         s = queue[next++];
         ++busy;
       }
@@ -744,7 +739,7 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
           abort = options_.budget->ExhaustedError("index precomputation");
         }
       }
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       --busy;
       if (!abort.ok() && status.ok()) status = abort;
       for (State t : successors) {
@@ -753,7 +748,6 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
           queue.push_back(t);
         }
       }
-      cv.notify_all();
     }
   };
   threads = std::max(1, threads);
