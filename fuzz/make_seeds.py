@@ -127,7 +127,8 @@ def fb(num, data):  # length-delimited field
 
 METHODS = ["Ping", "Stats", "ListTokenizers", "RegisterTokenizer", "Detokenize", "Compile",
            "GetIndex", "CancelCompile", "CreateSession", "CloseSession", "ForkSession", "Rollback",
-           "Step", "Mask", "RegisterSystemRegion", "ListRegions", "UnregisterRegion", "StepInRegion"]
+           "Step", "Mask", "RegisterSystemRegion", "ListRegions", "UnregisterRegion", "StepInRegion",
+           "StepStream", "Resize"]  # the last two: request_fuzzer.cc's kStepStream and kResize
 
 
 def rec(method, payload):
@@ -150,6 +151,31 @@ def step(session, tokens, rollback=0):
     return fb(1, e)
 
 
+def stream(mode, requests):  # kStepStream payload: [mode][[len LE16][StepRequest]]...
+    return bytes([mode]) + b"".join(struct.pack("<H", len(r)) + r for r in requests)
+
+
+def resize(k, size):  # kResize payload: [object][size LE32]
+    return bytes([k]) + struct.pack("<I", size)
+
+
+def region(k):  # RegisterSystemRegion of the fuzzer's object k, whole, as "r0"
+    return rec("RegisterSystemRegion", fb(2, bytes([k])))
+
+
+def packed(values):  # packed repeated int32 (negative: 10-byte varint)
+    return b"".join(varint(v & (2**64 - 1)) for v in values)
+
+
+def logits_target(dtype, rows, vocab, row_map=None, offset=0):
+    t = fb(1, b"") + fv(3, dtype) + fv(4, rows) + fv(5, vocab)
+    if offset:
+        t += fv(2, offset)
+    if row_map:
+        t += fb(7, packed(row_map))
+    return fb(3, t)
+
+
 def request_seeds():
     seqs = [
         [rec("Ping", b""), rec("ListTokenizers", b""), rec("Stats", b"")],
@@ -170,6 +196,32 @@ def request_seeds():
         [rec("RegisterSystemRegion", fb(1, "r") + fb(2, "/maskd-fuzz-no-such-object-x") + fv(4, 4096)),
          rec("ListRegions", b""), rec("UnregisterRegion", fb(1, "r"))],
         [rec("Step", b"\xff\xff\xff\x0f"), rec("Compile", b"\x12\x05ab")],  # malformed protobuf
+        # StepStream: steps, a rollback, a malformed request (ends the stream).
+        [rec("Compile", compile_req("[0-9]+")), rec("CreateSession", fb(1, "")),
+         rec("StepStream", stream(0, [step(0, []), step(0, [ord("1"), ord("2")]),
+                                      step(0, [ord("3")], rollback=1), b"\xff\xff"]))],
+        # StepStream cancelled after the second reply; one abandoned after its first request.
+        [rec("CreateSession", fb(2, compile_req("(ab|cd)*e"))), rec("ForkSession", fv(1, 0)),
+         rec("StepStream", stream(1 | (1 << 2), [step(0, [ord("a")]), step(1, [ord("c")]),
+                                                 step(0, [ord("b")])])),
+         rec("StepStream", stream(2, [step(1, [ord("d")]), step(1, [ord("e")])]))],
+        # Shared memory, masks target: masks written into the mapped object 0.
+        [rec("Compile", compile_req("[a-c]+x")), rec("CreateSession", fb(1, "")),
+         rec("CreateSession", fb(1, "")), region(0),
+         rec("StepInRegion", step(0, []) + step(1, [ord("a")]) + fb(2, b"")),
+         rec("StepInRegion", step(0, [ord("b"), ord("x")]) + fb(2, b"" + fv(2, 36))),
+         rec("ListRegions", fb(1, b"\x00")), rec("UnregisterRegion", fb(1, b"\x00"))],
+        # Shared memory, logits target: fp32 rows with a row map, then bf16 at an offset.
+        [rec("Compile", compile_req("(cat|dog)s?")), rec("CreateSession", fb(1, "")),
+         rec("CreateSession", fb(1, "")), region(2),
+         rec("StepInRegion", step(0, []) + step(1, [ord("c")]) + logits_target(1, 3, 271, [1, -1, 0])),
+         rec("StepInRegion", step(0, [ord("d")]) + logits_target(3, 1, 271, offset=2048)),
+         rec("StepInRegion", step(1, [ord("a")]) + logits_target(2, 1, 300))],
+        # The object shrinks under a registered region; grows back; a new registration.
+        [rec("CreateSession", fb(2, compile_req("[0-9]{2,4}"))), region(1),
+         rec("Resize", resize(1, 100)), rec("StepInRegion", step(0, [ord("1")]) + fb(2, b"")),
+         rec("RegisterSystemRegion", fb(1, "r1") + fb(2, b"\x01")),
+         rec("Resize", resize(1, 16384)), rec("StepInRegion", step(0, [ord("2")]) + fb(2, b""))],
     ]
     for s in seqs:
         write("request_fuzzer", b"".join(s))

@@ -44,8 +44,12 @@ absl::Status CheckJsonStructure(std::string_view text, const JsonScanLimits& lim
       } else if (c == '[' || c == '{') {
         ++depth;
         if (limits.max_depth != 0 && depth > limits.max_depth) {
-          return ScanError(what, absl::StrCat("nested too deeply (more than ", limits.max_depth,
-                                              " levels of arrays and objects)"),
+          return ScanError(what,
+                           absl::StrCat("nested too deeply (more than ", limits.max_depth,
+                                        " levels of arrays and objects",
+                                        limits.depth_limit_name ? ": " : "",
+                                        limits.depth_limit_name ? limits.depth_limit_name : "",
+                                        ")"),
                            i);
         }
         if (limits.max_object_members != 0) members.push_back(c == '{' ? 0 : kArray);

@@ -8,8 +8,8 @@
 // nlohmann::ordered_json inserts object members with a linear search, so an
 // object's member count is quadratic time. nlohmann's lexer also stops at a
 // NUL byte as if the text ended there, accepting "{}\0garbage"; this scan
-// finds the real end. Limits are fixed here, not flags: they bound stack use,
-// which an operator cannot raise, and they sit far above real documents.
+// finds the real end. Limits bound stack use, which an operator cannot raise:
+// callers pass their maximum or a lower configured value.
 #ifndef MASKD_INDEX_JSON_SCAN_H_
 #define MASKD_INDEX_JSON_SCAN_H_
 
@@ -26,6 +26,8 @@ struct JsonScanLimits {
   size_t max_depth = 256;
   // Members of one object, at most. 0: unlimited.
   size_t max_object_members = 0;
+  // Named in the max_depth error when set (e.g. the option that sets it).
+  const char* depth_limit_name = nullptr;
 };
 
 // Checks `text` (one JSON document, optionally surrounded by JSON whitespace)

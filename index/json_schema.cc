@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -28,10 +29,8 @@ namespace {
 // Limits of the structural pre-scan (index/json_scan.h). The deepest schema
 // in MaskBench nests 63 levels of arrays and objects and its largest object
 // has 600 members.
-constexpr size_t kMaxSchemaJsonDepth = 256;
+// (Nesting: JsonSchemaOptions::max_schema_nesting.)
 constexpr size_t kMaxSchemaObjectMembers = 4096;
-// Subschemas the converter is inside of at once ($refs included).
-constexpr int kMaxConvertDepth = 128;
 
 using json = nlohmann::ordered_json;
 using Re = std::optional<std::string>;  // nullopt: the empty language
@@ -512,9 +511,11 @@ class Converter {
     if (++calls_ > 2000000) Throw(absl::ResourceExhaustedError("schema too complex"));
     // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
     // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
-    if (++depth_ > kMaxConvertDepth) {
-      Invalid(absl::StrCat("schema nesting too deep (more than ", kMaxConvertDepth,
-                           " levels of subschemas and $refs) at ", Where(ptr)));
+    if (++depth_ > o_.max_schema_depth) {
+      Invalid(absl::StrCat("schema nesting too deep (more than ", o_.max_schema_depth,
+                           " levels of subschemas and $refs: max_schema_depth, maskd "
+                           "--max_schema_depth) at ",
+                           Where(ptr)));
     }
     struct DepthGuard {
       int& d;
@@ -1531,7 +1532,7 @@ class Converter {
       if ((min_len && *min_len > 0) || max_len) {
         auto r = PatternToJsonStringRegex(p->get<std::string>(), false, nullptr,
                                           {min_len.value_or(0), max_len.value_or(-1)},
-                                          &length_applied);
+                                          &length_applied, o_.max_pattern_nesting);
         if (r.ok() && length_applied) {
           return "\"" + *r + "\"";
         }
@@ -1598,7 +1599,8 @@ class Converter {
     auto cached = pattern_cache_.find(pattern);
     if (cached == pattern_cache_.end()) {
       bool was_anchored = false;
-      auto r = PatternToJsonStringRegex(pattern, false, &was_anchored);
+      auto r = PatternToJsonStringRegex(pattern, false, &was_anchored, {0, -1}, nullptr,
+                                        o_.max_pattern_nesting);
       if (!r.ok()) Unsupported(keyword, ptr, std::string(r.status().message()));
       PatternInfo info{*r, false};
       if (!was_anchored) {
@@ -1606,7 +1608,8 @@ class Converter {
         dopt.max_states = kMaxUnanchoredPatternStates;
         auto dfa = Dfa::FromPattern(*r, RegexLimits{}, dopt);
         if (!dfa.ok()) {
-          auto anchored = PatternToJsonStringRegex(pattern, true);
+          auto anchored = PatternToJsonStringRegex(pattern, true, nullptr, {0, -1}, nullptr,
+                                                   o_.max_pattern_nesting);
           if (anchored.ok()) info = PatternInfo{*anchored, true};
         }
       }
@@ -2062,11 +2065,25 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
       options.any_value_depth > 8) {
     return absl::InvalidArgumentError("bad recursion or any-value depth");
   }
+  for (auto [value, max, name] : {std::tuple{options.max_schema_nesting, kMaxSchemaNesting,
+                                             "max_schema_nesting"},
+                                  std::tuple{options.max_schema_depth, kMaxSchemaDepth,
+                                             "max_schema_depth"},
+                                  std::tuple{options.max_pattern_nesting, kMaxPatternNesting,
+                                             "max_pattern_nesting"}}) {
+    if (value < 1 || value > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " ", value, " is outside [1, ", max, "]"));
+    }
+  }
   // Before any tree is built: nesting (every walk below recurses per level),
   // object size (ordered_json inserts in linear time) and the document's end
   // (nlohmann stops at a NUL byte as if the text ended there).
   if (auto st = internal::CheckJsonStructure(
-          schema_json, {.max_depth = kMaxSchemaJsonDepth, .max_object_members = kMaxSchemaObjectMembers},
+          schema_json,
+          {.max_depth = static_cast<size_t>(options.max_schema_nesting),
+           .max_object_members = kMaxSchemaObjectMembers,
+           .depth_limit_name = "max_schema_nesting, maskd --max_schema_nesting"},
           "schema");
       !st.ok()) {
     return st;
@@ -2127,7 +2144,9 @@ std::string JsonSchemaOptionsKey(const JsonSchemaOptions& o) {
                       ";rec=", o.max_recursion_depth, ";any=", o.any_value_depth,
                       ";addl=", o.additional_properties_default_open ? 1 : 0,
                       ";ascii=", o.ensure_ascii ? 1 : 0, ";infer=", o.infer_type_from_keywords ? 1 : 0, ";rep=", o.max_counted_repeat,
-                      ";maxs=", o.max_schema_bytes, ";maxr=", o.max_regex_bytes);
+                      ";maxs=", o.max_schema_bytes, ";maxr=", o.max_regex_bytes,
+                      ";nest=", o.max_schema_nesting, ";depth=", o.max_schema_depth,
+                      ";pnest=", o.max_pattern_nesting);
 }
 
 }  // namespace maskd

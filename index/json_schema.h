@@ -38,6 +38,16 @@ enum class JsonWhitespace {
   kFlexible,
 };
 
+// Parser limits that bound stack depth (every walk over a schema, its JSON
+// tree and a `pattern`'s tree recurses once per level): JsonSchemaOptions may
+// lower them, never raise them.
+// Arrays and objects open at once in the schema's JSON text.
+inline constexpr int kMaxSchemaNesting = 256;
+// Subschemas (each $ref expansion included) the converter is inside of at once.
+inline constexpr int kMaxSchemaDepth = 128;
+// Groups open at once in a `pattern` or a patternProperties key.
+inline constexpr int kMaxPatternNesting = 256;
+
 struct JsonSchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::kPython;
   // Used with kFlexible only: a regex matching the allowed whitespace run.
@@ -79,6 +89,12 @@ struct JsonSchemaOptions {
   // carries an any-value automaton) but share their repeats when compiled;
   // callers raise the regex parser's max_pattern_bytes to this.
   size_t max_regex_bytes = 8 << 20;
+  // Nesting limits, each in [1, its constant above]; deeper input is
+  // InvalidArgument naming the limit. maskd: --max_schema_nesting,
+  // --max_schema_depth, --max_pattern_nesting.
+  int max_schema_nesting = kMaxSchemaNesting;
+  int max_schema_depth = kMaxSchemaDepth;
+  int max_pattern_nesting = kMaxPatternNesting;
 };
 
 struct JsonSchemaRegex {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "index/json_schema.h"
 
 namespace maskd::json_schema_internal {
 
@@ -58,13 +59,15 @@ std::string RegexEscape(std::string_view literal);
 // ^/$). InvalidArgument naming the construct when unsupported.
 // With `anchored`, both ends are treated as anchored (^...$) whatever the
 // pattern says. *was_anchored (optional) tells whether the pattern was
-// anchored at both ends by itself.
+// anchored at both ends by itself. Groups nested deeper than `max_nesting`
+// (at most kMaxPatternNesting) are InvalidArgument.
 // With `length` (min, max; max < 0: none) and a pattern anchored at both ends
 // made of single-character sets with at most one repeated set, the length
 // bounds are folded into that repeat and *length_applied is set.
 absl::StatusOr<std::string> PatternToJsonStringRegex(
     std::string_view pattern, bool anchored = false, bool* was_anchored = nullptr,
-    std::pair<int64_t, int64_t> length = {0, -1}, bool* length_applied = nullptr);
+    std::pair<int64_t, int64_t> length = {0, -1}, bool* length_applied = nullptr,
+    int max_nesting = kMaxPatternNesting);
 
 // Regex matching the JSON-encoded content (between the quotes) of every string
 // that is not one of `words` (UTF-8), whatever its spelling: a character of an

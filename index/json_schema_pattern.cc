@@ -254,7 +254,8 @@ Ranges SpaceRanges() {
 
 class PatternParser {
  public:
-  explicit PatternParser(std::string_view utf8) {
+  PatternParser(std::string_view utf8, int max_nesting)
+      : max_nesting_(std::clamp(max_nesting, 1, kMaxPatternNesting)) {
     for (size_t i = 0; i < utf8.size();) {
       unsigned char c = static_cast<unsigned char>(utf8[i]);
       int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
@@ -581,9 +582,10 @@ class PatternParser {
         }
         // Every walk over the tree (Emit, StripStart, copies) recurses once
         // per level: bound the depth, as the regex parser does.
-        if (++depth_ > kMaxPatternNesting) {
+        if (++depth_ > max_nesting_) {
           pos_ = group_start;
-          Fail("groups nested too deeply (more than 256 levels)");
+          Fail(absl::StrCat("groups nested too deeply (more than ", max_nesting_,
+                            " levels: max_pattern_nesting, maskd --max_pattern_nesting)"));
           return {};
         }
         PNode inner = ParseAlt();
@@ -612,7 +614,7 @@ class PatternParser {
     }
   }
 
-  static constexpr int kMaxPatternNesting = 256;
+  const int max_nesting_;
   std::vector<uint32_t> cps_;
   std::vector<size_t> byte_at_;  // byte offset of each codepoint, then the size
   size_t pos_ = 0;
@@ -882,9 +884,9 @@ bool ApplyLength(PNode& body, int64_t min_len, int64_t max_len) {
 absl::StatusOr<std::string> PatternToJsonStringRegex(std::string_view pattern, bool anchored,
                                                      bool* was_anchored,
                                                      std::pair<int64_t, int64_t> length,
-                                                     bool* length_applied) {
+                                                     bool* length_applied, int max_nesting) {
   if (length_applied) *length_applied = false;
-  PatternParser parser(pattern);
+  PatternParser parser(pattern, max_nesting);
   auto parsed = parser.Parse();
   if (!parsed.ok()) return parsed.status();
   PNode root = std::move(*parsed);

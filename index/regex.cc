@@ -176,7 +176,10 @@ class Parser {
   }
 
   absl::StatusOr<Node> ParseAlternation(int depth) {
-    if (depth > kMaxNesting) return Error(pos_, "groups nested too deeply");
+    if (depth > limits_.max_nesting) {
+      return Error(pos_, absl::StrCat("groups nested too deeply (more than ", limits_.max_nesting,
+                                      " levels: max_nesting, maskd --max_regex_nesting)"));
+    }
     std::vector<Node> branches;
     while (true) {
       auto branch = ParseConcat(depth);
@@ -299,7 +302,7 @@ class Parser {
   }
 
   // An atom other than a group: the recursion's frames stay small (see
-  // kMaxNesting).
+  // kMaxRegexNesting).
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Node> ParseLeaf() {
     size_t start = pos_;
     char c = Peek();
@@ -536,7 +539,6 @@ class Parser {
     return negate ? set.Complement() : set;
   }
 
-  static constexpr int kMaxNesting = 1000;
   std::string_view p_;
   const RegexLimits& limits_;
   size_t pos_ = 0;
@@ -561,6 +563,10 @@ size_t ExpandedSize(const RegexNode& n, size_t cap) {
 }  // namespace
 
 absl::StatusOr<Regex> Regex::Parse(std::string_view pattern, const RegexLimits& limits) {
+  if (limits.max_nesting < 1 || limits.max_nesting > kMaxRegexNesting) {
+    return absl::InvalidArgumentError(absl::StrCat("regex: max_nesting ", limits.max_nesting,
+                                                   " is outside [1, ", kMaxRegexNesting, "]"));
+  }
   if (pattern.size() > limits.max_pattern_bytes) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "regex: pattern of %d bytes exceeds the limit of %d bytes", pattern.size(),

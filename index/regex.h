@@ -57,10 +57,18 @@ struct RegexNode {
   uint32_t min = 0, max = 0;
 };
 
+// Groups open at once that the parser accepts at most: its recursion is a few
+// hundred bytes of stack per level, so this bounds stack use (RegexLimits::
+// max_nesting may lower it, never raise it).
+inline constexpr int kMaxRegexNesting = 1000;
+
 struct RegexLimits {
   size_t max_pattern_bytes = 1 << 20;  // pattern length in bytes
   uint32_t max_repeat = 1000;          // largest n in {n}, {n,}, {n,m}
   size_t max_nodes = 1 << 20;          // syntax tree nodes after expanding counted repeats
+  // Groups open at once, in [1, kMaxRegexNesting]; deeper is InvalidArgument
+  // (a value outside the range: InvalidArgument for every pattern).
+  int max_nesting = kMaxRegexNesting;
 };
 
 class Regex {

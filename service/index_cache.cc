@@ -251,7 +251,7 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
   };
   add(spec.kind == ConstraintKind::kRegex ? "regex" : "json_schema");
 #ifdef MASKD_HAVE_JSON_SCHEMA
-  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));
+  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));  // limits only refuse: same ids
 #endif
   add(spec.vocab ? spec.vocab->content_hash() : "");
   add(spec.eager ? "eager" : "lazy");
@@ -434,12 +434,12 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     index = CompileRegex(e->constraint, e->vocab, options);
   } else {
 #ifdef MASKD_HAVE_JSON_SCHEMA
-    auto regex = JsonSchemaToRegex(e->constraint);
+    auto regex = JsonSchemaToRegex(e->constraint, o.json_schema);
     if (!regex.ok()) {
       index = regex.status();
     } else {
       options.regex.max_pattern_bytes =
-          std::max(options.regex.max_pattern_bytes, JsonSchemaOptions().max_regex_bytes);
+          std::max(options.regex.max_pattern_bytes, o.json_schema.max_regex_bytes);
       index = CompileRegex(regex->regex, e->vocab, options);
     }
 #else

@@ -45,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "index/dfa.h"
+#include "index/json_schema.h"
 #include "index/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
@@ -67,7 +68,11 @@ struct IndexCacheOptions {
   // own (the fast lane), then, if not done, queued for the compile threads
   // and started again; zero: no fast lane.  --compile-fast-lane
   absl::Duration fast_lane_budget = absl::Milliseconds(100);
-  RegexLimits regex;                                 // --max-regex-bytes, --max-regex-repeat
+  // --max-regex-bytes, --max-regex-repeat, --max-regex-nesting
+  RegexLimits regex;
+  // JSON Schema conversion: --max-schema-nesting, --max-schema-depth,
+  // --max-pattern-nesting (the rest at its defaults).
+  JsonSchemaOptions json_schema;
   uint32_t max_dfa_states = 100000;                  // --max-dfa-states
   uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
 };

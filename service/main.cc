@@ -133,6 +133,17 @@ ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
 ABSL_FLAG(uint64_t, max_request_tokens, uint64_t{1} << 20, "Tokens in one Step or Mask call at most");
 ABSL_FLAG(uint64_t, max_regex_bytes, uint64_t{1} << 20, "Constraint (regex or schema) bytes at most");
 ABSL_FLAG(uint32_t, max_regex_repeat, 1000, "Largest counted repetition {n,m} in a regex");
+ABSL_FLAG(int32_t, max_regex_nesting, maskd::kMaxRegexNesting,
+          "Groups open at once in a regex (also one converted from a schema); at most 1000, "
+          "which bounds the parser's stack");
+ABSL_FLAG(int32_t, max_schema_nesting, maskd::kMaxSchemaNesting,
+          "Arrays and objects open at once in a JSON Schema's text; at most 256 (stack bound)");
+ABSL_FLAG(int32_t, max_schema_depth, maskd::kMaxSchemaDepth,
+          "Subschemas ($refs included) the schema converter is inside of at once; at most 128 "
+          "(stack bound)");
+ABSL_FLAG(int32_t, max_pattern_nesting, maskd::kMaxPatternNesting,
+          "Groups open at once in a JSON Schema pattern or patternProperties key; at most 256 "
+          "(stack bound)");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
@@ -289,6 +300,26 @@ int Run(int argc, char** argv) {
   TokenizerRegistry tokenizers(absl::GetFlag(FLAGS_max_tokenizers),
                                absl::GetFlag(FLAGS_loop_mask_bytes));
   IndexCacheOptions cache_options;
+  // Nesting limits: a flag may lower its parser's stack-safe maximum, never
+  // raise it.
+  for (auto [flag, value, max] :
+       {std::tuple{"--max_regex_nesting", absl::GetFlag(FLAGS_max_regex_nesting), kMaxRegexNesting},
+        std::tuple{"--max_schema_nesting", absl::GetFlag(FLAGS_max_schema_nesting),
+                   kMaxSchemaNesting},
+        std::tuple{"--max_schema_depth", absl::GetFlag(FLAGS_max_schema_depth), kMaxSchemaDepth},
+        std::tuple{"--max_pattern_nesting", absl::GetFlag(FLAGS_max_pattern_nesting),
+                   kMaxPatternNesting}}) {
+    if (value < 1 || value > max) {
+      LogError(absl::StrCat(flag, "=", value, ": want 1 to ", max,
+                            " (the maximum bounds the parser's stack depth; the flag can only "
+                            "lower it)"));
+      return 2;
+    }
+  }
+  cache_options.regex.max_nesting = absl::GetFlag(FLAGS_max_regex_nesting);
+  cache_options.json_schema.max_schema_nesting = absl::GetFlag(FLAGS_max_schema_nesting);
+  cache_options.json_schema.max_schema_depth = absl::GetFlag(FLAGS_max_schema_depth);
+  cache_options.json_schema.max_pattern_nesting = absl::GetFlag(FLAGS_max_pattern_nesting);
   cache_options.max_bytes = absl::GetFlag(FLAGS_cache_bytes);
   cache_options.max_mask_bytes = absl::GetFlag(FLAGS_max_mask_bytes);
   cache_options.compile_threads = absl::GetFlag(FLAGS_compile_threads);

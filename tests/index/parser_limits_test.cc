@@ -393,5 +393,83 @@ TEST(StackBudget, DeepestAcceptedInputsFitInASmallStack) {
   });
 }
 
+// ---------------------------------------------------------------------------
+// The nesting limits are options (maskd flags): lowering one refuses what the
+// default accepts, naming the limit; a value above the stack-safe maximum is
+// refused for every input.
+
+TEST(NestingOptions, RegexMaxNestingLowersTheLimit) {
+  const std::string five = Nest("(", "a", ")", 5);
+  ASSERT_TRUE(Regex::Parse(five).ok());
+  RegexLimits low;
+  low.max_nesting = 4;
+  auto r = Regex::Parse(five, low);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("more than 4 levels"));
+  EXPECT_THAT(r.status().message(), HasSubstr("max_regex_nesting"));
+  EXPECT_TRUE(Regex::Parse(Nest("(", "a", ")", 4), low).ok());
+  EXPECT_TRUE(Regex::Parse(Nest("(", "a", ")", kMaxRegexNesting)).ok());
+  for (int bad : {0, -1, kMaxRegexNesting + 1}) {
+    RegexLimits l;
+    l.max_nesting = bad;
+    auto b = Regex::Parse("a", l);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(b.status().message(), HasSubstr("max_nesting"));
+  }
+}
+
+TEST(NestingOptions, SchemaLimitsLowerTheirLimit) {
+  struct Case {
+    const char* name;
+    std::string schema;
+    int JsonSchemaOptions::*field;
+    int lowered;
+  };
+  const Case cases[] = {
+      // 8 levels of arrays and objects in the text; 5 subschemas; 3 groups.
+      {"max_schema_nesting", R"({"type":"object","properties":{"a":{"type":"array","items":)"
+                             R"({"type":"object","properties":{"b":{"enum":[[1]]}}}}}})",
+       &JsonSchemaOptions::max_schema_nesting, 7},
+      {"max_schema_depth", Nest(R"({"type":"array","items":)", R"({"type":"integer"})", "}", 4),
+       &JsonSchemaOptions::max_schema_depth, 4},
+      {"max_pattern_nesting", R"({"type":"string","pattern":"^(((a)))$"})",
+       &JsonSchemaOptions::max_pattern_nesting, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto ok = JsonSchemaToRegex(c.schema);
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    JsonSchemaOptions low;
+    low.*c.field = c.lowered;
+    auto r = JsonSchemaToRegex(c.schema, low);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.name));
+    EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("more than ", c.lowered)));
+    low.*c.field = c.lowered + 1;
+    EXPECT_TRUE(JsonSchemaToRegex(c.schema, low).ok());
+  }
+}
+
+TEST(NestingOptions, SchemaLimitsAboveTheirMaximumAreRefused) {
+  const std::pair<int JsonSchemaOptions::*, int> fields[] = {
+      {&JsonSchemaOptions::max_schema_nesting, kMaxSchemaNesting},
+      {&JsonSchemaOptions::max_schema_depth, kMaxSchemaDepth},
+      {&JsonSchemaOptions::max_pattern_nesting, kMaxPatternNesting},
+  };
+  for (const auto& [field, max] : fields) {
+    for (int bad : {0, max + 1}) {
+      JsonSchemaOptions o;
+      o.*field = bad;
+      auto r = JsonSchemaToRegex(R"({"type":"integer"})", o);
+      ASSERT_FALSE(r.ok()) << bad;
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("outside [1, ", max, "]")));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace maskd

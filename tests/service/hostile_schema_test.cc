@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -140,6 +141,66 @@ TEST(HostileSchema, MaskctlSchemaToRegexExitsWithAnError) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
   unlink(path.c_str());
   rmdir(dir);
+}
+
+// Issue #11: the nesting limits are flags that can only lower the parsers'
+// stack-safe maxima. Each constraint compiles on a default server and is
+// refused, INVALID_ARGUMENT naming the flag, where its flag is lowered.
+TEST(HostileSchema, NestingFlagsLowerTheLimits) {
+  struct Case {
+    const char* flag;
+    bool is_regex;
+    std::string constraint;
+  };
+  const Case cases[] = {
+      {"--max_regex_nesting", true, "((((a))))b"},  // 4 groups
+      {"--max_schema_nesting", false,                // 8 levels of arrays and objects
+       R"({"type":"object","properties":{"a":{"type":"array","items":)"
+       R"({"type":"object","properties":{"b":{"enum":[[1]]}}}}}})"},
+      {"--max_schema_depth", false,  // 5 subschemas
+       R"({"type":"array","items":{"type":"array","items":{"type":"array","items":)"
+       R"({"type":"array","items":{"type":"integer"}}}}})"},
+      {"--max_pattern_nesting", false, R"({"type":"string","pattern":"^(((a)))$"})"},  // 3 groups
+  };
+  auto request = [](const Case& c) {
+    v1::CompileRequest req = SchemaRequest(c.constraint);
+    if (c.is_regex) req.set_regex(c.constraint);
+    return req;
+  };
+  {
+    MaskdProcess server;
+    ASSERT_TRUE(server.ok()) << server.Log();
+    auto client = server.Connect();
+    for (const Case& c : cases) {
+      auto r = client->Compile(request(c));
+      EXPECT_TRUE(r.ok()) << c.flag << ": " << r.status();
+    }
+  }
+  MaskdProcess low({"--max_regex_nesting=3", "--max_schema_nesting=7", "--max_schema_depth=4",
+                    "--max_pattern_nesting=2"});
+  ASSERT_TRUE(low.ok()) << low.Log();
+  auto client = low.Connect();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flag);
+    auto r = client->Compile(request(c));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.flag));
+  }
+  EXPECT_TRUE(client->Compile(SchemaRequest(R"({"type":"integer"})")).ok());
+}
+
+TEST(HostileSchema, NestingFlagAboveItsMaximumIsRefusedAtStartup) {
+  for (const char* flag : {"--max_regex_nesting=1001", "--max_schema_nesting=257",
+                           "--max_schema_depth=129", "--max_pattern_nesting=257",
+                           "--max_regex_nesting=0"}) {
+    SCOPED_TRACE(flag);
+    MaskdProcess bad({flag}, /*wait_ready=*/false);
+    EXPECT_EQ(bad.Wait(30), 2) << bad.Log();
+    const std::string name(flag, std::string_view(flag).find('='));
+    EXPECT_THAT(bad.Log(), HasSubstr(name));
+    EXPECT_THAT(bad.Log(), HasSubstr("can only lower it"));
+  }
 }
 
 }  // namespace
