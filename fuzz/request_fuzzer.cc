@@ -426,17 +426,12 @@ void CheckStatus(const grpc::Status& s, const char* path, bool parsed) {
       fprintf(stderr, "%s: status %d: %s\n", path, s.error_code(), s.error_message().c_str());
       abort();
     case grpc::StatusCode::UNIMPLEMENTED:
-      // Every method here is implemented by both services; MaskdService
-      // answers a request that does not parse with INVALID_ARGUMENT.
-      // TODO(issue #11 item 10): SharedMemoryService still gives gRPC's bare
-      // UNIMPLEMENTED to a request that does not parse (the fix to
-      // INVALID_ARGUMENT is on main); drop this exception after merging main.
-      if (parsed || std::string_view(path).find("/maskd.v1.SharedMemory/") != 0) {
-        fprintf(stderr, "%s: UNIMPLEMENTED (parsed=%d): %s\n", path, parsed,
-                s.error_message().c_str());
-        abort();
-      }
-      break;
+      // Every method here is implemented (RegisterCudaRegion, which a build
+      // without CUDA answers UNIMPLEMENTED, is not sent), and both services
+      // answer a request that does not parse with INVALID_ARGUMENT.
+      fprintf(stderr, "%s: UNIMPLEMENTED (parsed=%d): %s\n", path, parsed,
+              s.error_message().c_str());
+      abort();
     default:
       break;
   }
