@@ -591,5 +591,35 @@ TEST_F(TlsTest, TlsCallersNeedShmAllowTcp) {
   }
 }
 
+// gRPC's TLS socket: tls.sock in a fresh 0700 directory under $TMPDIR,
+// removed when maskd stops.
+TEST_F(TlsTest, PrivateTlsSocketLivesInA0700DirectoryRemovedAtExit) {
+  const std::string tmp = File("tmp");
+  ASSERT_EQ(mkdir(tmp.c_str(), 0755), 0);
+  const char* old = getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TMPDIR", tmp.c_str(), 1);  // inherited by the child
+  MaskdProcess p(TlsFlags());
+  if (old != nullptr) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_TRUE(p.ok()) << p.Log();
+  EXPECT_EQ(TlsHealth(absl::StrCat("127.0.0.1:", TcpPort(p)), ""), "SERVING");
+  std::vector<std::filesystem::path> dirs;
+  for (auto& e : std::filesystem::directory_iterator(tmp)) dirs.push_back(e.path());
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(dirs[0].filename().string().rfind("maskd-tls-", 0), 0u) << dirs[0];
+  struct stat st;
+  ASSERT_EQ(stat(dirs[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((dirs[0] / "tls.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(30), 0) << p.Log();
+  EXPECT_FALSE(std::filesystem::exists(dirs[0])) << dirs[0];
+}
+
 }  // namespace
 }  // namespace maskd::testing
