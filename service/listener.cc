@@ -378,9 +378,9 @@ bool Listener::HandOver(const Pending& p, Handed* out) {
     }
     if (up < 0 || fstat(p.fd, &st) != 0) {
       const int e = errno;
+      const uint64_t n = upstream_failures_.fetch_add(1) + 1;  // counted before the client sees it
       if (up >= 0) close(up);
       close(p.fd);
-      const uint64_t n = upstream_failures_.fetch_add(1) + 1;
       const absl::Time now = absl::Now();
       if (now - last_upstream_log_ > absl::Seconds(10)) {
         last_upstream_log_ = now;
