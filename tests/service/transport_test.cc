@@ -388,11 +388,15 @@ class TlsTest : public ::testing::Test {
   }
   // A TLS client. gRPC shares one connection between channels whose
   // arguments are equal: `backoff_ms` differing gives a channel its own.
-  std::unique_ptr<Client> TlsClient(const std::string& addr, int backoff_ms = 100) const {
+  // gRPC 1.51 also takes the first backoff as the connect timeout (TCP, TLS
+  // handshake and SETTINGS): 1 s, not the client's 100 ms, for sanitizer
+  // builds on a busy machine.
+  std::unique_ptr<Client> TlsClient(const std::string& addr, int backoff_ms = 1000) const {
     ClientOptions o;
     o.timeout = absl::Seconds(10);
     o.tls_ca_pem = Read(File("ca.pem"));
     o.reconnect_backoff_initial = absl::Milliseconds(backoff_ms);
+    o.reconnect_backoff_max = absl::Seconds(2);
     auto c = Client::Connect(addr, o);
     return c.ok() ? *std::move(c) : nullptr;
   }
@@ -400,6 +404,8 @@ class TlsTest : public ::testing::Test {
                         const std::string& server_name = "") const {
     ClientOptions o;
     o.timeout = absl::Seconds(5);
+    o.reconnect_backoff_initial = absl::Seconds(1);  // the connect timeout: see TlsClient
+    o.reconnect_backoff_max = absl::Seconds(2);
     o.tls_ca_pem = Read(File("ca.pem"));
     o.tls_server_name = server_name;
     if (!who.empty()) {
@@ -535,8 +541,8 @@ TEST_F(TlsTest, TlsConnectionsHaveTheirOwnCompileKeys) {
   MaskdProcess p(flags);
   ASSERT_TRUE(p.ok()) << p.Log();
   const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
-  auto a = TlsClient(tcp, 100);
-  auto b = TlsClient(tcp, 101);
+  auto a = TlsClient(tcp, 1000);
+  auto b = TlsClient(tcp, 1001);
   ASSERT_TRUE(a && b);
   // 2^16 DFA states, each with an eager token mask: minutes of work.
   auto slow = [](char c) {
