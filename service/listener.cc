@@ -25,7 +25,7 @@
 #include "service/log.h"
 #include "service/peer_credentials.h"
 #include "service/peer_credentials_internal.h"
-#include "service/reset_guard.h"
+#include "service/relay.h"
 
 namespace maskd {
 
@@ -144,6 +144,47 @@ std::string UnixPath(const std::string& addr) {
   return std::string(a.substr(5));  // "unix:"
 }
 
+// True when `n` more descriptors can be opened now (probed with dup of
+// `fd`, closed again at once).
+bool HaveSpareFds(int fd, int n) {
+  int probes[64];
+  n = std::min(n, 64);
+  int made = 0;
+  while (made < n) {
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (d < 0) break;
+    probes[made++] = d;
+  }
+  for (int i = 0; i < made; ++i) close(probes[i]);
+  return made == n;
+}
+
+// A new non-blocking connection to the unix socket at `path`, from a fresh
+// autobound abstract address (bind with only the family: the kernel picks 5
+// hex digits), so that the server's peer string tells connections apart;
+// -1 with errno set when it cannot be made (EAGAIN: the backlog is full).
+int ConnectUnix(const std::string& path) {
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sun.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(sun.sun_path, path.data(), path.size());
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  sockaddr_un any{};
+  any.sun_family = AF_UNIX;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof(sa_family_t)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
 bool IsUnixAddress(const std::string& addr) {
@@ -169,6 +210,12 @@ absl::StatusOr<bool> IsLoopbackTcp(const std::string& host_port) {
 
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& addr,
                                                          const ListenerOptions& options) {
+  if (!options.upstream_path.empty() &&
+      (options.relay == nullptr || options.upstream_path.size() >= sizeof(sockaddr_un::sun_path))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listener ", addr.substr(0, 256), ": an upstream needs a relay and a path under ",
+        sizeof(sockaddr_un::sun_path), " bytes"));
+  }
   std::unique_ptr<Listener> l(new Listener);
   l->addr_ = l->shown_ = addr;
   l->options_ = options;
@@ -309,6 +356,64 @@ void Listener::Stop() {
   }
 }
 
+int Listener::SpareFdsNeeded(int base) const {
+  const uint64_t unanswered = options_.limit->upstream_unanswered.load();
+  return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(base) + unanswered, 64));
+}
+
+bool Listener::HandOver(const Pending& p, Handed* out) {
+  struct stat st;
+  if (!options_.upstream_path.empty()) {
+    // A client that hung up before its first byte: nothing to relay.
+    char b;
+    if (recv(p.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+      close(p.fd);
+      return false;
+    }
+    int up = -1;
+    if (!HaveSpareFds(wake_fd_, SpareFdsNeeded(options_.spare_fds / 2))) {
+      errno = EMFILE;
+    } else {
+      up = ConnectUnix(options_.upstream_path);
+    }
+    if (up < 0 || fstat(p.fd, &st) != 0) {
+      const int e = errno;
+      const uint64_t n = upstream_failures_.fetch_add(1) + 1;  // counted before the client sees it
+      if (up >= 0) close(up);
+      close(p.fd);
+      const absl::Time now = absl::Now();
+      if (now - last_upstream_log_ > absl::Seconds(10)) {
+        last_upstream_log_ = now;
+        LogError(absl::StrCat("listener ", shown_,
+                              ": closed a connection: cannot connect to gRPC's TLS socket: ",
+                              Errno(e), " (", n, " so far)"));
+      }
+      return false;
+    }
+    *out = {p.fd, st.st_dev, st.st_ino};  // before the relay may close it
+    options_.relay->Add(p.fd, up, /*guard_resets=*/false, &options_.limit->upstream_unanswered);
+    return true;
+  }
+  // gRPC gets the client's socket, or the relay's end of a socketpair.
+  int fd = p.fd;
+  if (options_.relay != nullptr) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
+      close(p.fd);
+      return false;
+    }
+    options_.relay->Add(p.fd, pair[1], /*guard_resets=*/true);
+    fd = pair[0];
+  }
+  if (fstat(fd, &st) != 0 || !internal::RecordConnection(fd, p.creds)) {
+    close(fd);  // the relay, if any, sees the hang-up and closes the client
+    return false;
+  }
+  *out = {fd, st.st_dev, st.st_ino};
+  grpc::AddInsecureChannelFromFd(server_, fd);
+  return true;
+}
+
 // The loop's state lives on its stack: the pending connections (accepted,
 // waiting for a first byte) and those handed to gRPC (tracked by fd and
 // inode: gRPC closes them without telling, and a sweep notices).
@@ -368,16 +473,10 @@ void Listener::Loop() {
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& p = pending[i];
       if (pfds[base + i].revents != 0) {
-        // gRPC gets the client's socket, or the guard's end of a socketpair.
-        int fd = options_.guard != nullptr ? options_.guard->Adopt(p.fd) : p.fd;
-        struct stat st;
-        if (fd < 0) {
-          limit->open.fetch_sub(1);  // Adopt closed p.fd
-        } else if (fstat(fd, &st) == 0 && internal::RecordConnection(fd, p.creds)) {
-          handed.push_back({fd, st.st_dev, st.st_ino});
-          grpc::AddInsecureChannelFromFd(server_, fd);
+        Handed h;
+        if (HandOver(p, &h)) {
+          handed.push_back(h);
         } else {
-          close(fd);
           limit->open.fetch_sub(1);
         }
       } else if (after >= p.deadline) {
@@ -392,9 +491,12 @@ void Listener::Loop() {
     for (size_t li = 0; li < fds_.size(); ++li) {
       if (pfds[1 + li].revents == 0) continue;
       for (int k = 0; k < 64; ++k) {
-        int fd = accept4(fds_[li], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        // Too few spare descriptors reads as EMFILE (ListenerOptions::spare_fds).
+        const bool spare = options_.spare_fds <= 0 ||
+                           HaveSpareFds(wake_fd_, SpareFdsNeeded(options_.spare_fds));
+        int fd = spare ? accept4(fds_[li], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
         if (fd < 0) {
-          int e = errno;
+          int e = spare ? errno : EMFILE;
           if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
           if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
             backoff = std::clamp(backoff * 2, absl::Milliseconds(10), absl::Seconds(1));
@@ -403,6 +505,8 @@ void Listener::Loop() {
             if (absl::Now() - last_fd_log > absl::Seconds(10)) {
               last_fd_log = absl::Now();
               LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e),
+                                    spare ? "" : absl::StrCat(" (", options_.spare_fds,
+                                                              " descriptors kept spare)"),
                                     "; retrying (open connections: ", limit->open.load(), ")"));
             }
           } else if (e != EAGAIN && e != EWOULDBLOCK) {

@@ -1,7 +1,10 @@
 // Listeners maskd accepts on itself, instead of gRPC's own: a unix socket
-// (with SO_PEERCRED, see peer_credentials.h) or a plaintext TCP address.
-// Each accepted connection is handed to a started grpc::Server with
-// grpc::AddInsecureChannelFromFd, so that maskd, not gRPC 1.51, decides:
+// (with SO_PEERCRED, see peer_credentials.h), a plaintext TCP address, or a
+// TLS TCP address. A plaintext connection is handed to a started
+// grpc::Server with grpc::AddInsecureChannelFromFd (directly, or through the
+// rapid-reset guard of relay.h); a TLS connection is relayed byte for byte
+// to gRPC's private TLS unix socket (`upstream_path`), because fd hand-over
+// in gRPC 1.51 takes plaintext only. Either way maskd, not gRPC 1.51, decides:
 //   * binding: no SO_REUSEPORT (a second server on the port fails to start);
 //     a unix path with a live server behind it is refused, a stale socket
 //     (connect: ECONNREFUSED) is replaced, anything else at the path is
@@ -11,12 +14,12 @@
 //     listeners sharing one ConnectionLimit): past it a new connection is
 //     closed at once;
 //   * what a connection must do to be handed over: send its first byte
-//     within `first_byte_timeout`, else it is closed;
+//     (for TLS, the ClientHello) within `first_byte_timeout`, else it is
+//     closed;
 //   * what happens when accept fails for lack of descriptors or memory
-//     (EMFILE, ENFILE, ENOBUFS, ENOMEM): the listener backs off (10 ms,
-//     doubling to 1 s) and retries; it never stops accepting.
-// TLS listeners stay with gRPC (AddInsecureChannelFromFd takes plaintext
-// only); docs/reliability.md says what bounds them.
+//     (EMFILE, ENFILE, ENOBUFS, ENOMEM), or when fewer than `spare_fds`
+//     descriptors would be left: the listener backs off (10 ms, doubling to
+//     1 s) and retries; it never stops accepting.
 #ifndef MASKD_SERVICE_LISTENER_H_
 #define MASKD_SERVICE_LISTENER_H_
 
@@ -35,7 +38,7 @@
 
 namespace maskd {
 
-class ResetGuard;
+class Relay;
 
 // Open connections across listeners (accepted and not yet seen closed).
 struct ConnectionLimit {
@@ -43,15 +46,38 @@ struct ConnectionLimit {
   const uint64_t max;  // 0: no limit
   std::atomic<uint64_t> open{0};
   std::atomic<uint64_t> refused{0};  // closed at accept because `open` was at `max`
+  // Connections relayed to gRPC's private TLS socket that gRPC has not
+  // answered yet: each may still need a descriptor for gRPC's accept.
+  std::atomic<uint64_t> upstream_unanswered{0};
 };
 
 struct ListenerOptions {
   mode_t socket_mode = 0660;                       // unix sockets: file mode
   absl::Duration first_byte_timeout = absl::Seconds(10);
   ConnectionLimit* limit = nullptr;                // required; outlives the listener
-  // When set, connections go to gRPC through this guard (reset_guard.h)
-  // instead of directly; outlives the listener.
-  ResetGuard* guard = nullptr;
+  // Where a connection goes once it has sent its first byte:
+  //   * `upstream_path` empty, `relay` null: to gRPC, directly;
+  //   * `upstream_path` empty, `relay` set: to gRPC through `relay`'s
+  //     rapid-reset guard (gRPC gets one end of a socketpair);
+  //   * `upstream_path` set: `relay` (required) copies its bytes, uninspected,
+  //     to a new connection to the unix socket at `upstream_path` (gRPC's
+  //     private TLS socket). That connection is made from a fresh autobound
+  //     abstract address, so gRPC's peer string tells connections apart (the
+  //     compile-fairness key) and carries no credentials (PeerCredentialsOf:
+  //     nullopt). When it cannot be made (too few spare descriptors, the
+  //     backlog full, gRPC gone) the client is closed and counted in
+  //     upstream_failures().
+  // `relay` outlives the listener.
+  Relay* relay = nullptr;
+  std::string upstream_path;
+  // Descriptors each accept must leave free (0: none). gRPC 1.51's own
+  // listener (the private TLS socket's) stops for good when its accept
+  // fails with EMFILE: while one exists, every listener of the process
+  // leaves it this many plus one per connection gRPC has yet to accept
+  // (ConnectionLimit::upstream_unanswered, at most 64 in all), and a TLS
+  // connection is relayed only while half of `spare_fds` plus those are
+  // free. A margin, not a guarantee: other threads open descriptors too.
+  int spare_fds = 0;
 };
 
 // True for addresses Listener serves ("unix:" paths; "host:port" TCP).
@@ -78,12 +104,16 @@ class Listener {
   int port() const { return port_; }
   // The address as shown to users (the TCP port filled in).
   const std::string& shown() const { return shown_; }
+  // Connections closed because the upstream connection could not be made.
+  uint64_t upstream_failures() const { return upstream_failures_.load(); }
 
-  // Starts the accept thread; `server` must be started and outlive Stop().
+  // Starts the accept thread; `server` must be started and outlive Stop()
+  // (unused with `upstream_path`).
   void Start(grpc::Server* server);
   // Stops accepting: closes the listening sockets and connections not yet
   // handed over, joins the thread, removes the unix socket file if it is
-  // still ours. Connections already handed to gRPC stay with it. Idempotent.
+  // still ours. Connections already handed to gRPC or the relay stay with
+  // them. Idempotent.
   void Stop();
 
  private:
@@ -91,6 +121,12 @@ class Listener {
   struct Handed;
   Listener() = default;
   void Loop();
+  // Sends on a connection that sent its first byte (takes ownership of
+  // p.fd). True with `out` the socket to track (gRPC's end, or the client's
+  // socket, which the relay closes when done); false when it was closed.
+  bool HandOver(const Pending& p, Handed* out);
+  // `base` descriptors plus one per unanswered upstream connection, at most 64.
+  int SpareFdsNeeded(int base) const;
 
   std::string addr_, shown_, unix_path_;
   dev_t unix_dev_ = 0;
@@ -100,6 +136,8 @@ class Listener {
   ListenerOptions options_;
   std::vector<int> fds_;  // listening sockets
   int wake_fd_ = -1;      // eventfd: Stop() wakes the loop
+  std::atomic<uint64_t> upstream_failures_{0};
+  absl::Time last_upstream_log_ = absl::InfinitePast();
   grpc::Server* server_ = nullptr;
   std::thread thread_;
   bool stopped_ = false;

@@ -2,6 +2,7 @@
 // the shutdown sequence.
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +39,7 @@
 #include "service/log.h"
 #include "service/maskd_service.h"
 #include "service/metrics.h"
-#include "service/reset_guard.h"
+#include "service/relay.h"
 #include "service/session_table.h"
 #include "service/shm_service.h"
 #include "service/tokenizer_registry.h"
@@ -65,8 +66,8 @@ ABSL_FLAG(bool, allow_insecure_tcp, false,
 ABSL_FLAG(std::string, socket_mode, "0660",
           "File mode (octal) of unix sockets maskd listens on, set at bind whatever the umask");
 ABSL_FLAG(uint64_t, max_connections, 4096,
-          "Open connections at most across the unix and plaintext TCP listeners; past it a new "
-          "connection is closed at once; 0: no limit");
+          "Open connections at most across the listeners (unix, plaintext and TLS TCP); past it "
+          "a new connection is closed at once; 0: no limit");
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A new connection must send its first byte (plaintext) or finish its TLS handshake "
           "within this time, else it is closed");
@@ -364,8 +365,8 @@ int Run(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // Unix sockets and plaintext TCP: maskd's own listeners (listener.h), bound
-  // before gRPC starts so that a taken address fails here. The rest
+  // Unix sockets, plaintext and TLS TCP: maskd's own listeners (listener.h),
+  // bound before gRPC starts so that a taken address fails here. The rest
   // (unix-abstract:) goes to gRPC, without SO_REUSEPORT.
   ListenerOptions listener_options;
   {
@@ -382,9 +383,9 @@ int Run(int argc, char** argv) {
   listener_options.first_byte_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   ConnectionLimit connection_limit(absl::GetFlag(FLAGS_max_connections));
   listener_options.limit = &connection_limit;
-  // TLS: every TCP listener when --tls_cert is set (gRPC's listener: fd
-  // hand-over is plaintext only). Otherwise plaintext TCP on loopback only,
-  // unless --allow_insecure_tcp.
+  // TLS: every TCP listener when --tls_cert is set (relayed to gRPC's private
+  // TLS socket, below: fd hand-over is plaintext only). Otherwise plaintext
+  // TCP on loopback only, unless --allow_insecure_tcp.
   std::shared_ptr<grpc::ServerCredentials> tls;
   {
     const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key),
@@ -414,12 +415,48 @@ int Run(int argc, char** argv) {
       tls = grpc::SslServerCredentials(o);
     }
   }
-  std::unique_ptr<ResetGuard> reset_guard;
-  if (absl::GetFlag(FLAGS_max_resets_per_second) > 0) {
-    ResetGuardOptions o;
-    o.resets_per_second = absl::GetFlag(FLAGS_max_resets_per_second);
+  // The relay (relay.h): the rapid-reset guard of plaintext connections, and
+  // the path of TLS connections to gRPC.
+  std::unique_ptr<Relay> relay;
+  Relay* reset_guard = nullptr;
+  if (absl::GetFlag(FLAGS_max_resets_per_second) > 0 || tls) {
+    RelayOptions o;
+    o.resets_per_second = std::max(absl::GetFlag(FLAGS_max_resets_per_second), 0.0);
     o.reset_burst = 2 * o.resets_per_second;
-    reset_guard = std::make_unique<ResetGuard>(o);
+    relay = std::make_unique<Relay>(o);
+    if (o.resets_per_second > 0) reset_guard = relay.get();
+  }
+  // gRPC serves TLS on one private unix socket only, `tls.sock` in a fresh
+  // directory of mode 0700 (nobody else can connect), removed at exit; each
+  // TLS address is a Listener that relays to it, so that TLS connections get
+  // the same connection cap, first-byte timeout and accept back-off as the
+  // others (docs/reliability.md, Threat model).
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } tls_dir;
+  std::string tls_socket;
+  int tls_port = 0;
+  if (tls) {
+    const char* tmpdir = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmpdir != nullptr && *tmpdir != 0 ? tmpdir : "/tmp",
+                                    "/maskd-tls-XXXXXX");
+    if (tmpl.size() + sizeof "/tls.sock" > sizeof(sockaddr_un::sun_path)) {
+      tmpl = "/tmp/maskd-tls-XXXXXX";  // a unix socket path has at most 107 bytes
+    }
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      LogError(absl::StrCat("cannot make the private TLS socket directory ", tmpl, ": ",
+                            strerror(errno)));
+      return 1;
+    }
+    tls_dir.path = tmpl;
+    tls_socket = tmpl + "/tls.sock";
+    builder.AddListeningPort("unix:" + tls_socket, tls, &tls_port);
+    // gRPC's listener on it stops for good on EMFILE: leave it descriptors.
+    listener_options.spare_fds = 8;
   }
   std::vector<std::unique_ptr<Listener>> listeners(listen.size());
   std::vector<int> ports(listen.size(), 0);
@@ -428,17 +465,17 @@ int Run(int argc, char** argv) {
       builder.AddListeningPort(listen[i], grpc::InsecureServerCredentials(), &ports[i]);
       continue;
     }
-    if (!IsUnixAddress(listen[i])) {
-      if (tls) {
-        // Resolve first: a malformed address gets listener.h's message.
-        auto r = ResolveForBind(listen[i]);
-        if (!r.ok()) {
-          LogError(std::string(r.status().message()));
-          return 2;
-        }
-        builder.AddListeningPort(listen[i], tls, &ports[i]);
-        continue;
+    ListenerOptions options = listener_options;
+    if (!IsUnixAddress(listen[i]) && tls) {
+      // Resolve first: a malformed address gets listener.h's message (exit 2).
+      auto r = ResolveForBind(listen[i]);
+      if (!r.ok()) {
+        LogError(std::string(r.status().message()));
+        return 2;
       }
+      options.relay = relay.get();
+      options.upstream_path = tls_socket;
+    } else if (!IsUnixAddress(listen[i])) {
       auto loopback = IsLoopbackTcp(listen[i]);
       if (!loopback.ok()) {
         LogError(std::string(loopback.status().message()));
@@ -450,10 +487,9 @@ int Run(int argc, char** argv) {
                               "(docs/reliability.md, Threat model)"));
         return 2;
       }
-    }
-    ListenerOptions options = listener_options;
-    if (!IsUnixAddress(listen[i]) || absl::GetFlag(FLAGS_reset_guard_unix)) {
-      options.guard = reset_guard.get();
+      options.relay = reset_guard;
+    } else if (absl::GetFlag(FLAGS_reset_guard_unix)) {
+      options.relay = reset_guard;
     }
     auto l = Listener::Bind(listen[i], options);
     if (!l.ok()) {
@@ -499,6 +535,11 @@ int Run(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     LogError(absl::StrCat("cannot listen on ", absl::StrJoin(listen, ",")));
+    return 1;
+  }
+  if (tls && tls_port == 0) {
+    LogError(absl::StrCat("cannot listen on the private TLS socket ", tls_socket));
+    server->Shutdown();
     return 1;
   }
   for (size_t i = 0; i < listen.size(); ++i) {

@@ -9,7 +9,7 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/maskd_service.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/metrics.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/peer_credentials.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/reset_guard.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/relay.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})

@@ -4,7 +4,11 @@
 // or "peer=<...> none". A client under another uid is this binary run again
 // (fork, setuid(65534), exec) with MASKD_LISTENER_CHILD=<address>, so that the
 // child starts gRPC afresh; it prints the reply on stdout.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -16,11 +20,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "maskd/v1/maskd.grpc.pb.h"
 #include "service/listener.h"
 #include "service/peer_credentials.h"
+#include "service/relay.h"
 
 namespace maskd {
 namespace {
@@ -164,6 +170,58 @@ TEST_F(ListenerTest, TcpCarriesNoCredentials) {
   std::string answer = Ask(absl::StrCat("127.0.0.1:", l->port()));
   EXPECT_EQ(answer.rfind("peer=fd:", 0), 0u) << answer;
   EXPECT_NE(answer.find(" none"), std::string::npos) << answer;
+}
+
+// Relayed to an upstream unix socket (as TLS is, to gRPC's private socket):
+// bytes pass both ways unchanged (here plaintext HTTP/2), and each relayed
+// connection reaches the server from its own abstract address, without
+// credentials.
+TEST_F(ListenerTest, UpstreamConnectionsHaveTheirOwnPeerAndNoCredentials) {
+  const std::string up = dir_ + "/up.sock";
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + up, grpc::InsecureServerCredentials());
+  WhoAmI who;
+  b.RegisterService(&who);
+  std::unique_ptr<grpc::Server> upstream = b.BuildAndStart();
+  ASSERT_NE(upstream, nullptr);
+  Relay relay{RelayOptions{}};
+  options_.relay = &relay;
+  options_.upstream_path = up;
+  Listener* l = Start("127.0.0.1:0");
+  ASSERT_NE(l, nullptr);
+  const std::string addr = absl::StrCat("127.0.0.1:", l->port());
+  std::string one = Ask(addr), two = Ask(addr);
+  EXPECT_EQ(one.rfind("peer=unix-abstract:", 0), 0u) << one;
+  EXPECT_NE(one.find(" none"), std::string::npos) << one;
+  EXPECT_EQ(two.rfind("peer=unix-abstract:", 0), 0u) << two;
+  EXPECT_NE(one.substr(0, one.find(' ')), two.substr(0, two.find(' ')));  // two keys
+  EXPECT_EQ(l->upstream_failures(), 0u);
+  l->Stop();
+  upstream->Shutdown(std::chrono::system_clock::now());
+}
+
+TEST_F(ListenerTest, NoUpstreamClosesTheClientAndCounts) {
+  Relay relay{RelayOptions{}};
+  options_.relay = &relay;
+  options_.upstream_path = dir_ + "/nobody.sock";
+  Listener* l = Start("127.0.0.1:0");
+  ASSERT_NE(l, nullptr);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(l->port()));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(send(fd, "x", 1, MSG_NOSIGNAL), 1);
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  char c;
+  EXPECT_LE(read(fd, &c, 1), 0);  // closed: EOF or reset
+  close(fd);
+  EXPECT_EQ(l->upstream_failures(), 1u);
+  // The listener gives the slot back just after closing.
+  for (int i = 0; i < 100 && limit_.open.load() != 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(limit_.open.load(), 0u);
 }
 
 }  // namespace

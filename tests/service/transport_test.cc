@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
+#include "maskd/v1/shm.grpc.pb.h"
 #include "tests/service/server_harness.h"
 
 namespace maskd::testing {
@@ -381,10 +382,30 @@ class TlsTest : public ::testing::Test {
   }
   std::string File(const std::string& name) const { return dir_ + "/" + name; }
   // Health over TLS; `who`: "" (no client certificate), "client", "stranger".
+  std::vector<std::string> TlsFlags() const {
+    return {"--listen=127.0.0.1:0", "--tls_cert=" + File("server.pem"),
+            "--tls_key=" + File("server.key")};
+  }
+  // A TLS client. gRPC shares one connection between channels whose
+  // arguments are equal: `backoff_ms` differing gives a channel its own.
+  // gRPC 1.51 also takes the first backoff as the connect timeout (TCP, TLS
+  // handshake and SETTINGS): 1 s, not the client's 100 ms, for sanitizer
+  // builds on a busy machine.
+  std::unique_ptr<Client> TlsClient(const std::string& addr, int backoff_ms = 1000) const {
+    ClientOptions o;
+    o.timeout = absl::Seconds(10);
+    o.tls_ca_pem = Read(File("ca.pem"));
+    o.reconnect_backoff_initial = absl::Milliseconds(backoff_ms);
+    o.reconnect_backoff_max = absl::Seconds(2);
+    auto c = Client::Connect(addr, o);
+    return c.ok() ? *std::move(c) : nullptr;
+  }
   std::string TlsHealth(const std::string& addr, const std::string& who,
                         const std::string& server_name = "") const {
     ClientOptions o;
     o.timeout = absl::Seconds(5);
+    o.reconnect_backoff_initial = absl::Seconds(1);  // the connect timeout: see TlsClient
+    o.reconnect_backoff_max = absl::Seconds(2);
     o.tls_ca_pem = Read(File("ca.pem"));
     o.tls_server_name = server_name;
     if (!who.empty()) {
@@ -447,6 +468,163 @@ TEST_F(TlsTest, NonLoopbackPlaintextNeedsTheInsecureFlag) {
                        /*wait_ready=*/false);
   EXPECT_EQ(missing.Wait(30), 2) << missing.Log();
   EXPECT_NE(missing.Log().find("--tls_cert: cannot read"), std::string::npos) << missing.Log();
+}
+
+// TLS connections come through maskd's own listener too (relayed to gRPC's
+// private TLS socket): gRPC 1.51's own listener stopped for good after
+// accept failed with EMFILE, and then the port never answered again.
+TEST_F(TlsTest, TlsListenerSurvivesDescriptorExhaustion) {
+  MaskdProcess p(TlsFlags());
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  ASSERT_EQ(TlsHealth(tcp, ""), "SERVING");
+  const int limit = OpenFds(p.pid()) + 16;
+  struct rlimit rl = {static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+  ASSERT_EQ(prlimit(p.pid(), RLIMIT_NOFILE, &rl, nullptr), 0);
+  // HTTP/2 on the unix socket (held by gRPC), silent TLS connections (held
+  // until their first byte or --handshake_timeout) and TLS connections that
+  // send bytes at once (relayed to gRPC, whose handshake fails on them),
+  // until the server has no descriptor to spare.
+  std::vector<int> held;
+  for (int i = 0; i < 90; ++i) {
+    int fd = RawConnect(i % 3 == 0 ? p.addr() : tcp, /*speak=*/i % 3 != 1);
+    if (fd >= 0) held.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(1000));
+  EXPECT_NE(TlsHealth(tcp, ""), "SERVING");
+  EXPECT_NE(p.Log().find("Too many open files"), std::string::npos) << p.Log();
+  for (int fd : held) close(fd);
+  // Freed: both listeners accept again (back-off is at most 1 s).
+  bool tls_ok = false, unix_ok = false;
+  for (int i = 0; i < 20 && !(tls_ok && unix_ok); ++i) {
+    std::this_thread::sleep_for(milliseconds(500));
+    tls_ok = tls_ok || TlsHealth(tcp, "") == "SERVING";
+    unix_ok = unix_ok || HealthOf(p.addr()) == "SERVING";
+  }
+  EXPECT_TRUE(tls_ok) << p.Log();
+  EXPECT_TRUE(unix_ok) << p.Log();
+  EXPECT_EQ(p.Log().find("Failed accept4"), std::string::npos) << p.Log();  // gRPC's
+}
+
+TEST_F(TlsTest, MaxConnectionsBoundsTls) {
+  std::vector<std::string> flags = TlsFlags();
+  flags.push_back("--max_connections=4");
+  MaskdProcess p(flags);
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    int fd = RawConnect(tcp, /*speak=*/false);  // a TLS client before its ClientHello
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // all four accepted
+  int extra = RawConnect(tcp, /*speak=*/false);
+  ASSERT_GE(extra, 0);
+  EXPECT_TRUE(ClosedWithin(extra, milliseconds(1000)));  // well before --handshake_timeout
+  close(extra);
+  for (int fd : held) EXPECT_FALSE(ClosedWithin(fd, milliseconds(10)));
+  for (int fd : held) close(fd);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(TlsHealth(tcp, ""), "SERVING");
+}
+
+// The compile-fairness key of a TLS connection is gRPC's peer string for the
+// relayed connection (a fresh abstract unix address each): two connections
+// have two keys, so one client's backlog does not refuse another's compile.
+TEST_F(TlsTest, TlsConnectionsHaveTheirOwnCompileKeys) {
+  std::vector<std::string> flags = TlsFlags();
+  for (const char* f : {"--max_pending_compiles_per_client=1", "--compile_threads=1",
+                        "--compile_fast_lane=0", "--compile_timeout=60s"}) {
+    flags.push_back(f);
+  }
+  MaskdProcess p(flags);
+  ASSERT_TRUE(p.ok()) << p.Log();
+  const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+  auto a = TlsClient(tcp, 1000);
+  auto b = TlsClient(tcp, 1001);
+  ASSERT_TRUE(a && b);
+  // 2^16 DFA states, each with an eager token mask: minutes of work.
+  auto slow = [](char c) {
+    v1::CompileRequest r;
+    r.set_tokenizer("qwen3");
+    r.set_regex(absl::StrCat("(a|b)*", std::string(1, c), "(a|b){15}"));
+    r.mutable_options()->set_eager(true);
+    r.set_wait(false);
+    return r;
+  };
+  auto first = a->Compile(slow('a'));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->state(), v1::INDEX_STATE_COMPILING);
+  auto again = a->Compile(slow('b'));  // same connection, same key: over the cap
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kResourceExhausted) << again.status();
+  EXPECT_NE(again.status().message().find("per-client"), std::string::npos) << again.status();
+  auto other = b->Compile(slow('b'));  // its own key
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->state(), v1::INDEX_STATE_COMPILING);
+  EXPECT_TRUE(a->CancelCompile(first->index_id()).ok());
+  EXPECT_TRUE(b->CancelCompile(other->index_id()).ok());
+}
+
+// A relayed TLS connection carries no peer credentials: shared memory is
+// refused there unless --shm_allow_tcp, as on plaintext TCP.
+TEST_F(TlsTest, TlsCallersNeedShmAllowTcp) {
+  for (bool allow : {false, true}) {
+    std::vector<std::string> flags = TlsFlags();
+    flags.push_back("--allow_shm");
+    if (allow) flags.push_back("--shm_allow_tcp");
+    MaskdProcess p(flags);
+    ASSERT_TRUE(p.ok()) << p.Log();
+    auto c = TlsClient(absl::StrCat("127.0.0.1:", TcpPort(p)));
+    ASSERT_TRUE(c);
+    auto stub = v1::SharedMemory::NewStub(c->channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::RegisterSystemRegionRequest req;
+    req.set_name("t");
+    req.set_key("/maskd-tls-test-absent");
+    req.set_byte_size(4096);
+    v1::RegisterSystemRegionResponse resp;
+    grpc::Status s = stub->RegisterSystemRegion(&ctx, req, &resp);
+    if (allow) {
+      // Past the caller check: the object does not exist.
+      EXPECT_NE(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+      EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    } else {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+      EXPECT_NE(s.error_message().find("--shm_allow_tcp"), std::string::npos) << s.error_message();
+    }
+  }
+}
+
+// gRPC's TLS socket: tls.sock in a fresh 0700 directory under $TMPDIR,
+// removed when maskd stops.
+TEST_F(TlsTest, PrivateTlsSocketLivesInA0700DirectoryRemovedAtExit) {
+  const std::string tmp = File("tmp");
+  ASSERT_EQ(mkdir(tmp.c_str(), 0755), 0);
+  const char* old = getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TMPDIR", tmp.c_str(), 1);  // inherited by the child
+  MaskdProcess p(TlsFlags());
+  if (old != nullptr) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_TRUE(p.ok()) << p.Log();
+  EXPECT_EQ(TlsHealth(absl::StrCat("127.0.0.1:", TcpPort(p)), ""), "SERVING");
+  std::vector<std::filesystem::path> dirs;
+  for (auto& e : std::filesystem::directory_iterator(tmp)) dirs.push_back(e.path());
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(dirs[0].filename().string().rfind("maskd-tls-", 0), 0u) << dirs[0];
+  struct stat st;
+  ASSERT_EQ(stat(dirs[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((dirs[0] / "tls.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(30), 0) << p.Log();
+  EXPECT_FALSE(std::filesystem::exists(dirs[0])) << dirs[0];
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "service/reset_guard.h"
+#include "service/relay.h"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -49,26 +49,33 @@ constexpr uint8_t kRstStream = 0x3;
 
 }  // namespace
 
-struct ResetGuard::End {
+struct Relay::End {
   struct Conn* conn;
   bool is_client;
   uint32_t interest = 0;
 };
 
-struct ResetGuard::Conn {
-  Conn(int client, int inner, const ResetGuardOptions& o)
-      : client(client), inner(inner), to_server(o.to_server_buffer),
-        to_client(o.to_client_buffer), tokens(o.reset_burst), last_ns(MonotonicNs()) {
+struct Relay::Conn {
+  Conn(int client, int upstream, bool guard_resets, const RelayOptions& o)
+      : client(client), upstream(upstream), guard_resets(guard_resets),
+        to_server(o.to_server_buffer), to_client(o.to_client_buffer), tokens(o.reset_burst),
+        last_ns(MonotonicNs()) {
     client_end.conn = this;
     client_end.is_client = true;
-    inner_end.conn = this;
-    inner_end.is_client = false;
+    upstream_end.conn = this;
+    upstream_end.is_client = false;
   }
-  int client, inner;
-  End client_end, inner_end;
+  int client, upstream;
+  const bool guard_resets;
+  std::atomic<uint64_t>* unanswered = nullptr;  // Add's; null once answered
+  void Answered() {
+    if (unanswered != nullptr) unanswered->fetch_sub(1);
+    unanswered = nullptr;
+  }
+  End client_end, upstream_end;
   Buf to_server, to_client;
-  bool client_eof = false, inner_eof = false, dead = false;
-  // Frame reader over the client's bytes.
+  bool client_eof = false, upstream_eof = false, dead = false;
+  // Frame reader over the client's bytes (guard_resets only).
   size_t preface_left = sizeof kPreface - 1;
   uint8_t header[9];
   size_t header_len = 0;
@@ -79,7 +86,7 @@ struct ResetGuard::Conn {
   int64_t last_ns;
 };
 
-ResetGuard::ResetGuard(const ResetGuardOptions& options) : options_(options) {
+Relay::Relay(const RelayOptions& options) : options_(options) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_event ev{};
@@ -89,7 +96,7 @@ ResetGuard::ResetGuard(const ResetGuardOptions& options) : options_(options) {
   thread_ = std::thread([this] { Loop(); });
 }
 
-ResetGuard::~ResetGuard() {
+Relay::~Relay() {
   stop_.store(true);
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
@@ -97,7 +104,8 @@ ResetGuard::~ResetGuard() {
   absl::MutexLock l(&mu_);
   for (Conn* c : conns_) {
     close(c->client);
-    close(c->inner);
+    close(c->upstream);
+    c->Answered();
     delete c;
   }
   conns_.clear();
@@ -105,35 +113,35 @@ ResetGuard::~ResetGuard() {
   close(epoll_fd_);
 }
 
-int ResetGuard::Adopt(int client_fd) {
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
-    close(client_fd);
-    return -1;
+void Relay::Add(int client_fd, int upstream_fd, bool guard_resets,
+                std::atomic<uint64_t>* unanswered) {
+  // The relay thread alone touches the epoll set and a Conn's life: it picks
+  // the new one up from added_.
+  Conn* c = new Conn(client_fd, upstream_fd, guard_resets, options_);
+  if (unanswered != nullptr) {
+    unanswered->fetch_add(1);
+    c->unanswered = unanswered;
   }
-  // pair[0]: gRPC's; pair[1]: the relay's. The relay thread alone touches
-  // the epoll set and a Conn's life: it picks the new one up from adopted_.
-  Conn* c = new Conn(client_fd, pair[1], options_);
   {
     absl::MutexLock l(&mu_);
     conns_.insert(c);
-    adopted_.push_back(c);
+    added_.push_back(c);
   }
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
-  return pair[0];
 }
 
-void ResetGuard::Close(Conn* c) {
+void Relay::Close(Conn* c) {
   if (c->dead) return;
   c->dead = true;
+  c->Answered();
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->client, nullptr);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->inner, nullptr);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->upstream, nullptr);
   close(c->client);
-  close(c->inner);
+  close(c->upstream);
 }
 
-void ResetGuard::Update(Conn* c) {
+void Relay::Update(Conn* c) {
   auto set = [&](End* e, int fd, uint32_t want) {
     if (want == e->interest || e->interest == ~0u) return;  // ~0u: left the set
     e->interest = want;
@@ -145,17 +153,17 @@ void ResetGuard::Update(Conn* c) {
   set(&c->client_end, c->client,
       (!c->client_eof && c->to_server.room() > 0 ? EPOLLIN : 0u) |
           (c->to_client.size() > 0 ? EPOLLOUT : 0u));
-  set(&c->inner_end, c->inner,
-      (!c->inner_eof && c->to_client.room() > 0 ? EPOLLIN : 0u) |
+  set(&c->upstream_end, c->upstream,
+      (!c->upstream_eof && c->to_client.room() > 0 ? EPOLLIN : 0u) |
           (c->to_server.size() > 0 ? EPOLLOUT : 0u));
 }
 
 // Moves what it can both ways; false when the connection is done (closed by
 // either side, an error, or too many resets).
-bool ResetGuard::Pump(Conn* c) {
+bool Relay::Pump(Conn* c) {
   for (bool progress = true; progress;) {
     progress = false;
-    // client -> buffer, reading frame headers as the bytes pass.
+    // client -> buffer, reading frame headers as the bytes pass (guard_resets).
     if (!c->client_eof && c->to_server.room() > 0) {
       size_t n;
       char* p = c->to_server.back(&n);
@@ -164,7 +172,7 @@ bool ResetGuard::Pump(Conn* c) {
         progress = true;
         c->to_server.end += static_cast<size_t>(got);
         const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
-        size_t i = 0, len = static_cast<size_t>(got);
+        size_t i = 0, len = c->guard_resets ? static_cast<size_t>(got) : 0;
         while (i < len) {
           if (c->preface_left > 0) {
             size_t k = std::min(c->preface_left, len - i);
@@ -208,8 +216,8 @@ bool ResetGuard::Pump(Conn* c) {
       }
     }
     if (c->to_server.size() > 0) {
-      ssize_t put = write(c->inner, c->to_server.data.get() + c->to_server.start,
-                          c->to_server.size());
+      ssize_t put = send(c->upstream, c->to_server.data.get() + c->to_server.start,
+                         c->to_server.size(), MSG_NOSIGNAL);
       if (put > 0) {
         progress = true;
         c->to_server.start += static_cast<size_t>(put);
@@ -217,15 +225,16 @@ bool ResetGuard::Pump(Conn* c) {
         return false;
       }
     }
-    if (!c->inner_eof && c->to_client.room() > 0) {
+    if (!c->upstream_eof && c->to_client.room() > 0) {
       size_t n;
       char* p = c->to_client.back(&n);
-      ssize_t got = read(c->inner, p, n);
+      ssize_t got = read(c->upstream, p, n);
       if (got > 0) {
         progress = true;
         c->to_client.end += static_cast<size_t>(got);
+        c->Answered();
       } else if (got == 0) {
-        c->inner_eof = true;
+        c->upstream_eof = true;
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         return false;
       }
@@ -243,39 +252,39 @@ bool ResetGuard::Pump(Conn* c) {
   }
   // A side that closed is done once what it sent has been passed on.
   if (c->client_eof && c->to_server.size() == 0) return false;
-  if (c->inner_eof && c->to_client.size() == 0) return false;
+  if (c->upstream_eof && c->to_client.size() == 0) return false;
   return true;
 }
 
-void ResetGuard::Loop() {
+void Relay::Loop() {
   std::vector<epoll_event> events(256);
   std::vector<Conn*> done;
   for (;;) {
     int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), -1);
     if (n < 0) {
       if (errno == EINTR) continue;
-      LogError(absl::StrCat("reset guard: epoll_wait: ", strerror(errno)));
+      LogError(absl::StrCat("relay: epoll_wait: ", strerror(errno)));
       return;
     }
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.ptr == nullptr) {  // Adopt or ~ResetGuard
+      if (events[i].data.ptr == nullptr) {  // Add or ~Relay
         uint64_t count;
         (void)!read(wake_fd_, &count, sizeof count);
         if (stop_.load()) return;
         std::vector<Conn*> fresh;
         {
           absl::MutexLock l(&mu_);
-          fresh.swap(adopted_);
+          fresh.swap(added_);
         }
         for (Conn* a : fresh) {
           a->client_end.interest = EPOLLIN;
-          a->inner_end.interest = EPOLLIN;
+          a->upstream_end.interest = EPOLLIN;
           epoll_event add{};
           add.events = EPOLLIN;
           add.data.ptr = &a->client_end;
           epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, a->client, &add);
-          add.data.ptr = &a->inner_end;
-          epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, a->inner, &add);
+          add.data.ptr = &a->upstream_end;
+          epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, a->upstream, &add);
         }
         continue;
       }
@@ -284,15 +293,15 @@ void ResetGuard::Loop() {
       if (c->dead) continue;
       const uint32_t ev = events[i].events;
       bool keep = (ev & EPOLLERR) == 0 && Pump(c);
-      // A client that hung up both ways can take nothing more; gRPC's end
-      // hung up: what it sent has been passed on as far as it goes.
+      // A client that hung up both ways can take nothing more; the upstream
+      // end (gRPC) hung up: what it sent has been passed on as far as it goes.
       if (keep && (ev & EPOLLHUP) != 0 && (e->is_client || c->to_client.size() == 0)) keep = false;
       if (keep && (ev & EPOLLHUP) != 0 && !e->is_client) {
-        // Flush to the client, then done; gRPC's end leaves the set so
+        // Flush to the client, then done; the upstream end leaves the set so
         // that its level-triggered hang-up does not spin the loop.
-        c->inner_eof = true;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->inner, nullptr);
-        c->inner_end.interest = ~0u;
+        c->upstream_eof = true;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->upstream, nullptr);
+        c->upstream_end.interest = ~0u;
       }
       if (keep) {
         Update(c);
