@@ -1,6 +1,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <climits>
 #include <bit>
 #include <cstring>
 #include <thread>
@@ -30,7 +31,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addr,
   const int max_ms = static_cast<int>(std::max<int64_t>(
       initial_ms, absl::ToInt64Milliseconds(options.reconnect_backoff_max)));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial_ms);
+  // gRPC 1.51 uses this one as the minimum connect timeout, not as a backoff:
+  // at 100 ms, a TLS handshake on a loaded machine timed out.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(std::clamp<int64_t>(
+                  absl::ToInt64Milliseconds(options.connect_timeout), 100, INT_MAX)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
   std::unique_ptr<Client> c(new Client());
   c->options_ = options;

@@ -49,6 +49,10 @@ struct ClientOptions {
   // to 120 s) would leave a restarted sidecar unused for minutes.
   absl::Duration reconnect_backoff_initial = absl::Milliseconds(100);
   absl::Duration reconnect_backoff_max = absl::Seconds(1);
+  // How long one connection attempt (connect, TLS handshake, HTTP/2
+  // settings) may take. gRPC 1.51 takes it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+  // so it is set apart from the backoff above.
+  absl::Duration connect_timeout = absl::Seconds(5);
 };
 
 // A bidirectional Step stream: one reply per request, in order. Not

@@ -388,9 +388,6 @@ class TlsTest : public ::testing::Test {
   }
   // A TLS client. gRPC shares one connection between channels whose
   // arguments are equal: `backoff_ms` differing gives a channel its own.
-  // gRPC 1.51 also takes the first backoff as the connect timeout (TCP, TLS
-  // handshake and SETTINGS): 1 s, not the client's 100 ms, for sanitizer
-  // builds on a busy machine.
   std::unique_ptr<Client> TlsClient(const std::string& addr, int backoff_ms = 1000) const {
     ClientOptions o;
     o.timeout = absl::Seconds(10);
@@ -404,8 +401,6 @@ class TlsTest : public ::testing::Test {
                         const std::string& server_name = "") const {
     ClientOptions o;
     o.timeout = absl::Seconds(5);
-    o.reconnect_backoff_initial = absl::Seconds(1);  // the connect timeout: see TlsClient
-    o.reconnect_backoff_max = absl::Seconds(2);
     o.tls_ca_pem = Read(File("ca.pem"));
     o.tls_server_name = server_name;
     if (!who.empty()) {

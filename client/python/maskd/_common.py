@@ -61,8 +61,10 @@ def channel_options(max_message_bytes: int) -> list:
         # gRPC's own reconnect backoff (1 s growing to 120 s) would leave a restarted
         # sidecar unused for minutes; cap it at 1 s (as the C++ ClientOptions).
         ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
+        # gRPC core reads this one as the minimum connect timeout (connect, TLS handshake,
+        # HTTP/2 settings), not as a backoff: 100 ms failed TLS handshakes under load.
+        ("grpc.min_reconnect_backoff_ms", 5000),
     ]
 
 
