@@ -1809,22 +1809,24 @@ class Converter {
     return RegexEscape(PythonJsonString(key, o_.ensure_ascii));
   }
 
+  // A trie of words by character: each edge is one whole UTF-8 character, so
+  // the regex built from it never splits a multi-byte character.
   struct TrieNode {
-    std::map<char, TrieNode> kids;
+    std::map<std::string, TrieNode> kids;
     bool terminal = false;
   };
   // JSON string content that is not one of `node`'s words.
   std::string Complement(const TrieNode& node) {
     std::string exclude;
     for (auto& [c, _] : node.kids) {
-      if (c == '\\' || c == ']' || c == '[' || c == '^' || c == '-') exclude += '\\';
+      if (c == "\\" || c == "]" || c == "[" || c == "^" || c == "-") exclude += '\\';
       exclude += c;
     }
     std::vector<std::string> alts;
     alts.push_back(absl::StrCat("(?:[^\"\\\\\\x00-\\x1f", exclude,
                                 "]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})", CharRe(), "*"));
     for (auto& [c, kid] : node.kids) {
-      alts.push_back(RegexEscape(std::string(1, c)) + Complement(kid));
+      alts.push_back(RegexEscape(c) + Complement(kid));
     }
     std::string r = "(?:" + absl::StrJoin(alts, "|") + ")";
     if (!node.terminal) r += "?";
@@ -1839,7 +1841,13 @@ class Converter {
       enc = enc.substr(1, enc.size() - 2);
       if (enc.find('\\') != std::string::npos) continue;  // not excluded (see docs)
       TrieNode* n = &root;
-      for (char c : enc) n = &n->kids[c];
+      for (size_t i = 0; i < enc.size();) {
+        // enc is well-formed UTF-8 (from a parsed JSON string).
+        const uint8_t lead = static_cast<uint8_t>(enc[i]);
+        const size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        n = &n->kids[enc.substr(i, len)];
+        i += len;
+      }
       n->terminal = true;
     }
     return "\"" + Complement(root) + "\"";

@@ -375,6 +375,26 @@ TEST(JsonSchema, Objects) {
         {"{\"k\": \"v\"}", "{\"k\": \"v\", \"z\": \"w\"}"}, {"{}", "{\"k\": 1}"});
 }
 
+TEST(JsonSchema, OpenObjectsWithMultiByteKeys) {
+  // Found by json_schema_fuzzer: with raw Unicode output, the regex for "any
+  // key but the declared ones" was built byte by byte, so a declared key of
+  // multi-byte characters (here U+00E9, U+FEFF, U+65E5 U+672C) put a lone
+  // lead byte into a character class: the regex was not UTF-8 and the schema
+  // failed to compile.
+  JsonSchemaOptions raw;
+  raw.ensure_ascii = false;
+  const std::string schema = R"({"type": "object", "properties": {"\u00e9": {"type": "integer"},
+      "\ufeff": {"type": "integer"}, "\u65e5\u672c": {"type": "integer"}}})";
+  Check(schema,
+        {"{}", "{\"\xc3\xa9\": 1}", "{\"\xef\xbb\xbf\": 2}", "{\"\xe6\x97\xa5\xe6\x9c\xac\": 3}",
+         // Other keys: a different character, a prefix, a longer word.
+         "{\"\xc3\xaa\": \"x\"}", "{\"\xe6\x97\xa5\": \"x\"}", "{\"\xc3\xa9\xc3\xa9\": \"x\"}",
+         "{\"z\": \"x\"}"},
+        {"{\"\xc3\xa9\": \"x\"}", "{\"\xef\xbb\xbf\": \"x\"}",
+         "{\"\xe6\x97\xa5\xe6\x9c\xac\": \"x\"}"},
+        raw);
+}
+
 TEST(JsonSchema, ManyOptionalPropertiesStaySmall) {
   std::string schema = R"({"type": "object", "additionalProperties": false, "properties": {)";
   for (int i = 0; i < 200; ++i) {
