@@ -129,7 +129,7 @@ gbench() {
   local extra=()
   smoke && extra=(--benchmark_min_time=0.01 --benchmark_repetitions=1)
   nice "$@" "${extra[@]}" --benchmark_format=json > "$out/$name.json"
-  emit "$name" "$(show "$@")" "$formatter" "$out/$name.json" "$note"
+  emit "$name" "$(show "$@" "${extra[@]}")" "$formatter" "$out/$name.json" "$note"
 }
 
 # lines NAME FORMATTER NOTE COMMAND...: a command's stdout, formatted.
@@ -198,7 +198,7 @@ table_service() {
 table_vocab_vs_json() {
   build maskctl
   local runs=()
-  smoke && runs=(--tokenizer data/tokenizers/qwen3/tokenizer.json.gz --runs 1)
+  smoke && runs=(--tokenizer ../shared/tokenizers/llama2 --runs 1)
   lines vocab_vs_json vocab_vs_json.py "" python3 scripts/bench_vocab_load.py --maskctl build/bin/maskctl \
     "${runs[@]}" --json
 }
