@@ -72,21 +72,29 @@ std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
 
 // Regex -> first mask. `cold_memo`: the vocabulary's loop memo is emptied
 // before each iteration, outside the timed region, and the previous index is
-// destroyed there too (loops handed out point into the memo).
+// destroyed there too (loops handed out point into the memo). Counters: the
+// memo's hits and misses per iteration (index/loop_masks.h), which show
+// whether the memo was warm.
 void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex,
                       bool cold_memo) {
   auto vocab = LoadShared(tokenizer);
+  LoopMasks& memo = vocab->loop_masks();
   std::vector<uint32_t> mask((vocab->size() + 31) / 32);
   std::shared_ptr<const TokenIndex> index;
   if (!cold_memo) {  // warm the memo with this very regex, untimed
     auto warm = CompileRegex(regex, vocab);
     if (warm.ok()) (*warm)->WriteMask((*warm)->start(), mask.data());
   }
+  uint64_t hits = 0, misses = 0;
+  const LoopMasks::Stats before = memo.stats();
   for (auto _ : state) {
     if (cold_memo) {
       state.PauseTiming();
       index.reset();
-      vocab->loop_masks().Clear();
+      const LoopMasks::Stats last = memo.stats();
+      hits += last.hits;
+      misses += last.misses;
+      memo.Clear();
       state.ResumeTiming();
     }
     auto compiled = CompileRegex(regex, vocab);
@@ -98,6 +106,17 @@ void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::strin
     index->WriteMask(index->start(), mask.data());
     benchmark::DoNotOptimize(mask.data());
   }
+  const LoopMasks::Stats after = memo.stats();
+  if (cold_memo) {
+    hits += after.hits;
+    misses += after.misses;
+  } else {
+    hits = after.hits - before.hits;
+    misses = after.misses - before.misses;
+  }
+  const double n = static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  state.counters["memo_hits"] = static_cast<double>(hits) / n;
+  state.counters["memo_misses"] = static_cast<double>(misses) / n;
 }
 
 void CompileReady(benchmark::State& state, std::string tokenizer, std::string regex, int threads) {
