@@ -23,7 +23,10 @@
 #   vocab_vs_json     scripts/bench_vocab_load.py (gemma3); bench/tables/vocab_vs_json.py; <1 min
 #   vocab_load        vocab_load_bench, 3 repetitions; bench/tables/vocab_load.py; <1 min
 #   shm_demo          bench/shm_demo_bench.sh (CPU regions); bench/tables/shm_demo.py; ~1 min
-#   maskbench         bench/maskbench_table.py, warm and fresh; ~20 min
+#   maskbench         bench/maskbench_table.py, warm and fresh; ~20 min; with it, from the
+#                     warm run's --verbose output, maskbench_reasons (bench/tables/maskbench_reasons.py)
+#   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
+#                     and 8 MiB; bench/tables/maskbench_limit.py; ~10 min
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
 #   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~25 min
@@ -58,7 +61,7 @@ if smoke; then
   REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
-        vocab_load shm_demo maskbench json_schema_suite dfa_construction adapters adapters_idle budget)
+        vocab_load shm_demo maskbench maskbench_limit json_schema_suite dfa_construction adapters adapters_idle budget)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -219,9 +222,27 @@ table_maskbench() {
   build maskctl
   local cmd=(python3 bench/maskbench_table.py --clock "$CLOCK")
   [[ -n ${MASKBENCH_FILES:-} ]] && cmd+=(--files "$MASKBENCH_FILES")
+  cmd+=(--reasons "$out/maskbench_reasons.txt")
   { stamp "$(show "${cmd[@]}")" "llama3, ${MASKBENCH_FILES:-every file of maskbench-dev}."
     nice "${cmd[@]}"; } > "$out/maskbench.md.new"
   mv "$out/maskbench.md.new" "$out/maskbench.md"
+  emit maskbench_reasons "$(show "${cmd[@]}") (its warm run's --verbose stderr)" maskbench_reasons.py \
+    "$out/maskbench_reasons.txt"
+}
+
+table_maskbench_limit() {
+  build maskctl
+  local dir=../shared/corpora/maskbench-dev files=() n
+  local names=(Github_ultra Kubernetes JsonSchemaStore Github_hard)
+  smoke && names=(BFCL_sql)
+  for n in "${names[@]}"; do files+=("$dir/$n.jsonl"); done
+  [[ -e ${files[0]} ]] || return 2
+  for n in 1048576 8388608; do
+    echo "# limit $n"
+    nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes "$n" "${files[@]}"
+  done > "$out/maskbench_limit.txt"
+  emit maskbench_limit "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes N $(show "${files[@]}")" \
+    maskbench_limit.py "$out/maskbench_limit.txt" "N = 1048576, then 8388608."
 }
 
 table_json_schema_suite() {
@@ -272,12 +293,14 @@ for name in "${TABLES[@]}"; do
   fi
   echo "== $name" >&2
   rm -f "$out/$name.md"
+  [[ $name == maskbench ]] && rm -f "$out/maskbench_reasons.md"
   set +e
   ( set -e; "table_$name" )
   rc=$?
   set -e
   if [[ $rc -eq 0 && -s $out/$name.md ]]; then
     done+=("$name")
+    [[ $name == maskbench ]] && done+=(maskbench_reasons)
   elif [[ $rc -eq 3 || $rc -eq 2 ]]; then
     left+=("$name")   # nothing measured here (no GPU, no ../shared): the table stays as it is
   else
