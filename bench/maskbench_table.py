@@ -36,6 +36,18 @@ def run(maskctl, tok, files, fresh, cpu, reasons=None):
             for j in (json.loads(l) for l in p.stdout.splitlines() if l.startswith("{"))}
 
 
+def goals(per_file, total):
+    """The issue #14 goals over the fresh run: the whole set, and the files meeting each."""
+    parts = []
+    for key, limit, label, unit, scale in (("ttfm_p50_us", 2000, "TTFM p50 ≤ 2 ms", "ms", 1e3),
+                                           ("ttfm_p99_us", 20000, "TTFM p99 ≤ 20 ms", "ms", 1e3),
+                                           ("tbm_avg_us", 20, "TBM mean ≤ 20 µs", "µs", 1)):
+        met = sum(1 for f in per_file if f[key] <= limit)
+        parts.append("%s: %s, %.2f %s (met on %d of %d files)" % (
+            label, "met" if total[key] <= limit else "**missed**", total[key] / scale, unit, met, len(per_file)))
+    return "Goals (fresh, all files): " + "; ".join(parts) + ". Verdicts equal in the warm and fresh runs."
+
+
 def ms(us):
     return "%.2f" % (us / 1000.0)
 
@@ -69,6 +81,7 @@ def main():
             100.0 * f["passing"] / max(1, f["schemas"]), ms(f["ttfm_p50_us"]), ms(w["ttfm_p50_us"]),
             ms(f["ttfm_p99_us"]), ms(w["ttfm_p99_us"]), f["tbm_avg_us"], w["tbm_avg_us"],
             f["tbm_p50_us"], f["tbm_p99_us"]))
+    lines += ["", goals([fresh[os.path.basename(f).replace(".jsonl", "")] for f in files], fresh["all"])]
     md = "\n".join(lines) + "\n"
     if args.markdown:
         with open(args.markdown, "w") as fh:

@@ -14,7 +14,8 @@
 #                     with a GPU. Without one (no GPU in `nvidia-smi -L`) the table is left as
 #                     it is and the kernels stamp says so; GPU_BENCH_JSON=FILE formats the
 #                     apply_mask_cuda_bench.json a GPU machine's tests/gpu/run.sh wrote instead.
-#   coldpath          bench/coldpath.py, llama3, every engine, eager builds; ~25 min
+#   coldpath          bench/coldpath.py, llama3, every engine, eager builds; ~25 min; with it, from
+#                     its results, coldpath_goals (bench/tables/coldpath_goals.py)
 #   others            bench/coldpath.py, qwen3 and gemma3; ~25 min
 #   index_bench       index_bench: first mask (cold/warm memo), first walk, WriteMaskReady,
 #                     NextState, GuideAdvance; bench/tables/index_bench.py; ~5 min
@@ -174,7 +175,11 @@ coldpath() {  # NAME ARGS...: bench/coldpath.py
     nice "${cmd[@]}" --json "$out/coldpath-$name.json"; } > "$out/$name.md.new"
   mv "$out/$name.md.new" "$out/$name.md"
 }
-table_coldpath() { coldpath coldpath --tokenizers llama3 --eager --threads "$(nproc)" --engines "$ENGINES"; }
+table_coldpath() {
+  coldpath coldpath --tokenizers llama3 --eager --threads "$(nproc)" --engines "$ENGINES"
+  emit coldpath_goals "python3 bench/tables/coldpath_goals.py build/bench-docs/coldpath-coldpath.json" \
+    coldpath_goals.py "$out/coldpath-coldpath.json" "From the llama3 run above." || rm -f "$out/coldpath_goals.md"
+}
 table_others() { coldpath others --tokenizers "$PEER_TOKENIZERS" --engines "$PEER_ENGINES"; }
 
 table_index_bench() {
@@ -226,8 +231,8 @@ table_maskbench() {
   { stamp "$(show "${cmd[@]}")" "llama3, ${MASKBENCH_FILES:-every file of maskbench-dev}."
     nice "${cmd[@]}"; } > "$out/maskbench.md.new"
   mv "$out/maskbench.md.new" "$out/maskbench.md"
-  emit maskbench_reasons "$(show "${cmd[@]}") (its warm run's --verbose stderr)" maskbench_reasons.py \
-    "$out/maskbench_reasons.txt"
+  emit maskbench_reasons "$(show "${cmd[@]}")" maskbench_reasons.py "$out/maskbench_reasons.txt" \
+    "The failure reasons of its warm run (\`--verbose\`)." || rm -f "$out/maskbench_reasons.md"
 }
 
 table_maskbench_limit() {
@@ -285,6 +290,14 @@ table_adapters_idle() {
 }
 table_budget() { pyclient budget budget.py bench/python/bench_budget.py -n "$(smoke && echo 20 || echo 1000)"; }
 
+# Tables a table's run also writes, from the same measurements.
+byproducts() {
+  case $1 in
+    coldpath) echo coldpath_goals ;;
+    maskbench) echo maskbench_reasons ;;
+  esac
+}
+
 done=() failed=() left=()
 for name in "${TABLES[@]}"; do
   if ! wanted "$name"; then
@@ -293,14 +306,16 @@ for name in "${TABLES[@]}"; do
   fi
   echo "== $name" >&2
   rm -f "$out/$name.md"
-  [[ $name == maskbench ]] && rm -f "$out/maskbench_reasons.md"
+  for extra in $(byproducts "$name"); do rm -f "$out/$extra.md"; done
   set +e
   ( set -e; "table_$name" )
   rc=$?
   set -e
   if [[ $rc -eq 0 && -s $out/$name.md ]]; then
     done+=("$name")
-    [[ $name == maskbench ]] && done+=(maskbench_reasons)
+    for extra in $(byproducts "$name"); do
+      [[ -s $out/$extra.md ]] && done+=("$extra")
+    done
   elif [[ $rc -eq 3 || $rc -eq 2 ]]; then
     left+=("$name")   # nothing measured here (no GPU, no ../shared): the table stays as it is
   else

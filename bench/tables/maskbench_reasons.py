@@ -24,18 +24,21 @@ def main() -> int:
     ap.add_argument("log", help="maskctl maskbench --verbose stderr ('-': stdin)")
     args = ap.parse_args()
     rows: list[list[str]] = []
-    seen = False
+    seen = found = False
     with open_input(args.log) as f:
         for line in f:
             if line.startswith(HEADER):
-                seen, rows = True, []  # the last block wins
+                seen, found, rows = True, True, []  # the last block wins
             elif seen and (m := LINE.match(line)):
                 rows.append(["`%s`" % m.group(2).replace("`", "'"), grouped(int(m.group(1)))])
             elif seen and line.strip():
                 seen = False
-    if not rows:
-        print("maskbench_reasons.py: no failure reasons in the input", file=sys.stderr)
+    if not found:
+        print("maskbench_reasons.py: no failure reasons block in the input (not --verbose?)", file=sys.stderr)
         return 2
+    if not rows:
+        sys.stdout.write("No failures.\n")
+        return 0
     sys.stdout.write(table(["failure reason (as maskctl prints it, truncated)", "failures"], [False, True], rows))
     return 0
 
