@@ -150,10 +150,11 @@ table_kernels() {
 }
 
 table_kernels_gpu() {
-  local src gpu cmd="OUT=build/bench-docs/gpu tests/gpu/run.sh build-gpu"
+  local src gpu note="" cmd="OUT=build/bench-docs/gpu tests/gpu/run.sh build-gpu"
   if [[ -n ${GPU_BENCH_JSON:-} ]]; then
     src=$GPU_BENCH_JSON
-    cmd="$cmd\` on a GPU machine, formatted from \`$src"
+    cmd="$cmd\` on a GPU machine, formatted here from \`$src"
+    note="The commit is this checkout's; the GPU machine's must be the same for the figures to describe it."
   elif gpu_visible; then
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     OUT=$out/gpu tests/gpu/run.sh build-gpu > "$out/gpu.log" 2>&1 || { tail -20 "$out/gpu.log" >&2; return 1; }
@@ -162,7 +163,7 @@ table_kernels_gpu() {
   else
     return 3
   fi
-  emit kernels_gpu "$cmd" kernels_gpu.py "$src"
+  emit kernels_gpu "$cmd" kernels_gpu.py "$src" "$note"
 }
 
 coldpath() {  # NAME ARGS...: bench/coldpath.py
