@@ -4,33 +4,35 @@
 # replaced by its generator's Markdown under a stamp line naming the command,
 # the commit, the date and the load average of the run. One command:
 #
-#   scripts/bench_docs.sh                      # every table (about 1.5 h on 2 idle vCPUs)
+#   scripts/bench_docs.sh                      # every table (about 2-3 h on 2 idle vCPUs)
 #   ONLY=kernels,service scripts/bench_docs.sh # some tables
 #   SKIP=adapters,adapters_idle scripts/bench_docs.sh
 #
-# Tables (NAME: what runs; the formatter; expected time on the 2-vCPU development machine):
+# Tables (NAME: what runs; the formatter; expected time on the 2-vCPU development machine,
+# estimated from smoke runs and earlier runs of the same commands, not timed end to end):
 #   kernels           apply_mask_bench, 5 repetitions; bench/tables/kernels.py; ~1 min
 #   kernels_gpu       tests/gpu/run.sh (apply_mask_cuda_bench); bench/tables/kernels_gpu.py; ~5 min
 #                     with a GPU. Without one (no GPU in `nvidia-smi -L`) the table is left as
 #                     it is and the kernels stamp says so; GPU_BENCH_JSON=FILE formats the
 #                     apply_mask_cuda_bench.json a GPU machine's tests/gpu/run.sh wrote instead.
-#   coldpath          bench/coldpath.py, llama3, every engine, eager builds; ~25 min; with it, from
+#   coldpath          bench/coldpath.py, llama3, every engine, eager builds; ~30-60 min (xgrammar's
+#                     120 s timeout on `url` 3 times, outlines-core's full index builds); with it, from
 #                     its results, coldpath_goals (bench/tables/coldpath_goals.py)
-#   others            bench/coldpath.py, qwen3 and gemma3; ~25 min
+#   others            bench/coldpath.py, qwen3 and gemma3; ~20-30 min
 #   index_bench       index_bench: first mask (cold/warm memo), first walk, WriteMaskReady,
-#                     NextState, GuideAdvance; bench/tables/index_bench.py; ~5 min
+#                     NextState, GuideAdvance; bench/tables/index_bench.py; ~6-8 min (llama3 alone: 2 min)
 #   regex_conformance regex_conformance_test (../shared corpora); bench/tables/regex_conformance.py; <1 min
 #   service           bench/service_bench.sh; bench/tables/service.py; ~2 min
 #   vocab_vs_json     scripts/bench_vocab_load.py (gemma3); bench/tables/vocab_vs_json.py; <1 min
 #   vocab_load        vocab_load_bench, 3 repetitions; bench/tables/vocab_load.py; <1 min
 #   shm_demo          bench/shm_demo_bench.sh (CPU regions); bench/tables/shm_demo.py; ~1 min
-#   maskbench         bench/maskbench_table.py, warm and fresh; ~20 min; with it, from the
+#   maskbench         bench/maskbench_table.py, warm and fresh; ~10-20 min; with it, from the
 #                     warm run's --verbose output, maskbench_reasons (bench/tables/maskbench_reasons.py)
 #   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
-#                     and 8 MiB; bench/tables/maskbench_limit.py; ~10 min
+#                     and 8 MiB; bench/tables/maskbench_limit.py; ~5-10 min
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
-#   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~25 min
+#   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
 #   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
 #
