@@ -36,8 +36,9 @@ class Run:
     counters: dict[str, float] = field(default_factory=dict)
 
     def parts(self) -> list[str]:
-        """The name split at "/", without Google Benchmark's time suffixes."""
-        return [p for p in self.name.split("/") if p not in ("real_time", "manual_time")]
+        """The name split at "/", without the suffixes Google Benchmark adds
+        (real_time, manual_time, iterations:N, ...)."""
+        return [p for p in self.name.split("/") if p not in ("real_time", "manual_time") and ":" not in p]
 
 
 def open_input(path: str) -> IO[str]:
