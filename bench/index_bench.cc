@@ -1,11 +1,31 @@
-// Core engine benchmarks: compile to first mask, compile to all states ready,
-// writing a ready state's mask against a memcpy of the same bytes, advancing
-// one token, and a string state's first mask with and without shared loops. Workload: ../shared/corpora/bench-regexes.json x
-// tokenizers llama3, qwen3, gemma3 (from ../shared/tokenizers).
+// Core engine benchmarks over ../shared/corpora/bench-regexes.json x the
+// tokenizers llama3, qwen3, gemma3 (from ../shared/tokenizers):
+//
+//   CompileFirstMaskWarmMemo  regex -> first mask, the vocabulary's loop memo
+//                             (index/loop_masks.h) warm from earlier iterations:
+//                             what a repeated constraint pays in a long process.
+//   CompileFirstMaskColdMemo  the same with the memo emptied before every
+//                             iteration (untimed): what a new constraint pays
+//                             on a fresh vocabulary, as in a new process.
+//   CompileFirstMaskFreshVocab  the same on a vocabulary loaded for each
+//                             iteration (untimed; 10 iterations): the check
+//                             that emptying the memo stands for a new load.
+//   FirstVisitWriteMask       a fresh lazy index and an empty memo per iteration
+//                             (untimed), then the mask of every step of a fixed
+//                             seeded walk: every first visit of the walk timed.
+//   CompileReady, CompileReady2T  eager build of every reachable state.
+//   WriteMaskReady            a ready (eagerly computed) state's mask, cycling
+//                             over walked states; Memcpy the same bytes.
+//   NextState, GuideAdvance   one token advanced (DFA walk of its bytes).
+//   DfaFromPattern, DfaBaselineParse, DfaBaselineMemcpy  DFA construction.
+//   FirstStringMask           a JSON string state's first mask, shared loops
+//                             or a whole-trie walk.
 //
 //   build/bin/index_bench [--benchmark_filter=...]
 //
-// Figures and commands are recorded in docs/benchmarks.md.
+// bench/tables/index_bench.py and bench/tables/dfa_construction.py turn its
+// JSON output into the tables of docs/benchmarks.md.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +41,7 @@
 #include "benchmark/benchmark.h"
 #include "index/dfa.h"
 #include "index/guide.h"
+#include "index/loop_masks.h"
 #include "index/random_walk.h"
 #include "index/regex.h"
 #include "index/token_index.h"
@@ -52,16 +73,83 @@ std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
   return cache[name] = *v;
 }
 
-void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex) {
+// Regex -> first mask. `cold_memo`: the vocabulary's loop memo is emptied
+// before each iteration, outside the timed region, and the previous index is
+// destroyed there too (loops handed out point into the memo). Counters: the
+// memo's hits and misses per iteration (index/loop_masks.h), which show
+// whether the memo was warm.
+void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex,
+                      bool cold_memo) {
   auto vocab = LoadShared(tokenizer);
+  LoopMasks& memo = vocab->loop_masks();
   std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  std::shared_ptr<const TokenIndex> index;
+  if (!cold_memo) {  // warm the memo with this very regex, untimed
+    auto warm = CompileRegex(regex, vocab);
+    if (warm.ok()) (*warm)->WriteMask((*warm)->start(), mask.data());
+  }
+  uint64_t hits = 0, misses = 0;
+  const LoopMasks::Stats before = memo.stats();
   for (auto _ : state) {
-    auto index = CompileRegex(regex, vocab);
-    if (!index.ok()) {
-      state.SkipWithError(std::string(index.status().message()).c_str());
+    if (cold_memo) {
+      state.PauseTiming();
+      index.reset();
+      const LoopMasks::Stats last = memo.stats();
+      hits += last.hits;
+      misses += last.misses;
+      memo.Clear();
+      state.ResumeTiming();
+    }
+    auto compiled = CompileRegex(regex, vocab);
+    if (!compiled.ok()) {
+      state.SkipWithError(std::string(compiled.status().message()).c_str());
       return;
     }
-    (*index)->WriteMask((*index)->start(), mask.data());
+    index = *std::move(compiled);
+    index->WriteMask(index->start(), mask.data());
+    benchmark::DoNotOptimize(mask.data());
+  }
+  const LoopMasks::Stats after = memo.stats();
+  if (cold_memo) {
+    hits += after.hits;
+    misses += after.misses;
+  } else {
+    hits = after.hits - before.hits;
+    misses = after.misses - before.misses;
+  }
+  const double n = static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  state.counters["memo_hits"] = static_cast<double>(hits) / n;
+  state.counters["memo_misses"] = static_cast<double>(misses) / n;
+}
+
+// Regex -> first mask on a Vocabulary loaded for this iteration alone
+// (untimed): nothing of the vocabulary (memo, trie pages) was used before.
+// Loading costs 10-200 ms, so this runs a fixed, small number of iterations;
+// it checks that CompileFirstMaskColdMemo (Clear() instead of a new load)
+// measures the same thing.
+void CompileFirstMaskFreshVocab(benchmark::State& state, std::string tokenizer, std::string regex) {
+  const std::string path = std::string(MASKD_SHARED_DIR) + "/tokenizers/" + tokenizer;
+  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const TokenIndex> index;
+  std::vector<uint32_t> mask;
+  for (auto _ : state) {
+    state.PauseTiming();
+    index.reset();
+    auto loaded = Vocabulary::Load(path);
+    if (!loaded.ok()) {
+      state.SkipWithError(std::string(loaded.status().message()).c_str());
+      return;
+    }
+    vocab = *std::move(loaded);
+    mask.assign((vocab->size() + 31) / 32, 0);
+    state.ResumeTiming();
+    auto compiled = CompileRegex(regex, vocab);
+    if (!compiled.ok()) {
+      state.SkipWithError(std::string(compiled.status().message()).c_str());
+      return;
+    }
+    index = *std::move(compiled);
+    index->WriteMask(index->start(), mask.data());
     benchmark::DoNotOptimize(mask.data());
   }
 }
@@ -115,7 +203,63 @@ std::vector<std::pair<Dfa::State, uint32_t>> WalkSteps(const std::shared_ptr<con
   return steps;
 }
 
-void WriteMask(benchmark::State& state, std::string tokenizer, std::string regex) {
+// The states of one seeded walk (seed 1, at most 32 tokens, EOS excluded),
+// in walk order, from `index`'s start: the states whose masks a generation
+// asks for. Empty when the walk fails.
+std::vector<Dfa::State> SampleWalkStates(const std::shared_ptr<const TokenIndex>& index) {
+  std::vector<Dfa::State> states;
+  auto walk = RandomWalk(index, 1, 32);
+  if (!walk.ok()) return states;
+  Dfa::State s = index->start();
+  for (uint32_t t : walk->tokens) {
+    states.push_back(s);
+    if (index->vocabulary().is_eos(t)) break;
+    s = index->NextState(s, t);
+    if (s == Dfa::kDead) break;
+  }
+  return states;
+}
+
+// Every mask of a fixed seeded walk, on a fresh lazy index over a vocabulary
+// whose loop memo is empty (both made outside the timed region): the whole
+// first walk a new constraint pays, every first visit included (a state met
+// twice is computed once, as in serving). Time per walk; counters: steps and
+// the distinct states among them.
+void FirstVisitWriteMask(benchmark::State& state, std::string tokenizer, std::string regex) {
+  auto vocab = LoadShared(tokenizer);
+  auto dfa = Dfa::FromPattern(regex);
+  if (!dfa.ok()) {
+    state.SkipWithError(std::string(dfa.status().message()).c_str());
+    return;
+  }
+  const std::vector<Dfa::State> states = SampleWalkStates(TokenIndex::Create(*dfa, vocab));
+  if (states.empty()) {
+    state.SkipWithError("the sample walk failed");
+    return;
+  }
+  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  std::shared_ptr<const TokenIndex> index;
+  for (auto _ : state) {
+    state.PauseTiming();
+    index.reset();
+    vocab->loop_masks().Clear();
+    index = TokenIndex::Create(*dfa, vocab);
+    state.ResumeTiming();
+    for (Dfa::State s : states) {
+      index->WriteMask(s, mask.data());
+      benchmark::DoNotOptimize(mask.data());
+    }
+  }
+  std::vector<Dfa::State> distinct = states;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  state.counters["steps"] = static_cast<double>(states.size());
+  state.counters["distinct_states"] = static_cast<double>(distinct.size());
+}
+
+// A ready state's mask (eager index: every mask computed before timing),
+// cycling over the states met by WalkSteps; Memcpy is its baseline.
+void WriteMaskReady(benchmark::State& state, std::string tokenizer, std::string regex) {
   auto index = EagerIndex(state, tokenizer, regex);
   if (!index) return;
   auto steps = WalkSteps(index);
@@ -278,13 +422,24 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("Memcpy/" + t).c_str(), maskd::Memcpy, t);
     for (const auto& [name, re] : regexes) {
       std::string suffix = t + "/" + name;
-      benchmark::RegisterBenchmark(("CompileFirstMask/" + suffix).c_str(), maskd::CompileFirstMask, t, re)
+      benchmark::RegisterBenchmark(("CompileFirstMaskWarmMemo/" + suffix).c_str(),
+                                   maskd::CompileFirstMask, t, re, false)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("CompileFirstMaskColdMemo/" + suffix).c_str(),
+                                   maskd::CompileFirstMask, t, re, true)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("CompileFirstMaskFreshVocab/" + suffix).c_str(),
+                                   maskd::CompileFirstMaskFreshVocab, t, re)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(10);
+      benchmark::RegisterBenchmark(("FirstVisitWriteMask/" + suffix).c_str(),
+                                   maskd::FirstVisitWriteMask, t, re)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("CompileReady/" + suffix).c_str(), maskd::CompileReady, t, re, 1)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("CompileReady2T/" + suffix).c_str(), maskd::CompileReady, t, re, 2)
           ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("WriteMask/" + suffix).c_str(), maskd::WriteMask, t, re);
+      benchmark::RegisterBenchmark(("WriteMaskReady/" + suffix).c_str(), maskd::WriteMaskReady, t, re);
       benchmark::RegisterBenchmark(("NextState/" + suffix).c_str(), maskd::Advance, t, re);
       benchmark::RegisterBenchmark(("GuideAdvance/" + suffix).c_str(), maskd::GuideAdvance, t, re);
     }

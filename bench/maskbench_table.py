@@ -8,7 +8,11 @@ schema pays in a new process). Verdicts must agree between the two runs.
 
   python3 bench/maskbench_table.py [--maskctl build/bin/maskctl]
       [--tokenizer ../shared/tokenizers/llama3] [--dir ../shared/corpora/maskbench-dev]
-      [--markdown OUT.md] [--clock wall|cpu] [--files BFCL_simple,...]
+      [--markdown OUT.md] [--clock wall|cpu] [--files BFCL_simple,...] [--reasons OUT.txt]
+
+--reasons: the warm run also gets --verbose, and its stderr (one line per
+failure, then the top failure reasons) is written to OUT.txt
+(bench/tables/maskbench_reasons.py formats it).
 """
 import argparse
 import glob
@@ -21,12 +25,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 
 
-def run(maskctl, tok, files, fresh, cpu):
+def run(maskctl, tok, files, fresh, cpu, reasons=None):
     cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh"] if fresh else [])
-    cmd += (["--cpu-time"] if cpu else []) + files
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    cmd += (["--cpu-time"] if cpu else []) + (["--verbose"] if reasons else []) + files
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    if reasons:
+        with open(reasons, "w") as fh:
+            fh.write(p.stderr)
     return {os.path.basename(j["file"]).replace(".jsonl", ""): j
-            for j in (json.loads(l) for l in out.splitlines() if l.startswith("{"))}
+            for j in (json.loads(l) for l in p.stdout.splitlines() if l.startswith("{"))}
+
+
+def goals(per_file, total):
+    """The issue #14 goals over the fresh run: the whole set, and the files meeting each."""
+    parts = []
+    for key, limit, label, unit, scale in (("ttfm_p50_us", 2000, "TTFM p50 ≤ 2 ms", "ms", 1e3),
+                                           ("ttfm_p99_us", 20000, "TTFM p99 ≤ 20 ms", "ms", 1e3),
+                                           ("tbm_avg_us", 20, "TBM mean ≤ 20 µs", "µs", 1)):
+        met = sum(1 for f in per_file if f[key] <= limit)
+        parts.append("%s: %s, %.2f %s (met on %d of %d files)" % (
+            label, "met" if total[key] <= limit else "**missed**", total[key] / scale, unit, met, len(per_file)))
+    return "Goals (fresh, all files): " + "; ".join(parts) + ". Verdicts equal in the warm and fresh runs."
 
 
 def ms(us):
@@ -41,12 +60,13 @@ def main():
     ap.add_argument("--markdown")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     ap.add_argument("--files", default="", help="comma-separated file names (default: all)")
+    ap.add_argument("--reasons", help="write the warm run's --verbose stderr here")
     args = ap.parse_args()
     files = sorted(glob.glob(os.path.join(args.dir, "*.jsonl")))
     if args.files:
         files = [os.path.join(args.dir, f if f.endswith(".jsonl") else f + ".jsonl")
                  for f in args.files.split(",")]
-    warm = run(args.maskctl, args.tokenizer, files, False, args.clock == "cpu")
+    warm = run(args.maskctl, args.tokenizer, files, False, args.clock == "cpu", args.reasons)
     fresh = run(args.maskctl, args.tokenizer, files, True, args.clock == "cpu")
     lines = ["| file | schemas | compiled | passing | TTFM p50 ms fresh (warm) | TTFM p99 ms fresh (warm) "
              "| TBM avg µs fresh (warm) | TBM p50 µs fresh | TBM p99 µs fresh |",
@@ -61,6 +81,7 @@ def main():
             100.0 * f["passing"] / max(1, f["schemas"]), ms(f["ttfm_p50_us"]), ms(w["ttfm_p50_us"]),
             ms(f["ttfm_p99_us"]), ms(w["ttfm_p99_us"]), f["tbm_avg_us"], w["tbm_avg_us"],
             f["tbm_p50_us"], f["tbm_p99_us"]))
+    lines += ["", goals([fresh[os.path.basename(f).replace(".jsonl", "")] for f in files], fresh["all"])]
     md = "\n".join(lines) + "\n"
     if args.markdown:
         with open(args.markdown, "w") as fh:

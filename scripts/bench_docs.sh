@@ -1,18 +1,54 @@
 #!/usr/bin/env bash
-# Regenerates the generated tables of docs/benchmarks.md (the cold path, maskd
-# against llguidance, xgrammar and outlines-core, and MaskBench warm/fresh),
-# in place between their <!-- bench_docs:NAME --> markers, each stamped with
-# the commit, date and load average of the run. One command:
+# Regenerates the tables of docs/benchmarks.md in place: each table sits
+# between <!-- bench_docs:NAME --> and <!-- /bench_docs:NAME --> and is
+# replaced by its generator's Markdown under a stamp line naming the command,
+# the commit, the date and the load average of the run. One command:
 #
-#   scripts/bench_docs.sh            # all of it (tens of minutes on 2 vCPUs)
+#   scripts/bench_docs.sh                      # every table (about 2-3 h on 2 idle vCPUs)
+#   ONLY=kernels,service scripts/bench_docs.sh # some tables
+#   SKIP=adapters,adapters_idle scripts/bench_docs.sh
 #
-# Knobs (environment): REPEATS (3), CLOCK (cpu: each process's CPU time, which
-# a loaded machine distorts less; wall), ENGINES for llama3 (every engine;
-# llama3 also runs the eager builds), PEER_TOKENIZERS (qwen3,gemma3) and
-# PEER_ENGINES for them (maskd,llguidance,xgrammar), MASKBENCH_FILES (comma-separated names; default all),
-# SKIP (comma-separated: coldpath, others, maskbench).
-# Needs ../shared (tokenizers, maskbench-dev) and .venv-bench (made here with
-# scripts/bench_venv.sh when missing). Never part of the default tests.
+# Tables (NAME: what runs; the formatter; expected time on the 2-vCPU development machine,
+# estimated from smoke runs and earlier runs of the same commands, not timed end to end):
+#   kernels           apply_mask_bench, 5 repetitions; bench/tables/kernels.py; ~1 min
+#   kernels_gpu       tests/gpu/run.sh (apply_mask_cuda_bench); bench/tables/kernels_gpu.py; ~5 min
+#                     with a GPU. Without one (no GPU in `nvidia-smi -L`) the table is left as
+#                     it is and the kernels stamp says so; GPU_BENCH_JSON=FILE formats the
+#                     apply_mask_cuda_bench.json a GPU machine's tests/gpu/run.sh wrote instead.
+#   coldpath          bench/coldpath.py, llama3, every engine, eager builds; ~30-60 min (xgrammar's
+#                     120 s timeout on `url` 3 times, outlines-core's full index builds); with it, from
+#                     its results, coldpath_goals (bench/tables/coldpath_goals.py)
+#   others            bench/coldpath.py, qwen3 and gemma3; ~20-30 min
+#   index_bench       index_bench: first mask (cold/warm memo), first walk, WriteMaskReady,
+#                     NextState, GuideAdvance; bench/tables/index_bench.py; ~8-10 min (llama3 alone: 2.5 min)
+#   regex_conformance regex_conformance_test (../shared corpora); bench/tables/regex_conformance.py; <1 min
+#   service           bench/service_bench.sh; bench/tables/service.py; ~2 min
+#   vocab_vs_json     scripts/bench_vocab_load.py (gemma3); bench/tables/vocab_vs_json.py; <1 min
+#   vocab_load        vocab_load_bench, 3 repetitions; bench/tables/vocab_load.py; <1 min
+#   shm_demo          bench/shm_demo_bench.sh (CPU regions); bench/tables/shm_demo.py; ~1 min
+#   maskbench         bench/maskbench_table.py, warm and fresh; ~10-20 min; with it, from the
+#                     warm run's --verbose output, maskbench_reasons (bench/tables/maskbench_reasons.py)
+#   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
+#                     and 8 MiB; bench/tables/maskbench_limit.py; ~5-10 min
+#   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
+#   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
+#   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
+#   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
+#   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
+#
+# Knobs (environment): ONLY, SKIP (comma-separated NAMEs); for coldpath/others:
+# REPEATS (3), CLOCK (cpu: each process's CPU time, which a loaded machine
+# distorts less; wall), ENGINES for llama3 (every engine; llama3 also runs the
+# eager builds), PEER_TOKENIZERS (qwen3,gemma3) and PEER_ENGINES for them
+# (maskd,llguidance,xgrammar); MASKBENCH_FILES (comma-separated names; default
+# all); GPU_BENCH_JSON (above); SMOKE=1 cuts every run to its minimum (one
+# repetition, a few steps, one tokenizer, no peers) to check the script and
+# the generators: the tables it writes say so and are not figures to keep.
+# Needs ../shared (tokenizers, corpora): a table whose inputs are absent is
+# reported and left as it is. coldpath/others need .venv-bench (made with
+# scripts/bench_venv.sh when missing); adapters/budget the Python venv of
+# scripts/setup_python.sh (xgrammar and llguidance added to it when missing).
+# Never part of the default tests. Exit status: 1 when a table failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${REPEATS:-3}
@@ -20,48 +56,294 @@ CLOCK=${CLOCK:-cpu}
 PEER_TOKENIZERS=${PEER_TOKENIZERS:-qwen3,gemma3}
 ENGINES=${ENGINES:-maskd,llguidance,xgrammar,outlines}
 PEER_ENGINES=${PEER_ENGINES:-maskd,llguidance,xgrammar}
+ONLY=${ONLY:-}
 SKIP=${SKIP:-}
-[ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
-cmake --build build --target maskd_coldpath maskctl >/dev/null
+SMOKE=${SMOKE:-}
+smoke() { [[ -n $SMOKE ]]; }
+if smoke; then
+  REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
+fi
+TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
+        vocab_load shm_demo maskbench maskbench_limit json_schema_suite dfa_construction adapters adapters_idle budget)
 out=build/bench-docs
 mkdir -p "$out"
-stamp() {
-  local dirty=""
-  git diff --quiet HEAD -- index bench tools 2>/dev/null || dirty=" (with uncommitted changes)"
-  echo "Generated by \`scripts/bench_docs.sh\` ($1) at commit \`$(git rev-parse --short HEAD)\`$dirty, $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) vCPUs."
+# Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
+GPU_NOTE=""
+
+in_list() { [[ ",$2," == *",$1,"* ]]; }
+wanted() { { [[ -z $ONLY ]] || in_list "$1" "$ONLY"; } && ! in_list "$1" "$SKIP"; }
+build() { nice cmake --build build --target "$@" >/dev/null; }
+gpu_visible() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+# show ARGS...: the command line as a shell would read it back (arguments with
+# characters other than [A-Za-z0-9_./=:,@+-] single-quoted).
+show() {
+  local a s=""
+  for a; do
+    if [[ $a =~ ^[A-Za-z0-9_./=:,@+-]+$ ]]; then s+=" $a"; else s+=" '$a'"; fi
+  done
+  echo "${s# }"
 }
-skip() { [[ ",$SKIP," == *",$1,"* ]]; }
-if ! skip coldpath; then
-  { stamp "llama3, $ENGINES, $REPEATS fresh processes per engine and case, medians, clock $CLOCK"; echo;
-    nice .venv-bench/bin/python bench/coldpath.py --tokenizers llama3 --repeats "$REPEATS" \
-      --clock "$CLOCK" --eager --threads "$(nproc)" --engines "$ENGINES" \
-      --json "$out/coldpath-llama3.json"; } \
-    > "$out/coldpath.md.new" && mv "$out/coldpath.md.new" "$out/coldpath.md"
-fi
-if ! skip others; then
-  { stamp "$PEER_TOKENIZERS, $PEER_ENGINES, $REPEATS fresh processes each, medians, clock $CLOCK"; echo;
-    nice .venv-bench/bin/python bench/coldpath.py --tokenizers "$PEER_TOKENIZERS" --repeats "$REPEATS" \
-      --clock "$CLOCK" --engines "$PEER_ENGINES" --json "$out/coldpath-others.json"; } \
-    > "$out/others.md.new" && mv "$out/others.md.new" "$out/others.md"
-fi
-if ! skip maskbench; then
-  { stamp "llama3, ${MASKBENCH_FILES:-every file of maskbench-dev}, clock $CLOCK"; echo;
-    nice python3 bench/maskbench_table.py --clock "$CLOCK" --files "${MASKBENCH_FILES:-}"; } > "$out/maskbench.md.new" && mv "$out/maskbench.md.new" "$out/maskbench.md"
-fi
-python3 - "$out" <<'PY'
+
+# stamp COMMAND [NOTE]: the line above every generated table.
+stamp() {
+  local dirty="" note=""
+  git diff --quiet HEAD -- index kernels service shm tools client bench 2>/dev/null || dirty=" (with uncommitted changes)"
+  [[ -n ${2:-} ]] && note=" $2"
+  smoke && note+=" **SMOKE run (SMOKE=1: minimal settings): not figures to keep.**"
+  echo "Generated by \`scripts/bench_docs.sh\` running \`$1\` at commit \`$(git rev-parse --short HEAD)\`$dirty, $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) vCPUs.$note"
+  echo
+}
+
+# emit NAME COMMAND FORMATTER INPUT [NOTE]: stamp + the formatter's Markdown of
+# INPUT into $out/NAME.md. The formatter exits 2 when INPUT measured nothing.
+emit() {
+  local name=$1 cmd=$2 formatter=$3 input=$4 note=${5:-}
+  { stamp "$cmd" "$note"; python3 "bench/tables/$formatter" "$input"; } > "$out/$name.md.new"
+  mv "$out/$name.md.new" "$out/$name.md"
+}
+
+# A maskd on a private unix socket (the bundled tokenizers), stopped on exit.
+start_maskd() {
+  MASKD_DIR=$(mktemp -d /tmp/maskd-docs-XXXXXX)
+  MASKD_ADDR=unix://$MASKD_DIR/maskd.sock
+  build/bin/maskd --listen "$MASKD_ADDR" --metrics-listen= "$@" 2> "$MASKD_DIR/maskd.log" &
+  MASKD_PID=$!
+  trap 'kill "$MASKD_PID" 2>/dev/null || true; wait "$MASKD_PID" 2>/dev/null || true; rm -rf "$MASKD_DIR"' EXIT
+  for _ in $(seq 300); do grep -q ' INFO start ' "$MASKD_DIR/maskd.log" && return 0; sleep 0.1; done
+  echo "maskd did not start: $(tail -3 "$MASKD_DIR/maskd.log")" >&2
+  return 1
+}
+
+# The venv of scripts/setup_python.sh; with "peers", also the in-process peers
+# the adapter bench compares (xgrammar, llguidance; pinned), added when missing.
+python_venv() {
+  local venv
+  venv=$(scripts/setup_python.sh)
+  if [[ ${1:-} == peers ]] && ! "$venv/bin/python" -c 'import xgrammar, llguidance' 2>/dev/null; then
+    "$venv/bin/pip" install -q xgrammar==0.2.9 llguidance==1.9.1 >&2
+  fi
+  echo "$venv"
+}
+
+# gbench NAME FORMATTER NOTE BINARY ARGS...: a Google Benchmark binary's JSON,
+# formatted.
+gbench() {
+  local name=$1 formatter=$2 note=$3
+  shift 3
+  build "$(basename "$1")"
+  local extra=()
+  smoke && extra=(--benchmark_min_time=0.01 --benchmark_repetitions=1)
+  nice "$@" "${extra[@]}" --benchmark_format=json > "$out/$name.json"
+  emit "$name" "$(show "$@" "${extra[@]}")" "$formatter" "$out/$name.json" "$note"
+}
+
+# lines NAME FORMATTER NOTE COMMAND...: a command's stdout, formatted.
+lines() {
+  local name=$1 formatter=$2 note=$3
+  shift 3
+  nice "$@" > "$out/$name.out"
+  emit "$name" "$(show "$@")" "$formatter" "$out/$name.out" "$note"
+}
+
+table_kernels() {
+  gbench kernels kernels.py "$GPU_NOTE" build/bin/apply_mask_bench --benchmark_min_time=0.3 \
+    --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+}
+
+table_kernels_gpu() {
+  local src gpu note="" cmd="OUT=build/bench-docs/gpu tests/gpu/run.sh build-gpu"
+  if [[ -n ${GPU_BENCH_JSON:-} ]]; then
+    src=$GPU_BENCH_JSON
+    cmd="$cmd\` on a GPU machine, formatted here from \`$src"
+    note="The commit is this checkout's; the GPU machine's must be the same for the figures to describe it."
+  elif gpu_visible; then
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    OUT=$out/gpu tests/gpu/run.sh build-gpu > "$out/gpu.log" 2>&1 || { tail -20 "$out/gpu.log" >&2; return 1; }
+    src=$out/gpu/apply_mask_cuda_bench.json
+    cmd="$cmd\` on \`$gpu"
+  else
+    return 3
+  fi
+  emit kernels_gpu "$cmd" kernels_gpu.py "$src" "$note"
+}
+
+coldpath() {  # NAME ARGS...: bench/coldpath.py
+  local name=$1
+  shift
+  [ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
+  build maskd_coldpath maskctl
+  local cmd=(.venv-bench/bin/python bench/coldpath.py "$@" --repeats "$REPEATS" --clock "$CLOCK")
+  { stamp "$(show "${cmd[@]}")" "Medians of $REPEATS fresh processes per engine and case."
+    nice "${cmd[@]}" --json "$out/coldpath-$name.json"; } > "$out/$name.md.new"
+  mv "$out/$name.md.new" "$out/$name.md"
+}
+table_coldpath() {
+  coldpath coldpath --tokenizers llama3 --eager --threads "$(nproc)" --engines "$ENGINES"
+  emit coldpath_goals "python3 bench/tables/coldpath_goals.py build/bench-docs/coldpath-coldpath.json" \
+    coldpath_goals.py "$out/coldpath-coldpath.json" "From the llama3 run above." || rm -f "$out/coldpath_goals.md"
+}
+table_others() { coldpath others --tokenizers "$PEER_TOKENIZERS" --engines "$PEER_ENGINES"; }
+
+table_index_bench() {
+  gbench index_bench index_bench.py "CPU time, medians of 3." build/bin/index_bench \
+    '--benchmark_filter=^(Memcpy|CompileFirstMask|FirstVisitWriteMask|WriteMaskReady|NextState|GuideAdvance)' \
+    --benchmark_min_time=0.2 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+}
+
+table_regex_conformance() {
+  build regex_conformance_test
+  lines regex_conformance regex_conformance.py "" build/bin/regex_conformance_test \
+    --gtest_filter=RegexConformance.SharedCorpora
+}
+
+table_service() {
+  build maskd maskctl
+  if smoke; then
+    SERVICE_STEPS=30 lines service service.py "" bench/service_bench.sh build 20
+  else
+    lines service service.py "" bench/service_bench.sh build
+  fi
+}
+
+table_vocab_vs_json() {
+  build maskctl
+  local runs=()
+  smoke && runs=(--tokenizer ../shared/tokenizers/llama2 --runs 1)
+  lines vocab_vs_json vocab_vs_json.py "" python3 scripts/bench_vocab_load.py --maskctl build/bin/maskctl \
+    "${runs[@]}" --json
+}
+
+table_vocab_load() {
+  gbench vocab_load vocab_load.py "Medians of 3." build/bin/vocab_load_bench --benchmark_min_time=1 \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+}
+
+table_shm_demo() {
+  build maskd maskctl
+  lines shm_demo shm_demo.py \
+    "POSIX shared memory only: CUDA regions are checked (not timed) by tests/gpu/run.sh's round-trip test." \
+    bench/shm_demo_bench.sh build $(smoke && echo 4 5 || echo 64 200)
+}
+
+table_maskbench() {
+  build maskctl
+  local cmd=(python3 bench/maskbench_table.py --clock "$CLOCK")
+  [[ -n ${MASKBENCH_FILES:-} ]] && cmd+=(--files "$MASKBENCH_FILES")
+  cmd+=(--reasons "$out/maskbench_reasons.txt")
+  { stamp "$(show "${cmd[@]}")" "llama3, ${MASKBENCH_FILES:-every file of maskbench-dev}."
+    nice "${cmd[@]}"; } > "$out/maskbench.md.new"
+  mv "$out/maskbench.md.new" "$out/maskbench.md"
+  emit maskbench_reasons "$(show "${cmd[@]}")" maskbench_reasons.py "$out/maskbench_reasons.txt" \
+    "The failure reasons of its warm run (\`--verbose\`)." || rm -f "$out/maskbench_reasons.md"
+}
+
+table_maskbench_limit() {
+  build maskctl
+  local dir=../shared/corpora/maskbench-dev files=() n
+  local names=(Github_ultra Kubernetes JsonSchemaStore Github_hard)
+  smoke && names=(BFCL_sql)
+  for n in "${names[@]}"; do files+=("$dir/$n.jsonl"); done
+  [[ -e ${files[0]} ]] || return 2
+  for n in 1048576 8388608; do
+    echo "# limit $n"
+    nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes "$n" "${files[@]}"
+  done > "$out/maskbench_limit.txt"
+  emit maskbench_limit "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes N $(show "${files[@]}")" \
+    maskbench_limit.py "$out/maskbench_limit.txt" "N = 1048576, then 8388608."
+}
+
+table_json_schema_suite() {
+  build json_schema_suite_test
+  lines json_schema_suite json_schema_suite.py "" build/bin/json_schema_suite_test
+}
+
+table_dfa_construction() {
+  gbench dfa_construction dfa_construction.py "Wall time, medians of 5." build/bin/index_bench \
+    '--benchmark_filter=^Dfa' --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+}
+
+# pyclient NAME FORMATTER [peers] SCRIPT ARGS...: a bench/python script
+# against a private maskd, in the venv, at nice 19 (the stamp shows the
+# command with the socket elided).
+pyclient() {
+  local name=$1 formatter=$2 venv peers=""
+  shift 2
+  [[ $1 == peers ]] && { peers=peers; shift; }
+  build maskd
+  venv=$(python_venv $peers)
+  start_maskd
+  nice -n 19 "$venv/bin/python" "$@" --addr "$MASKD_ADDR" > "$out/$name.jsonl"
+  emit "$name" "\$(scripts/setup_python.sh)/bin/python $(show "$@") --addr <maskd socket>" "$formatter" \
+    "$out/$name.jsonl"
+}
+table_adapters() {
+  if smoke; then
+    pyclient adapters adapters.py bench/python/bench_adapters.py --hidden 16 --layers 1 --threads 1 \
+      --batches 1 --max-new 4 --constraints regex --no-peers
+  else
+    pyclient adapters adapters.py peers bench/python/bench_adapters.py --hidden 128 --layers 2 --threads 1
+  fi
+}
+table_adapters_idle() {
+  local args=(--hidden 128 --layers 2 --threads 1)
+  smoke && args=(--hidden 16 --layers 1 --threads 1 --batches 1 --max-new 4)
+  pyclient adapters_idle adapters.py bench/python/bench_adapters.py "${args[@]}" \
+    --idle-forward-ms 5 --no-peers --constraints schema
+}
+table_budget() { pyclient budget budget.py bench/python/bench_budget.py -n "$(smoke && echo 20 || echo 1000)"; }
+
+# Tables a table's run also writes, from the same measurements.
+byproducts() {
+  case $1 in
+    coldpath) echo coldpath_goals ;;
+    maskbench) echo maskbench_reasons ;;
+  esac
+}
+
+done=() failed=() left=()
+for name in "${TABLES[@]}"; do
+  if ! wanted "$name"; then
+    [[ $name == kernels_gpu ]] && GPU_NOTE="The GPU table below was not regenerated in this run (not selected: ONLY/SKIP); it keeps the figures its own stamp names."
+    continue
+  fi
+  echo "== $name" >&2
+  rm -f "$out/$name.md"
+  for extra in $(byproducts "$name"); do rm -f "$out/$extra.md"; done
+  set +e
+  ( set -e; "table_$name" )
+  rc=$?
+  set -e
+  if [[ $rc -eq 0 && -s $out/$name.md ]]; then
+    done+=("$name")
+    for extra in $(byproducts "$name"); do
+      [[ -s $out/$extra.md ]] && done+=("$extra")
+    done
+  elif [[ $rc -eq 3 || $rc -eq 2 ]]; then
+    left+=("$name")   # nothing measured here (no GPU, no ../shared): the table stays as it is
+  else
+    failed+=("$name")
+  fi
+  if [[ $name == kernels_gpu && $rc -ne 0 ]]; then
+    if [[ $rc -eq 3 ]]; then
+      GPU_NOTE="The GPU table below was not regenerated (no GPU visible here: \`nvidia-smi -L\` lists none); it keeps the figures its own stamp names."
+    else
+      GPU_NOTE="The GPU table below was not regenerated (tests/gpu/run.sh failed in this run); it keeps the figures its own stamp names."
+    fi
+  fi
+done
+
+python3 - docs/benchmarks.md "$out" "${done[@]}" <<'PY'
 import os, re, sys
-out = sys.argv[1]
-path = "docs/benchmarks.md"
-text = open(path).read()
-for name in ("coldpath", "others", "maskbench"):
-    f = os.path.join(out, name + ".md")
-    if not os.path.exists(f):
-        continue
-    body = open(f).read().strip()
+path, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = open(path, encoding="utf-8").read()
+for name in names:
+    body = open(os.path.join(out, name + ".md"), encoding="utf-8").read().strip()
     pat = re.compile(r"(<!-- bench_docs:%s -->\n).*?(<!-- /bench_docs:%s -->)" % (name, name), re.S)
     if not pat.search(text):
         sys.exit("docs/benchmarks.md has no bench_docs:%s markers" % name)
     text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-open(path, "w").write(text)
-print("docs/benchmarks.md updated")
+open(path, "w", encoding="utf-8").write(text)
 PY
+echo "docs/benchmarks.md: regenerated: ${done[*]:-none}" >&2
+[[ ${#left[@]} -eq 0 ]] || echo "left as they were (nothing measured here: no GPU or no ../shared): ${left[*]}" >&2
+[[ ${#failed[@]} -eq 0 ]] || { echo "FAILED: ${failed[*]} (left as they were; see the output above)" >&2; exit 1; }

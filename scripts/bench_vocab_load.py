@@ -12,7 +12,9 @@ process): on a shared, oversubscribed machine they move less than wall times.
 
 Usage (from the repository root):
     python3 scripts/bench_vocab_load.py [--maskctl build/bin/maskctl]
-        [--tokenizer ../shared/tokenizers/gemma3] [--runs 5]
+        [--tokenizer ../shared/tokenizers/gemma3] [--runs 5] [--json]
+
+--json prints one JSON object instead (bench/tables/vocab_vs_json.py reads it).
 """
 
 import argparse
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--tokenizer",
                     default=os.path.join(os.path.dirname(ROOT), "shared", "tokenizers", "gemma3"))
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args()
     maskctl = find_maskctl(args.maskctl)
     path = args.tokenizer
@@ -76,6 +79,11 @@ def main():
         load.append(summary["load_ms"])
 
     size_mb = os.path.getsize(json_path) / 1e6
+    if args.json:
+        print(json.dumps({"tokenizer": json_path, "json_mb": round(size_mb, 1), "tokens": summary["tokens"],
+                          "runs": args.runs, "json_load_wall_ms": min(py), "json_load_cpu_ms": min(py_cpu),
+                          "load_ms": min(load), "process_wall_ms": min(wall), "process_cpu_ms": min(cpu)}))
+        return 0
     print("tokenizer: %s (%.1f MB, %d tokens, %s)" % (json_path, size_mb, summary["tokens"],
                                                       summary["kind"]))
     print("python json.load (best of %d):        %8.1f ms wall  %8.1f ms cpu" %
