@@ -47,7 +47,7 @@
 # Needs ../shared (tokenizers, corpora): a table whose inputs are absent is
 # reported and left as it is. coldpath/others need .venv-bench (made with
 # scripts/bench_venv.sh when missing); adapters/budget the Python venv of
-# scripts/setup_python.sh (xgrammar and llguidance added to it when missing).
+# scripts/setup_python.sh (xgrammar and llguidance in build/bench-peers, not in that venv).
 # Never part of the default tests. Exit status: 1 when a table failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -114,15 +114,18 @@ start_maskd() {
   return 1
 }
 
-# The venv of scripts/setup_python.sh; with "peers", also the in-process peers
-# the adapter bench compares (xgrammar, llguidance; pinned), added when missing.
-python_venv() {
-  local venv
-  venv=$(scripts/setup_python.sh)
-  if [[ ${1:-} == peers ]] && ! "$venv/bin/python" -c 'import xgrammar, llguidance' 2>/dev/null; then
-    "$venv/bin/pip" install -q xgrammar==0.2.9 llguidance==1.9.1 >&2
+# The venv of scripts/setup_python.sh (shared with the tests: never changed
+# here). The in-process peers the adapter bench compares (xgrammar,
+# llguidance; pinned) go to their own folder, build/bench-peers, which
+# pyclient puts on PYTHONPATH.
+python_venv() { scripts/setup_python.sh; }
+PEERS_DIR=build/bench-peers
+bench_peers() {
+  if [ ! -f "$PEERS_DIR/.ready" ]; then
+    "$1/bin/pip" install -q --target "$PEERS_DIR" --no-deps xgrammar==0.2.9 llguidance==1.9.1 \
+      "apache-tvm-ffi>=0.1.11" >&2
+    touch "$PEERS_DIR/.ready"
   fi
-  echo "$venv"
 }
 
 # gbench NAME FORMATTER NOTE BINARY ARGS...: a Google Benchmark binary's JSON,
@@ -270,9 +273,14 @@ pyclient() {
   shift 2
   [[ $1 == peers ]] && { peers=peers; shift; }
   build maskd
-  venv=$(python_venv $peers)
+  venv=$(python_venv)
+  local pythonpath=${PYTHONPATH:-}
+  if [[ -n $peers ]]; then
+    bench_peers "$venv"
+    pythonpath=$PWD/$PEERS_DIR${pythonpath:+:$pythonpath}
+  fi
   start_maskd
-  nice -n 19 "$venv/bin/python" "$@" --addr "$MASKD_ADDR" > "$out/$name.jsonl"
+  PYTHONPATH=$pythonpath nice -n 19 "$venv/bin/python" "$@" --addr "$MASKD_ADDR" > "$out/$name.jsonl"
   emit "$name" "\$(scripts/setup_python.sh)/bin/python $(show "$@") --addr <maskd socket>" "$formatter" \
     "$out/$name.jsonl"
 }
