@@ -587,8 +587,25 @@ int Run(int argc, char** argv) {
                        absl::StrJoin(*loaded, ","), " ready_ms=",
                        absl::ToInt64Milliseconds(absl::Now() - started)));
 
+  // The transport's counts, polled into the metrics once a second.
+  absl::Notification stop_transport_stats;
+  std::thread transport_stats([&] {
+    do {
+      Metrics::TransportCounts t;
+      t.open = connection_limit.open.load();
+      t.refused = connection_limit.refused.load();
+      for (const auto& l : listeners) {
+        if (l) t.upstream_failures += l->upstream_failures();
+      }
+      if (relay) t.closed_for_resets = relay->closed_for_resets();
+      metrics.SetTransport(t);
+    } while (!stop_transport_stats.WaitForNotificationWithTimeout(absl::Seconds(1)));
+  });
+
   int sig = 0;
   sigwait(&sigs, &sig);
+  stop_transport_stats.Notify();
+  transport_stats.join();
   const absl::Time stop_at = absl::Now();
   health->SetServingStatus(false);
   absl::SleepFor(absl::GetFlag(FLAGS_drain_delay));

@@ -85,6 +85,16 @@ Metrics::Metrics(absl::string_view version)
   cache_misses_ = counter("maskd_index_cache_misses_total", "Compile requests that started a compilation");
   cache_evictions_ = counter("maskd_index_cache_evictions_total", "Indexes evicted to fit --cache-bytes");
   cache_bytes_ = gauge("maskd_index_cache_bytes", "Bytes held by cached indexes");
+  connections_open_ = gauge("maskd_connections_open",
+                            "Connections open on maskd's own listeners (unix, TCP, TLS)");
+  connections_refused_ = counter("maskd_connections_refused_total",
+                                 "Connections closed at accept: --max-connections reached");
+  relay_upstream_failures_ = counter(
+      "maskd_relay_upstream_failures_total",
+      "TLS connections closed because the private gRPC socket could not be reached");
+  connections_reset_closed_ = counter(
+      "maskd_connections_reset_closed_total",
+      "Connections closed for sending RST_STREAM faster than --max-resets-per-second");
   mask_bytes_ = gauge("maskd_index_mask_bytes",
                       "Bytes of token masks kept by all indexes (bounded by --max-mask-bytes)");
   masks_unkept_ = gauge("maskd_index_masks_unkept",
@@ -123,6 +133,18 @@ void Metrics::RpcError(absl::string_view method, int code) {
 
 void Metrics::StepEntryError(int code) {
   entry_errors_->Add({{"code", std::string(StatusCodeName(code))}}).Increment();
+}
+
+void Metrics::SetTransport(const TransportCounts& now) {
+  absl::MutexLock lock(&transport_mu_);
+  auto advance = [](prometheus::Counter* c, uint64_t total, uint64_t last) {
+    if (total > last) c->Increment(static_cast<double>(total - last));
+  };
+  connections_open_->Set(static_cast<double>(now.open));
+  advance(connections_refused_, now.refused, transport_last_.refused);
+  advance(relay_upstream_failures_, now.upstream_failures, transport_last_.upstream_failures);
+  advance(connections_reset_closed_, now.closed_for_resets, transport_last_.closed_for_resets);
+  transport_last_ = now;
 }
 
 std::string Metrics::Serialize() const {

@@ -11,11 +11,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -74,6 +75,18 @@ class Metrics {
   // A Step batch entry failed with `code`.
   void StepEntryError(int code);
 
+  // The transport's own counts since start (listener.h, relay.h), polled:
+  // open connections, connections closed at accept for --max-connections,
+  // relayed connections whose upstream failed, connections closed for too
+  // many resets. Totals, not deltas; counters advance by the difference.
+  struct TransportCounts {
+    uint64_t open = 0;
+    uint64_t refused = 0;
+    uint64_t upstream_failures = 0;
+    uint64_t closed_for_resets = 0;
+  };
+  void SetTransport(const TransportCounts& now);
+
   // The Prometheus text exposition of every metric (what /metrics serves).
   std::string Serialize() const;
 
@@ -86,6 +99,12 @@ class Metrics {
   prometheus::Counter* cache_misses_;
   prometheus::Counter* cache_evictions_;
   prometheus::Gauge* cache_bytes_;
+  prometheus::Gauge* connections_open_;
+  prometheus::Counter* connections_refused_;
+  prometheus::Counter* relay_upstream_failures_;
+  prometheus::Counter* connections_reset_closed_;
+  absl::Mutex transport_mu_;
+  TransportCounts transport_last_ ABSL_GUARDED_BY(transport_mu_);
   prometheus::Gauge* mask_bytes_;
   prometheus::Gauge* masks_unkept_;
   prometheus::Gauge* sessions_active_;

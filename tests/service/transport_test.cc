@@ -212,6 +212,14 @@ TEST(TransportTest, MaxConnectionsClosesTheNextAtOnce) {
   // gets in again.
   std::this_thread::sleep_for(milliseconds(300));
   EXPECT_EQ(HealthOf(p.addr()), "SERVING");
+  // Operators see the refusal (polled into the metrics once a second).
+  double refused = 0;
+  for (int i = 0; i < 50 && refused < 1; ++i) {
+    refused = MetricValue(p.Metrics(), "maskd_connections_refused_total");
+    if (refused < 1) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_GE(refused, 1) << p.Metrics();
+  EXPECT_GE(MetricValue(p.Metrics(), "maskd_connections_open"), 0);
 }
 
 TEST(TransportTest, ListenersSurviveDescriptorExhaustion) {
