@@ -4,7 +4,7 @@ maskd with scheduled faults: no binary needed.
 The fake's mask for a session is a digest of the tokens it applied, so a mask equals the
 digest of the tokens a model of the generation expects only if every resume replayed
 exactly the confirmed tokens. Random scenarios (steps, batches, rollbacks; faults:
-dropped calls, lost replies, restarts, NOT_SERVING) run through ``maskd.resume`` and
+dropped calls, lost replies, restarts, NOT_SERVING, client deadlines) run through ``maskd.resume`` and
 ``maskd.aio_resume``: both must match that model and make the same calls in the same
 order.
 """
@@ -208,7 +208,7 @@ def _scenario(seed: int) -> Tuple[List[Tuple[Any, ...]], Dict[int, str]]:
                                   for _ in range(SESSIONS)]))
         else:
             ops.append(("rollback", rng.randrange(SESSIONS), rng.randrange(3)))
-    faults = {n: rng.choice(["drop", "lost", "restart"]) for n in range(300) if rng.random() < 0.12}
+    faults = {n: rng.choice(["drop", "lost", "restart", "deadline"]) for n in range(300) if rng.random() < 0.12}
     return ops, faults
 
 
@@ -231,8 +231,18 @@ class _Model:
         self.tokens[i] = want
         self.outcomes.append(("ok", i, tuple(want)))
 
-    def error(self, e: MaskdError) -> None:
+    def error(self, e: MaskdError, op: Tuple[Any, ...], now: List[List[int]]) -> None:
+        """A call raised: each session it covered either kept its tokens or (a batch's
+        entries redone before the one that raised) took its step."""
         self.outcomes.append(("error", e.code, e.message.split(":")[0]))
+        if op[0] != "batch":
+            return
+        for i, (toks, rb) in enumerate(op[1]):
+            stepped = self.tokens[i][:len(self.tokens[i]) - rb] + toks if rb <= len(self.tokens[i]) else None
+            if now[i] != self.tokens[i]:
+                assert now[i] == stepped, (i, now[i], self.tokens[i], toks, rb)
+                self.tokens[i] = stepped
+                self.outcomes.append(("redone", i))
 
 
 def _run_sync(ops: List[Tuple[Any, ...]], fake: FakeMaskd) -> _Model:
@@ -256,7 +266,7 @@ def _run_sync(ops: List[Tuple[Any, ...]], fake: FakeMaskd) -> _Model:
                 m.tokens[i] = m.tokens[i][:len(m.tokens[i]) - n]
                 m.outcomes.append(("rollback", i, n))
         except MaskdError as e:
-            m.error(e)
+            m.error(e, op, [list(s.tokens) for s in ss])
         assert [list(s.tokens) for s in ss] == m.tokens
     for s in ss:
         s.close()
@@ -284,7 +294,7 @@ async def _run_async(ops: List[Tuple[Any, ...]], fake: FakeMaskd) -> _Model:
                 m.tokens[i] = m.tokens[i][:len(m.tokens[i]) - n]
                 m.outcomes.append(("rollback", i, n))
         except MaskdError as e:
-            m.error(e)
+            m.error(e, op, [list(s.tokens) for s in ss])
         assert [list(s.tokens) for s in ss] == m.tokens
     for s in ss:
         await s.close()
@@ -326,6 +336,35 @@ def _next_call(fake: FakeMaskd) -> int:
     return len(fake.calls)
 
 
+@pytest.mark.parametrize("fault,raises", [("deadline", MaskdError), ("interrupt", KeyboardInterrupt)])
+def test_sync_call_with_unknown_outcome_abandons_the_session(fault, raises):
+    """The server applied the step but the reply did not come (the client's deadline, or
+    Ctrl-C): the session is abandoned, so the next call resumes at the confirmed tokens
+    instead of stepping a session that may be one token ahead."""
+    fake = FakeMaskd()
+    s, toks = _started(fake)
+    fake.faults[_next_call(fake)] = fault
+    with pytest.raises(raises):
+        s.step([3])
+    assert s.tokens == tuple(toks) and s.session_id == 0
+    r = s.step([3]).raise_for_status()
+    assert r.masks[0].tobytes() == digest(toks + [3])
+    assert s.tokens == (1, 2, 3) and s.resumes == 1
+
+
+def test_sync_batch_with_unknown_outcome_abandons_its_sessions():
+    fake = FakeMaskd()
+    client = FakeClient(fake)
+    (a, ta), (b, tb) = _started(fake, client), _started(fake, client)
+    fake.faults[_next_call(fake)] = "deadline"
+    with pytest.raises(MaskdError) as e:
+        step_resumable([(a, [3]), (b, [4])])
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert a.session_id == 0 and b.session_id == 0
+    r = step_resumable([(a, [3]), (b, [4])]).raise_for_status()
+    assert [m.tobytes() for m in r.masks] == [digest(ta + [3]), digest(tb + [4])]
+
+
 def test_sync_cancelled_future_abandons_its_sessions():
     fake = FakeMaskd()
     client = FakeClient(fake)
@@ -336,6 +375,28 @@ def test_sync_cancelled_future_abandons_its_sessions():
     r = fut.result().raise_for_status()  # redone alone, after resuming
     assert [m.tobytes() for m in r.masks] == [digest(ta + [3]), digest(tb + [4])]
     assert a.resumes == 1 and b.resumes == 1
+
+
+def test_asyncio_cancelled_step_abandons_the_session():
+    async def run() -> None:
+        fake = FakeMaskd()
+        s = await AsyncResumableSession.from_compile(FakeClient(fake, asyncio_=True), COMPILE, OPTS)
+        (await s.step([1])).raise_for_status()
+        fake.faults[_next_call(fake)] = "hang"
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(s.step([2]), 0.05)
+        assert s.tokens == (1,) and s.session_id == 0
+        r = (await s.step([2])).raise_for_status()
+        assert r.masks[0].tobytes() == digest([1, 2]) and s.resumes == 1
+
+        fake.faults[_next_call(fake)] = "hang"
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(async_step_resumable([(s, [3])]), 0.05)
+        assert s.tokens == (1, 2) and s.session_id == 0
+        r = (await async_step_resumable([(s, [3])])).raise_for_status()
+        assert r.masks[0].tobytes() == digest([1, 2, 3])
+
+    asyncio.run(run())
 
 
 # -- pinned details --------------------------------------------------------------

@@ -8,9 +8,12 @@ change a session's state at the same points.
 
 Invariants the rules keep:
   * ``SessionCore._tokens`` changes only when the server confirmed a step or rollback.
-  * A session whose last call's outcome is unknown (a transport error, or the driver
-    dropped the call: cancelled, interrupted, closed) is abandoned (``session_id`` 0) and
-    never stepped again; its next call re-creates it and replays ``_tokens``.
+  * A session whose last call's outcome is unknown is abandoned (``session_id`` 0) and
+    never stepped again; its next call re-creates it and replays ``_tokens``. Unknown: a
+    transport error (the call is then retried), DEADLINE_EXCEEDED or CANCELLED outside
+    recovery (raised to the caller), and a call the driver dropped (an exception other
+    than MaskdError, e.g. KeyboardInterrupt or asyncio cancellation, or the generator
+    closed while the call was out: raised to the caller).
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ T = TypeVar("T")
 _NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 # Close codes that mean the server session is gone already (not an error for close).
 _GONE = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# Codes of a call that ended on the client's side: the server may have applied it.
+_OUTCOME_UNKNOWN = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +217,8 @@ class SessionCore:
             self.resumes += 1
 
     def _rpc(self, call: Call) -> Ops[Any]:
-        """``call`` on the live session: NOT_FOUND or a transport error raise _Lost."""
+        """``call`` on the live session: NOT_FOUND or a transport error raise _Lost; a call
+        whose outcome is unknown otherwise abandons the session and raises."""
         try:
             return (yield call)
         except MaskdError as e:
@@ -220,6 +226,11 @@ class SessionCore:
                 raise _Lost(e, wait=False) from None
             if transport_loss(e.code, call.recovering):
                 raise _Lost(e, wait=True) from None
+            if e.code in _OUTCOME_UNKNOWN:
+                self.session_id = 0
+            raise
+        except BaseException:  # dropped by the driver
+            self.session_id = 0
             raise
 
     def _commit(self, rollback: int, tokens: Sequence[int]) -> None:
@@ -320,10 +331,17 @@ def step_batch(ents: Sequence[BatchEntry], words_per_row: int) -> Ops[StepReply]
         try:
             resp = yield Call("Step", req)
         except MaskdError as err:
-            if not transport_loss(err.code, False):
+            unknown = err.code in _OUTCOME_UNKNOWN
+            if not (unknown or transport_loss(err.code, False)):
                 raise
             for s, *_ in ents:
                 s.session_id = 0  # abandoned: the call may or may not have been applied
+            if unknown:
+                raise  # the caller's deadline or cancellation: not redone
+        except BaseException:  # dropped by the driver
+            for s, *_ in ents:
+                s.session_id = 0
+            raise
         else:
             if _absorb(resp, ents, results, rows, wprs):
                 return StepReply.from_proto(resp)  # nothing lost: the reply as it came

@@ -14,12 +14,14 @@ one Step (chunks of ``replay_chunk_tokens``) and redoes the call.
     replies = step_resumable([(s1, [t1]), (s2, [t2])])   # a batch: one Step when all is well
 
 Rules that keep masks exact: the local token list changes only when the server confirmed
-a step or rollback; after a transport error the old session is abandoned (never stepped
-again: the lost call may or may not have been applied). When the server does not come
+a step or rollback; after a call whose outcome is unknown (a transport error; a
+DEADLINE_EXCEEDED, a KeyboardInterrupt, a cancelled future) the old session is abandoned
+(never stepped again: the call may or may not have been applied). When the server does not come
 back within ``recovery_timeout`` / ``max_attempts`` a call raises
 ``MaskdError(UNAVAILABLE, "...: maskd did not come back (N attempts in T s): ...")`` and
 changes nothing. One decoding loop owns a session (not thread-safe); the Client under it
-is shared.
+is shared. The rules live in ``maskd._resume_core`` (free of I/O); this module drives them
+with blocking calls, ``maskd.aio_resume`` with awaits.
 """
 from __future__ import annotations
 
@@ -154,9 +156,9 @@ class ResumableStepFuture:
         if self._fut is not None:
             self._fut.cancel()
             self._fut = None
-            self._ops = None
-            for s, *_ in self._ents:
-                s.session_id = 0
+            ops, self._ops = self._ops, None
+            if ops is not None:
+                ops.close()  # a dropped call: abandons the batch's sessions
 
     def result(self) -> StepReply:
         """The reply: one row per entry, in order (raises MaskdError UNAVAILABLE when the
