@@ -103,7 +103,8 @@ class _Lost(Exception):
 
 
 def transport_loss(code: grpc.StatusCode, recovering: bool) -> bool:
-    """Whether a call failing with ``code`` leaves its outcome unknown."""
+    """Whether a call failing with ``code`` lost the server (unreachable; while recovering,
+    also not back by the deadline): the session is resumed and the call redone."""
     return code == grpc.StatusCode.UNAVAILABLE or (
         recovering and code == grpc.StatusCode.DEADLINE_EXCEEDED)
 
