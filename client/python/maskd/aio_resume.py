@@ -22,20 +22,22 @@ from maskd.v1 import maskd_pb2 as pb
 T = TypeVar("T")
 
 
-async def _perform(client: AsyncClient, op: Op) -> Any:
+async def _perform(client: Optional[AsyncClient], op: Op) -> Any:
     """Does ``op`` with an awaited call; a failed RPC raises MaskdError."""
     if isinstance(op, Sleep):
         await asyncio.sleep(op.seconds)
         return None
+    assert client is not None
     try:
         return await op.stub_method(client)(op.request, **op.options(client.timeout))
     except grpc.RpcError as e:
         raise MaskdError.from_rpc(e) from None
 
 
-async def _run(client: AsyncClient, ops: Ops[T]) -> T:
-    """Drives ``ops`` to its result. Anything but a MaskdError (asyncio.CancelledError,
-    ...) closes ``ops`` at the call it interrupted."""
+async def _run(client: Optional[AsyncClient], ops: Ops[T]) -> T:
+    """Drives ``ops`` to its result (``client`` None: an empty batch, which makes no call).
+    Anything but a MaskdError (asyncio.CancelledError, ...) closes ``ops`` at the call it
+    interrupted."""
     reply: Any = None
     error: Optional[MaskdError] = None
     try:

@@ -39,21 +39,24 @@ from maskd.v1 import maskd_pb2 as pb
 T = TypeVar("T")
 
 
-def _perform(client: Client, op: Op) -> Any:
+def _perform(client: Optional[Client], op: Op) -> Any:
     """Does ``op`` with a blocking call; a failed RPC raises MaskdError."""
     if isinstance(op, Sleep):
         time.sleep(op.seconds)
         return None
+    assert client is not None
     try:
         return op.stub_method(client)(op.request, **op.options(client.timeout))
     except grpc.RpcError as e:
         raise MaskdError.from_rpc(e) from None
 
 
-def _run(client: Client, ops: Ops[T], reply: Any = None, error: Optional[MaskdError] = None) -> T:
-    """Drives ``ops`` to its result. ``reply`` / ``error``: the outcome of the operation it
-    yielded last, when that one was done elsewhere (a future). Anything but a MaskdError
-    (KeyboardInterrupt, ...) closes ``ops`` at the call it interrupted."""
+def _run(client: Optional[Client], ops: Ops[T], reply: Any = None,
+         error: Optional[MaskdError] = None) -> T:
+    """Drives ``ops`` to its result (``client`` None: an empty batch, which makes no call).
+    ``reply`` / ``error``: the outcome of the operation it yielded last, when that one was
+    done elsewhere (a future). Anything but a MaskdError (KeyboardInterrupt, ...) closes
+    ``ops`` at the call it interrupted."""
     try:
         while True:
             try:
