@@ -147,11 +147,11 @@ class ResumableStepFuture:
         self._ops: Optional[Ops[StepReply]] = None  # waits for the reply of _fut
         self._fut: Optional[grpc.Future] = None
         if batch_live(self._ents):
+            client: Client = self._ents[0][0].client
             self._ops = step_batch(self._ents, words_per_row)
             call = next(self._ops)  # the batch Step
             assert isinstance(call, Call)
-            self._fut = call.stub_method(self._client).future(
-                call.request, **call.options(self._client.timeout))
+            self._fut = call.stub_method(client).future(call.request, **call.options(client.timeout))
 
     def cancel(self) -> None:
         """Drops the call. Its sessions are abandoned (the server may have applied it) and
