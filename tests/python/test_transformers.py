@@ -102,3 +102,52 @@ def test_bad_constraint_raises_at_construction(addr):
     assert e.value.code.name == "INVALID_ARGUMENT"
     with pytest.raises(ValueError):
         MaskdLogitsProcessor(addr, "qwen3")
+
+
+class _ReplaySessions:
+    """Stands in for RowSessions: each step answers the next (masks, live) of a script."""
+
+    def __init__(self, script):
+        self.script, self.done = list(script), []
+
+    def step(self, tokens):
+        masks, live = self.script.pop(0)
+        self.done = [False] * 1
+        return maskd.StepReply([None] * len(live), masks, masks.shape[-1]), live
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_reused_mask_buffers_match_apply_mask(device):
+    """The processor's per-step path (buffers reused across steps) against maskd.apply_mask
+    row by row: random masks, live rows coming and going, logits wider than the mask
+    (padding ids), narrower, and of an odd width, batch shapes changing mid-way."""
+    import numpy as np
+
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    rng = np.random.default_rng(3)
+    proc = MaskdLogitsProcessor("unix:///nonexistent.sock", "qwen3", index_id="stub",
+                                eos_token_id=[0])  # no call reaches a server
+    for rows, words, width in [(4, 3, 100), (4, 3, 96), (4, 3, 80), (6, 3, 100), (3, 5, 77)]:
+        script = []
+        for _ in range(6):
+            live = sorted(rng.choice(rows, size=int(rng.integers(0, rows + 1)), replace=False).tolist())
+            masks = rng.integers(0, 2**32, size=(len(live), words), dtype=np.uint32)
+            masks[:, :1] &= rng.integers(0, 2**32, dtype=np.uint32)  # some sparse words
+            script.append((masks, live))
+        proc.sessions = _ReplaySessions(script)
+        ids = torch.zeros((rows, 2), dtype=torch.long)
+        proc._prev = ids[:, :1]
+        for masks, live in list(script):
+            scores = torch.randn(rows, width, device=device)
+            want = scores.cpu().clone()
+            for j, i in enumerate(live):
+                maskd.apply_mask(want[i], masks[j])
+            got = proc(ids, scores)
+            assert got is scores
+            assert torch.equal(got.cpu(), want), (rows, words, width, live)
+            proc._prev = ids
+            ids = torch.cat([ids, torch.zeros((rows, 1), dtype=torch.long)], dim=1)

@@ -166,12 +166,3 @@ class RowSessions:
                     raise
         self.ids = []
 
-
-def allowed_rows(reply: StepReply, live: Sequence[int], rows: int, width: int) -> np.ndarray:
-    """(rows, width) bool: row i's allowed tokens for a live row, all True (untouched) otherwise."""
-    from maskd.masks import unpack_mask
-
-    out = np.ones((rows, width), dtype=np.bool_)
-    if live:
-        out[np.asarray(live)] = unpack_mask(reply.masks, width)
-    return out

@@ -34,7 +34,8 @@ from transformers import LogitsProcessor, StoppingCriteria
 
 from maskd._common import MaskdError, compile_request
 from maskd.resume import ResumeOptions
-from maskd.integrations._core import RowSessions, allowed_rows, connect, constraint_kwargs
+from maskd.integrations._core import RowSessions, connect, constraint_kwargs
+from maskd.integrations._row_masks import DisallowedRows
 
 
 class _Prefetch(StoppingCriteria):
@@ -91,6 +92,10 @@ class MaskdLogitsProcessor(LogitsProcessor):
         self.prefetch = _Prefetch(self)
         self.sessions: Optional[RowSessions] = None
         self._prev: Optional[torch.Tensor] = None  # input_ids of the previous call
+        # Per-step buffers, reused while (rows, logits width, device) stay the same: the
+        # disallowed tokens, and their copy on the logits' device.
+        self._disallowed = DisallowedRows()
+        self._mask_dev: Optional[torch.Tensor] = None
 
     # -- generation state -----------------------------------------------------
     def _continues(self, input_ids: torch.Tensor) -> bool:
@@ -130,8 +135,15 @@ class MaskdLogitsProcessor(LogitsProcessor):
                                         budget=self.max_new_tokens, resume=self.resume)
             reply, live = self.sessions.step(None)
         self._prev = input_ids
-        allowed = allowed_rows(reply, live, scores.shape[0], scores.shape[-1])
-        mask = torch.from_numpy(allowed)
-        if scores.device.type != "cpu":
-            mask = mask.to(scores.device, non_blocking=True)
-        return scores.masked_fill_(~mask, float("-inf"))
+        return scores.masked_fill_(self._mask(reply.masks, live, scores), float("-inf"))
+
+    def _mask(self, masks: np.ndarray, live: Sequence[int], scores: torch.Tensor) -> torch.Tensor:
+        """(rows, width) bool on scores' device, True where a logit is masked, in buffers
+        reused across steps (no per-step array of batch x vocabulary size)."""
+        mask = torch.from_numpy(self._disallowed.rows(masks, live, scores.shape[0], scores.shape[-1]))
+        if scores.device.type == "cpu":
+            return mask
+        dev = self._mask_dev
+        if dev is None or dev.shape != mask.shape or dev.device != scores.device:
+            dev = self._mask_dev = torch.empty(mask.shape, dtype=torch.bool, device=scores.device)
+        return dev.copy_(mask, non_blocking=True)

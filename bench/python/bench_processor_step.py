@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Per-step CPU time of ``MaskdLogitsProcessor.__call__`` without the RPC: the work from a
+Step reply in hand to masked logits (the processor's own cost per decoding step).
+
+    venv=$(scripts/setup_python.sh)
+    $venv/bin/python bench/python/bench_processor_step.py [--steps 300] [--threads 1]
+
+The processor's sessions are replaced by a stub whose ``step`` returns a fixed reply whose
+rows each allow ``--allowed`` random ids (Qwen3 sizes: 151,669 tokenizer ids, 4,740 words
+per row, logits 151,936 wide), so only the adapter's per-step path is timed. Per (rows, live rows): the median
+wall time and the median CPU time of the calling thread (less disturbed by other load on
+the machine) per call, in microseconds. Prints one JSON line per case.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "client" / "python"))
+from maskd._common import StepReply  # noqa: E402
+from maskd.integrations.transformers import MaskdLogitsProcessor  # noqa: E402
+from maskd.v1 import maskd_pb2 as pb  # noqa: E402
+
+TOKENIZER_IDS = 151669
+LOGITS = 151936
+WORDS = (TOKENIZER_IDS + 31) // 32
+
+
+class _StubSessions:
+    """What the processor uses of RowSessions, answering every step with one reply."""
+
+    def __init__(self, reply: StepReply, live: list):
+        self.reply, self.live = reply, live
+        self.done = [False] * len(live)
+
+    def step(self, tokens):
+        return self.reply, self.live
+
+    def prefetch(self, tokens):
+        pass
+
+    def close(self):
+        pass
+
+
+def _reply(rows: int, allowed: int, rng: np.random.Generator) -> StepReply:
+    """``rows`` mask rows, each allowing ``allowed`` random tokenizer ids."""
+    resp = pb.StepResponse(words_per_row=WORDS)
+    bits = np.zeros((rows, 32 * WORDS), np.uint8)
+    for r in range(rows):
+        resp.results.add()
+        bits[r, rng.choice(TOKENIZER_IDS, size=allowed, replace=False)] = 1
+    resp.masks = np.packbits(bits, axis=-1, bitorder="little").tobytes()
+    return StepReply.from_proto(resp)
+
+
+def case(rows: int, live_rows: int, allowed: int, steps: int) -> dict:
+    rng = np.random.default_rng(rows * 1000 + live_rows)
+    live = sorted(rng.choice(rows, size=live_rows, replace=False).tolist())
+    # index_id and eos ids given: no call to a server (the channel is never used).
+    proc = MaskdLogitsProcessor("unix:///nonexistent.sock", "qwen3", index_id="stub", eos_token_id=[0])
+    proc.sessions = _StubSessions(_reply(live_rows, allowed, rng), live)
+    ids = torch.zeros((rows, 8), dtype=torch.long)
+    proc._prev = ids
+    base = torch.randn(rows, LOGITS)
+    wall, cpu = [], []
+    for i in range(steps + 5):
+        ids = torch.cat([ids, torch.zeros((rows, 1), dtype=torch.long)], dim=1)
+        scores = base.clone()  # the model's fresh logits (not timed)
+        w0, c0 = time.perf_counter(), time.thread_time()
+        proc(ids, scores)
+        c1, w1 = time.thread_time(), time.perf_counter()
+        if i >= 5:
+            wall.append((w1 - w0) * 1e6)
+            cpu.append((c1 - c0) * 1e6)
+    return {"rows": rows, "live": live_rows, "allowed": allowed,
+            "wall_p50_us": round(statistics.median(wall), 1),
+            "cpu_p50_us": round(statistics.median(cpu), 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--allowed", type=int, default=2000, help="tokens each mask row allows")
+    ap.add_argument("--cases", default="1x1,8x8,8x5,32x32,64x64,64x40",
+                    help="rows x live rows, comma-separated")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    for c in args.cases.split(","):
+        rows, live = (int(x) for x in c.split("x"))
+        print(json.dumps(case(rows, live, args.allowed, args.steps)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
