@@ -263,6 +263,12 @@ bool IsTransportLoss(const grpc::Status& s, bool recovering) {
          (recovering && s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
+// A call that ended so (the client's deadline, a cancel) may or may not have
+// been applied by the server.
+bool OutcomeUnknown(absl::StatusCode code) {
+  return code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kCancelled;
+}
+
 void ZeroRows(v1::StepResponse* resp, size_t rows, uint32_t words) {
   resp->set_words_per_row(words);
   resp->mutable_masks()->assign(rows * words * 4, '\0');
@@ -308,7 +314,13 @@ absl::Status ResumableSession::WithRecovery(const char* what, F attempt) {
     if (session_id_ != 0) {
       bool lost = false;
       last = attempt(deadline, recovering, &lost);
-      if (!lost) return last;
+      if (!lost) {
+        // Its outcome unknown, the server session is never stepped again: the
+        // next call re-creates it from the confirmed tokens. The error is the
+        // caller's to see; the call is not retried.
+        if (OutcomeUnknown(last.code())) session_id_ = 0;
+        return last;
+      }
       wait = last.code() != absl::StatusCode::kNotFound;
       session_id_ = 0;  // abandoned: never stepped again
       recovering = true;
@@ -570,7 +582,12 @@ absl::Status StepResumable(absl::Span<ResumableSession* const> sessions,
       // connection dropped under it); anything else is the request's fault.
       const bool lost = s.code() == absl::StatusCode::kUnavailable ||
                         (stream != nullptr && s.code() == absl::StatusCode::kCancelled);
-      if (!lost) return s;
+      if (!lost) {
+        if (OutcomeUnknown(s.code())) {
+          for (size_t i : batch) sessions[i]->session_id_ = 0;  // see WithRecovery
+        }
+        return s;
+      }
       for (size_t i : batch) {
         sessions[i]->session_id_ = 0;  // abandoned: the call may have been applied
         redo.push_back(i);

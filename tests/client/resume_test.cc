@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -323,6 +324,69 @@ TEST_F(ResumeTest, NotFoundWithoutRestartResumes) {
   EXPECT_EQ((*s)->resumes(), 1);
   EXPECT_EQ(a.masks(), b.masks());
   EXPECT_EQ(b.results(0).num_tokens(), 1u);
+}
+
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T', ...); '?' when unreadable.
+char ProcessState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
+}
+
+// A call whose outcome is unknown (the client's deadline passed while the
+// server was stalled; the server may have applied it) must not leave the
+// session stepping on from a state the client does not know: the next call
+// re-creates it from the confirmed tokens, and its mask is exact.
+TEST_F(ResumeTest, DeadlineExceededAbandonsTheServerSession) {
+  ClientOptions o;
+  o.timeout = absl::Milliseconds(500);
+  auto short_client = Client::Connect(server_->addr(), o);
+  ASSERT_TRUE(short_client.ok());
+  auto s = ResumableSession::Create(short_client->get(), CompileFor(0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  Guide guide(Offline::Get().index(0));
+  std::vector<uint32_t> mask(guide.index().num_words());
+  std::mt19937_64 rng(11);
+  v1::StepResponse resp;
+  std::vector<uint32_t> none;
+  ASSERT_TRUE((*s)->Step(none, &resp).ok());
+  std::vector<uint32_t> first = {Sample(MaskRow(resp, 0), rng)};
+  ASSERT_TRUE((*s)->Step(first, &resp).ok());
+  ASSERT_TRUE(guide.Advance(first[0]).ok());
+  const uint64_t old_id = (*s)->session_id();
+  std::vector<uint32_t> lost = {Sample(MaskRow(resp, 0), rng)};
+
+  kill(server_->pid(), SIGSTOP);
+  // kill() returns before the stop: wait until the process is stopped ('T').
+  for (int i = 0; i < 500 && ProcessState(server_->pid()) != 'T'; ++i) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_EQ(ProcessState(server_->pid()), 'T');
+  absl::Status timed_out = (*s)->Step(lost, &resp);
+  kill(server_->pid(), SIGCONT);
+  EXPECT_EQ(timed_out.code(), absl::StatusCode::kDeadlineExceeded) << timed_out;
+  EXPECT_EQ((*s)->tokens(), first);  // not confirmed, not kept
+  // Whether the server applied the stalled step is unknown to the client;
+  // here it did (done through another client, as a server that handled the
+  // request before the cancel arrived would).
+  v1::StepResponse applied;
+  v1::StepRequest req;
+  v1::StepEntry* e = req.add_entries();
+  e->set_session_id(old_id);
+  e->add_tokens(lost[0]);
+  ASSERT_TRUE(client_->Step(req, &applied).ok());
+  ASSERT_EQ(applied.results(0).num_tokens(), 2u) << applied.results(0).status().message();
+
+  // The next step starts from the confirmed tokens on a new server session.
+  ASSERT_TRUE((*s)->Step(none, &resp).ok()) << resp.results(0).status().message();
+  EXPECT_NE((*s)->session_id(), old_id);
+  EXPECT_EQ((*s)->resumes(), 1);
+  EXPECT_EQ(resp.results(0).num_tokens(), 1u);
+  guide.WriteMaskUnchecked(mask.data());
+  auto row = MaskRow(resp, 0);
+  EXPECT_TRUE(std::equal(row.begin(), row.end(), mask.begin()));
 }
 
 // In one StepResumable batch: a lost session is resumed, an entry error stays
