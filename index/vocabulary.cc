@@ -127,6 +127,9 @@ std::string VocabularyBuilder::ContentHash(const Vocabulary& v) {
   return sha.HexDigest();
 }
 
+// Ids beyond twice the tokens a tokenizer may span (see Build).
+constexpr uint64_t kMaxSparseIds = 65536;
+
 absl::StatusOr<std::shared_ptr<const Vocabulary>> VocabularyBuilder::Build(
     const internal::ParsedTokenizer& parsed, const std::optional<std::string>& config_eos,
     const VocabularyOptions& options, std::string_view source, std::string_view config_source) {
@@ -151,6 +154,14 @@ absl::StatusOr<std::shared_ptr<const Vocabulary>> VocabularyBuilder::Build(
                                 internal::kMaxTokenIds, ")"));
     }
     size = want;
+  }
+  // Every id costs memory and time (rows, per-id tables) whether a token has
+  // it or not: a short document must not buy a huge id space. Real
+  // tokenizers are dense, and a model's logits pad a few hundred ids at most.
+  const uint64_t tokens = parsed.vocab.size() + parsed.added.size();
+  if (uint64_t{size} > 2 * tokens + kMaxSparseIds) {
+    return error(absl::StrCat("ids span ", size, " (highest id or vocab_size) for ", tokens,
+                              " tokens: at most 2 x tokens + ", kMaxSparseIds));
   }
 
   // slot[id]: which raw token the id's bytes come from. Added tokens win over
