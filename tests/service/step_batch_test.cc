@@ -5,7 +5,10 @@
 #include "service/step_batch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <map>
 #include <memory>
 #include <random>
@@ -20,6 +23,20 @@
 #include "service/metrics.h"
 #include "service/session_table.h"
 #include "service/tokenizer_registry.h"
+
+// Every operator new of this test binary is counted (the hot path's
+// allocations, SteadyStateAllocatesNothing).
+std::atomic<int64_t> g_allocations{0};
+
+// Out of line, so that the compiler does not pair an inlined malloc with
+// an inlined free across a new/delete (-Wmismatched-new-delete).
+__attribute__((noinline)) void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace maskd {
 namespace {
@@ -308,6 +325,48 @@ TEST_F(StepBatchTest, RollbackWithTokensAndEntriesInOrder) {
   EXPECT_EQ(Row(1, 4), OracleRow(info, {kAB, kB, kEos}, 4));
 }
 
+// After a warm-up, a batch of OK entries (as a service runs it: translation
+// buffers from ThreadBuffers, rows placed in a reused buffer) allocates
+// nothing: not in the limits, the lookup, the steps or the metrics.
+TEST_F(StepBatchTest, SteadyStateAllocatesNothing) {
+  IndexInfo info = Compile("tiny100", "[ab]*");
+  const int64_t at_start = g_allocations.load();
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(NewSession(info));
+  ASSERT_GT(g_allocations.load(), at_start);  // the counter sees allocations
+  StepBatch batch(sessions_.get(), &metrics_, StepLimits{});
+  const std::vector<uint32_t> a = {kA}, b = {kB};
+  std::vector<uint32_t> rows(ids.size() * 4);
+  auto place = [&](const StepBatchShape& shape) -> absl::StatusOr<StepRows> {
+    return StepRows{rows.data(), shape.widest, 0};
+  };
+  auto step = [&](int round) {
+    auto io = batch.ThreadBuffers(ids.size());
+    if (!io.ok()) return io.status();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      // Round 0 takes "a"; later rounds replace the last token.
+      io->entries[i] = Entry(ids[i], round % 2 == 0 ? a : b, round == 0 ? 0 : 1);
+    }
+    absl::Status s = batch.Run(io->entries, place, io->results);
+    for (const StepEntryResult& r : io->results) {
+      if (s.ok() && !r.status.ok()) s = r.status;
+    }
+    return s;
+  };
+  for (int round = 0; round < 3; ++round) ASSERT_TRUE(step(round).ok());
+  const int64_t before = g_allocations.load();
+  absl::Status s;
+  for (int round = 3; round < 103 && s.ok(); ++round) s = step(round);
+  const int64_t allocated = g_allocations.load() - before;
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(allocated, 0);
+  // The last round (102) replaced the token by "a" again.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(std::vector<uint32_t>(rows.begin() + i * 4, rows.begin() + (i + 1) * 4),
+              OracleRow(info, {kA}, 4));
+  }
+}
+
 // Random batches over three sessions (two widths, one shared index), each
 // entry a random rollback and random tokens (some not allowed, some outside
 // the vocabulary), sometimes an unknown id, against a model that keeps each
@@ -363,7 +422,9 @@ TEST_F(StepBatchTest, RandomBatchesMatchAReplayOracle) {
       if (!g.ok()) {
         ++failed;
         EXPECT_FALSE(r.status.ok());
-        if (e.rollback <= m.tokens.size()) EXPECT_EQ(r.status.code(), g.status().code());
+        if (e.rollback <= m.tokens.size()) {
+          EXPECT_EQ(r.status.code(), g.status().code());
+        }
         EXPECT_EQ(r.num_tokens, m.tokens.size());
         auto before = Guide::Replay(m.info->index, m.tokens);
         ASSERT_TRUE(before.ok());
