@@ -69,6 +69,7 @@
 #include "service/metrics.h"
 #include "service/session_table.h"
 #include "service/shm_service.h"
+#include "service/step_batch.h"
 #include "service/tokenizer_registry.h"
 
 namespace {
@@ -216,6 +217,7 @@ struct Harness {
   TokenizerRegistry tokenizers{4, size_t{1} << 20};
   std::unique_ptr<IndexCache> cache;
   std::unique_ptr<SessionTable> sessions;
+  std::unique_ptr<StepBatch> step;
   std::unique_ptr<MaskdService> service;
   std::unique_ptr<SharedMemoryService> shm;
   std::unique_ptr<grpc::Server> server;
@@ -244,13 +246,15 @@ struct Harness {
     so.max_sessions = 64;
     so.ttl = absl::Minutes(1);
     sessions = std::make_unique<SessionTable>(so, &metrics);
+    StepLimits step_limits;
+    step_limits.max_batch = 8;
+    step_limits.max_message_bytes = 1 << 20;
+    step_limits.max_tokens_per_request = 256;
+    step = std::make_unique<StepBatch>(sessions.get(), &metrics, step_limits);
     ServiceLimits limits;
-    limits.max_batch = 8;
-    limits.max_message_bytes = 1 << 20;
     limits.max_constraint_bytes = 4096;
-    limits.max_tokens_per_request = 256;
-    service = std::make_unique<MaskdService>(&tokenizers, cache.get(), sessions.get(), &metrics,
-                                             limits, "fuzz");
+    service = std::make_unique<MaskdService>(&tokenizers, cache.get(), sessions.get(), step.get(),
+                                             &metrics, limits, "fuzz");
     objects.Create();
     atexit([] { H().objects.Unlink(); });
     ShmServiceOptions shm_options;
@@ -264,10 +268,8 @@ struct Harness {
     // PERMISSION_DENIED paths are not reached (tests/service/shm_service_test
     // covers them).
     shm_options.allow_tcp = true;
-    shm_options.max_batch = 8;
-    shm_options.max_tokens_per_request = 256;
     shm_options.max_regions = 8;
-    shm = std::make_unique<SharedMemoryService>(shm_options, sessions.get(), &metrics);
+    shm = std::make_unique<SharedMemoryService>(shm_options, step.get(), &metrics);
     grpc::ServerBuilder builder;
     builder.SetMaxReceiveMessageSize(1 << 20);
     builder.SetMaxSendMessageSize(1 << 20);

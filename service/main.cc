@@ -42,6 +42,7 @@
 #include "service/relay.h"
 #include "service/session_table.h"
 #include "service/shm_service.h"
+#include "service/step_batch.h"
 #include "service/tokenizer_registry.h"
 
 #ifndef MASKD_VERSION
@@ -341,15 +342,18 @@ int Run(int argc, char** argv) {
   session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
   auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
   metrics.SetSessionsMax(session_options.max_sessions);
+  StepLimits step_limits;
+  step_limits.max_batch = absl::GetFlag(FLAGS_max_batch);
+  step_limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
+  step_limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  StepBatch step_batch(sessions.get(), &metrics, step_limits);
   ServiceLimits limits;
-  limits.max_batch = absl::GetFlag(FLAGS_max_batch);
-  limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
-  limits.max_tokens_per_request = absl::GetFlag(FLAGS_max_request_tokens);
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   limits.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
-  MaskdService service(&tokenizers, cache.get(), sessions.get(), &metrics, limits, MASKD_VERSION);
+  MaskdService service(&tokenizers, cache.get(), sessions.get(), &step_batch, &metrics, limits,
+                       MASKD_VERSION);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
@@ -358,9 +362,7 @@ int Run(int argc, char** argv) {
     LogError("--shm_prefix must start with '/'");
     return 2;
   }
-  shm_options.max_batch = limits.max_batch;
-  shm_options.max_tokens_per_request = limits.max_tokens_per_request;
-  SharedMemoryService shm_service(shm_options, sessions.get(), &metrics);
+  SharedMemoryService shm_service(shm_options, &step_batch, &metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

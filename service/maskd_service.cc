@@ -20,6 +20,7 @@
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
 #include "service/quote.h"
+#include "service/step_proto.h"
 
 namespace maskd {
 
@@ -75,37 +76,6 @@ uint64_t ProcessRssBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status& refusal,
-                          absl::Span<uint32_t> row, v1::StepResult* out, Metrics* metrics) {
-  absl::Status status;
-  if (s == nullptr) {
-    status = SessionTable::NotFound(e.session_id());
-  } else if (!refusal.ok()) {
-    status = refusal;
-  } else {
-    StepOutcome o = s->Step(e.rollback(), absl::MakeConstSpan(e.tokens().data(), e.tokens_size()),
-                            row, out->mutable_forced(), e.max_tokens_left());
-    status = std::move(o.status);
-    out->set_min_bytes_to_finish(o.min_bytes_to_finish);
-    out->set_accepting(o.accepting);
-    out->set_finished(o.finished);
-    out->set_num_tokens(o.num_tokens);
-  }
-  if (status.ok()) {
-    if (out->has_status()) out->clear_status();
-    return status;
-  }
-  if (s == nullptr || !refusal.ok()) {
-    std::fill(row.begin(), row.end(), 0u);  // Session::Step zeroes its own failures
-    out->clear_forced();
-  }
-  v1::Status* st = out->mutable_status();
-  st->set_code(static_cast<int32_t>(status.code()));
-  st->set_message(BoundMessage(status.message()));
-  if (metrics != nullptr) metrics->StepEntryError(static_cast<int>(status.code()));
-  return status;
-}
-
 // libprotobuf logs one ERROR line per string field that is not UTF-8 while
 // parsing: a client could flood the log with bad requests, which are already
 // answered INVALID_ARGUMENT and counted. Those lines are dropped; any other
@@ -126,10 +96,12 @@ const google::protobuf::ServiceDescriptor* MaskdDescriptor() {
 }
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
-                           Metrics* metrics, const ServiceLimits& limits, std::string version)
+                           StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
+                           std::string version)
     : tokenizers_(tokenizers),
       cache_(cache),
       sessions_(sessions),
+      step_(step),
       metrics_(metrics),
       limits_(limits),
       version_(std::move(version)),
@@ -235,7 +207,7 @@ MaskdService::Reactor* MaskdService::RegisterTokenizer(Ctx* ctx,
 
 MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRequest* req,
                                                 v1::DetokenizeResponse* resp) {
-  if (static_cast<uint64_t>(req->tokens_size()) > limits_.max_tokens_per_request) {
+  if (static_cast<uint64_t>(req->tokens_size()) > step_->limits().max_tokens_per_request) {
     return Done(ctx, "Detokenize",
                 absl::ResourceExhaustedError("too many tokens (--max-request-tokens)"));
   }
@@ -405,59 +377,24 @@ MaskdService::Reactor* MaskdService::Rollback(Ctx* ctx, const v1::RollbackReques
 absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* resp) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
   const int n = req.entries_size();
-  if (static_cast<uint64_t>(n) > limits_.max_batch) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("batch of ", n, " entries exceeds ", limits_.max_batch, " (--max-batch)"));
-  }
-  // Pass 1: find every session (kept in a per-thread scratch vector, reused).
-  thread_local std::vector<std::shared_ptr<Session>> refs;
-  refs.resize(static_cast<size_t>(n));
-  uint64_t widest = 0, total_tokens = 0;
-  for (int i = 0; i < n; ++i) {
-    const v1::StepEntry& e = req.entries(i);
-    refs[i] = sessions_->Find(e.session_id());
-    if (refs[i]) widest = std::max<uint64_t>(widest, refs[i]->num_words());
-    total_tokens += static_cast<uint64_t>(e.tokens_size());
-  }
-  if (total_tokens > limits_.max_tokens_per_request) {
-    refs.clear();
-    return absl::ResourceExhaustedError(absl::StrCat("request carries ", total_tokens,
-                                                     " tokens, more than ",
-                                                     limits_.max_tokens_per_request,
-                                                     " (--max-request-tokens)"));
-  }
-  const uint64_t words = req.words_per_row() != 0 ? req.words_per_row() : widest;
-  const uint64_t bytes = words * 4 * static_cast<uint64_t>(n);
-  if (bytes + static_cast<uint64_t>(n) * 64 > limits_.max_message_bytes) {
-    refs.clear();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "reply of ", bytes, " mask bytes exceeds --max-message-bytes=", limits_.max_message_bytes));
-  }
-  // Pass 2: step each session, writing its row straight into the reply.
-  std::string* masks = resp->mutable_masks();
-  masks->resize(bytes);
-  uint32_t* base = reinterpret_cast<uint32_t*>(masks->data());
+  absl::StatusOr<StepBatch::Buffers> io = step_->ThreadBuffers(static_cast<size_t>(n));
+  if (!io.ok()) return io.status();
+  for (int i = 0; i < n; ++i) io->entries[i] = StepEntryFromProto(req.entries(i));
+  // The rows go straight into the reply's mask bytes.
+  uint32_t words = 0;
+  auto place = [&](const StepBatchShape& shape) -> absl::StatusOr<StepRows> {
+    words = req.words_per_row() != 0 ? req.words_per_row() : shape.widest;
+    if (absl::Status s = step_->CheckReplySize(static_cast<uint64_t>(n), words); !s.ok()) return s;
+    std::string* masks = resp->mutable_masks();
+    masks->resize(uint64_t{words} * 4 * static_cast<uint64_t>(n));
+    return StepRows{reinterpret_cast<uint32_t*>(masks->data()), words, 0};
+  };
+  if (absl::Status s = step_->Run(io->entries, place, io->results); !s.ok()) return s;
+  resp->set_words_per_row(words);
   auto* results = resp->mutable_results();
   results->Clear();
-  resp->set_words_per_row(static_cast<uint32_t>(words));
-  uint64_t advanced = 0;
-  for (int i = 0; i < n; ++i) {
-    const v1::StepEntry& e = req.entries(i);
-    v1::StepResult* out = results->Add();
-    absl::Span<uint32_t> row(base + static_cast<size_t>(i) * words, words);
-    Session* s = refs[i].get();
-    const absl::Status status = RunStepEntry(
-        s, e,
-        s != nullptr && s->num_words() > words
-            ? absl::InvalidArgumentError(absl::StrCat("words_per_row ", words,
-                                                      " is less than the session's ", s->num_words()))
-            : absl::OkStatus(),
-        row, out, metrics_);
-    if (status.ok()) advanced += static_cast<uint64_t>(e.tokens_size());
-  }
-  refs.clear();  // keeps capacity; drops the session references
+  for (int i = 0; i < n; ++i) StepResultToProto(io->results[i], results->Add());
   if (metrics_) {
-    if (advanced) metrics_->TokensAdvanced(advanced);
     metrics_->ObserveStep(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
                           static_cast<size_t>(n));
   }
@@ -680,11 +617,11 @@ void MaskdService::ReapStreams() {
 
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                           v1::MaskResponse* resp) {
-  if (static_cast<uint64_t>(req->tokens_size()) > limits_.max_tokens_per_request) {
+  if (static_cast<uint64_t>(req->tokens_size()) > step_->limits().max_tokens_per_request) {
     return Done(ctx, "Mask",
                 absl::ResourceExhaustedError(absl::StrCat(
                     "request carries ", req->tokens_size(), " tokens, more than ",
-                    limits_.max_tokens_per_request, " (--max-request-tokens)")));
+                    step_->limits().max_tokens_per_request, " (--max-request-tokens)")));
   }
   auto info = cache_->Get(req->index_id());
   if (!info.ok()) return Done(ctx, "Mask", info.status());
@@ -704,7 +641,7 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                                         " is less than the index's ",
                                                         info->index->num_words())));
   }
-  if (uint64_t{words} * 4 > limits_.max_message_bytes) {
+  if (uint64_t{words} * 4 > step_->limits().max_message_bytes) {
     return Done(ctx, "Mask", absl::ResourceExhaustedError("words_per_row exceeds --max-message-bytes"));
   }
   std::string* mask = resp->mutable_mask();

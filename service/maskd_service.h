@@ -1,7 +1,7 @@
 // MaskdService: the gRPC face of maskd (callback API). A thin shell: it
 // validates requests, translates protos to the gRPC-free classes
-// (TokenizerRegistry, IndexCache, SessionTable) and absl::Status to
-// grpc::Status, and counts errors. Nothing here blocks a callback thread:
+// (TokenizerRegistry, IndexCache, SessionTable, StepBatch) and absl::Status
+// to grpc::Status, and counts errors. Nothing here blocks a callback thread:
 // requests that wait for a compilation finish from the compile thread.
 #ifndef MASKD_SERVICE_MASKD_SERVICE_H_
 #define MASKD_SERVICE_MASKD_SERVICE_H_
@@ -18,21 +18,20 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "absl/types/span.h"
 #include "maskd/v1/maskd.grpc.pb.h"
 #include "service/checked_request.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
+#include "service/step_batch.h"
 #include "service/tokenizer_registry.h"
 
 namespace maskd {
 
+// The limits of MaskdService besides the step limits (StepBatch::limits(),
+// which Step, StepStream, Mask and Detokenize follow).
 struct ServiceLimits {
-  uint32_t max_batch = 1024;                 // --max-batch: entries per Step
-  uint64_t max_message_bytes = 64ull << 20;  // --max-message-bytes: reply size cap
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
-  uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens: tokens in one Step or Mask
   uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
   uint32_t max_streams_per_client = 64;      // --max-streams-per-client (ClientKey); 0: no cap
   // --stream-idle-timeout: a StepStream with no request for this long is
@@ -40,18 +39,13 @@ struct ServiceLimits {
   absl::Duration stream_idle_timeout = absl::Minutes(5);
 };
 
-// One entry of a Step batch (Maskd.Step and SharedMemory.StepInRegion):
-// NOT_FOUND when `s` is null (unknown id), else `refusal` when it is an error,
-// else Session::Step. Writes the mask into `row` (zeros on error) and the
-// outcome into `out` (its status only on error, counted in `metrics`).
-// Returns the entry's status; allocates nothing when it is OK.
-absl::Status RunStepEntry(Session* s, const v1::StepEntry& e, const absl::Status& refusal,
-                          absl::Span<uint32_t> row, v1::StepResult* out, Metrics* metrics);
-
 class MaskdService final : public maskd::v1::Maskd::CallbackService {
  public:
+  // Every pointer outlives the service; `metrics` may be null. `step` runs
+  // the Step batches (over `sessions`).
   MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
-               Metrics* metrics, const ServiceLimits& limits, std::string version);
+               StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
+               std::string version);
   ~MaskdService() override;
 
   using Ctx = grpc::CallbackServerContext;
@@ -79,7 +73,8 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // the generated StepStream(Ctx*) is not used.
   Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
 
-  // One Step batch (unary or streamed). A non-OK status fails the whole call;
+  // One Step batch (unary or streamed): `req` translated for StepBatch::Run,
+  // its results and rows into `resp`. A non-OK status fails the whole call;
   // entry errors are in the reply. Reuses `resp`'s buffers.
   absl::Status DoStep(const v1::StepRequest& req, v1::StepResponse* resp);
 
@@ -111,6 +106,7 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   TokenizerRegistry* const tokenizers_;
   IndexCache* const cache_;
   SessionTable* const sessions_;
+  StepBatch* const step_;
   Metrics* const metrics_;
   const ServiceLimits limits_;
   const std::string version_;

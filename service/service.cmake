@@ -11,11 +11,12 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/peer_credentials.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/relay.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/step_batch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})
 target_link_libraries(maskd_service
   PUBLIC maskd_index maskd_proto prometheus-cpp::core absl::flat_hash_map absl::synchronization
-         absl::status absl::statusor absl::time
+         absl::status absl::statusor absl::time absl::function_ref absl::span
   PRIVATE OpenSSL::Crypto)
 
 add_executable(maskd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
@@ -32,4 +33,4 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/tokenizers
         DESTINATION ${CMAKE_INSTALL_DATADIR}/maskd COMPONENT maskd_server)
 
 # Shared-memory service (SharedMemory RPCs): see shm_service.cmake.
-include(${CMAKE_CURRENT_SOURCE_DIR}/shm_service.cmake OPTIONAL)
+include(${CMAKE_CURRENT_SOURCE_DIR}/shm_service.cmake)

@@ -79,7 +79,8 @@ class Session {
   // Undoes `rollback` tokens, advances by `tokens`, writes the next mask into
   // `row` (row.size() >= num_words(); words past it are zeroed) and the forced
   // continuation into `forced` (cleared; may be null). All or nothing: on
-  // error the state is unchanged and `row` is zeroed.
+  // error the state is unchanged and `row` is zeroed. (Every word of `row` is
+  // written either way: StepBatch's row rule, service/step_batch.h.)
   // `max_tokens_left` > 0: budget mode (Guide::ApplyTokenBudget on the mask).
   StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
                    std::string* forced, uint32_t max_tokens_left = 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -13,9 +14,9 @@
 #include "service/grpc_status.h"
 #include "service/quote.h"
 #include "service/log.h"
-#include "service/maskd_service.h"
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
+#include "service/step_proto.h"
 
 namespace maskd {
 
@@ -38,17 +39,14 @@ absl::StatusOr<LogitsDtype> FromProto(v1::LogitsDtype d) {
   return absl::InvalidArgumentError("logits dtype must be FP32, FP16 or BF16");
 }
 
-bool Aligned(const void* base, uint64_t offset, uint64_t alignment) {
-  return (reinterpret_cast<uintptr_t>(base) + offset) % alignment == 0;
+bool Aligned(const void* p, uint64_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
 }
 
-// Per-thread scratch kept between calls (capacity only): the sessions of a
-// batch, the mask rows (logits target and CUDA masks target), per-entry
-// success flags and the effective row map.
+// Per-thread scratch kept between calls (capacity only): the mask rows
+// (logits target and CUDA masks target) and the effective row map.
 struct Scratch {
-  std::vector<std::shared_ptr<Session>> refs;
   std::vector<uint32_t> words;
-  std::vector<uint8_t> ok;
   std::vector<int32_t> row_map;
 };
 
@@ -57,17 +55,37 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// Drops the session references on every return path (keeps the capacity).
-struct RefsGuard {
-  std::vector<std::shared_ptr<Session>>* refs;
-  ~RefsGuard() { refs->clear(); }
-};
+// The logits geometry and row map of a logits target, checked by the
+// kernels' rule (ValidateApplyArgs) against `entries` mask rows: whatever
+// width the rows get, the apply in pass 3 then sees valid arguments.
+absl::Status CheckLogitsShape(const LogitsBatch& logits, int64_t entries,
+                              const v1::LogitsTarget& t) {
+  static constexpr uint32_t kAnyRow[1] = {0};
+  MaskBatch rows;
+  rows.words = kAnyRow;
+  rows.num_rows = entries;
+  rows.words_per_row = 1;
+  return ValidateApplyArgs(logits, rows, t.row_map_size() == 0 ? -1 : t.row_map_size(),
+                           t.row_map().data());
+}
 
 }  // namespace
 
-SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, SessionTable* sessions,
+// What StepInRegion's placement decided, for delivery. The lease keeps the
+// mapping alive until the call returns, whatever UnregisterRegion does
+// meanwhile.
+struct SharedMemoryService::Target {
+  shm::RegionLease region;
+  bool to_logits = false;
+  uint32_t words = 0;           // words per mask row
+  void* device_masks = nullptr;  // CUDA masks target: where the rows go on the device
+  LogitsBatch logits;           // logits target
+  std::string_view wait_event;  // logits target on a CUDA region: empty or 64 bytes
+};
+
+SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, StepBatch* step,
                                          Metrics* metrics)
-    : options_(options), sessions_(sessions), metrics_(metrics) {
+    : options_(options), step_(step), metrics_(metrics) {
   shm::RegionRegistry::Options ro;
   ro.allow_registration = options.allow_registration;
   ro.key_prefix = options.key_prefix;
@@ -199,114 +217,106 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
                                                  v1::StepInRegionResponse* resp,
                                                  std::optional<uid_t> caller) {
   const int n = req.entries_size();
-  if (static_cast<uint64_t>(n) > options_.max_batch) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("batch of ", n, " entries exceeds ", options_.max_batch, " (--max-batch)"));
+  absl::StatusOr<StepBatch::Buffers> io = step_->ThreadBuffers(static_cast<size_t>(n));
+  if (!io.ok()) return io.status();
+  for (int i = 0; i < n; ++i) io->entries[i] = StepEntryFromProto(req.entries(i));
+  Target target;
+  auto place = [&](const StepBatchShape& shape) { return PlaceRows(req, caller, shape, &target); };
+  if (absl::Status s = step_->Run(io->entries, place, io->results); !s.ok()) return s;
+  auto* results = resp->mutable_results();
+  results->Clear();
+  for (int i = 0; i < n; ++i) StepResultToProto(io->results[i], results->Add());
+  resp->set_words_per_row(target.words);
+
+  // Pass 3: deliver. A fault during passes 2-3 (the object shrank under the
+  // mapping) left the sessions stepped but the region's bytes lost.
+  absl::Status delivered = Deliver(req, target, io->results);
+  if (absl::Status f = target.region->CheckNotFaulted(); !f.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        f.message(), "; the call's sessions were stepped (see Rollback) but their masks are lost"));
   }
-  uint64_t total_tokens = 0;
-  for (const v1::StepEntry& e : req.entries()) total_tokens += static_cast<uint64_t>(e.tokens_size());
-  if (total_tokens > options_.max_tokens_per_request) {
-    return absl::ResourceExhaustedError(absl::StrCat("request carries ", total_tokens,
-                                                     " tokens, more than ",
-                                                     options_.max_tokens_per_request,
-                                                     " (--max-request-tokens)"));
-  }
-  const bool to_logits = req.target_case() == v1::StepInRegionRequest::kLogits;
+  return delivered;
+}
+
+absl::StatusOr<StepRows> SharedMemoryService::PlaceRows(const v1::StepInRegionRequest& req,
+                                                        std::optional<uid_t> caller,
+                                                        const StepBatchShape& shape,
+                                                        Target* target) const {
   if (req.target_case() == v1::StepInRegionRequest::TARGET_NOT_SET) {
     return absl::InvalidArgumentError("no target: set masks or logits");
   }
-  const std::string& region_name = to_logits ? req.logits().region() : req.masks().region();
-  // The lease keeps the mapping alive until this call returns, whatever
-  // UnregisterRegion does meanwhile.
-  auto lease = registry_->Acquire(region_name);
+  const bool to_logits = req.target_case() == v1::StepInRegionRequest::kLogits;
+  target->to_logits = to_logits;
+  auto lease = registry_->Acquire(to_logits ? req.logits().region() : req.masks().region());
   if (!lease.ok()) return lease.status();
-  const shm::Region& region = **lease;
+  target->region = *std::move(lease);
+  const shm::Region& region = *target->region;
   if (caller.has_value() && region.owner_uid() != *caller) {
     return absl::PermissionDeniedError(absl::StrCat(
         "shared-memory region ", QuoteInput(region.name()), " belongs to another user"));
   }
   const bool cuda = region.kind() == shm::RegionKind::kCuda;
-
-  // Pass 1: find the sessions; the mask width of the batch.
+  const size_t n = shape.words.size();
+  target->words = shape.widest;
+  const size_t row_words = shape.widest;
   Scratch& sc = ThreadScratch();
-  RefsGuard guard{&sc.refs};
-  sc.refs.resize(static_cast<size_t>(n));
-  uint32_t words = 0;
-  int first_found = -1;
-  for (int i = 0; i < n; ++i) {
-    sc.refs[i] = sessions_->Find(req.entries(i).session_id());
-    if (!sc.refs[i]) continue;
-    const uint32_t w = sc.refs[i]->num_words();
-    if (!to_logits && first_found >= 0 && w != words) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "masks target: every session of a call must have the same mask width; entry ",
-          first_found, " has ", words, " words per row, entry ", i, " has ", w));
-    }
-    if (first_found < 0) first_found = i;
-    words = std::max(words, w);
-  }
-  const size_t row_words = words;
+  StepRows rows;
+  rows.words_per_row = shape.widest;
 
-  // Request-level checks of the target, before any session is stepped.
-  uint32_t* out_rows = nullptr;  // where pass 2 writes mask row 0
-  LogitsBatch logits;
-  std::string_view wait_event;
   if (!to_logits) {
+    // Every session found must have the same width: the rows are packed.
+    int first = -1;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t w = shape.words[i];
+      if (w == 0) continue;
+      if (first < 0) {
+        first = static_cast<int>(i);
+      } else if (w != shape.words[first]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "masks target: every session of a call must have the same mask width; entry ", first,
+            " has ", shape.words[first], " words per row, entry ", i, " has ", w));
+      }
+    }
     const v1::MasksTarget& t = req.masks();
     const uint64_t bytes = static_cast<uint64_t>(n) * row_words * 4;  // < 2^10 * 2^27 * 4
-    if (absl::Status s = region.CheckRange(t.offset(), bytes); !s.ok()) return s;
-    if (!Aligned(region.data(), t.offset(), 4)) {
+    absl::StatusOr<void*> at = region.At(t.offset(), bytes);
+    if (!at.ok()) return at.status();
+    if (!Aligned(*at, 4)) {
       return absl::InvalidArgumentError(
           absl::StrCat("masks offset ", t.offset(), " does not give a 4-byte aligned address"));
     }
     if (cuda) {
-      sc.words.resize(static_cast<size_t>(n) * row_words);
-      out_rows = sc.words.data();
+      sc.words.resize(n * row_words);
+      target->device_masks = *at;
+      rows.base = sc.words.data();
     } else {
-      out_rows = reinterpret_cast<uint32_t*>(static_cast<char*>(region.data()) + t.offset());
+      rows.base = static_cast<uint32_t*>(*at);
     }
   } else {
     const v1::LogitsTarget& t = req.logits();
     auto dtype = FromProto(t.dtype());
     if (!dtype.ok()) return dtype.status();
-    const uint64_t elem = LogitsDtypeSize(*dtype);
     if (t.rows() == 0) return absl::InvalidArgumentError("logits rows must be >= 1");
-    if (t.vocab() == 0) return absl::InvalidArgumentError("logits vocab must be >= 1");
-    const uint64_t stride = t.row_stride() == 0 ? t.vocab() : t.row_stride();
-    if (stride < t.vocab()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("logits row_stride ", stride, " is smaller than vocab ", t.vocab()));
-    }
-    uint64_t elems = 0, bytes = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(t.rows() - 1), stride, &elems) ||
-        __builtin_add_overflow(elems, static_cast<uint64_t>(t.vocab()), &elems) ||
-        __builtin_mul_overflow(elems, elem, &bytes) || stride > (uint64_t{1} << 40)) {
-      return absl::InvalidArgumentError("logits rows x row_stride overflows");
-    }
-    if (absl::Status s = region.CheckRange(t.offset(), bytes); !s.ok()) return s;
-    if (!Aligned(region.data(), t.offset(), elem)) {
+    LogitsBatch& logits = target->logits;
+    logits.data = region.data();  // placed below, once the range is known to fit
+    logits.dtype = *dtype;
+    logits.num_rows = t.rows();
+    logits.vocab = t.vocab();
+    logits.row_stride = static_cast<int64_t>(
+        std::min<uint64_t>(t.row_stride(), std::numeric_limits<int64_t>::max()));
+    if (absl::Status s = CheckLogitsShape(logits, static_cast<int64_t>(n), t); !s.ok()) return s;
+    // Valid arguments bound rows x stride x 4 by INT64_MAX: no overflow.
+    const uint64_t elem = LogitsDtypeSize(*dtype);
+    const uint64_t stride = logits.row_stride == 0 ? t.vocab() : logits.row_stride;
+    const uint64_t bytes = ((uint64_t{t.rows()} - 1) * stride + t.vocab()) * elem;
+    absl::StatusOr<void*> at = region.At(t.offset(), bytes);
+    if (!at.ok()) return at.status();
+    if (!Aligned(*at, elem)) {
       return absl::InvalidArgumentError(absl::StrCat("logits offset ", t.offset(),
                                                      " does not give an address aligned to ",
                                                      elem, " bytes"));
     }
-    if (t.row_map_size() == 0) {
-      if (t.rows() > static_cast<uint32_t>(n)) {
-        return absl::InvalidArgumentError(absl::StrCat("no row map and ", t.rows(),
-                                                       " logits rows but only ", n, " entries"));
-      }
-    } else if (t.row_map_size() != static_cast<int>(t.rows())) {
-      return absl::InvalidArgumentError(absl::StrCat("row_map has ", t.row_map_size(),
-                                                     " values but logits have ", t.rows(),
-                                                     " rows"));
-    } else {
-      for (int r = 0; r < t.row_map_size(); ++r) {
-        const int32_t m = t.row_map(r);
-        if (m < -1 || m >= n) {
-          return absl::InvalidArgumentError(absl::StrCat("row_map[", r, "] is ", m,
-                                                         "; want -1 or an entry index below ", n));
-        }
-      }
-    }
+    logits.data = *at;
     if (!t.wait_event().empty()) {
       if (!cuda) {
         return absl::InvalidArgumentError("wait_event is only for CUDA regions");
@@ -315,71 +325,31 @@ absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& 
         return absl::InvalidArgumentError(absl::StrCat(
             "wait_event has ", t.wait_event().size(), " bytes; a CUDA IPC event handle has 64"));
       }
-      wait_event = t.wait_event();
+      target->wait_event = t.wait_event();
     }
-    logits.data = static_cast<char*>(region.data()) + t.offset();
-    logits.dtype = *dtype;
-    logits.num_rows = t.rows();
-    logits.vocab = t.vocab();
-    logits.row_stride = static_cast<int64_t>(stride);
-    sc.words.resize(static_cast<size_t>(n) * row_words);
-    out_rows = sc.words.data();
+    sc.words.resize(n * row_words);
+    rows.base = sc.words.data();
+    rows.max_vocab = t.vocab();
   }
 
   // The client may have shrunk the object since registration: refuse before
   // any session is stepped. A shrink after this check is caught by the
-  // region's fault guard (DataLoss below) instead of killing the server.
+  // region's fault guard (DataLoss, after delivery) instead of killing the
+  // server.
   if (absl::Status s = region.CheckBacked(); !s.ok()) return s;
-
-  // Pass 2: step every entry; its row goes to out_rows + i * words.
-  auto* results = resp->mutable_results();
-  results->Clear();
-  resp->set_words_per_row(words);
-  sc.ok.assign(static_cast<size_t>(n), 0);
-  uint64_t advanced = 0;
-  for (int i = 0; i < n; ++i) {
-    const v1::StepEntry& e = req.entries(i);
-    v1::StepResult* out = results->Add();
-    absl::Span<uint32_t> row(out_rows + static_cast<size_t>(i) * row_words, row_words);
-    Session* s = sc.refs[i].get();
-    const absl::Status status = RunStepEntry(
-        s, e,
-        s != nullptr && to_logits && s->vocab_size() > req.logits().vocab()
-            ? absl::InvalidArgumentError(absl::StrCat("the session's vocabulary (", s->vocab_size(),
-                                                      ") is wider than the logits (",
-                                                      req.logits().vocab(), ")"))
-            : absl::OkStatus(),
-        row, out, metrics_);
-    if (status.ok()) {
-      sc.ok[i] = 1;
-      advanced += static_cast<uint64_t>(e.tokens_size());
-    }
-  }
-  if (metrics_ && advanced) metrics_->TokensAdvanced(advanced);
-
-  // Pass 3: deliver. A fault during passes 2-3 (the object shrank under the
-  // mapping) left the sessions stepped but the region's bytes lost.
-  absl::Status delivered = Deliver(req, region, words, logits, wait_event);
-  if (absl::Status f = region.CheckNotFaulted(); !f.ok()) {
-    return absl::DataLossError(absl::StrCat(
-        f.message(), "; the call's sessions were stepped (see Rollback) but their masks are lost"));
-  }
-  return delivered;
+  return rows;
 }
 
 absl::Status SharedMemoryService::Deliver(const v1::StepInRegionRequest& req,
-                                          const shm::Region& region, uint32_t words,
-                                          const LogitsBatch& logits,
-                                          std::string_view wait_event) {
+                                          const Target& target,
+                                          absl::Span<const StepEntryResult> results) {
   Scratch& sc = ThreadScratch();
-  const int n = req.entries_size();
-  const bool to_logits = req.target_case() == v1::StepInRegionRequest::kLogits;
+  const shm::Region& region = *target.region;
   const bool cuda = region.kind() == shm::RegionKind::kCuda;
-  if (!to_logits) {
+  if (!target.to_logits) {
     if (cuda && !sc.words.empty()) {
-      return cuda_->CopyToDevice(region.device_id(),
-                                 static_cast<char*>(region.data()) + req.masks().offset(),
-                                 sc.words.data(), sc.words.size() * 4);
+      return cuda_->CopyToDevice(region.device_id(), target.device_masks, sc.words.data(),
+                                 sc.words.size() * 4);
     }
     return absl::OkStatus();
   }
@@ -388,19 +358,19 @@ absl::Status SharedMemoryService::Deliver(const v1::StepInRegionRequest& req,
   bool any = false;
   for (uint32_t r = 0; r < t.rows(); ++r) {
     const int32_t m = t.row_map_size() == 0 ? static_cast<int32_t>(r) : t.row_map(static_cast<int>(r));
-    sc.row_map[r] = (m >= 0 && sc.ok[m]) ? m : -1;
+    sc.row_map[r] = (m >= 0 && results[m].status.ok()) ? m : -1;
     any |= sc.row_map[r] >= 0;
   }
   if (!any) return absl::OkStatus();  // every row untouched (words may be 0)
   MaskBatch mask;
   mask.words = sc.words.data();
-  mask.num_rows = n;
-  mask.words_per_row = words;
+  mask.num_rows = static_cast<int64_t>(results.size());
+  mask.words_per_row = target.words;
   mask.mask_vocab = 0;  // words * 32: bits past each session's vocabulary are 0
   if (cuda) {
-    return cuda_->Apply(region.device_id(), logits, mask, sc.row_map, wait_event);
+    return cuda_->Apply(region.device_id(), target.logits, mask, sc.row_map, target.wait_event);
   }
-  return applier_->Apply(logits, mask, sc.row_map);
+  return applier_->Apply(target.logits, mask, sc.row_map);
 }
 
 }  // namespace maskd

@@ -11,22 +11,27 @@
 // region is used, listed and unregistered only by the uid that registered it
 // (PERMISSION_DENIED otherwise; ListRegions shows only the caller's).
 //
-// StepInRegion, in order: (1) request-level checks (batch size, target,
-// region, range, alignment, row map, session widths): any failure fails the
-// call and steps no session; (2) each entry is stepped (all or nothing per
-// entry, as Step) with its mask written into the region (masks target) or a
-// scratch buffer (logits target, CUDA masks target); (3) the masks are applied
-// in place: rows whose entry failed, or mapped to -1, are left untouched.
+// StepInRegion is a StepBatch (service/step_batch.h) with a region target:
+// (1) the batch's limits, then, as its placement, the target's request-level
+// checks (target, region and owner, session widths, range, alignment, and
+// for logits the geometry and row map by the kernels' rule,
+// ValidateApplyArgs): any failure fails the call and steps no session;
+// (2) each entry is stepped (all or nothing per entry, as Step) with its mask
+// written into the region (masks target) or a per-thread scratch buffer
+// (logits target, CUDA masks target); (3) the masks are delivered: copied to
+// the device (CUDA masks target) or applied in place (logits target), where
+// logits rows whose entry failed, or mapped to -1, are left untouched.
 // The call holds a RegionLease throughout, so an UnregisterRegion in between
 // removes the name at once but unmaps only after the call replies.
 //
 // Threads: callbacks run on gRPC's threads and block for the apply (CPU:
 // tens to hundreds of microseconds; CUDA: until the stream is synchronised).
 // CPU applies share one CpuApplier (its pool is created once; calls
-// serialise); CUDA work is serialised by ShmCuda. No allocation per row (nor
-// per call in steady state): per-thread scratch vectors keep their capacity,
-// and request/reply messages are recycled by a pooled message allocator (as
-// MaskdService does for Step).
+// serialise); CUDA work is serialised by ShmCuda (kernels/shm_cuda.h). No
+// allocation per row (nor per call in steady state): StepBatch's and this
+// service's per-thread buffers keep their capacity, and request/reply
+// messages are recycled by a pooled message allocator (as MaskdService does
+// for Step).
 #ifndef MASKD_SERVICE_SHM_SERVICE_H_
 #define MASKD_SERVICE_SHM_SERVICE_H_
 
@@ -41,11 +46,11 @@
 #include "absl/status/status.h"
 #include "grpcpp/support/message_allocator.h"
 #include "kernels/apply_mask.h"
+#include "kernels/shm_cuda.h"
 #include "maskd/v1/shm.grpc.pb.h"
 #include "service/checked_request.h"
 #include "service/metrics.h"
-#include "service/session_table.h"
-#include "service/shm_cuda.h"
+#include "service/step_batch.h"
 #include "shm/region_registry.h"
 
 namespace maskd {
@@ -56,16 +61,15 @@ struct ShmServiceOptions {
   // maskd's own uid; false: SharedMemory calls need the unix-socket listener.
   bool allow_tcp = false;
   std::string key_prefix = "/maskd-";        // --shm_prefix
-  uint32_t max_batch = 1024;                 // --max-batch: entries per call
-  uint64_t max_tokens_per_request = 1 << 20;  // --max-request-tokens
   size_t max_regions = 1024;                 // regions registered at once
   int apply_threads = 0;                     // CpuApplier threads; 0 = its default
 };
 
 class SharedMemoryService final : public v1::SharedMemory::CallbackService {
  public:
-  // `sessions` and `metrics` (nullable) outlive the service.
-  SharedMemoryService(const ShmServiceOptions& options, SessionTable* sessions, Metrics* metrics);
+  // `step` (which runs the batches, with their limits) and `metrics`
+  // (nullable) outlive the service.
+  SharedMemoryService(const ShmServiceOptions& options, StepBatch* step, Metrics* metrics);
   ~SharedMemoryService() override;
 
   using Ctx = grpc::CallbackServerContext;
@@ -105,13 +109,20 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
                      grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   absl::Status CheckAllowed() const;
+  // What StepInRegion's placement decided (defined in shm_service.cc).
+  struct Target;
+  // StepInRegion's placement (StepBatch::PlaceRows): the target's checks;
+  // where the rows go. Fills `target`.
+  absl::StatusOr<StepRows> PlaceRows(const v1::StepInRegionRequest& req,
+                                     std::optional<uid_t> caller, const StepBatchShape& shape,
+                                     Target* target) const;
   // StepInRegion pass 3: copies CUDA mask rows to the device, or applies the
-  // mask rows of this thread's scratch to `logits`.
-  absl::Status Deliver(const v1::StepInRegionRequest& req, const shm::Region& region,
-                       uint32_t words, const LogitsBatch& logits, std::string_view wait_event);
+  // mask rows of entries that succeeded to the logits.
+  absl::Status Deliver(const v1::StepInRegionRequest& req, const Target& target,
+                       absl::Span<const StepEntryResult> results);
 
   const ShmServiceOptions options_;
-  SessionTable* const sessions_;
+  StepBatch* const step_;
   Metrics* const metrics_;
   std::unique_ptr<shm::RegionRegistry> registry_;
   std::unique_ptr<CpuApplier> applier_;

@@ -1,6 +1,10 @@
-// ShmCuda: the server's CUDA resources for SharedMemory.StepInRegion on CUDA
-// regions: per device, one stream and one device scratch buffer (grown as
-// needed, never shrunk) that receives the masks and the row map.
+// ShmCuda: host mask rows onto device memory another process shares (CUDA
+// IPC): copy them there, or apply them to device logits with the CUDA kernel
+// (kernels/apply_mask_cuda.h). The device-side counterpart of CpuApplier,
+// used by SharedMemory.StepInRegion on CUDA regions. It holds, per device,
+// one stream and one device scratch buffer (grown as needed, never shrunk)
+// that receives the masks and the row map. No gRPC, no region bookkeeping:
+// callers pass device addresses they have validated.
 //
 // Every call runs under one mutex: CUDA work of concurrent calls is
 // serialised (the scratch buffer is shared). Each call sets the thread's
@@ -12,8 +16,8 @@
 // clients see INTERNAL "CUDA ... failed", INVALID_ARGUMENT (a rejected event
 // handle) or UNIMPLEMENTED (a build without CUDA). Nothing is initialised
 // before the first call, so a server without a GPU never touches the driver.
-#ifndef MASKD_SERVICE_SHM_CUDA_H_
-#define MASKD_SERVICE_SHM_CUDA_H_
+#ifndef MASKD_KERNELS_SHM_CUDA_H_
+#define MASKD_KERNELS_SHM_CUDA_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -56,4 +60,4 @@ class ShmCuda {
 
 }  // namespace maskd
 
-#endif  // MASKD_SERVICE_SHM_CUDA_H_
+#endif  // MASKD_KERNELS_SHM_CUDA_H_

@@ -1,7 +1,7 @@
 // ShmCuda in builds without CUDA: CUDA regions cannot be registered there
 // (the registry answers UNIMPLEMENTED), so these are never reached in
 // practice; they answer UNIMPLEMENTED all the same.
-#include "service/shm_cuda.h"
+#include "kernels/shm_cuda.h"
 
 namespace maskd {
 

@@ -1,5 +1,5 @@
 // ShmCuda with the CUDA runtime (built only when MASKD_HAVE_CUDA).
-#include "service/shm_cuda.h"
+#include "kernels/shm_cuda.h"
 
 #include <cuda_runtime.h>
 
