@@ -547,7 +547,7 @@ class Converter {
   // ---------- the main recursion
   Re Convert(const json& s_in, const std::string& ptr) {
     if (++calls_ > 2000000) Throw(absl::ResourceExhaustedError("schema too complex"));
-    CheckBudget(calls_ % 64 == 1);
+    CheckBudget(/*check_clock=*/calls_ % 64 == 1);  // the flag each time, the clock less often
     // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
     // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
     if (++depth_ > o_.max_schema_depth) {
@@ -2097,8 +2097,8 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
                                                   const JsonSchemaOptions& options) {
   if (schema_json.size() > options.max_schema_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("schema is ", schema_json.size(),
-                                                   " bytes, above max_schema_bytes (",
-                                                   options.max_schema_bytes, ")"));
+                                                     " bytes, above max_schema_bytes (",
+                                                     options.max_schema_bytes, ")"));
   }
   if (options.max_counted_repeat < 1 || options.max_counted_repeat > 1000) {
     return absl::InvalidArgumentError("max_counted_repeat must be in [1, 1000]");
