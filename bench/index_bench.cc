@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmark/benchmark.h"
+#include "index/compile.h"
 #include "index/dfa.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
@@ -73,6 +74,15 @@ std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
   return cache[name] = *v;
 }
 
+// A regex's index through the compile path the service takes (index/compile.h).
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(const std::string& regex,
+                                                               std::shared_ptr<const Vocabulary> vocab,
+                                                               const CompileOptions& options = {}) {
+  auto compiled = CompileConstraint(Constraint::Regex(regex), std::move(vocab), options);
+  if (!compiled.ok()) return compiled.status();
+  return std::move(compiled->index);
+}
+
 // Regex -> first mask. `cold_memo`: the vocabulary's loop memo is emptied
 // before each iteration, outside the timed region, and the previous index is
 // destroyed there too (loops handed out point into the memo). Counters: the
@@ -85,7 +95,7 @@ void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::strin
   std::vector<uint32_t> mask((vocab->size() + 31) / 32);
   std::shared_ptr<const TokenIndex> index;
   if (!cold_memo) {  // warm the memo with this very regex, untimed
-    auto warm = CompileRegex(regex, vocab);
+    auto warm = CompileIndex(regex, vocab);
     if (warm.ok()) (*warm)->WriteMask((*warm)->start(), mask.data());
   }
   uint64_t hits = 0, misses = 0;
@@ -100,7 +110,7 @@ void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::strin
       memo.Clear();
       state.ResumeTiming();
     }
-    auto compiled = CompileRegex(regex, vocab);
+    auto compiled = CompileIndex(regex, vocab);
     if (!compiled.ok()) {
       state.SkipWithError(std::string(compiled.status().message()).c_str());
       return;
@@ -143,7 +153,7 @@ void CompileFirstMaskFreshVocab(benchmark::State& state, std::string tokenizer, 
     vocab = *std::move(loaded);
     mask.assign((vocab->size() + 31) / 32, 0);
     state.ResumeTiming();
-    auto compiled = CompileRegex(regex, vocab);
+    auto compiled = CompileIndex(regex, vocab);
     if (!compiled.ok()) {
       state.SkipWithError(std::string(compiled.status().message()).c_str());
       return;
@@ -161,7 +171,7 @@ void CompileReady(benchmark::State& state, std::string tokenizer, std::string re
   options.threads = threads;
   size_t bytes = 0, states = 0;
   for (auto _ : state) {
-    auto index = CompileRegex(regex, vocab, options);
+    auto index = CompileIndex(regex, vocab, options);
     if (!index.ok()) {
       state.SkipWithError(std::string(index.status().message()).c_str());
       return;
@@ -178,7 +188,7 @@ std::shared_ptr<const TokenIndex> EagerIndex(benchmark::State& state, const std:
                                              const std::string& regex) {
   CompileOptions options;
   options.eager = true;
-  auto index = CompileRegex(regex, LoadShared(tokenizer), options);
+  auto index = CompileIndex(regex, LoadShared(tokenizer), options);
   if (!index.ok()) {
     state.SkipWithError(std::string(index.status().message()).c_str());
     return nullptr;

@@ -2,6 +2,7 @@
 #include "index/json_schema.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <functional>
 #include <cmath>
@@ -19,6 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "index/dfa.h"
 #include "index/json_scan.h"
 #include "index/json_schema_internal.h"
@@ -39,6 +42,13 @@ using namespace json_schema_internal;
 struct ConvertError {
   absl::Status status;
 };
+
+absl::Status ConversionDeadlineError() {
+  return absl::DeadlineExceededError("JSON Schema conversion exceeded its deadline");
+}
+absl::Status ConversionCancelledError() {
+  return absl::CancelledError("JSON Schema conversion cancelled");
+}
 
 [[noreturn]] void Throw(absl::Status s) { throw ConvertError{std::move(s)}; }
 [[noreturn]] void Invalid(const std::string& msg) { Throw(absl::InvalidArgumentError(msg)); }
@@ -194,6 +204,34 @@ class Converter {
     Invalid(absl::StrCat("unsupported keyword \"", keyword, "\" at ", Where(ptr),
                          why.empty() ? "" : ": ", why));
   }
+  // Throws Cancelled when the budget's cancel flag is set and, when
+  // `check_clock`, DeadlineExceeded past its deadline.
+  void CheckBudget(bool check_clock) const {
+    const DfaOptions& b = o_.budget;
+    if (b.cancel != nullptr && b.cancel->load(std::memory_order_relaxed)) {
+      Throw(ConversionCancelledError());
+    }
+    if (check_clock && b.deadline != absl::InfiniteFuture() && absl::Now() > b.deadline) {
+      Throw(ConversionDeadlineError());
+    }
+  }
+  // A DFA for `regex` under the budget, with at most `max_states` states (and
+  // the budget's own caps). Throws when the deadline or cancel flag trips;
+  // any other failure (a cap) is returned for the caller's fallback.
+  absl::StatusOr<std::shared_ptr<const Dfa>> BudgetedDfa(const std::string& regex,
+                                                         uint32_t max_states) const {
+    DfaOptions dopt = o_.budget;
+    dopt.max_states = std::min(max_states, o_.budget.max_states);
+    auto d = Dfa::FromPattern(regex, RegexLimits{}, dopt);
+    if (d.status().code() == absl::StatusCode::kDeadlineExceeded) Throw(ConversionDeadlineError());
+    if (d.status().code() == absl::StatusCode::kCancelled) Throw(ConversionCancelledError());
+    return d;
+  }
+  static bool IsBudgetError(const absl::Status& s) {
+    return s.code() == absl::StatusCode::kDeadlineExceeded ||
+           s.code() == absl::StatusCode::kCancelled;
+  }
+
   void CheckSize(const Re& r) {
     if (r && r->size() > o_.max_regex_bytes) {
       Throw(absl::ResourceExhaustedError(absl::StrCat(
@@ -509,6 +547,7 @@ class Converter {
   // ---------- the main recursion
   Re Convert(const json& s_in, const std::string& ptr) {
     if (++calls_ > 2000000) Throw(absl::ResourceExhaustedError("schema too complex"));
+    CheckBudget(/*check_clock=*/calls_ % 64 == 1);  // the flag each time, the clock less often
     // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
     // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
     if (++depth_ > o_.max_schema_depth) {
@@ -1184,11 +1223,10 @@ class Converter {
       try {
         Re rr = Convert(rest, ptr);
         if (!rr) return std::nullopt;
-        DfaOptions dopt;
-        dopt.max_states = 50000;
-        auto d = Dfa::FromPattern(*rr, RegexLimits{}, dopt);
+        auto d = BudgetedDfa(*rr, o_.budget.max_states);
         if (d.ok()) rest_dfa = *d;
-      } catch (const ConvertError&) {
+      } catch (const ConvertError& e) {
+        if (IsBudgetError(e.status)) throw;
         warnings_ = saved_warnings;
         ref_stack_ = saved_stack;
       }
@@ -1578,9 +1616,7 @@ class Converter {
     if (!HasValidation(rest, {"type", "nullable", "enum", "const", "not"})) {
       return "\"" + ExcludedStringsRegex(words) + "\"";
     }
-    DfaOptions dopt;
-    dopt.max_states = 50000;
-    auto d = Dfa::FromPattern(*base, RegexLimits{}, dopt);
+    auto d = BudgetedDfa(*base, o_.budget.max_states);
     bool void_exclusion = d.ok();
     for (size_t i = 0; void_exclusion && i < words.size(); ++i) {
       if ((*d)->Matches(PythonJsonString(words[i], o_.ensure_ascii))) void_exclusion = false;
@@ -1604,9 +1640,7 @@ class Converter {
       if (!r.ok()) Unsupported(keyword, ptr, std::string(r.status().message()));
       PatternInfo info{*r, false};
       if (!was_anchored) {
-        DfaOptions dopt;
-        dopt.max_states = kMaxUnanchoredPatternStates;
-        auto dfa = Dfa::FromPattern(*r, RegexLimits{}, dopt);
+        auto dfa = BudgetedDfa(*r, kMaxUnanchoredPatternStates);
         if (!dfa.ok()) {
           auto anchored = PatternToJsonStringRegex(pattern, true, nullptr, {0, -1}, nullptr,
                                                    o_.max_pattern_nesting);
@@ -2062,9 +2096,9 @@ class Converter {
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
                                                   const JsonSchemaOptions& options) {
   if (schema_json.size() > options.max_schema_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("schema is ", schema_json.size(),
-                                                   " bytes, above max_schema_bytes (",
-                                                   options.max_schema_bytes, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat("schema is ", schema_json.size(),
+                                                     " bytes, above max_schema_bytes (",
+                                                     options.max_schema_bytes, ")"));
   }
   if (options.max_counted_repeat < 1 || options.max_counted_repeat > 1000) {
     return absl::InvalidArgumentError("max_counted_repeat must be in [1, 1000]");
@@ -2118,6 +2152,11 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
     return absl::InvalidArgumentError(
         absl::StrCat("schema is not valid JSON: ", Shown(what), where));
   }
+  // Between parsing and conversion: a large document takes a while to parse.
+  if (options.budget.cancel != nullptr && options.budget.cancel->load(std::memory_order_relaxed)) {
+    return ConversionCancelledError();
+  }
+  if (absl::Now() > options.budget.deadline) return ConversionDeadlineError();
   try {
     Converter c(root, options);
     JsonSchemaRegex out;
@@ -2154,7 +2193,8 @@ std::string JsonSchemaOptionsKey(const JsonSchemaOptions& o) {
                       ";ascii=", o.ensure_ascii ? 1 : 0, ";infer=", o.infer_type_from_keywords ? 1 : 0, ";rep=", o.max_counted_repeat,
                       ";maxs=", o.max_schema_bytes, ";maxr=", o.max_regex_bytes,
                       ";nest=", o.max_schema_nesting, ";depth=", o.max_schema_depth,
-                      ";pnest=", o.max_pattern_nesting);
+                      ";pnest=", o.max_pattern_nesting, ";dfa=", o.budget.max_states, "/",
+                      o.budget.max_nfa_states);
 }
 
 }  // namespace maskd

@@ -11,6 +11,10 @@
 // ignored because no regex can enforce it (e.g. uniqueItems) is reported in
 // JsonSchemaRegex::warnings.
 //
+// Conversion takes bounded time: it stops with DeadlineExceeded or Cancelled
+// when JsonSchemaOptions::budget's deadline passes or its cancel flag is set
+// (checked at each subschema and inside the converter's own DFA builds).
+//
 // The regex syntax is the common subset of Python's `re`, RE2 and maskd's
 // parser (index/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
 // non-ASCII characters appear as raw UTF-8; control characters as \xHH.
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "index/dfa.h"
 
 namespace maskd {
 
@@ -83,8 +88,22 @@ struct JsonSchemaOptions {
   // enforced (warning); the lower bound stays. At most 1000.
   int max_counted_repeat = 1000;
 
+  // The converter's own automata (it builds DFAs to test enum values against
+  // sibling keywords, excluded strings against a pattern, and to size an
+  // unanchored pattern's search automaton) and the conversion as a whole:
+  //  - max_states, max_nfa_states: per internal DFA. A DFA over the cap is
+  //    not used and the converter falls back as each use documents (enum
+  //    values kept, exclusion not enforced, pattern anchored; the last
+  //    with its own lower cap of 4000 states). CompileConstraint lowers them
+  //    to its CompileOptions::dfa caps.
+  //  - deadline, cancel: past the deadline the conversion fails with
+  //    DeadlineExceeded; with the flag set, Cancelled. Checked at each
+  //    subschema and inside each internal DFA build. Not part of
+  //    JsonSchemaOptionsKey (they end a conversion, never change its output).
+  DfaOptions budget = {.max_states = 50000};
+
   // Input and output limits.
-  size_t max_schema_bytes = 8 << 20;  // InvalidArgument above
+  size_t max_schema_bytes = 8 << 20;  // ResourceExhausted above
   // ResourceExhausted above. Generated regexes are large (every open object
   // carries an any-value automaton) but share their repeats when compiled;
   // callers raise the regex parser's max_pattern_bytes to this.
@@ -105,7 +124,9 @@ struct JsonSchemaRegex {
 };
 
 // InvalidArgument: bad JSON (with the parse error position), unsupported
-// keyword or $ref, schema without instances. ResourceExhausted: regex too big.
+// keyword or $ref, schema without instances, nesting past a limit.
+// ResourceExhausted: schema or regex over its byte limit, schema too complex.
+// DeadlineExceeded, Cancelled: options.budget's deadline or cancel flag.
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
                                                   const JsonSchemaOptions& options = {});
 

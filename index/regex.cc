@@ -569,8 +569,8 @@ absl::StatusOr<Regex> Regex::Parse(std::string_view pattern, const RegexLimits& 
   }
   if (pattern.size() > limits.max_pattern_bytes) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "regex: pattern of %d bytes exceeds the limit of %d bytes", pattern.size(),
-        limits.max_pattern_bytes));
+        "regex: pattern of %d bytes exceeds the limit of %d bytes (max_pattern_bytes)",
+        pattern.size(), limits.max_pattern_bytes));
   }
   Parser parser(pattern, limits);
   auto root = parser.Parse();

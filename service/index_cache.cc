@@ -15,11 +15,6 @@
 #include "service/metrics.h"
 #include "service/quote.h"
 
-#if __has_include("index/json_schema.h")
-#include "index/json_schema.h"
-#define MASKD_HAVE_JSON_SCHEMA 1
-#endif
-
 namespace maskd {
 
 struct IndexCache::Entry {
@@ -250,9 +245,10 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
     key.append(f.data(), f.size());
   };
   add(spec.kind == ConstraintKind::kRegex ? "regex" : "json_schema");
-#ifdef MASKD_HAVE_JSON_SCHEMA
-  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));  // limits only refuse: same ids
-#endif
+  // The converter's defaults, not the server's options: the server sets only
+  // limits, which refuse a schema rather than change its regex (except a
+  // --max-dfa-states under the converter's own DFA cap, one per server).
+  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));
   add(spec.vocab ? spec.vocab->content_hash() : "");
   add(spec.eager ? "eager" : "lazy");
   add(spec.constraint);
@@ -265,11 +261,6 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
 
 absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback on_done) {
   if (!spec.vocab) return absl::InvalidArgumentError("no tokenizer");
-#ifndef MASKD_HAVE_JSON_SCHEMA
-  if (spec.kind == ConstraintKind::kJsonSchema) {
-    return absl::UnimplementedError("this server was built without the JSON Schema converter");
-  }
-#endif
   std::string id = IndexId(spec);
   auto& s = *shared_;
   std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
@@ -430,21 +421,14 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     index = absl::CancelledError("compilation cancelled");
   } else if (start >= e->deadline) {
     index = absl::DeadlineExceededError("compilation deadline passed while queued");
-  } else if (e->kind == ConstraintKind::kRegex) {
-    index = CompileRegex(e->constraint, e->vocab, options);
   } else {
-#ifdef MASKD_HAVE_JSON_SCHEMA
-    auto regex = JsonSchemaToRegex(e->constraint, o.json_schema);
-    if (!regex.ok()) {
-      index = regex.status();
+    // The schema's warnings (keywords not enforced) are not reported.
+    auto compiled = CompileConstraint({e->kind, e->constraint, o.json_schema}, e->vocab, options);
+    if (compiled.ok()) {
+      index = std::move(compiled->index);
     } else {
-      options.regex.max_pattern_bytes =
-          std::max(options.regex.max_pattern_bytes, o.json_schema.max_regex_bytes);
-      index = CompileRegex(regex->regex, e->vocab, options);
+      index = compiled.status();
     }
-#else
-    index = absl::UnimplementedError("JSON Schema support not built");
-#endif
   }
   double compile_ms = absl::ToDoubleMilliseconds(absl::Now() - start);
   if (fast && !index.ok() && index.status().code() == absl::StatusCode::kDeadlineExceeded &&

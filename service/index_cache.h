@@ -44,7 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "index/dfa.h"
+#include "index/compile.h"
 #include "index/json_schema.h"
 #include "index/regex.h"
 #include "index/token_index.h"
@@ -76,8 +76,6 @@ struct IndexCacheOptions {
   uint32_t max_dfa_states = 100000;                  // --max-dfa-states
   uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
 };
-
-enum class ConstraintKind { kRegex, kJsonSchema };
 
 struct CompileSpec {
   std::string tokenizer;  // name, reported back

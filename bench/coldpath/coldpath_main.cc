@@ -45,6 +45,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "index/compile.h"
 #include "index/dfa.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
@@ -140,26 +141,27 @@ int main(int argc, char** argv) {
   maskd::CompileOptions options;
   options.index.share_loops = share_loops;
   t0 = Clock::now();
-  auto index = maskd::CompileRegex(regex, *vocab, options);
+  auto compiled = maskd::CompileConstraint(maskd::Constraint::Regex(regex), *vocab, options);
   const double compile_ms = MsSince(t0);
-  if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
-  const uint32_t nw = (*index)->num_words();
+  if (!compiled.ok()) Die(absl::StrCat("compile: ", compiled.status().message()));
+  const std::shared_ptr<const maskd::TokenIndex> index = std::move(compiled->index);
+  const uint32_t nw = index->num_words();
   std::vector<uint32_t> mask(nw);
   if (eager) {
     t0 = Clock::now();
-    absl::Status st = (*index)->Precompute(threads);
+    absl::Status st = index->Precompute(threads);
     const double eager_ms = MsSince(t0);
     if (!st.ok()) Die(absl::StrCat("precompute: ", st.message()));
     std::printf(
         "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"eager_ms\": %.3f, \"threads\": %d, "
         "\"eager_states\": %u, \"dfa_states\": %u, \"share_loops\": %s, \"clock\": \"%s\", "
         "\"regex\": \"%s\"}\n",
-        vocab_load_ms, compile_ms, eager_ms, threads, (*index)->num_computed_states(),
-        (*index)->dfa().num_states(), share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall",
+        vocab_load_ms, compile_ms, eager_ms, threads, index->num_computed_states(),
+        index->dfa().num_states(), share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall",
         JsonEscape(regex).c_str());
     return 0;
   }
-  maskd::Guide g(*index);
+  maskd::Guide g(index);
   t0 = Clock::now();
   g.WriteMaskUnchecked(mask.data());
   const double first_mask_ms = MsSince(t0);
@@ -196,7 +198,7 @@ int main(int argc, char** argv) {
   // Warm: replay the same walk; per-step mask + advance, median over reps.
   std::vector<double> per_step;
   for (int r = 0; r < warm_reps && !tokens.empty(); ++r) {
-    maskd::Guide w(*index);
+    maskd::Guide w(index);
     auto s0 = Clock::now();
     for (uint32_t tok : tokens) {
       w.WriteMaskUnchecked(mask.data());
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
   if (!tokens.empty()) {
     std::vector<uint32_t> states;
     {
-      maskd::Guide r(*index);
+      maskd::Guide r(index);
       for (uint32_t tok : tokens) {
         states.push_back(r.state());
         (void)r.Advance(tok);
@@ -228,7 +230,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < warm_reps; ++r) {
       auto s0 = Clock::now();
       for (int k = 0; k < inner; ++k) {
-        for (uint32_t st : states) (*index)->WriteMask(st, mask.data());
+        for (uint32_t st : states) index->WriteMask(st, mask.data());
       }
       w.push_back(MsSince(s0) * 1e6 / (static_cast<double>(inner) * states.size()));
       s0 = Clock::now();
@@ -241,7 +243,7 @@ int main(int argc, char** argv) {
       s0 = Clock::now();
       for (int k = 0; k < inner; ++k) {
         for (size_t i = 0; i < states.size(); ++i) {
-          volatile uint32_t next = (*index)->NextState(states[i], tokens[i]);
+          volatile uint32_t next = index->NextState(states[i], tokens[i]);
           (void)next;
         }
       }
@@ -283,7 +285,7 @@ int main(int argc, char** argv) {
       "\"share_loops\": %s, \"clock\": \"%s\", \"tokens\": [%s], "
       "\"regex\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
-      tokens.size(), warm_step_us, write_ns, memcpy_ns, advance_ns, scratch_mask_us, (*index)->dfa().num_states(),
+      tokens.size(), warm_step_us, write_ns, memcpy_ns, advance_ns, scratch_mask_us, index->dfa().num_states(),
       share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall", toks.c_str(), JsonEscape(regex).c_str());
   if (!masks_out.empty()) {
     std::FILE* f = std::fopen(masks_out.c_str(), "wb");

@@ -10,6 +10,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -638,8 +639,9 @@ TEST(JsonSchema, Errors) {
 
   JsonSchemaOptions tiny;
   tiny.max_schema_bytes = 4;
-  EXPECT_EQ(JsonSchemaToRegex("{\"type\": \"null\"}", tiny).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  auto too_long = JsonSchemaToRegex("{\"type\": \"null\"}", tiny);
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(too_long.status().message().find("max_schema_bytes"), std::string::npos);
   EXPECT_FALSE(JsonSchemaToRegex("false").ok());
 }
 
@@ -651,6 +653,16 @@ TEST(JsonSchema, OptionsKey) {
   b = a;
   b.max_recursion_depth = 7;
   EXPECT_NE(JsonSchemaOptionsKey(a), JsonSchemaOptionsKey(b));
+  // The converter's DFA caps can change its output; its deadline and cancel
+  // flag only end a conversion.
+  b = a;
+  b.budget.max_states = 1000;
+  EXPECT_NE(JsonSchemaOptionsKey(a), JsonSchemaOptionsKey(b));
+  b = a;
+  std::atomic<bool> cancel{false};
+  b.budget.deadline = absl::Now() + absl::Seconds(1);
+  b.budget.cancel = &cancel;
+  EXPECT_EQ(JsonSchemaOptionsKey(a), JsonSchemaOptionsKey(b));
 }
 
 // ---------------------------------------------------------------- MaskBench

@@ -13,6 +13,8 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/service/server_harness.h"
@@ -105,6 +107,36 @@ TEST(HostileSchema, NumberBeyondDoubleIsInvalidArgument) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   ASSERT_EQ(kill(server.pid(), 0), 0) << server.Log();
   EXPECT_TRUE(client->Compile(SchemaRequest(R"({"type":"integer"})")).ok()) << server.Log();
+}
+
+// Issue #13: the schema converter ran without the compile deadline, so a
+// schema that converts slowly held a compile thread for as long as it took.
+// This one (3000 properties, each with an unanchored pattern whose search
+// automaton needs a capped DFA build) takes over 10 s to convert; a Compile
+// with a 300 ms timeout ends with DEADLINE_EXCEEDED soon after, from inside
+// the conversion, and the server keeps serving.
+TEST(HostileSchema, SlowConversionEndsAtTheCompileDeadline) {
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  std::string props;
+  for (int i = 0; i < 3000; ++i) {
+    absl::StrAppend(&props, i ? "," : "", "\"p", i, R"(":{"type":"string","pattern":"q)", i,
+                    R"(.{12}z"})");
+  }
+  v1::CompileRequest req =
+      SchemaRequest(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"));
+  req.mutable_options()->set_timeout_ms(300);
+  const absl::Time start = absl::Now();
+  auto r = client->Compile(req);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("JSON Schema conversion exceeded its deadline"));
+  EXPECT_LT(took, absl::Seconds(5));
+  ASSERT_EQ(kill(server.pid(), 0), 0) << server.Log();
+  auto ok = client->Compile(SchemaRequest(R"({"type":"string","pattern":"^q1.{12}z"})"));
+  EXPECT_TRUE(ok.ok()) << ok.status() << "\n" << server.Log();
 }
 
 // Runs maskctl with `args`; returns the raw wait status.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "index/guide.h"
 #include "gmock/gmock.h"
@@ -157,6 +158,40 @@ TEST(IndexCacheTest, DeadlineAndCancel) {
     EXPECT_EQ(cache.Get(snap->id).status().code(), absl::StatusCode::kNotFound);
   }
   EXPECT_FALSE(cache.Cancel("ix-none"));
+}
+
+// A JSON Schema whose conversion alone takes over 10 s (3000 properties, each
+// with an unanchored pattern that costs the converter a capped DFA build):
+// Cancel ends it within the conversion, and a short timeout too.
+TEST(IndexCacheTest, CancelAndDeadlineStopASchemaConversion) {
+  std::string props;
+  for (int i = 0; i < 3000; ++i) {
+    absl::StrAppend(&props, i ? "," : "", "\"p", i, R"(":{"type":"string","pattern":"q)", i,
+                    R"(.{12}z"})");
+  }
+  CompileSpec slow = Spec(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"));
+  slow.kind = ConstraintKind::kJsonSchema;
+  IndexCache cache({}, nullptr);
+  absl::Notification done;
+  IndexInfo out;
+  const absl::Time start = absl::Now();
+  auto snap = cache.Compile(slow, [&](const IndexInfo& i) {
+    out = i;
+    done.Notify();
+  });
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->state, IndexState::kCompiling);
+  // Most likely inside the conversion by then; either way the answer is CANCELLED.
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_TRUE(cache.Cancel(snap->id));
+  done.WaitForNotification();
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kCancelled) << out.status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+
+  slow.timeout = absl::Milliseconds(200);
+  IndexInfo timed_out = CompileWait(cache, slow);
+  EXPECT_EQ(timed_out.status.code(), absl::StatusCode::kDeadlineExceeded) << timed_out.status;
+  EXPECT_THAT(timed_out.status.message(), HasSubstr("JSON Schema conversion"));
 }
 
 TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {

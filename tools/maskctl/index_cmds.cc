@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,8 +13,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "index/compile.h"
 #include "index/guide.h"
-#include "index/json_schema.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
 #include "tools/maskctl/args.h"
@@ -45,37 +46,34 @@ std::set<std::string> WithTokenizerFlags(std::set<std::string> flags) {
   return flags;
 }
 
-// The regex a command constrains with: --regex R, or --json-schema FILE
-// converted to a regex.
-absl::StatusOr<std::string> ConstraintRegex(const Args& args) {
+// The index of a command's constraint: --regex R, or --json-schema FILE
+// (with the converter's default options). A schema's warnings go to stderr,
+// one per line; its conversion errors name the file.
+absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
+    const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
   if (regex.has_value() == schema_file.has_value()) {
     return absl::InvalidArgumentError("give exactly one of --regex or --json-schema");
   }
-  if (regex) return *regex;
-  std::ifstream in(*schema_file, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(*schema_file, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto converted = maskd::JsonSchemaToRegex(text.str());
-  if (!converted.ok()) {
-    return absl::Status(converted.status().code(),
-                        absl::StrCat(*schema_file, ": ", converted.status().message()));
+  maskd::Constraint constraint = maskd::Constraint::Regex(regex.value_or(""));
+  if (schema_file) {
+    std::ifstream in(*schema_file, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat(*schema_file, ": cannot open"));
+    std::stringstream text;
+    text << in.rdbuf();
+    constraint = maskd::Constraint::JsonSchema(text.str());
   }
-  for (const auto& w : converted->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  return converted->regex;
-}
-
-// Compile options for ConstraintRegex's result: a converted schema may be as
-// long as the converter allows, past the parser's default for regexes.
-maskd::CompileOptions ConstraintOptions(const Args& args) {
-  maskd::CompileOptions options;
-  if (args.Get("json-schema")) {
-    options.regex.max_pattern_bytes =
-        std::max(options.regex.max_pattern_bytes, maskd::JsonSchemaOptions().max_regex_bytes);
+  auto compiled = maskd::CompileConstraint(constraint, std::move(vocab));
+  if (!compiled.ok()) {
+    if (schema_file && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat(*schema_file, ": ", compiled.status().message()));
+    }
+    return compiled.status();
   }
-  return options;
+  for (const auto& w : compiled->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  return std::move(compiled->index);
 }
 
 int RunCompile(const Context& ctx) {
@@ -91,10 +89,7 @@ int RunCompile(const Context& ctx) {
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
 
   Clock::time_point t0 = Clock::now();
-  auto pattern = ConstraintRegex(*args);
-  if (!pattern.ok()) return Fail("compile", std::string(pattern.status().message()));
-  maskd::CompileOptions options = ConstraintOptions(*args);
-  auto index = maskd::CompileRegex(*pattern, *vocab, options);
+  auto index = CompileConstraintFlag(*args, *vocab);
   if (!index.ok()) return Fail("compile", std::string(index.status().message()));
   double compile_ms = MsSince(t0);
   std::vector<uint32_t> mask((*index)->num_words());
@@ -122,9 +117,7 @@ int RunWalk(const Context& ctx) {
   if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
-  auto pattern = ConstraintRegex(*args);
-  if (!pattern.ok()) return Fail("walk", std::string(pattern.status().message()));
-  auto index = maskd::CompileRegex(*pattern, *vocab, ConstraintOptions(*args));
+  auto index = CompileConstraintFlag(*args, *vocab);
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
 
   const bool full = args->Has("full");
@@ -165,9 +158,7 @@ int RunSample(const Context& ctx) {
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
-  auto pattern = ConstraintRegex(*args);
-  if (!pattern.ok()) return Fail("sample", std::string(pattern.status().message()));
-  auto index = maskd::CompileRegex(*pattern, *vocab, ConstraintOptions(*args));
+  auto index = CompileConstraintFlag(*args, *vocab);
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));

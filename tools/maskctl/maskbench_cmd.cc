@@ -1,8 +1,8 @@
 // maskctl maskbench --tokenizer T FILE.jsonl [FILE.jsonl ...]
 //
 // Runs MaskBench-style files (one {"schema", "tests": [{"valid", "text"}]}
-// object per line) through the whole engine: JSON Schema -> regex -> DFA ->
-// token index -> Guide. An instance is accepted when its text can be walked
+// object per line) through the whole engine: CompileConstraint (JSON Schema
+// -> regex -> DFA -> token index) -> Guide. An instance is accepted when its text can be walked
 // token by token (at each step the longest allowed token that is a prefix of
 // what remains) and EOS is allowed at the end. A schema passes when it
 // compiles, every valid instance is accepted and every invalid one rejected.
@@ -13,6 +13,8 @@
 //    "tbm_p50_us", "tbm_avg_us", "tbm_p99_us"}
 // TTFM: schema text to the first mask (convert + compile + first mask).
 // TBM: one mask written plus one token advanced, per token of valid instances.
+// --timeout-s N: each schema's deadline for CompileConstraint (conversion
+// and compilation), 10 s by default; past it the schema fails to compile.
 // --verbose: one line per failure on stderr, then the top failure reasons.
 // --no-share-loops: every state's first mask walks the whole token trie (the
 // baseline for the loop-mask figures in docs/benchmarks.md).
@@ -37,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "index/compile.h"
 #include "index/guide.h"
 #include "index/json_schema.h"
 #include "index/loop_masks.h"
@@ -238,25 +241,24 @@ int RunMaskbench(const Context& ctx) {
       };
 
       auto t0 = Clock::now();
-      auto converted = maskd::JsonSchemaToRegex(schema_text, options);
-      if (!converted.ok()) {
-        std::string msg(converted.status().message());
-        fail(ReasonKey(msg), "convert: " + msg);
-        continue;
-      }
       maskd::CompileOptions copt;
       copt.index.share_loops = !args->Has("no-share-loops");
-      copt.regex.max_pattern_bytes = std::max(copt.regex.max_pattern_bytes, options.max_regex_bytes);
       copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
-      auto index = maskd::CompileRegex(converted->regex, *vocab, copt);
-      if (!index.ok()) {
-        std::string msg(index.status().message());
-        fail(absl::StrCat("compile: ", absl::StatusCodeToString(index.status().code())),
-             "compile: " + msg.substr(0, 300));
+      auto compiled = maskd::CompileConstraint(maskd::Constraint::JsonSchema(schema_text, options),
+                                               *vocab, copt);
+      if (!compiled.ok()) {
+        std::string msg(compiled.status().message());
+        if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
+          fail(ReasonKey(msg), "convert: " + msg);
+        } else {
+          fail(absl::StrCat("compile: ", absl::StatusCodeToString(compiled.status().code())),
+               "compile: " + msg.substr(0, 300));
+        }
         continue;
       }
-      maskd::Guide first(*index);
-      mask.assign((*index)->num_words(), 0);
+      const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index;
+      maskd::Guide first(index);
+      mask.assign(index->num_words(), 0);
       first.WriteMaskUnchecked(mask.data());
       tot.ttfm_us.push_back(UsSince(t0));
       ++tot.compiled;
@@ -266,7 +268,7 @@ int RunMaskbench(const Context& ctx) {
         for (auto& t : doc["tests"]) {
           bool valid = t.value("valid", false);
           std::string text = t.value("text", "");
-          maskd::Guide g(*index);
+          maskd::Guide g(index);
           size_t pos = 0;
           bool ok = true;
           std::vector<double> times;

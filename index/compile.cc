@@ -1,0 +1,72 @@
+#include "index/compile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace maskd {
+namespace {
+
+// Status payload marking an error of the schema conversion (FailedStage).
+constexpr char kStagePayload[] = "maskd/compile_stage";
+
+// Cancelled or DeadlineExceeded when the budget has run out, else OK.
+absl::Status CheckBudget(const DfaOptions& budget) {
+  if (budget.cancel != nullptr && budget.cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("compilation cancelled");
+  }
+  if (absl::Now() > budget.deadline) {
+    return absl::DeadlineExceededError("compilation exceeded its deadline");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
+                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     const CompileOptions& options) {
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  CompiledConstraint out;
+  if (constraint.kind == ConstraintKind::kRegex) {
+    auto index = CompileRegex(constraint.text, std::move(vocab), options);
+    if (!index.ok()) return index.status();
+    out.index = *std::move(index);
+    return out;
+  }
+
+  JsonSchemaOptions schema_options = constraint.json_schema;
+  DfaOptions& budget = schema_options.budget;
+  budget.deadline = options.dfa.deadline;
+  budget.cancel = options.dfa.cancel;
+  budget.max_states = std::min(budget.max_states, options.dfa.max_states);
+  budget.max_nfa_states = std::min(budget.max_nfa_states, options.dfa.max_nfa_states);
+  auto converted = JsonSchemaToRegex(constraint.text, schema_options);
+  if (!converted.ok()) {
+    absl::Status error = converted.status();
+    error.SetPayload(kStagePayload, absl::Cord("convert"));
+    return error;
+  }
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  // Converted regexes are large by construction (every open object carries an
+  // any-value automaton); the converter has already bounded this one.
+  CompileOptions regex_options = options;
+  regex_options.regex.max_pattern_bytes =
+      std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
+  auto index = CompileRegex(converted->regex, std::move(vocab), regex_options);
+  if (!index.ok()) return index.status();
+  out.index = *std::move(index);
+  out.warnings = std::move(converted->warnings);
+  return out;
+}
+
+CompileStage FailedStage(const absl::Status& error) {
+  return error.GetPayload(kStagePayload).has_value() ? CompileStage::kConvert
+                                                     : CompileStage::kIndex;
+}
+
+}  // namespace maskd

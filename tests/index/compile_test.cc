@@ -1,0 +1,286 @@
+// CompileConstraint: the same index as the stages it replaces (JsonSchemaToRegex
+// then CompileRegex with the schema route's regex limit), its budget (deadline
+// and cancel before each stage and inside the schema conversion, state caps
+// reaching the converter's own DFAs) and its size limits.
+#include "index/compile.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "index/json_schema.h"
+#include "index/token_index.h"
+#include "tests/index/test_util.h"
+
+namespace maskd {
+namespace {
+
+using ::maskd::testing::BundledVocabulary;
+using ::testing::HasSubstr;
+
+// Masks of the first `max_states` live states agree (both indexes come from
+// one regex, and DFA construction numbers states deterministically).
+void ExpectSameMasks(const TokenIndex& a, const TokenIndex& b, uint32_t max_states = 48) {
+  ASSERT_EQ(a.dfa().num_states(), b.dfa().num_states());
+  ASSERT_EQ(a.start(), b.start());
+  ASSERT_EQ(a.num_words(), b.num_words());
+  std::vector<uint32_t> ma(a.num_words()), mb(b.num_words());
+  for (Dfa::State s = 1; s < a.dfa().num_states() && s <= max_states; ++s) {
+    a.WriteMask(s, ma.data());
+    b.WriteMask(s, mb.data());
+    ASSERT_EQ(ma, mb) << "state " << s;
+    ASSERT_EQ(a.dfa().IsAccepting(s), b.dfa().IsAccepting(s)) << "state " << s;
+  }
+}
+
+TEST(CompileConstraint, RegexGivesCompileRegexsIndex) {
+  auto vocab = BundledVocabulary();
+  for (const std::string regex : {"[0-9]+", "(cat|dog)s?", R"([a-z]{2,5}@[a-z]+\.(com|org))",
+                                  R"re(\{"a": "[^"\\]{0,12}"\})re"}) {
+    SCOPED_TRACE(regex);
+    auto compiled = CompileConstraint(Constraint::Regex(regex), vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_TRUE(compiled->warnings.empty());
+    auto old = CompileRegex(regex, vocab);
+    ASSERT_TRUE(old.ok()) << old.status();
+    ExpectSameMasks(*compiled->index, **old);
+  }
+}
+
+TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
+  auto vocab = BundledVocabulary();
+  const std::string schemas[] = {
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
+          "age":{"type":"integer","minimum":0,"maximum":150},
+          "tags":{"type":"array","items":{"enum":["a","b","c"]},"maxItems":3}},
+          "required":["name","age"]})",
+      R"({"type":"string","pattern":"^[A-Z][a-z]+$"})",
+      R"({"anyOf":[{"type":"boolean"},{"type":"null"},{"const":"x"}]})",
+      R"({"type":"array","items":{"type":"number"},"uniqueItems":true})",
+  };
+  JsonSchemaOptions compact;
+  compact.whitespace = JsonWhitespace::kCompact;
+  for (const JsonSchemaOptions& options : {JsonSchemaOptions(), compact}) {
+    for (const std::string& schema : schemas) {
+      SCOPED_TRACE(schema);
+      auto compiled = CompileConstraint(Constraint::JsonSchema(schema, options), vocab);
+      ASSERT_TRUE(compiled.ok()) << compiled.status();
+      // The stages by hand, as the service, maskctl and maskbench ran them.
+      auto converted = JsonSchemaToRegex(schema, options);
+      ASSERT_TRUE(converted.ok()) << converted.status();
+      CompileOptions regex_options;
+      regex_options.regex.max_pattern_bytes = options.max_regex_bytes;
+      auto old = CompileRegex(converted->regex, vocab, regex_options);
+      ASSERT_TRUE(old.ok()) << old.status();
+      ExpectSameMasks(*compiled->index, **old);
+      EXPECT_EQ(compiled->warnings, converted->warnings);
+    }
+  }
+  auto unique = CompileConstraint(Constraint::JsonSchema(schemas[3]), vocab);
+  ASSERT_TRUE(unique.ok());
+  ASSERT_EQ(unique->warnings.size(), 1u);
+  EXPECT_THAT(unique->warnings[0], HasSubstr("uniqueItems"));
+}
+
+TEST(CompileConstraint, EagerPrecomputesEveryReachableState) {
+  CompileOptions options;
+  options.eager = true;
+  auto compiled =
+      CompileConstraint(Constraint::JsonSchema(R"({"enum":["yes","no"]})"), BundledVocabulary(),
+                        options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_GT(compiled->index->num_computed_states(), 1u);
+}
+
+// A schema whose conversion takes seconds: `n` string properties, each with a
+// distinct unanchored pattern whose search automaton passes the converter's
+// 4000-state cap (so each costs one capped DFA build, about 5 ms, then is
+// matched as anchored).
+std::string SlowSchema(int n) {
+  std::string props;
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&props, i ? "," : "", "\"p", i, R"(":{"type":"string","pattern":"q)", i,
+                    R"(.{12}z"})");
+  }
+  return absl::StrCat(R"({"type":"object","properties":{)", props, "}}");
+}
+
+TEST(CompileConstraint, SpentBudgetStopsBeforeAnyStage) {
+  auto vocab = BundledVocabulary();
+  std::atomic<bool> cancel{true};
+  CompileOptions cancelled;
+  cancelled.dfa.cancel = &cancel;
+  CompileOptions expired;
+  expired.dfa.deadline = absl::InfinitePast();
+  for (const Constraint& c :
+       {Constraint::Regex("[0-9]+"), Constraint::JsonSchema(R"({"type":"integer"})")}) {
+    EXPECT_EQ(CompileConstraint(c, vocab, cancelled).status().code(),
+              absl::StatusCode::kCancelled);
+    EXPECT_EQ(CompileConstraint(c, vocab, expired).status().code(),
+              absl::StatusCode::kDeadlineExceeded);
+  }
+}
+
+TEST(CompileConstraint, DeadlineTripsInsideSchemaConversion) {
+  const std::string schema = SlowSchema(2000);  // about 10 s of conversion unbounded
+  CompileOptions options;
+  options.dfa.deadline = absl::Now() + absl::Milliseconds(100);
+  const absl::Time start = absl::Now();
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledVocabulary(), options);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_EQ(FailedStage(r.status()), CompileStage::kConvert);
+  EXPECT_THAT(r.status().message(), HasSubstr("JSON Schema conversion exceeded its deadline"));
+  EXPECT_LT(took, absl::Seconds(3));
+}
+
+TEST(CompileConstraint, CancelTripsInsideSchemaConversion) {
+  const std::string schema = SlowSchema(2000);
+  std::atomic<bool> cancel{false};
+  CompileOptions options;
+  options.dfa.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel.store(true);
+  });
+  const absl::Time start = absl::Now();
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledVocabulary(), options);
+  const absl::Duration took = absl::Now() - start;
+  canceller.join();
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(FailedStage(r.status()), CompileStage::kConvert);
+  EXPECT_THAT(r.status().message(), HasSubstr("JSON Schema conversion cancelled"));
+  EXPECT_LT(took, absl::Seconds(3));
+}
+
+// One enum value tested against its sibling pattern: a single converter DFA
+// build of about 500,000 states (about 5 s here) once the caller raises the
+// cap, after the schema's first and only clock check between subschemas, so
+// only the DFA build itself can see the deadline pass.
+TEST(JsonSchemaBudget, DeadlineTripsInsideTheConvertersDfaBuild) {
+  const std::string schema =
+      R"({"type":"string","enum":["x"],"pattern":"^[a-z]*q[a-z]{18}z$"})";
+  JsonSchemaOptions options;
+  options.budget.max_states = 1 << 22;
+  options.budget.deadline = absl::Now() + absl::Milliseconds(50);
+  const absl::Time start = absl::Now();
+  auto r = JsonSchemaToRegex(schema, options);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  // Under the default cap the build stops at 50,000 states and the value is
+  // kept unchecked.
+  auto kept = JsonSchemaToRegex(schema);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->regex, R"("x")");
+}
+
+// The converter's own DFAs take the caller's state cap: an enum filtered by a
+// sibling maxLength keeps the value the filter would drop when the filter's
+// automaton does not fit.
+TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
+  const std::string schema = R"({"type":"string","enum":["ab","abcd"],"maxLength":3})";
+  auto vocab = BundledVocabulary();
+  auto filtered = CompileConstraint(Constraint::JsonSchema(schema), vocab);
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_TRUE(filtered->index->dfa().Matches(R"("ab")"));
+  EXPECT_FALSE(filtered->index->dfa().Matches(R"("abcd")"));
+
+  CompileOptions capped;
+  capped.dfa.max_states = 12;  // the result needs 8 states, the filter 43
+  auto kept = CompileConstraint(Constraint::JsonSchema(schema), vocab, capped);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->index->dfa().Matches(R"("ab")"));
+  EXPECT_TRUE(kept->index->dfa().Matches(R"("abcd")"));
+
+  JsonSchemaOptions low;
+  low.budget.max_states = 12;
+  auto by_options = JsonSchemaToRegex(schema, low);
+  ASSERT_TRUE(by_options.ok()) << by_options.status();
+  EXPECT_THAT(by_options->regex, HasSubstr("abcd"));
+}
+
+TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
+  auto vocab = BundledVocabulary();
+  const std::string object_schema =
+      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}})";
+  struct Case {
+    const char* limit;
+    Constraint constraint;
+    CompileOptions options;
+  };
+  std::vector<Case> cases;
+  {
+    JsonSchemaOptions o;
+    o.max_schema_bytes = 8;
+    cases.push_back({"max_schema_bytes", Constraint::JsonSchema(object_schema, o), {}});
+  }
+  {
+    JsonSchemaOptions o;
+    o.max_regex_bytes = 100;
+    cases.push_back({"max_regex_bytes", Constraint::JsonSchema(object_schema, o), {}});
+  }
+  {
+    CompileOptions o;
+    o.regex.max_pattern_bytes = 4;
+    cases.push_back({"max_pattern_bytes", Constraint::Regex("[0-9]+x"), o});
+  }
+  {
+    CompileOptions o;
+    o.dfa.max_states = 4;
+    cases.push_back({"max_states", Constraint::Regex("[a-z]{10}"), o});
+    cases.push_back({"max_states", Constraint::JsonSchema(object_schema), o});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.constraint.text);
+    auto r = CompileConstraint(c.constraint, vocab, c.options);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.limit));
+  }
+}
+
+// A converted regex may be as long as max_regex_bytes allows, past the
+// regex parser's max_pattern_bytes for hand-written regexes.
+TEST(CompileConstraint, SchemaRouteTakesTheConvertersRegexLimit) {
+  auto vocab = BundledVocabulary();
+  const std::string schema =
+      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},
+          "required":["a","b"],"additionalProperties":false})";
+  CompileOptions options;
+  options.regex.max_pattern_bytes = 32;
+  auto converted = JsonSchemaToRegex(schema);
+  ASSERT_TRUE(converted.ok());
+  ASSERT_GT(converted->regex.size(), 32u);
+  EXPECT_EQ(CompileRegex(converted->regex, vocab, options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), vocab, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->index->dfa().Matches(R"({"a": "x", "b": 1})"));
+  // The same text as a regex is held to max_pattern_bytes.
+  EXPECT_EQ(CompileConstraint(Constraint::Regex(converted->regex), vocab, options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CompileConstraint, ErrorsNameTheirStage) {
+  auto vocab = BundledVocabulary();
+  auto bad_schema = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","pattern":"(a)\\1"})"), vocab);
+  ASSERT_EQ(bad_schema.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FailedStage(bad_schema.status()), CompileStage::kConvert);
+  auto bad_regex = CompileConstraint(Constraint::Regex("(a"), vocab);
+  ASSERT_EQ(bad_regex.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FailedStage(bad_regex.status()), CompileStage::kIndex);
+  CompileOptions tiny;
+  tiny.dfa.max_states = 4;
+  auto big = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), vocab, tiny);
+  ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(FailedStage(big.status()), CompileStage::kIndex);
+}
+
+}  // namespace
+}  // namespace maskd
