@@ -178,6 +178,7 @@ class BnfParser {
   std::string current_rule_;
   absl::flat_hash_map<std::string, uint32_t> helper_counts_;
   std::optional<uint32_t> never_rule_;  // a rule deriving nothing: the empty class
+  std::vector<bool> helper_;            // per rule id: made by lowering
 };
 
 SourcePos BnfParser::PosAt(size_t offset) const {
@@ -352,12 +353,14 @@ absl::StatusOr<uint32_t> BnfParser::NewHelperRule(std::vector<std::vector<Symbol
   }
   uint32_t id = static_cast<uint32_t>(g_.rules.size());
   Rule rule;
-  // Rule names cannot contain "__<digit>" runs that clash: user names in both
-  // dialects may contain '_' (EBNF), so a clash is skipped over.
+  // EBNF names may contain '_': a helper's name may clash with a user rule
+  // seen so far (skipped here) or defined later (renamed by Parse).
   uint32_t& n = helper_counts_[current_rule_];
   do {
     rule.name = absl::StrCat(current_rule_, "__", ++n);
   } while (rule_ids_.contains(rule.name));
+  helper_.resize(id + 1, false);
+  helper_[id] = true;
   rule.alternatives = std::move(alternatives);
   rule.where = PosAt(offset);
   g_.rules.push_back(std::move(rule));
@@ -879,7 +882,13 @@ absl::StatusOr<Grammar> BnfParser::Parse() {
     return Error(first_use_[*undefined],
                  absl::StrCat("undefined rule '", g_.rules[*undefined].name, "'"));
   }
-  auto root = rule_ids_.find("root");
+  // Helper names stay distinct from user rules defined after them.
+  helper_.resize(g_.rules.size(), false);
+  for (size_t r = 0; r < g_.rules.size(); ++r) {
+    if (!helper_[r]) continue;
+    while (rule_ids_.contains(g_.rules[r].name)) g_.rules[r].name += "_";
+  }
+    auto root = rule_ids_.find("root");
   if (root == rule_ids_.end()) return Error(0, "no rule named 'root' (the start rule)");
   g_.start = root->second;
   size_t symbols = 0;

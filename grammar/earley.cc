@@ -73,6 +73,9 @@ absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
       r.productions_.push_back({id, alt});
     }
   }
+  if (r.productions_.size() >= (1u << 30)) {
+    return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
+  }
   for (const Terminal& t : g.terminals) {
     auto dfa = Dfa::FromPattern(t.regex, options.regex_limits, options.dfa_options);
     if (!dfa.ok()) {
