@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grammar/regex_language.h"
 #include "index/regex.h"
 
 namespace maskd::grammar {
@@ -150,6 +151,9 @@ class BnfParser {
                                     std::optional<std::string> literal, bool repeatable,
                                     size_t offset);
   absl::StatusOr<Item> SetItem(const CodepointSet& set, std::string name, size_t offset);
+  // A rule with no alternatives, which Normalize removes with every
+  // alternative using it: what a class or Regex matching nothing lowers to.
+  absl::StatusOr<Item> NeverItem(size_t offset);
   // The item as one symbol (a group becomes a helper rule); nullopt when it
   // derives only the empty string.
   absl::StatusOr<std::optional<Symbol>> AsSymbol(Item item);
@@ -397,24 +401,24 @@ absl::StatusOr<Item> BnfParser::TerminalItem(std::string name, std::string regex
   return item;
 }
 
-absl::StatusOr<Item> BnfParser::SetItem(const CodepointSet& set, std::string name, size_t offset) {
-  if (set.empty()) {
-    // A class matching no character: a rule with no alternatives, which
-    // Normalize removes with every alternative using it.
-    if (!never_rule_) {
-      std::string saved = current_rule_;
-      current_rule_ = "__no_character";
-      auto id = NewHelperRule({}, offset);
-      current_rule_ = saved;
-      if (!id.ok()) return id.status();
-      never_rule_ = *id;
-    }
-    Item item;
-    item.kind = Item::Kind::kSymbol;
-    item.symbol = Symbol::Rule(*never_rule_);
-    item.offset = offset;
-    return item;
+absl::StatusOr<Item> BnfParser::NeverItem(size_t offset) {
+  if (!never_rule_) {
+    std::string saved = current_rule_;
+    current_rule_ = "__nothing";
+    auto id = NewHelperRule({}, offset);
+    current_rule_ = saved;
+    if (!id.ok()) return id.status();
+    never_rule_ = *id;
   }
+  Item item;
+  item.kind = Item::Kind::kSymbol;
+  item.symbol = Symbol::Rule(*never_rule_);
+  item.offset = offset;
+  return item;
+}
+
+absl::StatusOr<Item> BnfParser::SetItem(const CodepointSet& set, std::string name, size_t offset) {
+  if (set.empty()) return NeverItem(offset);
   std::optional<std::string> literal;
   const auto& r = set.ranges();
   if (r.size() == 1 && r[0].first == r[0].second) {
@@ -652,6 +656,15 @@ absl::StatusOr<Item> BnfParser::ParseRegexMacro(size_t start) {
   ++pos_;
   auto re = Regex::Parse(pattern);
   if (!re.ok()) return Error(lit_start, std::string(re.status().message()));
+  // A terminal must match a non-empty string (grammar.h); one that may also
+  // match the empty string stays a terminal.
+  RegexLanguage language = AnalyzeRegex(re->root());
+  if (!language.non_empty) {
+    if (!language.any) return NeverItem(start);
+    Item empty;
+    empty.offset = start;
+    return empty;
+  }
   return TerminalItem(std::string(text_.substr(start, pos_ - start)), pattern, std::nullopt,
                       false, start);
 }

@@ -247,6 +247,15 @@ TEST(BnfParser, EbnfLayout) {
   EXPECT_THAT(EbnfError("root ::= \"a\nb\"").message(),
               HasSubstr("line 1, column 10: unterminated literal"));
   EXPECT_THAT(EbnfError("root ::= Regex(\"(a\")").message(), HasSubstr("line 1, column 16:"));
+  // Regex("") is the empty string and a Regex matching nothing kills its
+  // alternative (grammar_fuzzer found a Regex("") terminal failing Validate).
+  auto empty_re = MustRecognizer(ParseXgrammarEbnf(
+      "root ::= \"a\" Regex(\"\") \"b\" | \"c\" Regex(\"[^\\\\x00-\\\\x{10FFFF}]\")\n"));
+  EXPECT_TRUE(Accepts(empty_re, "ab"));
+  EXPECT_FALSE(Accepts(empty_re, "c"));
+  auto nullable_re = MustRecognizer(ParseXgrammarEbnf("root ::= \"a\" Regex(\"x*\") \"b\"\n"));
+  EXPECT_TRUE(Accepts(nullable_re, "ab"));
+  EXPECT_TRUE(Accepts(nullable_re, "axxb"));
   // A user rule named like a helper rule keeps its name; the helper yields.
   auto clash = ParseXgrammarEbnf("root ::= (\"a\" | \"c\")* root__1\nroot__1 ::= \"b\"\n");
   ASSERT_TRUE(clash.ok()) << clash.status();
