@@ -74,6 +74,44 @@ TEST(BnfParser, ExampleGrammarsParseAndValidate) {
   }
 }
 
+// The shape of llama.cpp's own JSON example: a rule starting with an empty
+// alternative, counted repeats, an object-only root, one-space whitespace.
+TEST(BnfParser, LlamaCppStyleJson) {
+  const char* text = R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+
+# optional space after a token
+ws ::= | " " | "\n" [ \t]{0,20}
+)";
+  auto r = MustRecognizer(ParseGbnf(text));
+  for (const char* yes : {"{}", "{\"a\": 1}", "{\"a\":[1, -2.5e3, \"x\\u00e9\"]}\n\t\t", "{ }"}) {
+    EXPECT_TRUE(Accepts(r, yes)) << yes;
+  }
+  for (const char* no : {"1", "{\"a\":  1}", "{\"a\": 12345678901234567}", "{\"a\": \"\x7F\"}"}) {
+    EXPECT_FALSE(Accepts(r, no)) << no;
+  }
+}
+
 TEST(BnfParser, LiteralEscapesGbnf) {
   auto g = ParseGbnf(R"(root ::= "a\x41\u03b1\U0001F600\t\n\r\\\"\[\]")");
   ASSERT_TRUE(g.ok()) << g.status();
