@@ -644,6 +644,15 @@ TEST(Earley, ItemCapIsAnError) {
   EXPECT_THAT(std::string(big.status().message()), HasSubstr("max_items_per_position"));
   EXPECT_EQ(r.IsViablePrefix(std::string(500, 'a')).status().code(),
             absl::StatusCode::kResourceExhausted);
+
+  // Steps: nested stars revisit whole sets on every completion.
+  EarleyOptions steps;
+  steps.max_steps_per_position = 2000;
+  auto stars = MustCreate(*ParseGbnf("root ::= \"a\"*******"), steps);
+  EXPECT_TRUE(Accepts(stars, "aa"));
+  auto slow = stars.Accepts(std::string(300, 'a'));
+  EXPECT_EQ(slow.status().code(), absl::StatusCode::kResourceExhausted) << slow.status();
+  EXPECT_THAT(std::string(slow.status().message()), HasSubstr("max_steps_per_position"));
 }
 
 TEST(Earley, CreateValidates) {
