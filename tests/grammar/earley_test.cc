@@ -181,13 +181,15 @@ class JsonGen {
       case 3: return "false";
       case 4: return "null";
       case 5: {
-        std::string out = "[" + Ws();
+        std::string out = "[";  // (not "[" + Ws(): GCC 12 warns -Wrestrict)
+        out += Ws();
         int n = Pick(4);
         for (int i = 0; i < n; ++i) out += (i ? Ws() + "," + Ws() : "") + Value(depth + 1);
         return out + Ws() + "]";
       }
       default: {
-        std::string out = "{" + Ws();
+        std::string out = "{";
+        out += Ws();
         int n = Pick(4);
         for (int i = 0; i < n; ++i) {
           out += (i ? Ws() + "," + Ws() : "") + String() + Ws() + ":" + Ws() + Value(depth + 1);
@@ -274,8 +276,8 @@ class JsonGen {
 // leaves to implementations, before it has read the rest.
 std::optional<bool> NlohmannAccepts(const std::string& text) {
   try {
-    (void)nlohmann::json::parse(text.begin(), text.end());
-    return true;
+    nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end());
+    return !parsed.is_discarded();
   } catch (const nlohmann::json::parse_error&) {
     return false;
   } catch (const nlohmann::json::out_of_range& e) {
