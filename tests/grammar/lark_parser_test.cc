@@ -1,0 +1,3 @@
+#include "grammar/lark_parser.h"
+#include <gtest/gtest.h>
+TEST(LarkParser, Smoke) {}
