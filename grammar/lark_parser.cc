@@ -387,6 +387,7 @@ struct Node {
   uint32_t min = 0, max = 0;   // kRepeat; max == kUnbounded: none
   std::string text;            // kName, kTemplateUse: the name; kString, kRegex: evaluated text
   std::string flags;           // kString: "" or "i"; kRegex: its flags
+  std::string raw;             // kRegex: as written, for messages
   uint32_t lo = 0, hi = 0;     // kRange
 };
 constexpr uint32_t kUnbounded = RegexNode::kUnbounded;
@@ -739,6 +740,7 @@ class Parser {
         if (!s.ok()) return s.status();
         if (s->empty()) return ErrorAt(t.pos, "empty regex");
         n.kind = Node::Kind::kRegex;
+        n.raw = absl::StrCat("/", t.text, "/", t.flags);
         n.text = std::move(*s);
         n.flags = t.flags;
         return Add(std::move(n));
@@ -997,7 +999,7 @@ class Lowerer {
         size_t off = 0;
         auto r = TranslatePythonRegex(n.text, f, &off);
         if (!r.ok()) {
-          return ErrorAt(n.pos, absl::StrCat("regex /", n.text, "/: ", r.status().message(),
+          return ErrorAt(n.pos, absl::StrCat("regex ", n.raw, ": ", r.status().message(),
                                              " at offset ", off));
         }
         return Piece{absl::StrCat("(?:", *r, ")"), std::nullopt};
@@ -1080,13 +1082,14 @@ class Lowerer {
     Terminal t;
     switch (n.kind) {
       case Node::Kind::kString: t.name = absl::StrCat("\"", n.text, "\"", n.flags); break;
-      case Node::Kind::kRegex: t.name = absl::StrCat("/", n.text, "/", n.flags); break;
+      case Node::Kind::kRegex: t.name = n.raw; break;
       default: t.name = absl::StrFormat("\"\\x{%X}\"..\"\\x{%X}\"", n.lo, n.hi); break;
     }
     t.regex = piece->regex;
     t.literal = piece->literal;
     t.where = n.pos;
-    return AddTerminal(absl::StrCat("A", t.name), std::move(t));
+    std::string key = absl::StrCat("A", t.name);
+    return AddTerminal(key, std::move(t));
   }
 
   absl::StatusOr<uint32_t> IgnoreTerminal(uint32_t alt, SourcePos pos) {
@@ -1114,7 +1117,8 @@ class Lowerer {
     t.regex = piece->regex;
     t.literal = piece->literal;
     t.where = pos;
-    return AddTerminal(absl::StrCat("I", t.name), std::move(t));
+    std::string key = absl::StrCat("I", t.name);
+    return AddTerminal(key, std::move(t));
   }
 
   // ---- rules

@@ -1,3 +1,283 @@
+// ParseLark: grammar shapes accepted and checked through the reference Earley
+// recognizer, errors with their positions, limits. The differential test
+// against the Python lark library is tests/grammar/lark_oracle.py.
 #include "grammar/lark_parser.h"
+
+#include <string>
+
 #include <gtest/gtest.h>
-TEST(LarkParser, Smoke) {}
+
+#include "grammar/earley.h"
+
+namespace maskd::grammar {
+namespace {
+
+// Parses `lark` and returns a recognizer (fails the test on error).
+EarleyRecognizer Compile(const std::string& lark) {
+  auto g = ParseLark(lark);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) std::abort();
+  auto r = EarleyRecognizer::Create(*g);
+  EXPECT_TRUE(r.ok()) << r.status() << "\n" << ToText(*g);
+  if (!r.ok()) std::abort();
+  return std::move(*r);
+}
+
+void ExpectAccepts(const EarleyRecognizer& r, const std::string& text, bool want) {
+  auto got = r.Accepts(text);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, want) << "text: " << text;
+}
+
+std::string ErrorOf(const std::string& lark, const GrammarLimits& limits = {}) {
+  auto g = ParseLark(lark, limits);
+  if (g.ok()) return "OK";
+  return std::string(absl::StatusCodeToString(g.status().code())) + ": " + std::string(g.status().message());
+}
+
+const char kJson[] = R"L(
+?start: value
+?value: object
+      | array
+      | string
+      | SIGNED_NUMBER      -> number
+      | "true"             -> true
+      | "false"            -> false
+      | "null"             -> null
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : string ":" value
+string : ESCAPED_STRING
+
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+)L";
+
+TEST(LarkParser, Json) {
+  auto r = Compile(kJson);
+  ExpectAccepts(r, R"L({"a": [1, 2.5e3, -3], "b": {"c": null}, "d": "x\"y"})L", true);
+  ExpectAccepts(r, "  [ true , false ]  ", true);
+  ExpectAccepts(r, "[]", true);
+  ExpectAccepts(r, "[1,]", false);
+  ExpectAccepts(r, R"L({"a" 1})L", false);
+  ExpectAccepts(r, R"L("unterminated)L", false);
+  ExpectAccepts(r, "[1 2]", false);
+}
+
+TEST(LarkParser, ArithmeticWithIgnore) {
+  auto r = Compile(R"L(
+    ?start: sum
+    ?sum: product
+        | sum "+" product   -> add
+        | sum "-" product   -> sub
+    ?product: atom
+        | product "*" atom  -> mul
+        | product "/" atom  -> div
+    ?atom: NUMBER           -> number
+         | "-" atom         -> neg
+         | NAME             -> var
+         | "(" sum ")"
+    %import common.CNAME -> NAME
+    %import common.NUMBER
+    %import common.WS_INLINE
+    %ignore WS_INLINE
+  )L");
+  ExpectAccepts(r, "1 + 2 * (x - 3.5)", true);
+  ExpectAccepts(r, "--x", true);
+  ExpectAccepts(r, "1 +", false);
+  ExpectAccepts(r, "(1", false);
+  ExpectAccepts(r, "1\n+2", false);  // WS_INLINE has no newline
+}
+
+TEST(LarkParser, SqlSubsetCaseInsensitive) {
+  auto r = Compile(R"L(
+    start: select_stmt
+    select_stmt: SELECT columns FROM NAME [WHERE condition]
+    columns: "*" | NAME ("," NAME)*
+    condition: NAME OP value
+    value: NUMBER | STRING
+    SELECT: "select"i
+    FROM: "from"i
+    WHERE: "where"i
+    OP: "=" | "<" | ">" | "<=" | ">=" | "!="
+    NAME: /[a-z_][a-z0-9_]*/
+    STRING: /'[^']*'/
+    %import common.NUMBER
+    %import common.WS
+    %ignore WS
+  )L");
+  ExpectAccepts(r, "SELECT a, b FROM t WHERE a >= 3", true);
+  ExpectAccepts(r, "select * from t", true);
+  ExpectAccepts(r, "SeLeCt x FrOm y where z = 'q'", true);
+  ExpectAccepts(r, "select from t", false);
+  // Python's (?i) folds the Kelvin sign with k and the long s with s.
+  ExpectAccepts(r, "\xC5\xBF" "elect x from t", true);
+}
+
+TEST(LarkParser, CLikeSnippet) {
+  auto r = Compile(R"L(
+    start: stmt*
+    ?stmt: decl | assign | if_stmt | block
+    decl: TYPE NAME ["=" expr] ";"
+    assign: NAME "=" expr ";"
+    if_stmt: "if" "(" expr ")" stmt ["else" stmt]
+    block: "{" stmt* "}"
+    ?expr: term (("+" | "-") term)*
+    ?term: factor (("*" | "/") factor)*
+    ?factor: NAME | INT | "(" expr ")"
+    TYPE.2: "int" | "char"
+    NAME: /[A-Za-z_]\w*/
+    %import common.INT
+    %import common.WS
+    %import common.C_COMMENT
+    %import common.CPP_COMMENT
+    %ignore WS
+    %ignore C_COMMENT
+    %ignore CPP_COMMENT
+  )L");
+  ExpectAccepts(r, "int x = 1; /* c */ if (x) { x = x * 2; } else y = 3; // done", true);
+  ExpectAccepts(r, "", true);
+  ExpectAccepts(r, "int x = ;", false);
+  ExpectAccepts(r, "int = 1;", true);  // NAME matches "int" too: every split counts
+  ExpectAccepts(r, "x = 1 /* open", false);
+  ExpectAccepts(r, "x\xC3\xA9t\xC3\xA9 = 1;", true);  // \w is Unicode, as in Python
+}
+
+TEST(LarkParser, OutlinesStyleAndOperators) {
+  auto r = Compile(R"L(
+    start: item ~ 2..3 ","? tail
+    item: LETTER+ | DIGIT ~ 2
+    tail: "<" sep{NUM, ";"} ">"
+    sep{x, s}: x (s x)*
+    NUM: /\d+/
+    %import common.LETTER
+    %import common.DIGIT
+  )L");
+  ExpectAccepts(r, "ab12c<1;22>", true);
+  ExpectAccepts(r, "abc,<1>", true);
+  ExpectAccepts(r, "a<1>", false);    // ~ 2..3: at least two items
+  ExpectAccepts(r, "a1<1>", false);   // DIGIT ~ 2
+  ExpectAccepts(r, "ab12<1;>", false);
+}
+
+TEST(LarkParser, TerminalsInlineAndKeepPriorityAndLiteral) {
+  auto g = ParseLark(R"L(
+    start: A B "x"
+    A.3: "ab" "cd"
+    B: A | /[0-9]+/
+  )L");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->terminals.size(), 3u);
+  EXPECT_EQ(g->terminals[0].name, "A");
+  EXPECT_EQ(g->terminals[0].priority, 3);
+  EXPECT_EQ(g->terminals[0].literal, std::optional<std::string>("abcd"));
+  EXPECT_EQ(g->terminals[1].name, "B");
+  EXPECT_FALSE(g->terminals[1].literal.has_value());
+  EXPECT_EQ(g->terminals[2].literal, std::optional<std::string>("x"));
+  auto r = EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(r.ok());
+  ExpectAccepts(*r, "abcdabcdx", true);
+  ExpectAccepts(*r, "abcd123x", true);
+  ExpectAccepts(*r, "abcdx", false);
+}
+
+TEST(LarkParser, StringEscapesAndRegexFlags) {
+  auto r = Compile(R"L(
+    start: "a\"b" "\\" /x y # comment
+                         z/x "\x41" /[a-c]+/i /a.b/s "\t"
+  )L");
+  ExpectAccepts(r, "a\"b\\xyzAbCaa\nb\t", true);
+  ExpectAccepts(r, "a\"b\\xyzAdA\nb\t", false);
+  ExpectAccepts(r, "a\"b\\x yzAaa\nb\t", false);
+}
+
+TEST(LarkParser, Errors) {
+  EXPECT_EQ(ErrorOf("start: a\n"), "INVALID_ARGUMENT: line 1, column 8: rule 'a' is used but not defined");
+  EXPECT_EQ(ErrorOf("start: \"a\"\nstart: \"b\"\n"),
+            "INVALID_ARGUMENT: line 2, column 1: rule 'start' is defined more than once (first at line 1)");
+  EXPECT_EQ(ErrorOf("start: A\nA: \"a\" A\n"),
+            "INVALID_ARGUMENT: line 2, column 1: terminal 'A' is defined in terms of itself");
+  EXPECT_EQ(ErrorOf("start: (\"a\"\n"), "INVALID_ARGUMENT: line 1, column 12: expected ')', got end of line");
+  EXPECT_EQ(ErrorOf("start: A\nA: b\nb: \"x\"\n"),
+            "INVALID_ARGUMENT: line 2, column 4: terminals cannot contain rules ('b')");
+  EXPECT_EQ(ErrorOf("start: /a*/\n"),
+            "INVALID_ARGUMENT: line 1, column 8: terminal /a*/ matches the empty string (Lark's Earley "
+            "parser refuses zero-width terminals)");
+  EXPECT_EQ(ErrorOf("start: /(?=a)a/\n"),
+            "INVALID_ARGUMENT: line 1, column 8: regex /(?=a)a/: lookaround is not supported at offset 0");
+  EXPECT_EQ(ErrorOf("start: /^a/\n"),
+            "INVALID_ARGUMENT: line 1, column 8: regex /^a/: anchors (^, $) are not supported: a terminal "
+            "is matched whole at offset 0");
+  EXPECT_EQ(ErrorOf("%declare X\nstart: X\n"),
+            "INVALID_ARGUMENT: line 1, column 1: %declare is not supported: declared terminals need an "
+            "external lexer");
+  EXPECT_EQ(ErrorOf("%import python.NAME\nstart: NAME\n"),
+            "INVALID_ARGUMENT: line 1, column 9: %import from 'python' is not supported (only common)");
+  EXPECT_EQ(ErrorOf("%import common.NOPE\nstart: \"a\"\n"),
+            "INVALID_ARGUMENT: line 1, column 16: common defines no terminal 'NOPE'");
+  EXPECT_EQ(ErrorOf("other: \"a\"\n"), "INVALID_ARGUMENT: no start rule 'start' in the grammar");
+  EXPECT_EQ(ErrorOf("start: \"a\" Foo\n"),
+            "INVALID_ARGUMENT: line 1, column 12: name 'Foo' mixes cases (rules are lowercase, terminals "
+            "uppercase)");
+  EXPECT_EQ(ErrorOf("start: \"\"\n"), "INVALID_ARGUMENT: line 1, column 8: empty terminals are not allowed (\"\")");
+  EXPECT_EQ(ErrorOf("start: \"a\" ~ 3..2\n"), "INVALID_ARGUMENT: line 1, column 17: bad repeat range 3..2");
+  EXPECT_EQ(ErrorOf("start: \"ab\"..\"c\"\n"),
+            "INVALID_ARGUMENT: line 1, column 8: a range's ends must be single characters");
+  EXPECT_EQ(ErrorOf("start: s{\"a\"}\ns{x, y}: x y\n"),
+            "INVALID_ARGUMENT: line 1, column 8: template 's' takes 2 arguments, got 1");
+  EXPECT_EQ(ErrorOf("start: \"a\"\n%ignore b\nb: \"x\"\n"),
+            "INVALID_ARGUMENT: line 2, column 9: %ignore needs terminals; 'b' is a rule");
+  EXPECT_EQ(ErrorOf("start: \"a\xff\"\n"), "INVALID_ARGUMENT: line 1, column 10: invalid UTF-8");
+  EXPECT_EQ(ErrorOf("start: /[\\U00010400a]/i\n"),
+            "INVALID_ARGUMENT: line 1, column 8: regex /[\\U00010400a]/i: case-insensitive class with a "
+            "cased character beyond U+FFFF is not supported at offset 0");
+}
+
+TEST(LarkParser, LimitsAndNesting) {
+  std::string deep = "start: " + std::string(300, '(') + "\"a\"" + std::string(300, ')') + "\n";
+  EXPECT_EQ(ErrorOf(deep),
+            "RESOURCE_EXHAUSTED: line 1, column 264: groups nested too deeply (more than 256 levels: "
+            "max_nesting)");
+  std::string very_deep = "start: " + std::string(100000, '[') + "\"a\"" + std::string(100000, ']') + "\n";
+  EXPECT_NE(ErrorOf(very_deep).find("max_nesting"), std::string::npos);
+  GrammarLimits small;
+  small.max_text_bytes = 10;
+  EXPECT_EQ(ErrorOf("start: \"abc\"\n", small),
+            "RESOURCE_EXHAUSTED: grammar text is 13 bytes, over max_text_bytes (10)");
+  EXPECT_NE(ErrorOf("start: \"a\" ~ 1001\n").find("max_repeat (1000)"), std::string::npos);
+  small = {};
+  small.max_rules = 3;
+  EXPECT_NE(ErrorOf("start: (\"a\" | \"b\") (\"c\" | \"d\") (\"e\" | \"f\")\n", small).find("(max_rules)"),
+            std::string::npos);
+  small = {};
+  small.max_terminals = 2;
+  EXPECT_NE(ErrorOf("start: \"a\" \"b\" \"c\"\n", small).find("(max_terminals)"), std::string::npos);
+  small = {};
+  small.max_symbols = 10;
+  EXPECT_NE(ErrorOf("start: \"a\" ~ 20\n", small).find("(max_symbols)"), std::string::npos);
+  // A terminal chain that doubles at each step overflows the regex size, cleanly.
+  std::string blowup = "start: T0\n";
+  for (int i = 0; i < 40; ++i) blowup += "T" + std::to_string(i) + ": T" + std::to_string(i + 1) + " T" + std::to_string(i + 1) + "\n";
+  blowup += "T40: \"x\"\n";
+  EXPECT_NE(ErrorOf(blowup).find("RESOURCE_EXHAUSTED"), std::string::npos);
+  // A long chain of terminals is bounded too.
+  std::string chain = "start: C0\n";
+  for (int i = 0; i < 3000; ++i) chain += "C" + std::to_string(i) + ": C" + std::to_string(i + 1) + "\n";
+  chain += "C3000: \"x\"\n";
+  EXPECT_NE(ErrorOf(chain).find("nested too deeply"), std::string::npos);
+}
+
+TEST(LarkParser, StartParameterAndIgnoreForms) {
+  auto g = ParseLark("a: \"x\" b\nb: \"y\"\n%ignore \" \"\n%ignore /\\t+/\n", {}, "a");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->ignore.size(), 2u);
+  auto r = EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(r.ok());
+  ExpectAccepts(*r, " x\t\ty ", true);
+  ExpectAccepts(*r, "x\ny", false);
+}
+
+}  // namespace
+}  // namespace maskd::grammar
