@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Differential test of maskd's Lark front end against the Python lark library.
+
+For each grammar below, builds texts (seed texts, their random mutations and
+random strings over the grammar's alphabet), asks
+lark.Lark(g, parser="earley", lexer="dynamic_complete") whether each parses,
+and asks maskd (build/bin/lark_accepts: ParseLark + the reference Earley
+recognizer) whether it accepts; prints the agreement per grammar and the
+first disagreements. Not in the default suite (needs lark from PyPI):
+
+  python3 -m venv ~/.cache/maskd-lark && ~/.cache/maskd-lark/bin/pip install lark
+  cmake --build build --target lark_accepts
+  ~/.cache/maskd-lark/bin/python tests/grammar/lark_oracle.py [--count N] [--seed S]
+
+Exit status 1 when any text disagrees.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import lark
+
+GRAMMARS = {
+    "json": (r'''
+?start: value
+?value: object | array | string | SIGNED_NUMBER -> number
+      | "true" -> true | "false" -> false | "null" -> null
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : string ":" value
+string : ESCAPED_STRING
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+''', ['{"a": [1, 2.5e3, -3], "b": {"c": null}}', '[true, false, "x\\"y"]', '{}', '[1.5E-3]',
+      '"a\\\\"', '{"k": "v", "l": [[], {}]}']),
+    "arithmetic": (r'''
+?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | NAME | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+''', ["1 + 2 * (x - 3.5)", "--x", "a*b/c", "(1)", "1.e5 - .5"]),
+    "sql": (r'''
+start: select_stmt
+select_stmt: SELECT columns FROM NAME [WHERE condition] [ORDER BY NAME (ASC | DESC)?]
+columns: "*" | NAME ("," NAME)*
+condition: NAME OP value (AND NAME OP value)*
+value: NUMBER | STRING
+SELECT: "select"i
+FROM: "from"i
+WHERE: "where"i
+ORDER: "order"i
+BY: "by"i
+ASC: "asc"i
+DESC: "desc"i
+AND: "and"i
+OP: "=" | "<" | ">" | "<=" | ">=" | "!="
+NAME: /[a-z_][a-z0-9_]*/
+STRING: /'[^']*'/
+%import common.NUMBER
+%import common.WS
+%ignore WS
+''', ["SELECT a, b FROM t WHERE a >= 3", "select * from t order by a desc",
+      "SeLeCt x FrOm y where z = 'q' and w != 2", "select k from s"]),
+    "c_like": (r'''
+start: stmt*
+?stmt: decl | assign | if_stmt | block
+decl: TYPE NAME ["=" expr] ";"
+assign: NAME "=" expr ";"
+if_stmt: "if" "(" expr ")" stmt ["else" stmt]
+block: "{" stmt* "}"
+?expr: term (("+" | "-") term)*
+?term: factor (("*" | "/") factor)*
+?factor: NAME | INT | "(" expr ")"
+TYPE.2: "int" | "char"
+NAME: /[A-Za-z_]\w*/
+%import common.INT
+%import common.WS
+%import common.C_COMMENT
+%import common.CPP_COMMENT
+%ignore WS
+%ignore C_COMMENT
+%ignore CPP_COMMENT
+''', ["int x = 1; /* c */ if (x) { x = x * 2; } else y = 3; // done\n", "char c;",
+      "{ a = (b + 1) / 2; }", "/**/x=1;/* * / */"]),
+    "templates_repeats": (r'''
+start: item ~ 2..3 ","? tail
+item: LETTER+ | DIGIT ~ 2
+tail: "<" sep{NUM, ";"} ">"
+sep{x, s}: x (s x)*
+NUM: /\d+/
+%import common.LETTER
+%import common.DIGIT
+''', ["ab12c<1;22>", "abc,<1>", "a12<3>"]),
+    "regex_flags": (r'''
+start: WORD_I (SEP ITEM)* [TAIL]
+WORD_I: /[a-z]+k/i
+SEP: /\s+/ | ","
+ITEM: /\d+(\.\d+)?/ | /x # comment
+        [yz]+ /x
+TAIL: /e.d/s | "end"i
+''', ["abk 12,3.5 yz", "XK", "sk end", "ak,1e\nd", "Ak\u00a012"]),
+    "strings_ranges": (r'''
+start: (PAIR | ESC | HEX)+
+PAIR: "a".."f" "0".."9"
+ESC: "\"" | "\\" | /\\"/
+HEX: "\x41" | "\u00e9" | /\x42/
+''', ['a1"\\', "b2A\u00e9B", 'f9"']),
+    "ambiguous": (r'''
+start: a+
+a: "x" | "xx" | b
+b: A A
+A: /x+/
+%ignore " "
+''', ["xxx", "x x", "xxxx x"]),
+    "outlines_csv": (r'''
+start: header _NL row+
+header: NAME ("," NAME)*
+row: value ("," value)* _NL
+value: SIGNED_NUMBER | ESCAPED_STRING | NAME
+_NL: /(\r?\n)+/
+%import common.CNAME -> NAME
+%import common.SIGNED_NUMBER
+%import common.ESCAPED_STRING
+''', ["a,b\n1,2\n", 'name,age\n"x",3\n\r\nbob,-1.5\n']),
+}
+
+
+def alphabet(grammar, seeds):
+    chars = set("".join(seeds)) | set(" \n\t\"\\")
+    chars |= {c for c in grammar if c.isprintable()}
+    return sorted(chars)
+
+
+def mutate(rng, text, chars):
+    t = list(text)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(4)
+        i = rng.randrange(len(t) + 1)
+        if op == 0:
+            t.insert(i, rng.choice(chars))
+        elif op == 1 and t:
+            del t[min(i, len(t) - 1)]
+        elif op == 2 and t:
+            t[min(i, len(t) - 1)] = rng.choice(chars)
+        elif t:
+            j = rng.randrange(len(t) + 1)
+            lo, hi = min(i, j), max(i, j)
+            t[lo:lo] = t[lo:hi]
+    return "".join(t)
+
+
+def texts_for(rng, grammar, seeds, count):
+    chars = alphabet(grammar, seeds)
+    out = list(seeds)
+    while len(out) < count:
+        r = rng.random()
+        if r < 0.6:
+            out.append(mutate(rng, rng.choice(seeds), chars))
+        elif r < 0.8:
+            a, b = rng.choice(seeds), rng.choice(seeds)
+            out.append(a[: rng.randrange(len(a) + 1)] + b[rng.randrange(len(b) + 1):])
+        else:
+            out.append("".join(rng.choice(chars) for _ in range(rng.randint(0, 12))))
+    return out
+
+
+def lark_accepts(parser, text):
+    try:
+        parser.parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--driver", default=os.path.join(os.path.dirname(__file__), "../../build/bin/lark_accepts"))
+    ap.add_argument("--count", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    total = agree = 0
+    failed = False
+    print("lark %s, Python %s" % (lark.__version__, sys.version.split()[0]))
+    for name, (grammar, seeds) in GRAMMARS.items():
+        if args.only and name != args.only:
+            continue
+        texts = texts_for(rng, grammar, seeds, args.count)
+        parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+        with tempfile.NamedTemporaryFile("w", suffix=".lark", delete=False, encoding="utf-8") as f:
+            f.write(grammar)
+            path = f.name
+        try:
+            run = subprocess.run([args.driver, path], input="".join(json.dumps(t) + "\n" for t in texts),
+                                 capture_output=True, text=True, encoding="utf-8")
+        finally:
+            os.unlink(path)
+        lines = run.stdout.splitlines()
+        if not lines or lines[0] != "OK":
+            print("%-18s maskd refused the grammar: %s" % (name, lines[:1] or run.stderr))
+            failed = True
+            continue
+        got = lines[1:]
+        diffs = []
+        for text, m in zip(texts, got):
+            want = lark_accepts(parser, text)
+            if m not in ("0", "1") or (m == "1") != want:
+                diffs.append((text, want, m))
+        n_acc = sum(1 for m in got if m == "1")
+        total += len(texts)
+        agree += len(texts) - len(diffs)
+        print("%-18s %4d texts, %4d accepted by lark, agreement %d/%d"
+              % (name, len(texts), sum(1 for t in texts if lark_accepts(parser, t)) if diffs else n_acc,
+                 len(texts) - len(diffs), len(texts)))
+        for text, want, m in diffs[:5]:
+            print("    %r: lark %s, maskd %s" % (text, "accepts" if want else "rejects", m))
+        failed |= bool(diffs)
+    print("total agreement %d/%d" % (agree, total))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
