@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -182,12 +183,89 @@ def lark_accepts(parser, text):
         return False
 
 
+# Random regexes for the translation check (--regexes N): maskd's reading of
+# `start: /P/flags` must be exactly re.fullmatch of the pattern Lark compiles.
+RE_CHARS = ["a", "b", "k", "K", "s", "S", "\u017f", "\u212a", "\u00e9", "\u00c9", "0", "7", " ",
+            "_", "-", "\\.", "\u0660", "\u00a0", "\\n", "\\t", "\\x41", "\\0"]
+RE_CLASSES = ["\\d", "\\w", "\\s", "\\D", "\\W", "\\S", ".", "[ab]", "[^a]", "[a-z]",
+              "[\\w-]", "[^\\W\\d]", "[K-k]", "[\u00e9s]", "[]a]", "[\\s\\d]", "[^\\sK]",
+              "[0-9a-fA-F]", "[\\x00-\\x7f]", "[\u00c0-\u024f]"]
+RE_QUANT = ["", "", "", "*", "+", "?", "{2}", "{,2}", "{1,}", "*?", "{1,2}"]
+TEXT_CHARS = ["a", "b", "k", "K", "s", "S", "\u017f", "\u212a", "\u00e9", "\u00c9", "0", "7", " ", "_",
+              "-", "\n", "\t", "\u0660", "\u00a0", "x", ".", "A", "\x00", "\u0131", "\u0130", "I", "i"]
+
+
+def random_regex(rng, depth=0):
+    items = []
+    for _ in range(rng.randint(1, 3)):
+        r = rng.random()
+        if r < 0.4:
+            atom = rng.choice(RE_CHARS)
+        elif r < 0.8 or depth >= 2:
+            atom = rng.choice(RE_CLASSES)
+        else:
+            inner = random_regex(rng, depth + 1)
+            if rng.random() < 0.5:
+                inner += "|" + random_regex(rng, depth + 1)
+            atom = rng.choice(["(%s)", "(?:%s)", "(?i:%s)", "(?s:%s)", "(?-i:%s)"]) % inner
+        items.append(atom + rng.choice(RE_QUANT))
+    return "".join(items)
+
+
+def check_regexes(driver, rng, count, texts_per):
+    agree = total = matched = refused = 0
+    shown = 0
+    for _ in range(count):
+        pattern = random_regex(rng)
+        flags = "".join(f for f in "is" if rng.random() < 0.3)
+        grammar = "start: /%s/%s\n" % (pattern, flags)
+        try:
+            parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+            compiled = re.compile(parser.terminals[0].pattern.to_regexp())
+        except Exception:
+            compiled = None
+        texts = ["".join(rng.choice(TEXT_CHARS) for _ in range(rng.randint(0, 4))) for _ in range(texts_per)]
+        with tempfile.NamedTemporaryFile("w", suffix=".lark", delete=False, encoding="utf-8") as f:
+            f.write(grammar)
+            path = f.name
+        try:
+            run = subprocess.run([driver, path], input="".join(json.dumps(t) + "\n" for t in texts),
+                                 capture_output=True, text=True, encoding="utf-8")
+        finally:
+            os.unlink(path)
+        lines = run.stdout.splitlines()
+        if compiled is None or not lines or lines[0] != "OK":
+            # Both refuse (zero-width or invalid): agreement; one refuses: report.
+            both = compiled is None and (not lines or lines[0] != "OK")
+            total += 1
+            agree += both
+            refused += both
+            if not both and shown < 8:
+                shown += 1
+                print("    /%s/%s: lark %s, maskd %s" % (pattern, flags, "refuses" if compiled is None else "compiles",
+                                                     lines[0] if lines else run.stderr))
+            continue
+        for text, m in zip(texts, lines[1:]):
+            want = compiled.fullmatch(text) is not None
+            matched += want
+            total += 1
+            if (m == "1") == want:
+                agree += 1
+            elif shown < 8:
+                shown += 1
+                print("    /%s/%s on %r: re %s, maskd %s" % (pattern, flags, text, want, m))
+    print("regexes            %d patterns (%d refused by both) x %d texts (%d matching), agreement %d/%d"
+          % (count, refused, texts_per, matched, agree, total))
+    return agree == total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default=os.path.join(os.path.dirname(__file__), "../../build/bin/lark_accepts"))
     ap.add_argument("--count", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="")
+    ap.add_argument("--regexes", type=int, default=300, help="random regexes to check (0: none)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     total = agree = 0
@@ -227,6 +305,8 @@ def main():
             print("    %r: lark %s, maskd %s" % (text, "accepts" if want else "rejects", m))
         failed |= bool(diffs)
     print("total agreement %d/%d" % (agree, total))
+    if args.regexes:
+        failed |= not check_regexes(args.driver, rng, args.regexes, 30)
     return 1 if failed else 0
 
 
