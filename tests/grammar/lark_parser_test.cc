@@ -3,11 +3,13 @@
 // against the Python lark library is tests/grammar/lark_oracle.py.
 #include "grammar/lark_parser.h"
 
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "grammar/earley.h"
+#include "grammar/python_regex.h"
 
 namespace maskd::grammar {
 namespace {
@@ -277,6 +279,66 @@ TEST(LarkParser, StartParameterAndIgnoreForms) {
   ASSERT_TRUE(r.ok());
   ExpectAccepts(*r, " x\t\ty ", true);
   ExpectAccepts(*r, "x\ny", false);
+}
+
+// Mutated grammar texts never crash the parser, and what it accepts passes
+// Validate (run under ASan/UBSan in CI).
+TEST(LarkParser, MutatedGrammarsNeverCrash) {
+  const std::string seeds[] = {
+      kJson,
+      "start: item ~ 2..3 \",\"? tail\nitem: LETTER+ | DIGIT ~ 2\ntail: \"<\" sep{NUM, \";\"} \">\"\n"
+      "sep{x, s}: x (s x)*\nNUM: /\\d+/\n%import common.LETTER\n%import common.DIGIT\n",
+      "start: /[a-z]+k/i (SEP ITEM)*\nSEP: /\\s+/ | \",\"\nITEM: /x # c\n [yz]+ /x | \"a\"..\"f\"\n"
+      "%ignore \" \"\n",
+  };
+  const std::string pieces[] = {"(", ")", "[", "]", "{", "}", "|", "*", "+", "?", "~", "..", "->", ":",
+                                "\"", "/", "\\", "%ignore ", "%import common.", "\n", "_", "A", "a",
+                                ".", ",", "#", "//", "\n|", "i", "x"};
+  std::mt19937 rng(12345);
+  int ok = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string text = seeds[iter % 3];
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % (text.size() + 1);
+      switch (rng() % 3) {
+        case 0: text.insert(at, pieces[rng() % std::size(pieces)]); break;
+        case 1: text.erase(at, 1 + rng() % 3); break;
+        default: text.insert(at, text.substr(rng() % (text.size() + 1), rng() % 8)); break;
+      }
+    }
+    auto g = ParseLark(text);
+    if (!g.ok()) {
+      EXPECT_TRUE(absl::IsInvalidArgument(g.status()) || absl::IsResourceExhausted(g.status()))
+          << g.status();
+      continue;
+    }
+    ++ok;
+    EXPECT_TRUE(Validate(*g).ok()) << Validate(*g) << "\n" << text;
+  }
+  EXPECT_GT(ok, 100);
+}
+
+TEST(PythonRegex, TranslatesPythonMeaning) {
+  auto tr = [](std::string_view p, PythonRegexFlags f = {}) {
+    auto r = TranslatePythonRegex(p, f);
+    return r.ok() ? *r : std::string("ERROR ") + std::string(r.status().message());
+  };
+  EXPECT_EQ(tr("a{,2}b{}"), "a{0,2}b\\x{7B}\\x{7D}");
+  EXPECT_EQ(tr("(?P<n>x)|[]a]"), "(?:x)|[\\x{5D}a]");
+  PythonRegexFlags i;
+  i.ignore_case = true;
+  EXPECT_EQ(tr("k", i), "[Kk\u212A]");
+  EXPECT_EQ(tr("(?-i:k)s", i), "(?:k)[Ss\u017F]");
+  PythonRegexFlags x;
+  x.verbose = true;
+  EXPECT_EQ(tr("a b # c\n c", x), "abc");
+  EXPECT_EQ(tr("(?s).", {}), "[\\x{0}-\\x{10FFFF}]");
+  EXPECT_NE(tr("\\d").find("\u0660"), std::string::npos);  // Unicode digits
+  EXPECT_EQ(tr("a(?i)b"), "ERROR global flags not at the start of the expression");
+  EXPECT_EQ(tr("(a)\\1"), "ERROR backreference is not supported");
+  EXPECT_EQ(tr("\\p{L}"), "ERROR bad escape \\p");
+  EXPECT_EQ(LiteralRegex("a.b", false), "a\\x{2E}b");
 }
 
 }  // namespace
