@@ -42,6 +42,9 @@ const CommonTerminal kCommon[] = {
     {"SIGNED_NUMBER",
      "[+\\-]?(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?|[0-9]+)"},
     {"_STRING_INNER", ".*"},
+    // Outlines' common.lark adds this one (no escapes: a string ends at its
+    // second quote).
+    {"UNESCAPED_STRING", "\"[^\"]*\""},
     {"_STRING_ESC_INNER", "(?:[^\\\\\\n]|\\\\.)*"},
     {"ESCAPED_STRING", "\"(?:[^\"\\\\\\n]|\\\\.)*\""},
     {"LCASE_LETTER", "[a-z]"},
@@ -480,7 +483,10 @@ class Parser {
     return std::stoi(n.text);
   }
 
-  absl::Status ParseDefinition() {
+  // kOverride replaces an earlier definition, kExtend adds alternatives to it.
+  enum class Mode { kNew, kOverride, kExtend };
+
+  absl::Status ParseDefinition(Mode mode = Mode::kNew, SourcePos directive = {}) {
     struct Definition d;
     d.pos = Peek().pos;
     while (Peek().kind == Tok::kBang || (Peek().kind == Tok::kOp && Peek().text == "?")) ++i_;
@@ -508,7 +514,28 @@ class Parser {
     if (!body.ok()) return body.status();
     d.body = *body;
     if (absl::Status st = EndStatement(); !st.ok()) return st;
-    return Declare(std::move(d));
+    if (mode == Mode::kNew) return Declare(std::move(d));
+    auto it = by_name.find(d.name);
+    const char* what = mode == Mode::kOverride ? "%override" : "%extend";
+    if (it == by_name.end()) {
+      return ErrorAt(directive, absl::StrCat(what, " of '", d.name, "', which is not defined"));
+    }
+    struct Definition& old = defs[it->second];
+    if (old.params.size() != d.params.size()) {
+      return ErrorAt(directive, absl::StrCat(what, " of '", d.name, "' with other template parameters"));
+    }
+    if (mode == Mode::kOverride) {
+      old.body = d.body;
+      old.common_regex = nullptr;
+      old.priority = d.priority;
+      old.params = d.params;
+      return absl::OkStatus();
+    }
+    if (!old.body) {
+      return ErrorAt(directive, absl::StrCat("%extend of the imported terminal '", d.name, "' is not supported"));
+    }
+    for (uint32_t alt : nodes[*d.body].kids) nodes[*old.body].kids.push_back(alt);
+    return absl::OkStatus();
   }
 
   absl::Status Directive() {
@@ -523,9 +550,8 @@ class Parser {
     if (dir.text == "%declare") {
       return ErrorAt(dir.pos, "%declare is not supported: declared terminals need an external lexer");
     }
-    if (dir.text == "%override" || dir.text == "%extend") {
-      return ErrorAt(dir.pos, absl::StrCat(dir.text, " is not supported"));
-    }
+    if (dir.text == "%override") return ParseDefinition(Mode::kOverride, dir.pos);
+    if (dir.text == "%extend") return ParseDefinition(Mode::kExtend, dir.pos);
     return ErrorAt(dir.pos, absl::StrCat("unknown directive '", dir.text, "'"));
   }
 

@@ -15,11 +15,13 @@
 //     and `#`; a newline ends a definition unless the next line starts
 //     with `|`;
 //   - `%import common.NAME [-> ALIAS]`, `%import common (A, B)` for Lark's
-//     common terminals (maskd's own definitions of what they mean), and
-//     `%ignore` of terminal names, strings, regexes or their combinations.
+//     common terminals (maskd's own definitions of what they mean, plus
+//     Outlines' UNESCAPED_STRING), `%ignore` of terminal names, strings,
+//     regexes or their combinations, `%override` and `%extend` of rules and
+//     terminals defined earlier.
 // Regexes are Python `re` patterns translated by grammar/python_regex.h
 // (Unicode \d \w \s, exact i/s/x flags). Refused with an error: %declare
-// (needs an external lexer), %override, %extend, imports from other modules,
+// (needs an external lexer), imports from other modules,
 // terminals matching the empty string (Lark's Earley refuses them too).
 //
 // Errors are INVALID_ARGUMENT "line L, column C: <what>"; passing a

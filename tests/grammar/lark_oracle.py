@@ -123,6 +123,16 @@ b: A A
 A: /x+/
 %ignore " "
 ''', ["xxx", "x x", "xxxx x"]),
+    "override_extend": (r'''
+start: greeting+
+greeting: HELLO NAME
+HELLO: "hello"
+NAME: /[a-z]+/
+%override HELLO: "hi" | "hey"i
+%extend greeting: "bye" NAME?
+%extend NAME: /[0-9]+/
+%ignore " "
+''', ["hi bob", "HEY 12 bye", "hey x hi y bye", "hello z"]),
     "outlines_csv": (r'''
 start: header _NL row+
 header: NAME ("," NAME)*

@@ -271,6 +271,25 @@ TEST(LarkParser, LimitsAndNesting) {
   EXPECT_NE(ErrorOf(chain).find("nested too deeply"), std::string::npos);
 }
 
+TEST(LarkParser, OverrideAndExtend) {
+  auto r = Compile(R"L(
+    start: greeting+
+    greeting: HELLO NAME
+    HELLO: "hello"
+    NAME: /[a-z]+/
+    %override HELLO: "hi" | "hey"i
+    %extend greeting: "bye" NAME?
+    %extend NAME: /[0-9]+/
+    %ignore " "
+  )L");
+  ExpectAccepts(r, "HEY 12 bye", true);
+  ExpectAccepts(r, "hello z", false);
+  EXPECT_EQ(ErrorOf("start: \"a\"\n%extend other: \"b\"\n"),
+            "INVALID_ARGUMENT: line 2, column 1: %extend of 'other', which is not defined");
+  EXPECT_EQ(ErrorOf("start: WS\n%import common.WS\n%extend WS: \"x\"\n"),
+            "INVALID_ARGUMENT: line 3, column 1: %extend of the imported terminal 'WS' is not supported");
+}
+
 TEST(LarkParser, StartParameterAndIgnoreForms) {
   auto g = ParseLark("a: \"x\" b\nb: \"y\"\n%ignore \" \"\n%ignore /\\t+/\n", {}, "a");
   ASSERT_TRUE(g.ok()) << g.status();
