@@ -284,12 +284,18 @@ def main():
     for name, (grammar, seeds) in GRAMMARS.items():
         if args.only and name != args.only:
             continue
-        texts = texts_for(rng, grammar, seeds, args.count)
         parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
         with tempfile.NamedTemporaryFile("w", suffix=".lark", delete=False, encoding="utf-8") as f:
             f.write(grammar)
             path = f.name
         try:
+            # Texts sampled from maskd's side join the seeds: they test that
+            # what maskd generates parses, and their mutations go further.
+            sample = subprocess.run([args.driver, path, "--sample", str(max(10, args.count // 10)),
+                                     str(rng.randrange(1 << 30))],
+                                    capture_output=True, text=True, encoding="utf-8")
+            sampled = [json.loads(l) for l in sample.stdout.splitlines()[1:]]
+            texts = texts_for(rng, grammar, list(seeds) + sampled, args.count)
             run = subprocess.run([args.driver, path], input="".join(json.dumps(t) + "\n" for t in texts),
                                  capture_output=True, text=True, encoding="utf-8")
         finally:
@@ -308,8 +314,9 @@ def main():
         n_acc = sum(1 for m in got if m == "1")
         total += len(texts)
         agree += len(texts) - len(diffs)
-        print("%-18s %4d texts, %4d accepted by lark, agreement %d/%d"
-              % (name, len(texts), sum(1 for t in texts if lark_accepts(parser, t)) if diffs else n_acc,
+        print("%-18s %4d texts (%3d sampled by maskd), %4d accepted by lark, agreement %d/%d"
+              % (name, len(texts), len(sampled),
+                 sum(1 for t in texts if lark_accepts(parser, t)) if diffs else n_acc,
                  len(texts) - len(diffs), len(texts)))
         for text, want, m in diffs[:5]:
             print("    %r: lark %s, maskd %s" % (text, "accepts" if want else "rejects", m))
