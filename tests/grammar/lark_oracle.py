@@ -269,6 +269,82 @@ def check_regexes(driver, rng, count, texts_per):
     return agree == total
 
 
+GRAMMAR_PIECES = ["(", ")", "[", "]", "|", "*", "+", "?", "~ 2", "..", ":", "\"", "/", "\\", "\n",
+                  "\n|", " ", "_", "A", "a", "i", "x", ".", ",", "//", "#", "%ignore ", "\"x\"", "/y+/",
+                  "->", "{", "}", "\\n", "\\\"", "\\/", "?", "!"]
+
+
+def run_driver(driver, grammar, texts):
+    with tempfile.NamedTemporaryFile("w", suffix=".lark", delete=False, encoding="utf-8") as f:
+        f.write(grammar)
+        path = f.name
+    try:
+        run = subprocess.run([driver, path], input="".join(json.dumps(t) + "\n" for t in texts),
+                             capture_output=True, text=True, encoding="utf-8", errors="replace")
+    finally:
+        os.unlink(path)
+    return run.returncode, run.stdout.splitlines()
+
+
+def check_mutated_grammars(driver, rng, count, texts_per):
+    """Mutates the grammars above: lark and maskd must agree on refusing the
+    grammar, and where both load it, on the texts."""
+    names = list(GRAMMARS)
+    both_load = both_refuse = only_lark = only_maskd = text_agree = text_total = crashes = 0
+    shown = 0
+    for _ in range(count):
+        grammar, seeds = GRAMMARS[rng.choice(names)]
+        g = list(grammar)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(g) + 1)
+            if rng.random() < 0.5:
+                g[i:i] = list(rng.choice(GRAMMAR_PIECES))
+            else:
+                del g[i:i + rng.randint(1, 3)]
+        g = "".join(g)
+        try:
+            parser = lark.Lark(g, parser="earley", lexer="dynamic_complete")
+        except Exception:
+            parser = None
+        texts = texts_for(rng, grammar, seeds, texts_per)
+        rc, lines = run_driver(driver, g, texts)
+        if rc not in (0, 2):
+            crashes += 1
+            print("    driver exit %d on grammar %r" % (rc, g))
+            continue
+        maskd_ok = bool(lines) and lines[0] == "OK"
+        if parser is None and not maskd_ok:
+            both_refuse += 1
+            continue
+        if parser is None or not maskd_ok:
+            if parser is None:
+                only_maskd += 1
+            else:
+                only_lark += 1
+            if shown < 10:
+                shown += 1
+                print("    %s loads, the other refuses: %r -> %s"
+                      % ("maskd" if parser is None else "lark", g, lines[:1]))
+            continue
+        both_load += 1
+        for text, m in zip(texts, lines[1:]):
+            text_total += 1
+            try:
+                want = lark_accepts(parser, text)
+            except Exception:  # lark's own internal errors on odd grammars
+                text_total -= 1
+                continue
+            if (m == "1") == want:
+                text_agree += 1
+            elif shown < 10:
+                shown += 1
+                print("    grammar %r on %r: lark %s, maskd %s" % (g, text, want, m))
+    print("mutated grammars   %d: both load %d, both refuse %d, only lark loads %d, only maskd loads %d, "
+          "driver crashes %d; texts agree %d/%d"
+          % (count, both_load, both_refuse, only_lark, only_maskd, crashes, text_agree, text_total))
+    return crashes == 0 and text_agree == text_total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default=os.path.join(os.path.dirname(__file__), "../../build/bin/lark_accepts"))
@@ -276,6 +352,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="")
     ap.add_argument("--regexes", type=int, default=300, help="random regexes to check (0: none)")
+    ap.add_argument("--grammars", type=int, default=300, help="mutated grammars to check (0: none)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     total = agree = 0
@@ -324,6 +401,8 @@ def main():
     print("total agreement %d/%d" % (agree, total))
     if args.regexes:
         failed |= not check_regexes(args.driver, rng, args.regexes, 30)
+    if args.grammars:
+        failed |= not check_mutated_grammars(args.driver, rng, args.grammars, 30)
     return 1 if failed else 0
 
 
