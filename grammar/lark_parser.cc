@@ -1,5 +1,6 @@
 #include "grammar/lark_parser.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -69,6 +70,13 @@ const char* CommonRegex(std::string_view name) {
   }
   return nullptr;
 }
+
+// Group nesting never exceeds this, whatever GrammarLimits::max_nesting says:
+// it bounds the parser's and the lowering's recursion (a few KiB of stack
+// per level at most).
+constexpr uint32_t kMaxNesting = 1000;
+
+uint32_t Nesting(const GrammarLimits& limits) { return std::min(limits.max_nesting, kMaxNesting); }
 
 // The largest regex one terminal may expand to (maskd's pattern limit).
 constexpr size_t kMaxTerminalRegexBytes = RegexLimits{}.max_pattern_bytes;
@@ -605,9 +613,9 @@ class Parser {
   }
 
   absl::Status Deeper(int depth) {
-    if (depth >= static_cast<int>(limits_.max_nesting)) {
+    if (depth >= static_cast<int>(Nesting(limits_))) {
       return absl::ResourceExhaustedError(
-          absl::StrCat(At(Peek().pos), "groups nested too deeply (more than ", limits_.max_nesting,
+          absl::StrCat(At(Peek().pos), "groups nested too deeply (more than ", Nesting(limits_),
                        " levels: max_nesting)"));
     }
     return absl::OkStatus();
@@ -902,9 +910,9 @@ class Lowerer {
   }
 
   absl::Status Deeper(int depth, SourcePos pos) {
-    if (depth > 4 * static_cast<int>(limits_.max_nesting) + 64) {
+    if (depth > 4 * static_cast<int>(Nesting(limits_)) + 64) {
       return absl::ResourceExhaustedError(
-          absl::StrCat(At(pos), "definitions nested too deeply (max_nesting ", limits_.max_nesting, ")"));
+          absl::StrCat(At(pos), "definitions nested too deeply (max_nesting ", Nesting(limits_), ")"));
     }
     return absl::OkStatus();
   }
