@@ -5,7 +5,7 @@
 # hang (-timeout), leak or sanitizer report.
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]
-#   FUZZER: regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer
+#   FUZZER: regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer lark_fuzzer
 #           (default: all four)
 #
 # The committed seed corpus (fuzz/corpus/<fuzzer>/) is read, never written:
@@ -20,7 +20,7 @@ SECONDS_PER="${1:-60}"
 shift || true
 FUZZERS=("$@")
 if [ ${#FUZZERS[@]} -eq 0 ]; then
-  FUZZERS=(regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer)
+  FUZZERS=(regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer lark_fuzzer)
 fi
 BUILD_DIR="${MASKD_FUZZ_BUILD_DIR:-build-fuzz}"
 WORK="${MASKD_FUZZ_WORK:-$BUILD_DIR/work}"
