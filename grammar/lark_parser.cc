@@ -138,16 +138,20 @@ class Lexer {
           Advance();
         }
       } else if (IsNameStart(c)) {
+        // As Lark's own lexer: RULE is _?[a-z][_a-z0-9]*, TERMINAL is
+        // _?[A-Z][_A-Z0-9]*, so "_NLrow" reads as _NL then row.
         size_t b = pos_;
-        while (!AtEnd() && IsNameChar(s_[pos_])) Advance();
-        t.text = std::string(s_.substr(b, pos_ - b));
-        bool lower = false, upper = false;
-        for (char ch : t.text) {
-          lower |= ch >= 'a' && ch <= 'z';
-          upper |= ch >= 'A' && ch <= 'Z';
+        size_t q = pos_ + (c == '_' ? 1 : 0);
+        char first = q < s_.size() ? s_[q] : '\0';
+        bool lower = first >= 'a' && first <= 'z';
+        bool upper = first >= 'A' && first <= 'Z';
+        if (!lower && !upper) return ErrorAt(p, "a name needs a letter after '_'");
+        while (q < s_.size() && (s_[q] == '_' || (s_[q] >= '0' && s_[q] <= '9') ||
+                                 (lower ? (s_[q] >= 'a' && s_[q] <= 'z') : (s_[q] >= 'A' && s_[q] <= 'Z')))) {
+          ++q;
         }
-        if (lower && upper) return ErrorAt(p, absl::StrCat("name '", t.text, "' mixes cases (rules are lowercase, terminals uppercase)"));
-        if (!lower && !upper) return ErrorAt(p, absl::StrCat("bad name '", t.text, "'"));
+        while (pos_ < q) Advance();
+        t.text = std::string(s_.substr(b, pos_ - b));
         t.kind = lower ? Tok::kRule : Tok::kTerminal;
       } else if ((c >= '0' && c <= '9') ||
                  ((c == '-' || c == '+') && NumberAllowed(out) && pos_ + 1 < s_.size() &&
@@ -158,11 +162,23 @@ class Lexer {
         t.kind = Tok::kNumber;
         t.text = std::string(s_.substr(b, pos_ - b));
       } else if (c == '%') {
-        size_t b = pos_;
-        Advance();
-        while (!AtEnd() && s_[pos_] >= 'a' && s_[pos_] <= 'z') Advance();
+        // Lark matches its directives as fixed strings: "%importcommon" is
+        // %import then common.
+        static constexpr std::string_view kDirectives[] = {"%ignore", "%import", "%declare", "%override",
+                                                           "%extend"};
+        std::string_view rest = s_.substr(pos_);
+        size_t len = 0;
+        for (std::string_view d : kDirectives) {
+          if (rest.substr(0, d.size()) == d) len = d.size();
+        }
+        if (len == 0) {
+          len = 1;
+          while (len < rest.size() && rest[len] >= 'a' && rest[len] <= 'z') ++len;
+          return ErrorAt(p, absl::StrCat("unknown directive '", std::string(rest.substr(0, len)), "'"));
+        }
+        for (size_t k = 0; k < len; ++k) Advance();
         t.kind = Tok::kDirective;
-        t.text = std::string(s_.substr(b, pos_ - b));
+        t.text = std::string(rest.substr(0, len));
       } else if (c == '-' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '>') {
         Advance();
         Advance();
@@ -202,7 +218,6 @@ class Lexer {
 
  private:
   static bool IsNameStart(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-  static bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
   static bool NumberAllowed(const std::vector<Token>& out) {
     return !out.empty() && (out.back().kind == Tok::kDot || out.back().kind == Tok::kTilde ||
                             out.back().kind == Tok::kDotDot);
@@ -1019,22 +1034,17 @@ class Lowerer {
         if (n.flags == "i") return Piece{LiteralRegex(n.text, true), std::nullopt};
         return Piece{LiteralRegex(n.text, false), n.text};
       case Node::Kind::kRegex: {
-        PythonRegexFlags f;
-        for (char c : n.flags) {
-          switch (c) {
-            case 'i': f.ignore_case = true; break;
-            case 's': f.dot_all = true; break;
-            case 'x': f.verbose = true; break;
-            case 'm': case 'u': break;
-            case 'l': return ErrorAt(n.pos, "the l (locale) flag is not supported");
-            default: break;
-          }
-        }
+        // Lark applies flags by wrapping, (?f:pattern) once per flag letter,
+        // and compiles that; translating the same text keeps its quirks (an
+        // unterminated x-mode comment swallows the closing parenthesis).
+        std::string wrapped = n.text;
+        for (char c : n.flags) wrapped = absl::StrCat("(?", std::string(1, c), ":", wrapped, ")");
+        size_t prefix = 4 * n.flags.size();
         size_t off = 0;
-        auto r = TranslatePythonRegex(n.text, f, &off);
+        auto r = TranslatePythonRegex(wrapped, PythonRegexFlags{}, &off);
         if (!r.ok()) {
           return ErrorAt(n.pos, absl::StrCat("regex ", n.raw, ": ", r.status().message(),
-                                             " at offset ", off));
+                                             " at offset ", off > prefix ? off - prefix : 0));
         }
         return Piece{absl::StrCat("(?:", *r, ")"), std::nullopt};
       }

@@ -220,9 +220,9 @@ TEST(LarkParser, Errors) {
   EXPECT_EQ(ErrorOf("%import common.NOPE\nstart: \"a\"\n"),
             "INVALID_ARGUMENT: line 1, column 16: common defines no terminal 'NOPE'");
   EXPECT_EQ(ErrorOf("other: \"a\"\n"), "INVALID_ARGUMENT: no start rule 'start' in the grammar");
-  EXPECT_EQ(ErrorOf("start: \"a\" Foo\n"),
-            "INVALID_ARGUMENT: line 1, column 12: name 'Foo' mixes cases (rules are lowercase, terminals "
-            "uppercase)");
+  // As in Lark, "Foo" reads as the terminal F then the rule oo.
+  EXPECT_EQ(ErrorOf("start: \"a\" Foo\n"), "INVALID_ARGUMENT: line 1, column 12: terminal 'F' is used but not defined");
+  EXPECT_EQ(ErrorOf("start: \"a\"\n%json {}\n"), "INVALID_ARGUMENT: line 2, column 1: unknown directive '%json'");
   EXPECT_EQ(ErrorOf("start: \"\"\n"), "INVALID_ARGUMENT: line 1, column 8: empty terminals are not allowed (\"\")");
   EXPECT_EQ(ErrorOf("start: \"a\" ~ 3..2\n"), "INVALID_ARGUMENT: line 1, column 17: bad repeat range 3..2");
   EXPECT_EQ(ErrorOf("start: \"ab\"..\"c\"\n"),
