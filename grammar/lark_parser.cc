@@ -201,8 +201,21 @@ class Lexer {
           case ',': t.kind = Tok::kComma; break;
           case '.': t.kind = Tok::kDot; break;
           case '~': t.kind = Tok::kTilde; break;
-          case '!': t.kind = Tok::kBang; break;
-          case '+': case '*': case '?':
+          case '!':
+            t.kind = Tok::kBang;
+            t.text = "!";
+            break;
+          case '?':
+            // As Lark: '?' before [_a-z] is a rule modifier, not an operator.
+            if (!AtEnd() && (s_[pos_] == '_' || (s_[pos_] >= 'a' && s_[pos_] <= 'z'))) {
+              t.kind = Tok::kBang;
+              t.text = "?";
+              break;
+            }
+            t.kind = Tok::kOp;
+            t.text = "?";
+            break;
+          case '+': case '*':
             t.kind = Tok::kOp;
             t.text = std::string(1, c);
             break;
@@ -468,7 +481,7 @@ class Parser {
     if (t.kind == Tok::kString) got = absl::StrCat("\"", t.text, "\"");
     if (t.kind == Tok::kRegexp) got = absl::StrCat("/", t.text, "/");
     static const char* kPunct[] = {"", "", "", "", "", "", "", "':'", "'|'", "'('", "')'", "'['", "']'",
-                                   "'{'", "'}'", "','", "'.'", "'..'", "'~'", "'->'", "", "'!'", ""};
+                                   "'{'", "'}'", "','", "'.'", "'..'", "'~'", "'->'", "", "", ""};
     const char* punct = kPunct[static_cast<int>(t.kind)];
     if (*punct) got = punct;
     return ErrorAt(t.pos, absl::StrCat("expected ", std::string(expected), ", got ", got));
