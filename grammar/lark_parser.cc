@@ -525,7 +525,12 @@ class Parser {
   absl::Status ParseDefinition(Mode mode = Mode::kNew, SourcePos directive = {}) {
     struct Definition d;
     d.pos = Peek().pos;
-    while (Peek().kind == Tok::kBang || (Peek().kind == Tok::kOp && Peek().text == "?")) ++i_;
+    // Lark's modifiers: "!", "?", "!?" or "?!".
+    std::string modifiers;
+    while (Peek().kind == Tok::kBang || (Peek().kind == Tok::kOp && Peek().text == "?")) {
+      if (modifiers.find(Peek().text) != std::string::npos) return Unexpected("a rule name");
+      modifiers += Next().text;
+    }
     if (Peek().kind != Tok::kRule && Peek().kind != Tok::kTerminal) {
       return Unexpected("a rule or terminal definition, or a % directive");
     }

@@ -185,6 +185,29 @@ def texts_for(rng, grammar, seeds, count):
     return out
 
 
+LINE_COMMENT_IGNORES = {"CPP_COMMENT": "//", "SH_COMMENT": "#", "SQL_COMMENT": "--"}
+
+
+def greedy_ignore_difference(parser, grammar, text):
+    """Whether lark rejecting and maskd accepting `text` is the documented
+    difference: lark's %ignore of a line comment takes the whole rest of the
+    line, maskd's may stop early. It is when ending some such comment early
+    with a newline (ignored whitespace in these grammars) makes lark accept:
+    that is the reading maskd found."""
+    for name, opener in LINE_COMMENT_IGNORES.items():
+        if "%%ignore %s" % name not in grammar:
+            continue
+        i = text.find(opener)
+        while i >= 0:
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            for j in range(i + len(opener), end):
+                if lark_accepts(parser, text[:j] + "\n" + text[j:]):
+                    return True
+            i = text.find(opener, i + 1)
+    return False
+
+
 def lark_accepts(parser, text):
     try:
         parser.parse(text)
@@ -223,7 +246,7 @@ def random_regex(rng, depth=0):
 
 
 def check_regexes(driver, rng, count, texts_per):
-    agree = total = matched = refused = 0
+    agree = total = matched = refused = limited = 0
     shown = 0
     for _ in range(count):
         pattern = random_regex(rng)
@@ -244,6 +267,9 @@ def check_regexes(driver, rng, count, texts_per):
         finally:
             os.unlink(path)
         lines = run.stdout.splitlines()
+        if compiled is not None and lines and "limit" in lines[0] and lines[0].startswith("ERROR"):
+            limited += 1  # maskd's DFA or regex size limits: refused cleanly, not a mismatch
+            continue
         if compiled is None or not lines or lines[0] != "OK":
             # Both refuse (zero-width or invalid): agreement; one refuses: report.
             both = compiled is None and (not lines or lines[0] != "OK")
@@ -264,8 +290,8 @@ def check_regexes(driver, rng, count, texts_per):
             elif shown < 8:
                 shown += 1
                 print("    /%s/%s on %r: re %s, maskd %s" % (pattern, flags, text, want, m))
-    print("regexes            %d patterns (%d refused by both) x %d texts (%d matching), agreement %d/%d"
-          % (count, refused, texts_per, matched, agree, total))
+    print("regexes            %d patterns (%d refused by both, %d over a maskd limit) x %d texts "
+          "(%d matching), agreement %d/%d" % (count, refused, limited, texts_per, matched, agree, total))
     return agree == total
 
 
@@ -355,7 +381,7 @@ def main():
     ap.add_argument("--grammars", type=int, default=300, help="mutated grammars to check (0: none)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    total = agree = 0
+    total = agree = known_total = 0
     failed = False
     print("lark %s, Python %s" % (lark.__version__, sys.version.split()[0]))
     for name, (grammar, seeds) in GRAMMARS.items():
@@ -384,21 +410,26 @@ def main():
             continue
         got = lines[1:]
         diffs = []
+        known = 0
         for text, m in zip(texts, got):
             want = lark_accepts(parser, text)
             if m not in ("0", "1") or (m == "1") != want:
-                diffs.append((text, want, m))
-        n_acc = sum(1 for m in got if m == "1")
+                if m == "1" and not want and greedy_ignore_difference(parser, grammar, text):
+                    known += 1
+                else:
+                    diffs.append((text, want, m))
         total += len(texts)
-        agree += len(texts) - len(diffs)
-        print("%-18s %4d texts (%3d sampled by maskd), %4d accepted by lark, agreement %d/%d"
-              % (name, len(texts), len(sampled),
-                 sum(1 for t in texts if lark_accepts(parser, t)) if diffs else n_acc,
-                 len(texts) - len(diffs), len(texts)))
+        agree += len(texts) - len(diffs) - known
+        known_total += known
+        print("%-18s %4d texts (%3d sampled by maskd), %4d accepted by lark, agreement %d/%d%s"
+              % (name, len(texts), len(sampled), sum(1 for t in texts if lark_accepts(parser, t)),
+                 len(texts) - len(diffs) - known, len(texts),
+                 ", %d known (greedy line-comment %%ignore)" % known if known else ""))
         for text, want, m in diffs[:5]:
             print("    %r: lark %s, maskd %s" % (text, "accepts" if want else "rejects", m))
         failed |= bool(diffs)
-    print("total agreement %d/%d" % (agree, total))
+    print("total agreement %d/%d, %d known differences (greedy line-comment %%ignore), %d unexplained"
+          % (agree, total, known_total, total - agree - known_total))
     if args.regexes:
         failed |= not check_regexes(args.driver, rng, args.regexes, 30)
     if args.grammars:

@@ -225,6 +225,8 @@ TEST(LarkParser, Errors) {
   // As in Lark, '?' before a lowercase name is a rule modifier, not an operator.
   EXPECT_EQ(ErrorOf("start: \"a\"?b\nb: \"c\"\n"), "INVALID_ARGUMENT: line 1, column 11: expected end of line, got '?'");
   EXPECT_EQ(ErrorOf("start: \"a\"?B\nB: \"c\"\n"), "OK");
+  EXPECT_EQ(ErrorOf("?!start: \"a\"\n"), "OK");
+  EXPECT_EQ(ErrorOf("??start: \"a\"\n"), "INVALID_ARGUMENT: line 1, column 2: expected a rule name, got '?'");
   EXPECT_EQ(ErrorOf("start: \"a\"\n%json {}\n"), "INVALID_ARGUMENT: line 2, column 1: unknown directive '%json'");
   EXPECT_EQ(ErrorOf("start: \"\"\n"), "INVALID_ARGUMENT: line 1, column 8: empty terminals are not allowed (\"\")");
   EXPECT_EQ(ErrorOf("start: \"a\" ~ 3..2\n"), "INVALID_ARGUMENT: line 1, column 17: bad repeat range 3..2");
