@@ -241,6 +241,8 @@ class Translator {
       if (AtEnd()) break;
       size_t start = pos_;
       char c = p_[pos_];
+      int prev_quantifier = quantifier_;
+      quantifier_ = 0;
       bool was_start = at_start;
       at_start = false;
       switch (c) {
@@ -298,9 +300,19 @@ class Translator {
           ++pos_;
           out_ += ')';
           break;
-        case '|': case '*': case '+': case '?':
+        case '|':
           ++pos_;
           out_ += c;
+          break;
+        case '*': case '+': case '?':
+          // '+' right after a quantifier is Python's possessive form; '?'
+          // after one makes it lazy (same language).
+          if (c == '+' && prev_quantifier == 1) {
+            return Error(start, "possessive quantifiers are not supported");
+          }
+          ++pos_;
+          out_ += c;
+          quantifier_ = (c == '?' && prev_quantifier == 1) ? 2 : 1;
           break;
         case '{': {
           // A quantifier when it reads {m}, {m,}, {,n}, {m,n} or {,}; else a literal.
@@ -319,6 +331,7 @@ class Translator {
             if (comma) out_ += ',';
             out_ += hi;
             out_ += '}';
+            quantifier_ = 1;
           } else {
             ++pos_;
             AppendLiteral('{');
@@ -523,6 +536,7 @@ class Translator {
   size_t pos_ = 0;
   size_t err_at_ = 0;
   char class_escape_ = 0;  // the letter of the last class escape ParseEscape read
+  int quantifier_ = 0;     // the last item: 1 a quantifier, 2 a lazy one, 0 anything else
   std::string out_;
 };
 

@@ -369,6 +369,9 @@ TEST(PythonRegex, TranslatesPythonMeaning) {
   EXPECT_NE(tr("\\d").find("\u0660"), std::string::npos);  // Unicode digits
   EXPECT_EQ(tr("a(?i)b"), "ERROR global flags not at the start of the expression");
   EXPECT_EQ(tr("(a)\\1"), "ERROR backreference is not supported");
+  EXPECT_EQ(tr("a*+"), "ERROR possessive quantifiers are not supported");
+  EXPECT_EQ(tr("a{2}+"), "ERROR possessive quantifiers are not supported");
+  EXPECT_EQ(tr("a*?b+"), "a*?b+");
   EXPECT_EQ(tr("\\p{L}"), "ERROR bad escape \\p");
   EXPECT_EQ(LiteralRegex("a.b", false), "a\\x{2E}b");
 }
