@@ -10,9 +10,10 @@
 // flags `(?i)` are honoured. Classes are emitted as explicit codepoint
 // ranges. What a full-match DFA cannot express exactly is an error naming the
 // construct: anchors (^ $ \A \Z \b \B), lookaround, backreferences, atomic
-// groups, conditionals, \N{...}, the L flag, and case-insensitive classes
-// holding cased characters beyond U+FFFF (Python's own matching of those is
-// inconsistent). Lazy quantifiers are kept; maskd reads them as a language.
+// groups, possessive quantifiers, conditionals, \N{...}, the L flag, and
+// case-insensitive classes holding cased characters beyond U+FFFF (Python's
+// own matching of those is inconsistent). Lazy quantifiers are kept; maskd
+// reads them as a language.
 #ifndef MASKD_GRAMMAR_PYTHON_REGEX_H_
 #define MASKD_GRAMMAR_PYTHON_REGEX_H_
 

@@ -432,8 +432,10 @@ def main():
         total += len(texts)
         agree += len(texts) - len(diffs) - known
         known_total += known
-        print("%-18s %4d texts (%3d sampled by maskd), %4d accepted by lark, agreement %d/%d%s"
-              % (name, len(texts), len(sampled), sum(1 for t in texts if lark_accepts(parser, t)),
+        sampled_rejected = sum(1 for t in sampled if not lark_accepts(parser, t))
+        print("%-18s %4d texts (%3d sampled by maskd, %d of them rejected by lark), %4d accepted by lark, "
+              "agreement %d/%d%s"
+              % (name, len(texts), len(sampled), sampled_rejected, sum(1 for t in texts if lark_accepts(parser, t)),
                  len(texts) - len(diffs) - known, len(texts),
                  ", %d known (greedy line-comment %%ignore)" % known if known else ""))
         for text, want, m in diffs[:5]:
