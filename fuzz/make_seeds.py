@@ -227,8 +227,35 @@ def request_seeds():
         write("request_fuzzer", b"".join(s))
 
 
+def grammar_seeds():
+    # [dialect byte: bit 0 clear GBNF, set EBNF][grammar]["\n%%\n" text]
+    texts = {
+        "json.gbnf": '{"a": [1, -2.5e3, "x\\u00e9"], "b": null}',
+        "arithmetic.gbnf": "(a +b)*c = 10\n",
+        "list.gbnf": "- milk\n- eggs\n",
+        "chess.gbnf": "1. e4 e5\n2. Nf3 Nc6\n",
+        "c.gbnf": "int main(){x = 1;return x;}",
+    }
+    for i, (name, text) in enumerate(sorted(texts.items())):
+        with open(os.path.join(ROOT, "tests/data/grammars", name)) as f:
+            grammar = f.read()
+        write("grammar_fuzzer", "0" + grammar + "\n%%\n" + text)
+        write("grammar_fuzzer", "1" + grammar + "\n%%\n" + text[: len(text) // 2 + i])
+    extra = [
+        "0root ::= [α-ω]+ (\"a\" | \"bc\"){2,5} .?\n%%\nαβbca",
+        "1root ::= a b.c_d* Regex(\"[0-9]{2}\")\na ::= \"\\x41\\e\" | ()\nb.c_d ::= [\\-\\]x]\n%%\nA]x42",
+        "0root ::= ((((\"a\"))))* \"b\"{0,3}\n%%\naab",
+        "0root ::= x\nx ::= x \"+\" x | \"1\" | \"\"\n%%\n1+1+",
+        "1root ::= \"a\" (= \"b\")\n",
+        "0root ::= <think> \"a\"\n",
+    ]
+    for e in extra:
+        write("grammar_fuzzer", e)
+
+
 if __name__ == "__main__":
     regex_seeds()
     schema_seeds()
     tokenizer_seeds()
     request_seeds()
+    grammar_seeds()

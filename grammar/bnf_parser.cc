@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "grammar/regex_language.h"
 #include "index/regex.h"
 
 namespace maskd::grammar {
@@ -150,6 +151,9 @@ class BnfParser {
                                     std::optional<std::string> literal, bool repeatable,
                                     size_t offset);
   absl::StatusOr<Item> SetItem(const CodepointSet& set, std::string name, size_t offset);
+  // A rule with no alternatives, which Normalize removes with every
+  // alternative using it: what a class or Regex matching nothing lowers to.
+  absl::StatusOr<Item> NeverItem(size_t offset);
   // The item as one symbol (a group becomes a helper rule); nullopt when it
   // derives only the empty string.
   absl::StatusOr<std::optional<Symbol>> AsSymbol(Item item);
@@ -178,6 +182,7 @@ class BnfParser {
   std::string current_rule_;
   absl::flat_hash_map<std::string, uint32_t> helper_counts_;
   std::optional<uint32_t> never_rule_;  // a rule deriving nothing: the empty class
+  std::vector<bool> helper_;            // per rule id: made by lowering
 };
 
 SourcePos BnfParser::PosAt(size_t offset) const {
@@ -352,12 +357,14 @@ absl::StatusOr<uint32_t> BnfParser::NewHelperRule(std::vector<std::vector<Symbol
   }
   uint32_t id = static_cast<uint32_t>(g_.rules.size());
   Rule rule;
-  // Rule names cannot contain "__<digit>" runs that clash: user names in both
-  // dialects may contain '_' (EBNF), so a clash is skipped over.
+  // EBNF names may contain '_': a helper's name may clash with a user rule
+  // seen so far (skipped here) or defined later (renamed by Parse).
   uint32_t& n = helper_counts_[current_rule_];
   do {
     rule.name = absl::StrCat(current_rule_, "__", ++n);
   } while (rule_ids_.contains(rule.name));
+  helper_.resize(id + 1, false);
+  helper_[id] = true;
   rule.alternatives = std::move(alternatives);
   rule.where = PosAt(offset);
   g_.rules.push_back(std::move(rule));
@@ -394,24 +401,24 @@ absl::StatusOr<Item> BnfParser::TerminalItem(std::string name, std::string regex
   return item;
 }
 
-absl::StatusOr<Item> BnfParser::SetItem(const CodepointSet& set, std::string name, size_t offset) {
-  if (set.empty()) {
-    // A class matching no character: a rule with no alternatives, which
-    // Normalize removes with every alternative using it.
-    if (!never_rule_) {
-      std::string saved = current_rule_;
-      current_rule_ = "__no_character";
-      auto id = NewHelperRule({}, offset);
-      current_rule_ = saved;
-      if (!id.ok()) return id.status();
-      never_rule_ = *id;
-    }
-    Item item;
-    item.kind = Item::Kind::kSymbol;
-    item.symbol = Symbol::Rule(*never_rule_);
-    item.offset = offset;
-    return item;
+absl::StatusOr<Item> BnfParser::NeverItem(size_t offset) {
+  if (!never_rule_) {
+    std::string saved = current_rule_;
+    current_rule_ = "__nothing";
+    auto id = NewHelperRule({}, offset);
+    current_rule_ = saved;
+    if (!id.ok()) return id.status();
+    never_rule_ = *id;
   }
+  Item item;
+  item.kind = Item::Kind::kSymbol;
+  item.symbol = Symbol::Rule(*never_rule_);
+  item.offset = offset;
+  return item;
+}
+
+absl::StatusOr<Item> BnfParser::SetItem(const CodepointSet& set, std::string name, size_t offset) {
+  if (set.empty()) return NeverItem(offset);
   std::optional<std::string> literal;
   const auto& r = set.ranges();
   if (r.size() == 1 && r[0].first == r[0].second) {
@@ -649,6 +656,15 @@ absl::StatusOr<Item> BnfParser::ParseRegexMacro(size_t start) {
   ++pos_;
   auto re = Regex::Parse(pattern);
   if (!re.ok()) return Error(lit_start, std::string(re.status().message()));
+  // A terminal must match a non-empty string (grammar.h); one that may also
+  // match the empty string stays a terminal.
+  RegexLanguage language = AnalyzeRegex(re->root());
+  if (!language.non_empty) {
+    if (!language.any) return NeverItem(start);
+    Item empty;
+    empty.offset = start;
+    return empty;
+  }
   return TerminalItem(std::string(text_.substr(start, pos_ - start)), pattern, std::nullopt,
                       false, start);
 }
@@ -879,7 +895,13 @@ absl::StatusOr<Grammar> BnfParser::Parse() {
     return Error(first_use_[*undefined],
                  absl::StrCat("undefined rule '", g_.rules[*undefined].name, "'"));
   }
-  auto root = rule_ids_.find("root");
+  // Helper names stay distinct from user rules defined after them.
+  helper_.resize(g_.rules.size(), false);
+  for (size_t r = 0; r < g_.rules.size(); ++r) {
+    if (!helper_[r]) continue;
+    while (rule_ids_.contains(g_.rules[r].name)) g_.rules[r].name += "_";
+  }
+    auto root = rule_ids_.find("root");
   if (root == rule_ids_.end()) return Error(0, "no rule named 'root' (the start rule)");
   g_.start = root->second;
   size_t symbols = 0;

@@ -51,6 +51,7 @@ struct EarleyRecognizer::Chart {
     // Rule items (indices into `items`) whose dot is before a symbol.
     absl::flat_hash_map<uint64_t, std::vector<uint32_t>> waiting;
     bool ignore_started = false;
+    size_t steps = 0;  // add() calls into this set
   };
   std::vector<Set> sets;
 };
@@ -65,6 +66,7 @@ absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
   EarleyRecognizer r;
   r.start_ = g.start;
   r.max_items_ = options.max_items_per_position;
+  r.max_steps_ = options.max_steps_per_position;
   r.ignore_ = g.ignore;
   r.rule_productions_.resize(g.rules.size());
   for (uint32_t id = 0; id < g.rules.size(); ++id) {
@@ -72,6 +74,9 @@ absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
       r.rule_productions_[id].push_back(static_cast<uint32_t>(r.productions_.size()));
       r.productions_.push_back({id, alt});
     }
+  }
+  if (r.productions_.size() >= (1u << 30)) {
+    return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
   }
   for (const Terminal& t : g.terminals) {
     auto dfa = Dfa::FromPattern(t.regex, options.regex_limits, options.dfa_options);
@@ -113,6 +118,11 @@ absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
   // Adds `it` to set `i` unless present; fails past the item cap.
   auto add = [&](size_t i, const Item& it) -> absl::Status {
     auto& set = sets[i];
+    if (++set.steps > max_steps_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("Earley set at byte offset ", i, " needs more than ", max_steps_,
+                       " steps (max_steps_per_position)"));
+    }
     if (!set.seen.insert(it).second) return absl::OkStatus();
     if (set.items.size() >= max_items_) {
       return absl::ResourceExhaustedError(

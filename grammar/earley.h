@@ -10,11 +10,14 @@
 // (predicting a nullable symbol also steps over it), so left recursion, right
 // recursion, empty rules and ambiguity all work.
 //
-// Work is bounded: an Earley set holding more than
-// EarleyOptions::max_items_per_position items stops the run with
-// RESOURCE_EXHAUSTED naming the byte offset (items per set are at most
-// productions x positions x DFA states, so without the cap an ambiguous
-// grammar costs O(n^2) memory per byte and O(n^3) time overall).
+// Work is bounded per byte: an Earley set holding more than
+// EarleyOptions::max_items_per_position items, or costing more than
+// max_steps_per_position steps to build (a step: one item added or found
+// already there, by a prediction, completion or scan), stops the run with
+// RESOURCE_EXHAUSTED naming the byte offset and the limit. Without them an
+// ambiguous grammar holds O(n) items per set (productions x origins x DFA
+// states) and a completion may revisit every item of its origin set, so a
+// set could cost O(n^2) steps.
 //
 // Thread-safe: the methods are const and keep no state between calls.
 #ifndef MASKD_GRAMMAR_EARLEY_H_
@@ -35,6 +38,7 @@ namespace maskd::grammar {
 
 struct EarleyOptions {
   size_t max_items_per_position = 1 << 20;
+  size_t max_steps_per_position = 1 << 24;
   RegexLimits regex_limits;  // for the terminals' regexes
   DfaOptions dfa_options;    // for the terminals' DFAs
 };
@@ -74,6 +78,7 @@ class EarleyRecognizer {
   std::vector<uint32_t> ignore_;                  // terminal ids
   uint32_t start_ = 0;
   size_t max_items_ = 0;
+  size_t max_steps_ = 0;
 };
 
 }  // namespace maskd::grammar

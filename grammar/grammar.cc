@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "grammar/regex_language.h"
 #include "index/regex.h"
 
 namespace maskd::grammar {
@@ -61,69 +62,6 @@ std::vector<bool> ReachableRules(const Grammar& g) {
     }
   }
   return reached;
-}
-
-// Language facts of a regex syntax tree: whether it matches any string, and
-// whether it matches a non-empty one.
-struct RegexFacts {
-  bool any = false;
-  bool non_empty = false;
-};
-
-// Iterative post-order walk: regex trees may be deep (kMaxRegexNesting).
-RegexFacts Analyze(const RegexNode& root) {
-  struct Frame {
-    const RegexNode* node;
-    size_t next_child;
-    std::vector<RegexFacts> kids;
-  };
-  std::vector<Frame> stack;
-  stack.push_back({&root, 0, {}});
-  RegexFacts result;
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    if (f.next_child < f.node->children.size()) {
-      const RegexNode* child = f.node->children[f.next_child++].get();
-      stack.push_back({child, 0, {}});
-      continue;
-    }
-    RegexFacts out;
-    const RegexNode& n = *f.node;
-    switch (n.kind) {
-      case RegexNode::Kind::kEmpty:
-        out = {true, false};
-        break;
-      case RegexNode::Kind::kSet:
-        out = {!n.set.empty(), !n.set.empty()};
-        break;
-      case RegexNode::Kind::kConcat: {
-        out.any = true;
-        for (const auto& k : f.kids) out.any = out.any && k.any;
-        for (const auto& k : f.kids) out.non_empty = out.non_empty || k.non_empty;
-        out.non_empty = out.any && out.non_empty;
-        break;
-      }
-      case RegexNode::Kind::kAlternate:
-        for (const auto& k : f.kids) {
-          out.any = out.any || k.any;
-          out.non_empty = out.non_empty || k.non_empty;
-        }
-        break;
-      case RegexNode::Kind::kRepeat: {
-        const RegexFacts& k = f.kids.empty() ? RegexFacts{true, false} : f.kids[0];
-        out.any = n.min == 0 || k.any;
-        out.non_empty = k.non_empty && n.max >= 1;
-        break;
-      }
-    }
-    stack.pop_back();
-    if (stack.empty()) {
-      result = out;
-    } else {
-      stack.back().kids.push_back(out);
-    }
-  }
-  return result;
 }
 
 std::string SymbolText(const Grammar& g, const Symbol& s) {
@@ -233,7 +171,7 @@ absl::Status Validate(const Grammar& g) {
       return absl::InvalidArgumentError(absl::StrCat("terminal '", t.name, "' (", Where(t.where),
                                                      "): ", re.status().message()));
     }
-    if (!Analyze(re->root()).non_empty) {
+    if (!AnalyzeRegex(re->root()).non_empty) {
       return absl::InvalidArgumentError(absl::StrCat(
           "terminal '", t.name, "' (", Where(t.where), ") matches no non-empty string"));
     }

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,6 +71,44 @@ TEST(BnfParser, ExampleGrammarsParseAndValidate) {
     auto ebnf = ParseXgrammarEbnf(text);
     ASSERT_TRUE(ebnf.ok()) << name << ": " << ebnf.status();
     EXPECT_EQ(ToText(*g), ToText(*ebnf)) << name;
+  }
+}
+
+// The shape of llama.cpp's own JSON example: a rule starting with an empty
+// alternative, counted repeats, an object-only root, one-space whitespace.
+TEST(BnfParser, LlamaCppStyleJson) {
+  const char* text = R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+
+# optional space after a token
+ws ::= | " " | "\n" [ \t]{0,20}
+)";
+  auto r = MustRecognizer(ParseGbnf(text));
+  for (const char* yes : {"{}", "{\"a\": 1}", "{\"a\":[1, -2.5e3, \"x\\u00e9\"]}\n\t\t", "{ }"}) {
+    EXPECT_TRUE(Accepts(r, yes)) << yes;
+  }
+  for (const char* no : {"1", "{\"a\":  1}", "{\"a\": 12345678901234567}", "{\"a\": \"\x7F\"}"}) {
+    EXPECT_FALSE(Accepts(r, no)) << no;
   }
 }
 
@@ -246,6 +285,25 @@ TEST(BnfParser, EbnfLayout) {
   EXPECT_THAT(EbnfError("root ::= \"a\nb\"").message(),
               HasSubstr("line 1, column 10: unterminated literal"));
   EXPECT_THAT(EbnfError("root ::= Regex(\"(a\")").message(), HasSubstr("line 1, column 16:"));
+  // Regex("") is the empty string and a Regex matching nothing kills its
+  // alternative (grammar_fuzzer found a Regex("") terminal failing Validate).
+  auto empty_re = MustRecognizer(ParseXgrammarEbnf(
+      "root ::= \"a\" Regex(\"\") \"b\" | \"c\" Regex(\"[^\\\\x00-\\\\x{10FFFF}]\")\n"));
+  EXPECT_TRUE(Accepts(empty_re, "ab"));
+  EXPECT_FALSE(Accepts(empty_re, "c"));
+  auto nullable_re = MustRecognizer(ParseXgrammarEbnf("root ::= \"a\" Regex(\"x*\") \"b\"\n"));
+  EXPECT_TRUE(Accepts(nullable_re, "ab"));
+  EXPECT_TRUE(Accepts(nullable_re, "axxb"));
+  // A user rule named like a helper rule keeps its name; the helper yields.
+  auto clash = ParseXgrammarEbnf("root ::= (\"a\" | \"c\")* root__1\nroot__1 ::= \"b\"\n");
+  ASSERT_TRUE(clash.ok()) << clash.status();
+  std::set<std::string> names;
+  for (const Rule& rule : clash->rules) EXPECT_TRUE(names.insert(rule.name).second) << rule.name;
+  EXPECT_TRUE(names.count("root__1"));
+  auto cr = MustRecognizer(clash);
+  EXPECT_TRUE(Accepts(cr, "acab"));
+  EXPECT_TRUE(Accepts(cr, "b"));
+  EXPECT_FALSE(Accepts(cr, "a"));
   // '.' is a name character in EBNF, not "any character".
   EXPECT_THAT(EbnfError("root ::= .").message(), HasSubstr("undefined rule '.'"));
 }
@@ -366,6 +424,68 @@ TEST(BnfParser, HelperRulesGrowLinearly) {
   for (int i = 0; i < 999; ++i) text999 += (i % 3 == 0) ? "de" : "d";
   EXPECT_TRUE(Accepts(r, "abca" + text999));
   EXPECT_FALSE(Accepts(r, "abca" + text999.substr(1)));
+}
+
+// Mutated grammar texts: only client errors, parsed grammars always valid,
+// and the recognizer runs on them. (fuzz/grammar_fuzzer.cc does this without
+// bound under libFuzzer and sanitizers.)
+TEST(BnfParser, MutatedTextsFailCleanly) {
+  std::vector<std::string> seeds;
+  for (const char* name : {"json.gbnf", "arithmetic.gbnf", "list.gbnf", "chess.gbnf", "c.gbnf"}) {
+    seeds.push_back(ReadGrammar(name));
+  }
+  seeds.push_back("root ::= a b.c_d* Regex(\"[0-9]{2}\")\na ::= \"\\x41\\e\" | ()\nb.c_d ::= [\\-\\]x]\n");
+  static const std::vector<std::string> kSnippets = {
+      "(", ")", "|", "\n", "\"", "[", "]", "^", "-", "\\", "\\x", "\\u12", "*", "+", "?",
+      "{", "}", "{2,1}", "{3}", ",", "::=", "root", " ::= ", "#", ".", "(=", "<", "\xC3", "\xFF",
+      "\\U0010FFFF", "\\uD800", "a-b", "Regex(", "x ::= x\n"};
+  std::mt19937 rng(2024);
+  GrammarLimits limits;
+  limits.max_rules = 500;
+  limits.max_nesting = 32;
+  limits.max_repeat = 16;
+  EarleyOptions options;
+  options.max_items_per_position = 4096;
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = seeds[rng() % seeds.size()];
+    for (int e = 1 + rng() % 4; e > 0; --e) {
+      size_t at = rng() % (text.size() + 1);
+      switch (rng() % 3) {
+        case 0:
+          text.erase(at, 1 + rng() % 3);
+          break;
+        case 1:
+          text.insert(at, kSnippets[rng() % kSnippets.size()]);
+          break;
+        default:
+          text.insert(at, text.substr(rng() % text.size(), rng() % 12));
+          break;
+      }
+    }
+    const bool gbnf = i % 2 == 0;
+    auto g = gbnf ? ParseGbnf(text, limits) : ParseXgrammarEbnf(text, limits);
+    if (!g.ok()) {
+      ++refused;
+      absl::StatusCode c = g.status().code();
+      ASSERT_TRUE(c == absl::StatusCode::kInvalidArgument ||
+                  c == absl::StatusCode::kResourceExhausted)
+          << g.status() << "\n" << text;
+      ASSERT_LT(g.status().message().size(), 4096u);
+      continue;
+    }
+    ++parsed;
+    ASSERT_TRUE(Validate(*g).ok()) << Validate(*g) << "\n" << text;
+    auto r = EarleyRecognizer::Create(*g, options);
+    ASSERT_TRUE(r.ok() || r.status().code() == absl::StatusCode::kResourceExhausted) << r.status();
+    if (!r.ok()) continue;
+    for (std::string_view probe : {"", "a", "{\"a\": 1}", "1. e4 e5\n"}) {
+      auto a = r->Accepts(probe);
+      ASSERT_TRUE(a.ok() || a.status().code() == absl::StatusCode::kResourceExhausted);
+    }
+  }
+  EXPECT_GT(parsed, 300);
+  EXPECT_GT(refused, 300);
 }
 
 // --- Differential: random regular expressions written as GBNF and as regex.
