@@ -219,8 +219,12 @@ class Lexer {
             t.kind = Tok::kOp;
             t.text = std::string(1, c);
             break;
-          default:
-            return ErrorAt(p, absl::StrCat("unexpected character '", std::string(1, c), "'"));
+          default: {
+            // The whole character (the text is valid UTF-8).
+            size_t len = 1;
+            while (pos_ - 1 + len < s_.size() && (static_cast<unsigned char>(s_[pos_ - 1 + len]) & 0xC0) == 0x80) ++len;
+            return ErrorAt(p, absl::StrCat("unexpected character '", std::string(s_.substr(pos_ - 1, len)), "'"));
+          }
         }
       }
       out.push_back(std::move(t));

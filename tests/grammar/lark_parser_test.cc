@@ -237,6 +237,7 @@ TEST(LarkParser, Errors) {
   EXPECT_EQ(ErrorOf("start: \"a\"\n%ignore b\nb: \"x\"\n"),
             "INVALID_ARGUMENT: line 2, column 9: %ignore needs terminals; 'b' is a rule");
   EXPECT_EQ(ErrorOf("start: \"a\xff\"\n"), "INVALID_ARGUMENT: line 1, column 10: invalid UTF-8");
+  EXPECT_EQ(ErrorOf("start: \"a\"\n  \xC3\xA9\n"), "INVALID_ARGUMENT: line 2, column 3: unexpected character '\xC3\xA9'");
   EXPECT_EQ(ErrorOf("start: /[\\U00010400a]/i\n"),
             "INVALID_ARGUMENT: line 1, column 8: regex /[\\U00010400a]/i: case-insensitive class with a "
             "cased character beyond U+FFFF is not supported at offset 0");
@@ -282,6 +283,31 @@ TEST(LarkParser, LimitsAndNesting) {
   for (int i = 0; i < 3000; ++i) chain += "C" + std::to_string(i) + ": C" + std::to_string(i + 1) + "\n";
   chain += "C3000: \"x\"\n";
   EXPECT_NE(ErrorOf(chain).find("nested too deeply"), std::string::npos);
+}
+
+// The shape of Outlines' own JSON grammar (its common.lark adds
+// UNESCAPED_STRING: no escapes) and rule priorities.
+TEST(LarkParser, OutlinesJson) {
+  auto r = Compile(R"L(
+    ?start: value
+    ?value: object
+    | array
+    | UNESCAPED_STRING
+    | SIGNED_NUMBER      -> number
+    | "true"             -> true
+    | "false"            -> false
+    | "null"             -> null
+    array  : "[" [value ("," value)*] "]"
+    object : "{" [pair ("," pair)*] "}"
+    pair.2 : UNESCAPED_STRING ":" value
+    %import common.UNESCAPED_STRING
+    %import common.SIGNED_NUMBER
+    %import common.WS
+    %ignore WS
+  )L");
+  ExpectAccepts(r, R"L({"name": "a", "n": [1, -2.5]})L", true);
+  ExpectAccepts(r, R"L({"name": "a"b"})L", false);
+  ExpectAccepts(r, "[null,true]", true);
 }
 
 TEST(LarkParser, OverrideAndExtend) {
