@@ -38,10 +38,13 @@ const CommonTerminal kCommon[] = {
     {"DECIMAL", "(?:[0-9]+\\.[0-9]*|\\.[0-9]+)"},
     {"_EXP", "[eE][+\\-]?[0-9]+"},
     {"FLOAT", kFloat},
-    {"SIGNED_FLOAT", "[+\\-]?(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?)"},
-    {"NUMBER", "(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?|[0-9]+)"},
+    {"SIGNED_FLOAT",
+     "[+\\-]?(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?)"},
+    {"NUMBER",
+     "(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?|[0-9]+)"},
     {"SIGNED_NUMBER",
-     "[+\\-]?(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?|[0-9]+)"},
+     "[+\\-]?(?:[0-9]+[eE][+\\-]?[0-9]+|(?:[0-9]+\\.[0-9]*|\\.[0-9]+)(?:[eE][+\\-]?[0-9]+)?"
+     "|[0-9]+)"},
     {"_STRING_INNER", ".*"},
     // Outlines' common.lark adds this one (no escapes: a string ends at its
     // second quote).
@@ -84,9 +87,29 @@ constexpr size_t kMaxTerminalRegexBytes = RegexLimits{}.max_pattern_bytes;
 // ---------------------------------------------------------------- lexing --
 
 enum class Tok {
-  kEnd, kNewline, kRule, kTerminal, kString, kRegexp, kNumber, kColon, kOr,
-  kLParen, kRParen, kLBracket, kRBracket, kLBrace, kRBrace, kComma, kDot,
-  kDotDot, kTilde, kArrow, kOp, kBang, kDirective,
+  kEnd,
+  kNewline,
+  kRule,
+  kTerminal,
+  kString,
+  kRegexp,
+  kNumber,
+  kColon,
+  kOr,
+  kLParen,
+  kRParen,
+  kLBracket,
+  kRBracket,
+  kLBrace,
+  kRBrace,
+  kComma,
+  kDot,
+  kDotDot,
+  kTilde,
+  kArrow,
+  kOp,
+  kBang,
+  kDirective,
 };
 
 struct Token {
@@ -118,7 +141,8 @@ class Lexer {
         // is '|' (a continued list of alternatives).
         SkipSpaceAndComments();
         if (!AtEnd() && s_[pos_] == '|') continue;
-        if (out.empty() || out.back().kind != Tok::kNewline) out.push_back({Tok::kNewline, "", "", p});
+        if (out.empty() || out.back().kind != Tok::kNewline)
+          out.push_back({Tok::kNewline, "", "", p});
         continue;
       }
       Token t;
@@ -146,8 +170,9 @@ class Lexer {
         bool lower = first >= 'a' && first <= 'z';
         bool upper = first >= 'A' && first <= 'Z';
         if (!lower && !upper) return ErrorAt(p, "a name needs a letter after '_'");
-        while (q < s_.size() && (s_[q] == '_' || (s_[q] >= '0' && s_[q] <= '9') ||
-                                 (lower ? (s_[q] >= 'a' && s_[q] <= 'z') : (s_[q] >= 'A' && s_[q] <= 'Z')))) {
+        while (q < s_.size() &&
+               (s_[q] == '_' || (s_[q] >= '0' && s_[q] <= '9') ||
+                (lower ? (s_[q] >= 'a' && s_[q] <= 'z') : (s_[q] >= 'A' && s_[q] <= 'Z')))) {
           ++q;
         }
         while (pos_ < q) Advance();
@@ -164,8 +189,8 @@ class Lexer {
       } else if (c == '%') {
         // Lark matches its directives as fixed strings: "%importcommon" is
         // %import then common.
-        static constexpr std::string_view kDirectives[] = {"%ignore", "%import", "%declare", "%override",
-                                                           "%extend"};
+        static constexpr std::string_view kDirectives[] = {"%ignore", "%import", "%declare",
+                                                           "%override", "%extend"};
         std::string_view rest = s_.substr(pos_);
         size_t len = 0;
         for (std::string_view d : kDirectives) {
@@ -174,7 +199,8 @@ class Lexer {
         if (len == 0) {
           len = 1;
           while (len < rest.size() && rest[len] >= 'a' && rest[len] <= 'z') ++len;
-          return ErrorAt(p, absl::StrCat("unknown directive '", std::string(rest.substr(0, len)), "'"));
+          return ErrorAt(
+              p, absl::StrCat("unknown directive '", std::string(rest.substr(0, len)), "'"));
         }
         for (size_t k = 0; k < len; ++k) Advance();
         t.kind = Tok::kDirective;
@@ -190,17 +216,39 @@ class Lexer {
       } else {
         Advance();
         switch (c) {
-          case ':': t.kind = Tok::kColon; break;
-          case '|': t.kind = Tok::kOr; break;
-          case '(': t.kind = Tok::kLParen; break;
-          case ')': t.kind = Tok::kRParen; break;
-          case '[': t.kind = Tok::kLBracket; break;
-          case ']': t.kind = Tok::kRBracket; break;
-          case '{': t.kind = Tok::kLBrace; break;
-          case '}': t.kind = Tok::kRBrace; break;
-          case ',': t.kind = Tok::kComma; break;
-          case '.': t.kind = Tok::kDot; break;
-          case '~': t.kind = Tok::kTilde; break;
+          case ':':
+            t.kind = Tok::kColon;
+            break;
+          case '|':
+            t.kind = Tok::kOr;
+            break;
+          case '(':
+            t.kind = Tok::kLParen;
+            break;
+          case ')':
+            t.kind = Tok::kRParen;
+            break;
+          case '[':
+            t.kind = Tok::kLBracket;
+            break;
+          case ']':
+            t.kind = Tok::kRBracket;
+            break;
+          case '{':
+            t.kind = Tok::kLBrace;
+            break;
+          case '}':
+            t.kind = Tok::kRBrace;
+            break;
+          case ',':
+            t.kind = Tok::kComma;
+            break;
+          case '.':
+            t.kind = Tok::kDot;
+            break;
+          case '~':
+            t.kind = Tok::kTilde;
+            break;
           case '!':
             t.kind = Tok::kBang;
             t.text = "!";
@@ -215,15 +263,19 @@ class Lexer {
             t.kind = Tok::kOp;
             t.text = "?";
             break;
-          case '+': case '*':
+          case '+':
+          case '*':
             t.kind = Tok::kOp;
             t.text = std::string(1, c);
             break;
           default: {
             // The whole character (the text is valid UTF-8).
             size_t len = 1;
-            while (pos_ - 1 + len < s_.size() && (static_cast<unsigned char>(s_[pos_ - 1 + len]) & 0xC0) == 0x80) ++len;
-            return ErrorAt(p, absl::StrCat("unexpected character '", std::string(s_.substr(pos_ - 1, len)), "'"));
+            while (pos_ - 1 + len < s_.size() &&
+                   (static_cast<unsigned char>(s_[pos_ - 1 + len]) & 0xC0) == 0x80)
+              ++len;
+            return ErrorAt(p, absl::StrCat("unexpected character '",
+                                           std::string(s_.substr(pos_ - 1, len)), "'"));
           }
         }
       }
@@ -234,7 +286,9 @@ class Lexer {
   }
 
  private:
-  static bool IsNameStart(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+  static bool IsNameStart(char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
   static bool NumberAllowed(const std::vector<Token>& out) {
     return !out.empty() && (out.back().kind == Tok::kDot || out.back().kind == Tok::kTilde ||
                             out.back().kind == Tok::kDotDot);
@@ -376,8 +430,10 @@ absl::StatusOr<std::string> EvalEscaping(std::string_view raw, SourcePos p) {
       for (int k = 0; k < digits; ++k) {
         if (i + 1 >= w2.size()) return ErrorAt(p, "truncated \\x, \\u or \\U escape");
         char h = w2[++i];
-        int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-              : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = (h >= '0' && h <= '9')   ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0) return ErrorAt(p, "truncated \\x, \\u or \\U escape");
         v = v * 16 + d;
       }
@@ -388,21 +444,49 @@ absl::StatusOr<std::string> EvalEscaping(std::string_view raw, SourcePos p) {
     };
     absl::Status st;
     switch (e) {
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case '\n': break;
-      case 'x': st = hex(2); break;
-      case 'u': st = hex(4); break;
-      case 'U': st = hex(8); break;
-      case 'N': return ErrorAt(p, "named characters \\N{...} are not supported");
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\n':
+        break;
+      case 'x':
+        st = hex(2);
+        break;
+      case 'u':
+        st = hex(4);
+        break;
+      case 'U':
+        st = hex(8);
+        break;
+      case 'N':
+        return ErrorAt(p, "named characters \\N{...} are not supported");
       default:
         if (e >= '0' && e <= '7') {
           uint32_t v = e - '0';
@@ -426,12 +510,13 @@ struct Node {
   enum class Kind : uint8_t { kAlt, kSeq, kRepeat, kName, kString, kRegex, kRange, kTemplateUse };
   Kind kind = Kind::kSeq;
   SourcePos pos;
-  std::vector<uint32_t> kids;  // kAlt: kSeq alternatives; kSeq: items; kRepeat: one; kTemplateUse: args
-  uint32_t min = 0, max = 0;   // kRepeat; max == kUnbounded: none
-  std::string text;            // kName, kTemplateUse: the name; kString, kRegex: evaluated text
-  std::string flags;           // kString: "" or "i"; kRegex: its flags
-  std::string raw;             // kRegex: as written, for messages
-  uint32_t lo = 0, hi = 0;     // kRange
+  std::vector<uint32_t>
+      kids;  // kAlt: kSeq alternatives; kSeq: items; kRepeat: one; kTemplateUse: args
+  uint32_t min = 0, max = 0;  // kRepeat; max == kUnbounded: none
+  std::string text;           // kName, kTemplateUse: the name; kString, kRegex: evaluated text
+  std::string flags;          // kString: "" or "i"; kRegex: its flags
+  std::string raw;            // kRegex: as written, for messages
+  uint32_t lo = 0, hi = 0;    // kRange
 };
 constexpr uint32_t kUnbounded = RegexNode::kUnbounded;
 
@@ -439,15 +524,16 @@ struct Definition {
   std::string name;
   bool terminal = false;
   SourcePos pos;
-  std::optional<uint32_t> body;       // a kAlt node; none for a common import
+  std::optional<uint32_t> body;        // a kAlt node; none for a common import
   const char* common_regex = nullptr;  // set for a common import
   int priority = 0;
-  std::vector<std::string> params;    // a template's parameters
+  std::vector<std::string> params;  // a template's parameters
 };
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, const GrammarLimits& limits) : t_(std::move(toks)), limits_(limits) {}
+  Parser(std::vector<Token> toks, const GrammarLimits& limits)
+      : t_(std::move(toks)), limits_(limits) {}
 
   absl::Status Run() {
     while (Peek().kind != Tok::kEnd) {
@@ -463,7 +549,7 @@ class Parser {
 
   std::vector<Node> nodes;
   std::vector<struct Definition> defs;
-  std::map<std::string, size_t> by_name;  // into defs
+  std::map<std::string, size_t> by_name;                // into defs
   std::vector<std::pair<uint32_t, SourcePos>> ignores;  // kAlt nodes
 
  private:
@@ -480,12 +566,15 @@ class Parser {
   }
   absl::Status Unexpected(std::string_view expected) {
     const Token& t = Peek();
-    std::string got = t.kind == Tok::kEnd ? "end of grammar" : t.kind == Tok::kNewline ? "end of line"
-                    : t.text.empty() ? "a symbol" : absl::StrCat("'", t.text, "'");
+    std::string got = t.kind == Tok::kEnd       ? "end of grammar"
+                      : t.kind == Tok::kNewline ? "end of line"
+                      : t.text.empty()          ? "a symbol"
+                                                : absl::StrCat("'", t.text, "'");
     if (t.kind == Tok::kString) got = absl::StrCat("\"", t.text, "\"");
     if (t.kind == Tok::kRegexp) got = absl::StrCat("/", t.text, "/");
-    static const char* kPunct[] = {"", "", "", "", "", "", "", "':'", "'|'", "'('", "')'", "'['", "']'",
-                                   "'{'", "'}'", "','", "'.'", "'..'", "'~'", "'->'", "", "", ""};
+    static const char* kPunct[] = {"",    "",     "",    "",     "",    "",    "",    "':'",
+                                   "'|'", "'('",  "')'", "'['",  "']'", "'{'", "'}'", "','",
+                                   "'.'", "'..'", "'~'", "'->'", "",    "",    ""};
     const char* punct = kPunct[static_cast<int>(t.kind)];
     if (*punct) got = punct;
     return ErrorAt(t.pos, absl::StrCat("expected ", std::string(expected), ", got ", got));
@@ -567,7 +656,8 @@ class Parser {
     }
     struct Definition& old = defs[it->second];
     if (old.params.size() != d.params.size()) {
-      return ErrorAt(directive, absl::StrCat(what, " of '", d.name, "' with other template parameters"));
+      return ErrorAt(directive,
+                     absl::StrCat(what, " of '", d.name, "' with other template parameters"));
     }
     if (mode == Mode::kOverride) {
       old.body = d.body;
@@ -577,7 +667,8 @@ class Parser {
       return absl::OkStatus();
     }
     if (!old.body) {
-      return ErrorAt(directive, absl::StrCat("%extend of the imported terminal '", d.name, "' is not supported"));
+      return ErrorAt(directive, absl::StrCat("%extend of the imported terminal '", d.name,
+                                             "' is not supported"));
     }
     for (uint32_t alt : nodes[*d.body].kids) nodes[*old.body].kids.push_back(alt);
     return absl::OkStatus();
@@ -593,7 +684,8 @@ class Parser {
     }
     if (dir.text == "%import") return Import(dir.pos);
     if (dir.text == "%declare") {
-      return ErrorAt(dir.pos, "%declare is not supported: declared terminals need an external lexer");
+      return ErrorAt(dir.pos,
+                     "%declare is not supported: declared terminals need an external lexer");
     }
     if (dir.text == "%override") return ParseDefinition(Mode::kOverride, dir.pos);
     if (dir.text == "%extend") return ParseDefinition(Mode::kExtend, dir.pos);
@@ -618,7 +710,8 @@ class Parser {
   }
 
   absl::Status Import(SourcePos at) {
-    if (Peek().kind == Tok::kDot) return ErrorAt(Peek().pos, "relative %import is not supported (only common)");
+    if (Peek().kind == Tok::kDot)
+      return ErrorAt(Peek().pos, "relative %import is not supported (only common)");
     if (Peek().kind != Tok::kRule || Peek().text != "common") {
       if (Peek().kind == Tok::kRule || Peek().kind == Tok::kTerminal) {
         return ErrorAt(Peek().pos, absl::StrCat("%import from '", Peek().text,
@@ -637,9 +730,11 @@ class Parser {
       return EndStatement();
     }
     if (absl::Status st = Expect(Tok::kDot, "'.' after common"); !st.ok()) return st;
-    if (Peek().kind != Tok::kRule && Peek().kind != Tok::kTerminal) return Unexpected("a name after 'common.'");
+    if (Peek().kind != Tok::kRule && Peek().kind != Tok::kTerminal)
+      return Unexpected("a name after 'common.'");
     const Token& n = Next();
-    if (Peek().kind == Tok::kDot) return ErrorAt(Peek().pos, "nested module paths are not supported");
+    if (Peek().kind == Tok::kDot)
+      return ErrorAt(Peek().pos, "nested module paths are not supported");
     std::string alias;
     if (Accept(Tok::kArrow)) {
       if (Peek().kind != Tok::kTerminal) return Unexpected("a terminal name after '->'");
@@ -651,9 +746,9 @@ class Parser {
 
   absl::Status Deeper(int depth) {
     if (depth >= static_cast<int>(Nesting(limits_))) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(At(Peek().pos), "groups nested too deeply (more than ", Nesting(limits_),
-                       " levels: max_nesting)"));
+      return absl::ResourceExhaustedError(absl::StrCat(At(Peek().pos),
+                                                       "groups nested too deeply (more than ",
+                                                       Nesting(limits_), " levels: max_nesting)"));
     }
     return absl::OkStatus();
   }
@@ -713,8 +808,9 @@ class Parser {
         if (t.text[0] == '-') return ErrorAt(t.pos, "negative repeat count");
         std::string digits = t.text[0] == '+' ? t.text.substr(1) : t.text;
         if (digits.size() > 9 || std::stoul(digits) > limits_.max_repeat) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              At(t.pos), "repeat count ", t.text, " is over max_repeat (", limits_.max_repeat, ")"));
+          return absl::ResourceExhaustedError(absl::StrCat(At(t.pos), "repeat count ", t.text,
+                                                           " is over max_repeat (",
+                                                           limits_.max_repeat, ")"));
         }
         return static_cast<uint32_t>(std::stoul(digits));
       };
@@ -744,7 +840,8 @@ class Parser {
       ++i_;
       auto inner = Expansions(depth + 1, terminal);
       if (!inner.ok()) return inner.status();
-      if (absl::Status st = Expect(maybe ? Tok::kRBracket : Tok::kRParen, maybe ? "']'" : "')'"); !st.ok()) {
+      if (absl::Status st = Expect(maybe ? Tok::kRBracket : Tok::kRParen, maybe ? "']'" : "')'");
+          !st.ok()) {
         return st;
       }
       if (!maybe) return *inner;
@@ -779,7 +876,8 @@ class Parser {
             int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
             if (static_cast<int>(x.size()) != len) return false;
             uint32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-            for (pos = 1; pos < x.size(); ++pos) c = (c << 6) | (static_cast<unsigned char>(x[pos]) & 0x3F);
+            for (pos = 1; pos < x.size(); ++pos)
+              c = (c << 6) | (static_cast<unsigned char>(x[pos]) & 0x3F);
             *cp = c;
             return true;
           };
@@ -871,8 +969,10 @@ class Lowerer {
       g_.rules.push_back(std::move(r));
     }
     auto s = p_.by_name.find(std::string(start));
-    if (s == p_.by_name.end() || p_.defs[s->second].terminal || !p_.defs[s->second].params.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("no start rule '", std::string(start), "' in the grammar"));
+    if (s == p_.by_name.end() || p_.defs[s->second].terminal ||
+        !p_.defs[s->second].params.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no start rule '", std::string(start), "' in the grammar"));
     }
     g_.start = rule_ids_[std::string(start)];
     if (absl::Status st = CheckRuleCount(); !st.ok()) return st;
@@ -920,8 +1020,8 @@ class Lowerer {
 
   absl::Status CheckRuleCount() {
     if (g_.rules.size() > limits_.max_rules) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the grammar lowers to more than ", limits_.max_rules, " rules (max_rules)"));
+      return absl::ResourceExhaustedError(absl::StrCat("the grammar lowers to more than ",
+                                                       limits_.max_rules, " rules (max_rules)"));
     }
     return absl::OkStatus();
   }
@@ -948,8 +1048,8 @@ class Lowerer {
 
   absl::Status Deeper(int depth, SourcePos pos) {
     if (depth > 4 * static_cast<int>(Nesting(limits_)) + 64) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(At(pos), "definitions nested too deeply (max_nesting ", Nesting(limits_), ")"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          At(pos), "definitions nested too deeply (max_nesting ", Nesting(limits_), ")"));
     }
     return absl::OkStatus();
   }
@@ -959,7 +1059,8 @@ class Lowerer {
   absl::StatusOr<Piece> TerminalRegex(const std::string& name, SourcePos use, int depth) {
     if (auto it = term_cache_.find(name); it != term_cache_.end()) return it->second;
     auto d = p_.by_name.find(name);
-    if (d == p_.by_name.end()) return ErrorAt(use, absl::StrCat("terminal '", name, "' is not defined"));
+    if (d == p_.by_name.end())
+      return ErrorAt(use, absl::StrCat("terminal '", name, "' is not defined"));
     const Definition& def = p_.defs[d->second];
     if (def.common_regex != nullptr) {
       Piece piece{def.common_regex, std::nullopt};
@@ -982,9 +1083,9 @@ class Lowerer {
 
   absl::Status CheckSize(const std::string& regex, SourcePos pos) {
     if (regex.size() > kMaxTerminalRegexBytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          At(pos), "a terminal expands to a regex over ", kMaxTerminalRegexBytes,
-          " bytes (the regex pattern limit)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(At(pos), "a terminal expands to a regex over ", kMaxTerminalRegexBytes,
+                       " bytes (the regex pattern limit)"));
     }
     return absl::OkStatus();
   }
@@ -1083,21 +1184,24 @@ class Lowerer {
   absl::Status CheckTerminal(const Terminal& t) {
     auto re = Regex::Parse(t.regex);
     if (!re.ok()) {
-      return absl::Status(re.status().code(),
-                          absl::StrCat(At(t.where), "terminal ", t.name, ": ", re.status().message()));
+      return absl::Status(re.status().code(), absl::StrCat(At(t.where), "terminal ", t.name, ": ",
+                                                           re.status().message()));
     }
     if (Nullable(re->root())) {
-      return ErrorAt(t.where, absl::StrCat("terminal ", t.name,
-                                           " matches the empty string (Lark's Earley parser refuses "
-                                           "zero-width terminals)"));
+      return ErrorAt(t.where,
+                     absl::StrCat("terminal ", t.name,
+                                  " matches the empty string (Lark's Earley parser refuses "
+                                  "zero-width terminals)"));
     }
     return absl::OkStatus();
   }
 
   static bool Nullable(const RegexNode& n) {
     switch (n.kind) {
-      case RegexNode::Kind::kEmpty: return true;
-      case RegexNode::Kind::kSet: return false;
+      case RegexNode::Kind::kEmpty:
+        return true;
+      case RegexNode::Kind::kSet:
+        return false;
       case RegexNode::Kind::kConcat:
         for (const auto& c : n.children) {
           if (!Nullable(*c)) return false;
@@ -1118,8 +1222,9 @@ class Lowerer {
     if (auto it = term_ids_.find(key); it != term_ids_.end()) return it->second;
     if (absl::Status st = CheckTerminal(t); !st.ok()) return st;
     if (g_.terminals.size() >= limits_.max_terminals) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          At(t.where), "the grammar has more than ", limits_.max_terminals, " terminals (max_terminals)"));
+      return absl::ResourceExhaustedError(absl::StrCat(At(t.where), "the grammar has more than ",
+                                                       limits_.max_terminals,
+                                                       " terminals (max_terminals)"));
     }
     g_.terminals.push_back(std::move(t));
     uint32_t id = static_cast<uint32_t>(g_.terminals.size() - 1);
@@ -1147,9 +1252,15 @@ class Lowerer {
     if (!piece.ok()) return piece.status();
     Terminal t;
     switch (n.kind) {
-      case Node::Kind::kString: t.name = absl::StrCat("\"", n.text, "\"", n.flags); break;
-      case Node::Kind::kRegex: t.name = n.raw; break;
-      default: t.name = absl::StrFormat("\"\\x{%X}\"..\"\\x{%X}\"", n.lo, n.hi); break;
+      case Node::Kind::kString:
+        t.name = absl::StrCat("\"", n.text, "\"", n.flags);
+        break;
+      case Node::Kind::kRegex:
+        t.name = n.raw;
+        break;
+      default:
+        t.name = absl::StrFormat("\"\\x{%X}\"..\"\\x{%X}\"", n.lo, n.hi);
+        break;
     }
     t.regex = piece->regex;
     t.literal = piece->literal;
@@ -1166,8 +1277,9 @@ class Lowerer {
       if (item.kind == Node::Kind::kName) {
         auto d = p_.by_name.find(item.text);
         if (d == p_.by_name.end() || !p_.defs[d->second].terminal) {
-          return ErrorAt(item.pos, absl::StrCat("%ignore needs terminals; '", item.text,
-                                                d == p_.by_name.end() ? "' is not defined" : "' is a rule"));
+          return ErrorAt(item.pos,
+                         absl::StrCat("%ignore needs terminals; '", item.text,
+                                      d == p_.by_name.end() ? "' is not defined" : "' is a rule"));
         }
         return NamedTerminal(item.text, item.pos);
       }
@@ -1205,9 +1317,9 @@ class Lowerer {
     for (uint32_t item : N(seq).kids) {
       if (absl::Status st = LowerItem(item, env, origin, depth + 1, out); !st.ok()) return st;
       if (out->size() > limits_.max_symbols) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            At(N(seq).pos), "the grammar lowers to more than ", limits_.max_symbols,
-            " symbols (max_symbols)"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat(At(N(seq).pos), "the grammar lowers to more than ", limits_.max_symbols,
+                         " symbols (max_symbols)"));
       }
     }
     return absl::OkStatus();
@@ -1226,10 +1338,12 @@ class Lowerer {
         }
         auto d = p_.by_name.find(n.text);
         if (d == p_.by_name.end()) {
-          return ErrorAt(n.pos, absl::StrCat(n.text[0] >= 'a' || (n.text[0] == '_' && n.text.size() > 1 &&
-                                                                    n.text[1] >= 'a')
-                                                 ? "rule '" : "terminal '",
-                                             n.text, "' is used but not defined"));
+          return ErrorAt(n.pos,
+                         absl::StrCat(n.text[0] >= 'a' || (n.text[0] == '_' && n.text.size() > 1 &&
+                                                           n.text[1] >= 'a')
+                                          ? "rule '"
+                                          : "terminal '",
+                                      n.text, "' is used but not defined"));
         }
         const Definition& def = p_.defs[d->second];
         if (def.terminal) {
@@ -1269,8 +1383,9 @@ class Lowerer {
         for (uint32_t k = 0; k < n.min; ++k) {
           out->insert(out->end(), x.begin(), x.end());
           if (out->size() > limits_.max_symbols) {
-            return absl::ResourceExhaustedError(absl::StrCat(
-                At(n.pos), "the grammar lowers to more than ", limits_.max_symbols, " symbols (max_symbols)"));
+            return absl::ResourceExhaustedError(
+                absl::StrCat(At(n.pos), "the grammar lowers to more than ", limits_.max_symbols,
+                             " symbols (max_symbols)"));
           }
         }
         if (n.max == n.min) return absl::OkStatus();
@@ -1319,9 +1434,12 @@ class Lowerer {
           }
         }
         return n.text;
-      case Node::Kind::kString: return absl::StrCat("\"", n.text, "\"", n.flags);
-      case Node::Kind::kRegex: return absl::StrCat("/", n.text, "/", n.flags);
-      case Node::Kind::kRange: return absl::StrFormat("\"\\x{%X}\"..\"\\x{%X}\"", n.lo, n.hi);
+      case Node::Kind::kString:
+        return absl::StrCat("\"", n.text, "\"", n.flags);
+      case Node::Kind::kRegex:
+        return absl::StrCat("/", n.text, "/", n.flags);
+      case Node::Kind::kRange:
+        return absl::StrFormat("\"\\x{%X}\"..\"\\x{%X}\"", n.lo, n.hi);
       case Node::Kind::kTemplateUse: {
         std::vector<std::string> args;
         for (uint32_t a : n.kids) {
@@ -1339,7 +1457,8 @@ class Lowerer {
   absl::StatusOr<uint32_t> Instantiate(uint32_t use, const Env* env, int depth) {
     const Node& n = N(use);
     auto d = p_.by_name.find(n.text);
-    if (d == p_.by_name.end()) return ErrorAt(n.pos, absl::StrCat("template '", n.text, "' is not defined"));
+    if (d == p_.by_name.end())
+      return ErrorAt(n.pos, absl::StrCat("template '", n.text, "' is not defined"));
     const Definition& def = p_.defs[d->second];
     if (def.params.empty()) return ErrorAt(n.pos, absl::StrCat("'", n.text, "' is not a template"));
     if (def.params.size() != n.kids.size()) {

@@ -38,9 +38,19 @@ const CodepointSet& Table(int which) {
 CodepointSet AsciiCategory(char c) {
   CodepointSet s;
   switch (c) {
-    case 'd': s.AddRange('0', '9'); break;
-    case 'w': s.AddRange('0', '9'); s.AddRange('A', 'Z'); s.AddRange('a', 'z'); s.AddRange('_', '_'); break;
-    default: s.AddRange('\t', '\r'); s.AddRange(' ', ' '); break;
+    case 'd':
+      s.AddRange('0', '9');
+      break;
+    case 'w':
+      s.AddRange('0', '9');
+      s.AddRange('A', 'Z');
+      s.AddRange('a', 'z');
+      s.AddRange('_', '_');
+      break;
+    default:
+      s.AddRange('\t', '\r');
+      s.AddRange(' ', ' ');
+      break;
   }
   return s;
 }
@@ -96,8 +106,22 @@ CodepointSet CaseFold(const CodepointSet& s, bool ascii) {
 
 bool IsMeta(uint32_t c) {
   switch (c) {
-    case '\\': case '.': case '^': case '$': case '|': case '?': case '*': case '+':
-    case '(': case ')': case '[': case ']': case '{': case '}': case '-': case '#':
+    case '\\':
+    case '.':
+    case '^':
+    case '$':
+    case '|':
+    case '?':
+    case '*':
+    case '+':
+    case '(':
+    case ')':
+    case '[':
+    case ']':
+    case '{':
+    case '}':
+    case '-':
+    case '#':
     case ' ':
       return true;
     default:
@@ -216,14 +240,29 @@ class Translator {
           if (minus) return Error(start, "bad inline flags");
           minus = true;
           break;
-        case 'i': f->ignore_case = on; break;
-        case 's': f->dot_all = on; break;
-        case 'x': f->verbose = on; break;
-        case 'm': break;  // only ^ and $ read it; both are refused
-        case 'u': if (minus) return Error(start, "bad inline flags"); f->ascii = false; break;
-        case 'a': if (minus) return Error(start, "bad inline flags"); f->ascii = true; break;
-        case 'L': return Error(start, "the L (locale) flag is not supported");
-        default: return Error(start, "unknown inline flag");
+        case 'i':
+          f->ignore_case = on;
+          break;
+        case 's':
+          f->dot_all = on;
+          break;
+        case 'x':
+          f->verbose = on;
+          break;
+        case 'm':
+          break;  // only ^ and $ read it; both are refused
+        case 'u':
+          if (minus) return Error(start, "bad inline flags");
+          f->ascii = false;
+          break;
+        case 'a':
+          if (minus) return Error(start, "bad inline flags");
+          f->ascii = true;
+          break;
+        case 'L':
+          return Error(start, "the L (locale) flag is not supported");
+        default:
+          return Error(start, "unknown inline flag");
       }
     }
     if (AtEnd()) return Error(start, "missing ')' after inline flags");
@@ -260,7 +299,8 @@ class Translator {
             out_ += "(?:";
           } else if (Starts("P<")) {
             size_t close = p_.find('>', pos_);
-            if (close == std::string_view::npos || close == pos_ + 2) return Error(start, "bad group name");
+            if (close == std::string_view::npos || close == pos_ + 2)
+              return Error(start, "bad group name");
             pos_ = close + 1;
             stack.push_back(flags_);
             out_ += "(?:";
@@ -286,7 +326,8 @@ class Translator {
               flags_ = f;
               out_ += "(?:";
             } else {
-              if (!was_start) return Error(start, "global flags not at the start of the expression");
+              if (!was_start)
+                return Error(start, "global flags not at the start of the expression");
               flags_ = f;
               at_start = true;
             }
@@ -304,7 +345,9 @@ class Translator {
           ++pos_;
           out_ += c;
           break;
-        case '*': case '+': case '?':
+        case '*':
+        case '+':
+        case '?':
           // '+' right after a quantifier is Python's possessive form; '?'
           // after one makes it lazy (same language).
           if (c == '+' && prev_quantifier == 1) {
@@ -338,7 +381,8 @@ class Translator {
           }
           break;
         }
-        case '^': case '$':
+        case '^':
+        case '$':
           return Error(start, "anchors (^, $) are not supported: a terminal is matched whole");
         case '.':
           ++pos_;
@@ -375,7 +419,8 @@ class Translator {
   }
 
   void AppendLiteral(uint32_t cp) {
-    if (flags_.ignore_case && (flags_.ascii ? ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') : IsCased(cp))) {
+    if (flags_.ignore_case &&
+        (flags_.ascii ? ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') : IsCased(cp))) {
       CodepointSet s;
       s.AddRange(cp, cp);
       AppendSet(&out_, CaseFold(s, flags_.ascii));
@@ -395,8 +440,10 @@ class Translator {
       for (int i = 0; i < n; ++i) {
         if (AtEnd()) return Error(start, "incomplete hex escape");
         char h = p_[pos_];
-        int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-              : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = (h >= '0' && h <= '9')   ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0) return Error(start, "incomplete hex escape");
         v = v * 16 + d;
         ++pos_;
@@ -420,30 +467,56 @@ class Translator {
     }
     ++pos_;
     switch (c) {
-      case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+      case 'd':
+      case 'D':
+      case 'w':
+      case 'W':
+      case 's':
+      case 'S':
         *set = Category(c, flags_.ascii, false);
         class_escape_ = c;
         return absl::OkStatus();
-      case 'n': *cp = '\n'; return absl::OkStatus();
-      case 't': *cp = '\t'; return absl::OkStatus();
-      case 'r': *cp = '\r'; return absl::OkStatus();
-      case 'f': *cp = '\f'; return absl::OkStatus();
-      case 'v': *cp = '\v'; return absl::OkStatus();
-      case 'a': *cp = '\a'; return absl::OkStatus();
-      case 'x': return hex(2);
-      case 'u': return hex(4);
-      case 'U': return hex(8);
+      case 'n':
+        *cp = '\n';
+        return absl::OkStatus();
+      case 't':
+        *cp = '\t';
+        return absl::OkStatus();
+      case 'r':
+        *cp = '\r';
+        return absl::OkStatus();
+      case 'f':
+        *cp = '\f';
+        return absl::OkStatus();
+      case 'v':
+        *cp = '\v';
+        return absl::OkStatus();
+      case 'a':
+        *cp = '\a';
+        return absl::OkStatus();
+      case 'x':
+        return hex(2);
+      case 'u':
+        return hex(4);
+      case 'U':
+        return hex(8);
       case 'b':
         if (in_class) {
           *cp = '\b';
           return absl::OkStatus();
         }
         return Error(start, "word boundary \\b is not supported");
-      case 'B': return Error(start, "\\B is not supported");
-      case 'A': case 'Z': return Error(start, "anchors (\\A, \\Z) are not supported: a terminal is matched whole");
-      case 'N': return Error(start, "named characters \\N{...} are not supported");
-      case '0': return octal(0, 2);
-      default: break;
+      case 'B':
+        return Error(start, "\\B is not supported");
+      case 'A':
+      case 'Z':
+        return Error(start, "anchors (\\A, \\Z) are not supported: a terminal is matched whole");
+      case 'N':
+        return Error(start, "named characters \\N{...} are not supported");
+      case '0':
+        return octal(0, 2);
+      default:
+        break;
     }
     if (c >= '1' && c <= '9') {
       if (in_class) {
@@ -520,8 +593,9 @@ class Translator {
         }
         for (const auto& [l, h] : Table(6).ranges()) {
           if (h >= 0x10000 && Intersects(chars, std::max<uint32_t>(l, 0x10000), h)) {
-            return Error(start,
-                         "case-insensitive class with a cased character beyond U+FFFF is not supported");
+            return Error(
+                start,
+                "case-insensitive class with a cased character beyond U+FFFF is not supported");
           }
         }
       }

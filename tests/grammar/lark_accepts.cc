@@ -10,11 +10,10 @@
 // line) from random walks over the bytes the recognizer allows next.
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "grammar/earley.h"
 #include "grammar/lark_parser.h"

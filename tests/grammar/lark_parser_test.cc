@@ -3,10 +3,10 @@
 // against the Python lark library is tests/grammar/lark_oracle.py.
 #include "grammar/lark_parser.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "grammar/earley.h"
 #include "grammar/python_regex.h"
@@ -34,7 +34,8 @@ void ExpectAccepts(const EarleyRecognizer& r, const std::string& text, bool want
 std::string ErrorOf(const std::string& lark, const GrammarLimits& limits = {}) {
   auto g = ParseLark(lark, limits);
   if (g.ok()) return "OK";
-  return std::string(absl::StatusCodeToString(g.status().code())) + ": " + std::string(g.status().message());
+  return std::string(absl::StatusCodeToString(g.status().code())) + ": " +
+         std::string(g.status().message());
 }
 
 const char kJson[] = R"L(
@@ -115,7 +116,10 @@ TEST(LarkParser, SqlSubsetCaseInsensitive) {
   ExpectAccepts(r, "SeLeCt x FrOm y where z = 'q'", true);
   ExpectAccepts(r, "select from t", false);
   // Python's (?i) folds the Kelvin sign with k and the long s with s.
-  ExpectAccepts(r, "\xC5\xBF" "elect x from t", true);
+  ExpectAccepts(r,
+                "\xC5\xBF"
+                "elect x from t",
+                true);
 }
 
 TEST(LarkParser, CLikeSnippet) {
@@ -159,8 +163,8 @@ TEST(LarkParser, OutlinesStyleAndOperators) {
   )L");
   ExpectAccepts(r, "ab12c<1;22>", true);
   ExpectAccepts(r, "abc,<1>", true);
-  ExpectAccepts(r, "a<1>", false);    // ~ 2..3: at least two items
-  ExpectAccepts(r, "a1<1>", false);   // DIGIT ~ 2
+  ExpectAccepts(r, "a<1>", false);   // ~ 2..3: at least two items
+  ExpectAccepts(r, "a1<1>", false);  // DIGIT ~ 2
   ExpectAccepts(r, "ab12<1;>", false);
 }
 
@@ -196,40 +200,54 @@ TEST(LarkParser, StringEscapesAndRegexFlags) {
 }
 
 TEST(LarkParser, Errors) {
-  EXPECT_EQ(ErrorOf("start: a\n"), "INVALID_ARGUMENT: line 1, column 8: rule 'a' is used but not defined");
+  EXPECT_EQ(ErrorOf("start: a\n"),
+            "INVALID_ARGUMENT: line 1, column 8: rule 'a' is used but not defined");
   EXPECT_EQ(ErrorOf("start: \"a\"\nstart: \"b\"\n"),
-            "INVALID_ARGUMENT: line 2, column 1: rule 'start' is defined more than once (first at line 1)");
+            "INVALID_ARGUMENT: line 2, column 1: rule 'start' is defined more than once (first at "
+            "line 1)");
   EXPECT_EQ(ErrorOf("start: A\nA: \"a\" A\n"),
             "INVALID_ARGUMENT: line 2, column 1: terminal 'A' is defined in terms of itself");
-  EXPECT_EQ(ErrorOf("start: (\"a\"\n"), "INVALID_ARGUMENT: line 1, column 12: expected ')', got end of line");
+  EXPECT_EQ(ErrorOf("start: (\"a\"\n"),
+            "INVALID_ARGUMENT: line 1, column 12: expected ')', got end of line");
   EXPECT_EQ(ErrorOf("start: A\nA: b\nb: \"x\"\n"),
             "INVALID_ARGUMENT: line 2, column 4: terminals cannot contain rules ('b')");
-  EXPECT_EQ(ErrorOf("start: /a*/\n"),
-            "INVALID_ARGUMENT: line 1, column 8: terminal /a*/ matches the empty string (Lark's Earley "
-            "parser refuses zero-width terminals)");
+  EXPECT_EQ(
+      ErrorOf("start: /a*/\n"),
+      "INVALID_ARGUMENT: line 1, column 8: terminal /a*/ matches the empty string (Lark's Earley "
+      "parser refuses zero-width terminals)");
   EXPECT_EQ(ErrorOf("start: /(?=a)a/\n"),
-            "INVALID_ARGUMENT: line 1, column 8: regex /(?=a)a/: lookaround is not supported at offset 0");
+            "INVALID_ARGUMENT: line 1, column 8: regex /(?=a)a/: lookaround is not supported at "
+            "offset 0");
   EXPECT_EQ(ErrorOf("start: /^a/\n"),
-            "INVALID_ARGUMENT: line 1, column 8: regex /^a/: anchors (^, $) are not supported: a terminal "
+            "INVALID_ARGUMENT: line 1, column 8: regex /^a/: anchors (^, $) are not supported: a "
+            "terminal "
             "is matched whole at offset 0");
-  EXPECT_EQ(ErrorOf("%declare X\nstart: X\n"),
-            "INVALID_ARGUMENT: line 1, column 1: %declare is not supported: declared terminals need an "
-            "external lexer");
-  EXPECT_EQ(ErrorOf("%import python.NAME\nstart: NAME\n"),
-            "INVALID_ARGUMENT: line 1, column 9: %import from 'python' is not supported (only common)");
+  EXPECT_EQ(
+      ErrorOf("%declare X\nstart: X\n"),
+      "INVALID_ARGUMENT: line 1, column 1: %declare is not supported: declared terminals need an "
+      "external lexer");
+  EXPECT_EQ(
+      ErrorOf("%import python.NAME\nstart: NAME\n"),
+      "INVALID_ARGUMENT: line 1, column 9: %import from 'python' is not supported (only common)");
   EXPECT_EQ(ErrorOf("%import common.NOPE\nstart: \"a\"\n"),
             "INVALID_ARGUMENT: line 1, column 16: common defines no terminal 'NOPE'");
   EXPECT_EQ(ErrorOf("other: \"a\"\n"), "INVALID_ARGUMENT: no start rule 'start' in the grammar");
   // As in Lark, "Foo" reads as the terminal F then the rule oo.
-  EXPECT_EQ(ErrorOf("start: \"a\" Foo\n"), "INVALID_ARGUMENT: line 1, column 12: terminal 'F' is used but not defined");
+  EXPECT_EQ(ErrorOf("start: \"a\" Foo\n"),
+            "INVALID_ARGUMENT: line 1, column 12: terminal 'F' is used but not defined");
   // As in Lark, '?' before a lowercase name is a rule modifier, not an operator.
-  EXPECT_EQ(ErrorOf("start: \"a\"?b\nb: \"c\"\n"), "INVALID_ARGUMENT: line 1, column 11: expected end of line, got '?'");
+  EXPECT_EQ(ErrorOf("start: \"a\"?b\nb: \"c\"\n"),
+            "INVALID_ARGUMENT: line 1, column 11: expected end of line, got '?'");
   EXPECT_EQ(ErrorOf("start: \"a\"?B\nB: \"c\"\n"), "OK");
   EXPECT_EQ(ErrorOf("?!start: \"a\"\n"), "OK");
-  EXPECT_EQ(ErrorOf("??start: \"a\"\n"), "INVALID_ARGUMENT: line 1, column 2: expected a rule name, got '?'");
-  EXPECT_EQ(ErrorOf("start: \"a\"\n%json {}\n"), "INVALID_ARGUMENT: line 2, column 1: unknown directive '%json'");
-  EXPECT_EQ(ErrorOf("start: \"\"\n"), "INVALID_ARGUMENT: line 1, column 8: empty terminals are not allowed (\"\")");
-  EXPECT_EQ(ErrorOf("start: \"a\" ~ 3..2\n"), "INVALID_ARGUMENT: line 1, column 17: bad repeat range 3..2");
+  EXPECT_EQ(ErrorOf("??start: \"a\"\n"),
+            "INVALID_ARGUMENT: line 1, column 2: expected a rule name, got '?'");
+  EXPECT_EQ(ErrorOf("start: \"a\"\n%json {}\n"),
+            "INVALID_ARGUMENT: line 2, column 1: unknown directive '%json'");
+  EXPECT_EQ(ErrorOf("start: \"\"\n"),
+            "INVALID_ARGUMENT: line 1, column 8: empty terminals are not allowed (\"\")");
+  EXPECT_EQ(ErrorOf("start: \"a\" ~ 3..2\n"),
+            "INVALID_ARGUMENT: line 1, column 17: bad repeat range 3..2");
   EXPECT_EQ(ErrorOf("start: \"ab\"..\"c\"\n"),
             "INVALID_ARGUMENT: line 1, column 8: a range's ends must be single characters");
   EXPECT_EQ(ErrorOf("start: s{\"a\"}\ns{x, y}: x y\n"),
@@ -237,18 +255,22 @@ TEST(LarkParser, Errors) {
   EXPECT_EQ(ErrorOf("start: \"a\"\n%ignore b\nb: \"x\"\n"),
             "INVALID_ARGUMENT: line 2, column 9: %ignore needs terminals; 'b' is a rule");
   EXPECT_EQ(ErrorOf("start: \"a\xff\"\n"), "INVALID_ARGUMENT: line 1, column 10: invalid UTF-8");
-  EXPECT_EQ(ErrorOf("start: \"a\"\n  \xC3\xA9\n"), "INVALID_ARGUMENT: line 2, column 3: unexpected character '\xC3\xA9'");
-  EXPECT_EQ(ErrorOf("start: /[\\U00010400a]/i\n"),
-            "INVALID_ARGUMENT: line 1, column 8: regex /[\\U00010400a]/i: case-insensitive class with a "
-            "cased character beyond U+FFFF is not supported at offset 0");
+  EXPECT_EQ(ErrorOf("start: \"a\"\n  \xC3\xA9\n"),
+            "INVALID_ARGUMENT: line 2, column 3: unexpected character '\xC3\xA9'");
+  EXPECT_EQ(
+      ErrorOf("start: /[\\U00010400a]/i\n"),
+      "INVALID_ARGUMENT: line 1, column 8: regex /[\\U00010400a]/i: case-insensitive class with a "
+      "cased character beyond U+FFFF is not supported at offset 0");
 }
 
 TEST(LarkParser, LimitsAndNesting) {
   std::string deep = "start: " + std::string(300, '(') + "\"a\"" + std::string(300, ')') + "\n";
-  EXPECT_EQ(ErrorOf(deep),
-            "RESOURCE_EXHAUSTED: line 1, column 264: groups nested too deeply (more than 256 levels: "
-            "max_nesting)");
-  std::string very_deep = "start: " + std::string(100000, '[') + "\"a\"" + std::string(100000, ']') + "\n";
+  EXPECT_EQ(
+      ErrorOf(deep),
+      "RESOURCE_EXHAUSTED: line 1, column 264: groups nested too deeply (more than 256 levels: "
+      "max_nesting)");
+  std::string very_deep =
+      "start: " + std::string(100000, '[') + "\"a\"" + std::string(100000, ']') + "\n";
   EXPECT_NE(ErrorOf(very_deep).find("max_nesting"), std::string::npos);
   // max_nesting above 1000 is capped at 1000; 999 levels work.
   GrammarLimits wide;
@@ -257,7 +279,8 @@ TEST(LarkParser, LimitsAndNesting) {
   EXPECT_EQ(ErrorOf(ok_deep, wide), "OK");
   EXPECT_NE(ErrorOf(very_deep, wide).find("more than 1000 levels"), std::string::npos);
   // Templates that instantiate ever larger arguments stop cleanly.
-  EXPECT_NE(ErrorOf("start: t{\"a\"}\nt{x}: x | t{t{x}}\n").find("RESOURCE_EXHAUSTED"), std::string::npos);
+  EXPECT_NE(ErrorOf("start: t{\"a\"}\nt{x}: x | t{t{x}}\n").find("RESOURCE_EXHAUSTED"),
+            std::string::npos);
   GrammarLimits small;
   small.max_text_bytes = 10;
   EXPECT_EQ(ErrorOf("start: \"abc\"\n", small),
@@ -265,22 +288,27 @@ TEST(LarkParser, LimitsAndNesting) {
   EXPECT_NE(ErrorOf("start: \"a\" ~ 1001\n").find("max_repeat (1000)"), std::string::npos);
   small = {};
   small.max_rules = 3;
-  EXPECT_NE(ErrorOf("start: (\"a\" | \"b\") (\"c\" | \"d\") (\"e\" | \"f\")\n", small).find("(max_rules)"),
+  EXPECT_NE(ErrorOf("start: (\"a\" | \"b\") (\"c\" | \"d\") (\"e\" | \"f\")\n", small)
+                .find("(max_rules)"),
             std::string::npos);
   small = {};
   small.max_terminals = 2;
-  EXPECT_NE(ErrorOf("start: \"a\" \"b\" \"c\"\n", small).find("(max_terminals)"), std::string::npos);
+  EXPECT_NE(ErrorOf("start: \"a\" \"b\" \"c\"\n", small).find("(max_terminals)"),
+            std::string::npos);
   small = {};
   small.max_symbols = 10;
   EXPECT_NE(ErrorOf("start: \"a\" ~ 20\n", small).find("(max_symbols)"), std::string::npos);
   // A terminal chain that doubles at each step overflows the regex size, cleanly.
   std::string blowup = "start: T0\n";
-  for (int i = 0; i < 40; ++i) blowup += "T" + std::to_string(i) + ": T" + std::to_string(i + 1) + " T" + std::to_string(i + 1) + "\n";
+  for (int i = 0; i < 40; ++i)
+    blowup += "T" + std::to_string(i) + ": T" + std::to_string(i + 1) + " T" +
+              std::to_string(i + 1) + "\n";
   blowup += "T40: \"x\"\n";
   EXPECT_NE(ErrorOf(blowup).find("RESOURCE_EXHAUSTED"), std::string::npos);
   // A long chain of terminals is bounded too.
   std::string chain = "start: C0\n";
-  for (int i = 0; i < 3000; ++i) chain += "C" + std::to_string(i) + ": C" + std::to_string(i + 1) + "\n";
+  for (int i = 0; i < 3000; ++i)
+    chain += "C" + std::to_string(i) + ": C" + std::to_string(i + 1) + "\n";
   chain += "C3000: \"x\"\n";
   EXPECT_NE(ErrorOf(chain).find("nested too deeply"), std::string::npos);
 }
@@ -325,8 +353,9 @@ TEST(LarkParser, OverrideAndExtend) {
   ExpectAccepts(r, "hello z", false);
   EXPECT_EQ(ErrorOf("start: \"a\"\n%extend other: \"b\"\n"),
             "INVALID_ARGUMENT: line 2, column 1: %extend of 'other', which is not defined");
-  EXPECT_EQ(ErrorOf("start: WS\n%import common.WS\n%extend WS: \"x\"\n"),
-            "INVALID_ARGUMENT: line 3, column 1: %extend of the imported terminal 'WS' is not supported");
+  EXPECT_EQ(
+      ErrorOf("start: WS\n%import common.WS\n%extend WS: \"x\"\n"),
+      "INVALID_ARGUMENT: line 3, column 1: %extend of the imported terminal 'WS' is not supported");
 }
 
 TEST(LarkParser, StartParameterAndIgnoreForms) {
@@ -344,14 +373,42 @@ TEST(LarkParser, StartParameterAndIgnoreForms) {
 TEST(LarkParser, MutatedGrammarsNeverCrash) {
   const std::string seeds[] = {
       kJson,
-      "start: item ~ 2..3 \",\"? tail\nitem: LETTER+ | DIGIT ~ 2\ntail: \"<\" sep{NUM, \";\"} \">\"\n"
+      "start: item ~ 2..3 \",\"? tail\nitem: LETTER+ | DIGIT ~ 2\ntail: \"<\" sep{NUM, \";\"} "
+      "\">\"\n"
       "sep{x, s}: x (s x)*\nNUM: /\\d+/\n%import common.LETTER\n%import common.DIGIT\n",
       "start: /[a-z]+k/i (SEP ITEM)*\nSEP: /\\s+/ | \",\"\nITEM: /x # c\n [yz]+ /x | \"a\"..\"f\"\n"
       "%ignore \" \"\n",
   };
-  const std::string pieces[] = {"(", ")", "[", "]", "{", "}", "|", "*", "+", "?", "~", "..", "->", ":",
-                                "\"", "/", "\\", "%ignore ", "%import common.", "\n", "_", "A", "a",
-                                ".", ",", "#", "//", "\n|", "i", "x"};
+  const std::string pieces[] = {"(",
+                                ")",
+                                "[",
+                                "]",
+                                "{",
+                                "}",
+                                "|",
+                                "*",
+                                "+",
+                                "?",
+                                "~",
+                                "..",
+                                "->",
+                                ":",
+                                "\"",
+                                "/",
+                                "\\",
+                                "%ignore ",
+                                "%import common.",
+                                "\n",
+                                "_",
+                                "A",
+                                "a",
+                                ".",
+                                ",",
+                                "#",
+                                "//",
+                                "\n|",
+                                "i",
+                                "x"};
   std::mt19937 rng(12345);
   int ok = 0;
   for (int iter = 0; iter < 3000; ++iter) {
@@ -360,9 +417,15 @@ TEST(LarkParser, MutatedGrammarsNeverCrash) {
     for (int e = 0; e < edits; ++e) {
       size_t at = rng() % (text.size() + 1);
       switch (rng() % 3) {
-        case 0: text.insert(at, pieces[rng() % std::size(pieces)]); break;
-        case 1: text.erase(at, 1 + rng() % 3); break;
-        default: text.insert(at, text.substr(rng() % (text.size() + 1), rng() % 8)); break;
+        case 0:
+          text.insert(at, pieces[rng() % std::size(pieces)]);
+          break;
+        case 1:
+          text.erase(at, 1 + rng() % 3);
+          break;
+        default:
+          text.insert(at, text.substr(rng() % (text.size() + 1), rng() % 8));
+          break;
       }
     }
     auto g = ParseLark(text);
