@@ -377,6 +377,50 @@ def check_mutated_grammars(driver, rng, count, texts_per):
     return crashes == 0 and text_agree == text_total
 
 
+COMMON = ["DIGIT", "HEXDIGIT", "INT", "SIGNED_INT", "DECIMAL", "_EXP", "FLOAT", "SIGNED_FLOAT",
+          "NUMBER", "SIGNED_NUMBER", "_STRING_INNER", "_STRING_ESC_INNER", "ESCAPED_STRING",
+          "LCASE_LETTER", "UCASE_LETTER", "LETTER", "WORD", "CNAME", "WS_INLINE", "WS", "CR", "LF",
+          "NEWLINE", "SH_COMMENT", "CPP_COMMENT", "C_COMMENT", "SQL_COMMENT"]
+COMMON_CHARS = list("0123456789aefxAEFZ_+-.eE \t\r\n\f#/*\"\\") + ["\u00e9"]
+
+
+def check_common(driver, rng, texts_per):
+    """Each of lark's common terminals alone (start: NAME) on random texts:
+    maskd's definitions against lark's own common.lark."""
+    agree = total = 0
+    for name in COMMON:
+        grammar = "start: %s\n%%import common.%s\n" % (name, name)
+        try:
+            parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+        except Exception:
+            parser = None
+        texts = ["".join(rng.choice(COMMON_CHARS) for _ in range(rng.randint(1, 8))) for _ in range(texts_per)]
+        # Texts built to match: a quoted string, comments, numbers.
+        texts += ['"%s"' % "".join(rng.choice(COMMON_CHARS) for _ in range(rng.randint(0, 6)))
+                  for _ in range(texts_per // 4)]
+        texts += ["/*%s*/" % "".join(rng.choice(COMMON_CHARS) for _ in range(rng.randint(0, 6)))
+                  for _ in range(texts_per // 4)]
+        rc, lines = run_driver(driver, grammar, texts)
+        maskd_ok = bool(lines) and lines[0] == "OK"
+        if parser is None or not maskd_ok:
+            total += 1
+            if parser is None and not maskd_ok:
+                agree += 1
+            else:
+                print("    common.%s: lark %s, maskd %s" % (name, "refuses" if parser is None else "loads", lines[:1]))
+            continue
+        bad = 0
+        for text, m in zip(texts, lines[1:]):
+            total += 1
+            if (m == "1") == lark_accepts(parser, text):
+                agree += 1
+            elif bad < 3:
+                bad += 1
+                print("    common.%s on %r: lark %s, maskd %s" % (name, text, lark_accepts(parser, text), m))
+    print("common terminals   %d names, agreement %d/%d" % (len(COMMON), agree, total))
+    return agree == total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default=os.path.join(os.path.dirname(__file__), "../../build/bin/lark_accepts"))
@@ -385,6 +429,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--regexes", type=int, default=300, help="random regexes to check (0: none)")
     ap.add_argument("--grammars", type=int, default=300, help="mutated grammars to check (0: none)")
+    ap.add_argument("--common", type=int, default=400, help="texts per common terminal (0: none)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     total = agree = known_total = 0
@@ -450,6 +495,8 @@ def main():
         failed |= not check_regexes(args.driver, rng, args.regexes, 30)
     if args.grammars:
         failed |= not check_mutated_grammars(args.driver, rng, args.grammars, 30)
+    if args.common:
+        failed |= not check_common(args.driver, rng, args.common)
     return 1 if failed else 0
 
 
