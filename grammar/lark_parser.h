@@ -21,12 +21,19 @@
 //     terminals defined earlier.
 // Regexes are Python `re` patterns translated by grammar/python_regex.h
 // (Unicode \d \w \s, exact i/s/x flags). Refused with an error: %declare
-// (needs an external lexer), imports from other modules,
-// terminals matching the empty string (Lark's Earley refuses them too).
+// (needs an external lexer), imports from other modules, terminals matching
+// the empty string (Lark's Earley refuses them too). Names, directives and
+// modifiers are lexed as Lark's own lexer does.
+//
+// One known difference in language: Lark's %ignore takes the greedy match
+// only, the common form any match, so an ignored line comment may end
+// before the end of its line here (docs/grammars.md, "Where maskd and Lark
+// can differ").
 //
 // Errors are INVALID_ARGUMENT "line L, column C: <what>"; passing a
 // GrammarLimits bound is RESOURCE_EXHAUSTED naming the limit. Recursion is
-// bounded by limits.max_nesting. The result has been through Normalize.
+// bounded by limits.max_nesting (at most 1000). The result has been through
+// Normalize.
 #ifndef MASKD_GRAMMAR_LARK_PARSER_H_
 #define MASKD_GRAMMAR_LARK_PARSER_H_
 
