@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Differential test of maskd's Lark front end against the Python lark library.
 
-For each grammar below, builds texts (seed texts, their random mutations and
-random strings over the grammar's alphabet), asks
-lark.Lark(g, parser="earley", lexer="dynamic_complete") whether each parses,
-and asks maskd (build/bin/lark_accepts: ParseLark + the reference Earley
-recognizer) whether it accepts; prints the agreement per grammar and the
-first disagreements. Not in the default suite (needs lark from PyPI):
+lark.Lark(g, parser="earley", lexer="dynamic_complete") is the oracle; maskd's
+side is build/bin/lark_accepts (ParseLark + the reference Earley recognizer).
+Four parts (docs/grammars.md, "Lark", "Tests"):
+  1. texts: for each grammar below, texts sampled from maskd's side, seed
+     texts, their mutations and splices, random strings; acceptance compared;
+  2. --regexes N: random Python regexes as `start: /P/flags` against
+     re.fullmatch of the pattern lark compiles;
+  3. --grammars N: mutated grammars: both load or both refuse, and agree on
+     texts where both load;
+  4. --common N: each of lark's common terminals alone.
+Not in the default suite (needs lark from PyPI):
 
   python3 -m venv ~/.cache/maskd-lark && ~/.cache/maskd-lark/bin/pip install lark
   cmake --build build --target lark_accepts
   ~/.cache/maskd-lark/bin/python tests/grammar/lark_oracle.py [--count N] [--seed S]
 
-Exit status 1 when any text disagrees.
+Disagreements recognised as the documented greedy line-comment %ignore
+difference are counted apart; any other one (or a driver crash) makes the
+exit status 1.
 """
 import argparse
 import json
