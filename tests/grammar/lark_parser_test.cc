@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "grammar/earley.h"
@@ -67,6 +70,57 @@ TEST(LarkParser, Json) {
   ExpectAccepts(r, R"L({"a" 1})L", false);
   ExpectAccepts(r, R"L("unterminated)L", false);
   ExpectAccepts(r, "[1 2]", false);
+}
+
+const char kArithmetic[] = R"L(
+    ?start: sum
+    ?sum: product
+        | sum "+" product   -> add
+        | sum "-" product   -> sub
+    ?product: atom
+        | product "*" atom  -> mul
+        | product "/" atom  -> div
+    ?atom: NUMBER           -> number
+         | "-" atom         -> neg
+         | NAME             -> var
+         | "(" sum ")"
+    %import common.CNAME -> NAME
+    %import common.NUMBER
+    %import common.WS_INLINE
+    %ignore WS_INLINE
+  )L";
+
+// Outlines' CFG samples (../shared/corpora/outlines/cfg_samples): the JSON and
+// arithmetic outputs its tests expect to parse, which Python's lark accepts
+// with the grammars above (arithmetic without its trailing newline); every
+// prefix of the small ones is viable.
+TEST(LarkParser, OutlinesCfgSamples) {
+  std::filesystem::path dir = std::filesystem::path(MASKD_SHARED_DIR) / "corpora/outlines/cfg_samples";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " (../shared is absent)";
+  int checked = 0;
+  for (const char* kind : {"json", "arithmetic"}) {
+    auto r = Compile(std::string(kind) == std::string("json") ? kJson : kArithmetic);
+    for (const auto& entry : std::filesystem::directory_iterator(dir / kind)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream buf;
+      buf << in.rdbuf();
+      std::string text = buf.str();
+      if (std::string(kind) == "arithmetic") {
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      }
+      SCOPED_TRACE(entry.path().string());
+      ExpectAccepts(r, text, true);
+      if (text.size() < 1000) {
+        for (size_t n = 0; n < text.size(); ++n) {
+          auto v = r.IsViablePrefix(text.substr(0, n));
+          ASSERT_TRUE(v.ok()) << v.status();
+          EXPECT_TRUE(*v) << "prefix of " << n << " bytes";
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5);
 }
 
 TEST(LarkParser, ArithmeticWithIgnore) {
