@@ -775,7 +775,13 @@ TEST(MaskdProcessTest, HealthNotServingUntilTokenizersLoaded) {
   for (int i = 0; i < 500 && access(sock.c_str(), F_OK) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  auto c = server.Connect();
+  // A prober: one connection attempt may take 100 ms at most, so a slow
+  // first handshake (sanitizers, a loaded machine) fails and is retried
+  // instead of holding the first call past the loading window.
+  ClientOptions probe;
+  probe.timeout = absl::Seconds(5);
+  probe.connect_timeout = absl::Milliseconds(100);
+  auto c = *Client::Connect(server.addr(), probe);
   std::vector<std::string> seen;
   for (int i = 0; i < 600 && (seen.empty() || seen.back() != "SERVING"); ++i) {
     auto h = c->Health();
