@@ -58,60 +58,19 @@ struct EarleyRecognizer::Chart {
 
 absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
                                                           const EarleyOptions& options) {
-  absl::Status valid = Validate(g);
-  if (!valid.ok()) return valid;
-  if (g.rules.size() >= (1u << 30) || g.terminals.size() >= (1u << 30)) {
-    return absl::ResourceExhaustedError("grammar has more than 2^30 rules or terminals");
-  }
+  auto compiled = CompiledGrammar::Create(g, options.regex_limits, options.dfa_options);
+  if (!compiled.ok()) return compiled.status();
   EarleyRecognizer r;
-  r.start_ = g.start;
+  r.g_ = std::move(*compiled);
   r.max_items_ = options.max_items_per_position;
   r.max_steps_ = options.max_steps_per_position;
-  r.ignore_ = g.ignore;
-  r.rule_productions_.resize(g.rules.size());
-  for (uint32_t id = 0; id < g.rules.size(); ++id) {
-    for (const auto& alt : g.rules[id].alternatives) {
-      r.rule_productions_[id].push_back(static_cast<uint32_t>(r.productions_.size()));
-      r.productions_.push_back({id, alt});
-    }
-  }
-  if (r.productions_.size() >= (1u << 30)) {
-    return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
-  }
-  for (const Terminal& t : g.terminals) {
-    auto dfa = Dfa::FromPattern(t.regex, options.regex_limits, options.dfa_options);
-    if (!dfa.ok()) {
-      return absl::Status(dfa.status().code(),
-                          absl::StrCat("terminal '", t.name, "' (line ", t.where.line, ", column ",
-                                       t.where.column, "): ", dfa.status().message()));
-    }
-    r.nullable_terminal_.push_back((*dfa)->IsAccepting((*dfa)->start()));
-    r.dfas_.push_back(std::move(*dfa));
-  }
-  r.nullable_rule_.assign(g.rules.size(), false);
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const Production& p : r.productions_) {
-      if (r.nullable_rule_[p.rule]) continue;
-      bool all = true;
-      for (const Symbol& s : p.rhs) {
-        if (s.is_terminal() ? !r.nullable_terminal_[s.id] : !r.nullable_rule_[s.id]) {
-          all = false;
-          break;
-        }
-      }
-      if (all) {
-        r.nullable_rule_[p.rule] = true;
-        changed = true;
-      }
-    }
-  }
   return r;
 }
 
 absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
-  chart->sets.clear();
+  const auto& productions = g_->productions();
+  const auto& ignore = g_->ignore();
+    chart->sets.clear();
   chart->sets.resize(text.size() + 1);
   auto& sets = chart->sets;
 
@@ -139,14 +98,14 @@ absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
     for (size_t k = 0; k < sets[i].items.size(); ++k) {
       const Item it = sets[i].items[k];
       if (it.kind() != kRule) continue;
-      if (!ignore_.empty() && !sets[i].ignore_started) {
+      if (!ignore.empty() && !sets[i].ignore_started) {
         sets[i].ignore_started = true;
-        for (uint32_t t : ignore_) {
-          absl::Status s = add(i, Item::Make(kIgnore, t, dfas_[t]->start(), i));
+        for (uint32_t t : ignore) {
+          absl::Status s = add(i, Item::Make(kIgnore, t, g_->dfa(t).start(), i));
           if (!s.ok()) return s;
         }
       }
-      const Production& p = productions_[it.id()];
+      const Production& p = productions[it.id()];
       if (it.pos == p.rhs.size()) {
         // Complete: advance the items of the origin set waiting on p.rule.
         // When origin == i the list may grow while we read it: index anew.
@@ -165,18 +124,18 @@ absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
       const Symbol& next = p.rhs[it.pos];
       sets[i].waiting[WaitKey(next)].push_back(static_cast<uint32_t>(k));
       if (next.is_terminal()) {
-        absl::Status s = add(i, Item::Make(kScan, next.id, dfas_[next.id]->start(), i));
+        absl::Status s = add(i, Item::Make(kScan, next.id, g_->dfa(next.id).start(), i));
         if (!s.ok()) return s;
-        if (nullable_terminal_[next.id]) {
+        if (g_->nullable_terminal(next.id)) {
           s = add(i, advance(it));
           if (!s.ok()) return s;
         }
       } else {
-        for (uint32_t prod : rule_productions_[next.id]) {
+        for (uint32_t prod : g_->rule_productions(next.id)) {
           absl::Status s = add(i, Item::Make(kRule, prod, 0, i));
           if (!s.ok()) return s;
         }
-        if (nullable_rule_[next.id]) {
+        if (g_->nullable_rule(next.id)) {
           absl::Status s = add(i, advance(it));
           if (!s.ok()) return s;
         }
@@ -185,7 +144,7 @@ absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
     return absl::OkStatus();
   };
 
-  for (uint32_t prod : rule_productions_[start_]) {
+  for (uint32_t prod : g_->rule_productions(g_->start())) {
     absl::Status s = add(0, Item::Make(kRule, prod, 0, 0));
     if (!s.ok()) return s;
   }
@@ -197,7 +156,7 @@ absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
     for (size_t k = 0; k < sets[i].items.size(); ++k) {
       const Item it = sets[i].items[k];
       if (it.kind() == kRule) continue;
-      const Dfa& dfa = *dfas_[it.id()];
+      const Dfa& dfa = g_->dfa(it.id());
       const Dfa::State next = dfa.Next(it.pos, byte);
       if (next == Dfa::kDead) continue;
       s = add(i + 1, Item::Make(it.kind(), it.id(), next, it.origin));
@@ -237,10 +196,11 @@ absl::StatusOr<bool> EarleyRecognizer::Accepts(std::string_view text) const {
   absl::Status s = Run(text, &chart);
   if (!s.ok()) return s;
   if (chart.sets.size() != text.size() + 1) return false;
+  const auto& productions = g_->productions();
   for (const Item& it : chart.sets.back().items) {
     if (it.kind() != kRule || it.origin != 0) continue;
-    const Production& p = productions_[it.id()];
-    if (p.rule == start_ && it.pos == p.rhs.size()) return true;
+    const Production& p = productions[it.id()];
+    if (p.rule == g_->start() && it.pos == p.rhs.size()) return true;
   }
   return false;
 }
@@ -261,7 +221,7 @@ absl::StatusOr<std::bitset<256>> EarleyRecognizer::NextBytes(std::string_view pr
   // The next set is seeded only by scans, and a live DFA state is viable.
   for (const Item& it : chart.sets.back().items) {
     if (it.kind() == kRule) continue;
-    const Dfa& dfa = *dfas_[it.id()];
+    const Dfa& dfa = g_->dfa(it.id());
     for (int b = 0; b < 256; ++b) {
       if (!out[b] && dfa.Next(it.pos, static_cast<uint8_t>(b)) != Dfa::kDead) out[b] = true;
     }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
 #include "index/dfa.h"
 
@@ -39,6 +40,9 @@ namespace maskd::grammar {
 struct EarleyOptions {
   size_t max_items_per_position = 1 << 20;
   size_t max_steps_per_position = 1 << 24;
+  // Items in all the sets of an incremental parser together (earley_parser.h;
+  // about 20 bytes each): bounds one sequence's memory.
+  size_t max_chart_items = 1 << 22;
   RegexLimits regex_limits;  // for the terminals' regexes
   DfaOptions dfa_options;    // for the terminals' DFAs
 };
@@ -60,23 +64,13 @@ class EarleyRecognizer {
   absl::StatusOr<std::bitset<256>> NextBytes(std::string_view prefix) const;
 
  private:
-  struct Production {
-    uint32_t rule;
-    std::vector<Symbol> rhs;
-  };
   struct Chart;
 
   EarleyRecognizer() = default;
   // Runs the recognizer over `text`, leaving every Earley set in `chart`.
   absl::Status Run(std::string_view text, Chart* chart) const;
 
-  std::vector<Production> productions_;
-  std::vector<std::vector<uint32_t>> rule_productions_;  // per rule
-  std::vector<bool> nullable_rule_;
-  std::vector<bool> nullable_terminal_;  // the terminal's DFA accepts at its start
-  std::vector<std::shared_ptr<const Dfa>> dfas_;  // per terminal
-  std::vector<uint32_t> ignore_;                  // terminal ids
-  uint32_t start_ = 0;
+  std::shared_ptr<const CompiledGrammar> g_;
   size_t max_items_ = 0;
   size_t max_steps_ = 0;
 };

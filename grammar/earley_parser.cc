@@ -1,0 +1,281 @@
+#include "grammar/earley_parser.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace maskd::grammar {
+namespace {
+
+uint64_t WaitKey(const Symbol& s) {
+  return (s.is_terminal() ? uint64_t{1} << 32 : 0) | s.id;
+}
+
+uint32_t HashItem(const EarleyItem& it) {
+  uint64_t h = (uint64_t{it.kind_id} << 32 | it.pos) * 0x9E3779B97F4A7C15ull;
+  h ^= (h >> 29) ^ (uint64_t{it.origin} * 0xBF58476D1CE4E5B9ull);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+EarleyItem Advance(const EarleyItem& it) {
+  return EarleyItem::Make(EarleyItem::kRule, it.id(), it.pos + 1, it.origin);
+}
+
+}  // namespace
+
+absl::StatusOr<EarleyParser> EarleyParser::Create(std::shared_ptr<const CompiledGrammar> grammar,
+                                                  const EarleyOptions& options) {
+  EarleyParser p;
+  p.g_ = std::move(grammar);
+  p.max_items_per_set_ = options.max_items_per_position;
+  p.max_steps_per_set_ = options.max_steps_per_position;
+  p.max_chart_items_ = options.max_chart_items;
+  p.table_.assign(64, 0);
+  p.stamp_.assign(64, 0);
+  p.BeginSet();
+  for (uint32_t prod : p.g_->rule_productions(p.g_->start())) {
+    absl::Status s = p.Add(EarleyItem::Make(EarleyItem::kRule, prod, 0, 0));
+    if (!s.ok()) return s;
+  }
+  absl::Status s = p.Closure();
+  if (!s.ok()) return s;
+  p.FinishSet();  // never empty: the start rule has a production
+  return p;
+}
+
+void EarleyParser::BeginSet() {
+  set_begin_.push_back(static_cast<uint32_t>(items_.size()));
+  if (++generation_ == 0) {
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    generation_ = 1;
+  }
+  steps_ = 0;
+  ignore_started_ = false;
+}
+
+void EarleyParser::AbortSet() {
+  items_.resize(set_begin_.back());
+  set_begin_.pop_back();
+}
+
+bool EarleyParser::FinishSet() {
+  const uint32_t begin = set_begin_.back();
+  if (begin == items_.size()) {
+    set_begin_.pop_back();
+    return false;
+  }
+  const auto& productions = g_->productions();
+  const size_t w0 = waiting_.size();
+  for (uint32_t k = begin; k < items_.size(); ++k) {
+    const EarleyItem& it = items_[k];
+    if (it.kind() != EarleyItem::kRule) continue;
+    const Production& p = productions[it.id()];
+    if (it.pos < p.rhs.size()) waiting_.push_back({WaitKey(p.rhs[it.pos]), k});
+  }
+  std::sort(waiting_.begin() + w0, waiting_.end(),
+            [](const Waiting& a, const Waiting& b) { return a.key < b.key; });
+  wait_begin_.push_back(static_cast<uint32_t>(w0));
+  return true;
+}
+
+void EarleyParser::PopTo(size_t n) {
+  if (n < 1 || n >= num_sets()) return;
+  items_.resize(set_begin_[n]);
+  set_begin_.resize(n);
+  waiting_.resize(wait_begin_[n]);
+  wait_begin_.resize(n);
+}
+
+void EarleyParser::GrowTable() {
+  const size_t cap = table_.size() * 2;
+  table_.assign(cap, 0);
+  stamp_.assign(cap, 0);
+  generation_ = 1;
+  const size_t mask = cap - 1;
+  for (uint32_t k = set_begin_.back(); k < items_.size(); ++k) {
+    size_t slot = HashItem(items_[k]) & mask;
+    while (stamp_[slot] == generation_) slot = (slot + 1) & mask;
+    stamp_[slot] = generation_;
+    table_[slot] = k;
+  }
+}
+
+absl::Status EarleyParser::Add(const EarleyItem& item) {
+  const size_t set = num_sets() - 1;
+  if (++steps_ > max_steps_per_set_) {
+    return absl::ResourceExhaustedError(absl::StrCat("Earley set ", set, " needs more than ",
+                                                     max_steps_per_set_,
+                                                     " steps (max_steps_per_position)"));
+  }
+  const size_t mask = table_.size() - 1;
+  size_t slot = HashItem(item) & mask;
+  while (stamp_[slot] == generation_) {
+    if (items_[table_[slot]] == item) return absl::OkStatus();
+    slot = (slot + 1) & mask;
+  }
+  const size_t in_set = items_.size() - set_begin_.back();
+  if (in_set >= max_items_per_set_) {
+    return absl::ResourceExhaustedError(absl::StrCat("Earley set ", set, " holds more than ",
+                                                     max_items_per_set_,
+                                                     " items (max_items_per_position)"));
+  }
+  if (items_.size() >= max_chart_items_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the parse holds more than ", max_chart_items_, " Earley items (max_chart_items)"));
+  }
+  stamp_[slot] = generation_;
+  table_[slot] = static_cast<uint32_t>(items_.size());
+  items_.push_back(item);
+  if ((in_set + 1) * 2 > table_.size()) GrowTable();
+  return absl::OkStatus();
+}
+
+absl::Status EarleyParser::AdvanceWaiting(uint32_t origin, uint64_t key) {
+  const uint32_t begin = wait_begin_[origin];
+  const uint32_t end =
+      origin + 1 < wait_begin_.size() ? wait_begin_[origin + 1] : static_cast<uint32_t>(waiting_.size());
+  auto lo = std::lower_bound(waiting_.begin() + begin, waiting_.begin() + end, key,
+                             [](const Waiting& w, uint64_t k) { return w.key < k; });
+  for (; lo != waiting_.begin() + end && lo->key == key; ++lo) {
+    absl::Status s = Add(Advance(items_[lo->item]));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EarleyParser::Closure() {
+  const uint32_t set = static_cast<uint32_t>(num_sets() - 1);
+  const uint32_t begin = set_begin_.back();
+  const auto& productions = g_->productions();
+  for (size_t k = begin; k < items_.size(); ++k) {
+    const EarleyItem it = items_[k];
+    if (it.kind() != EarleyItem::kRule) continue;
+    if (!ignore_started_ && !g_->ignore().empty()) {
+      ignore_started_ = true;
+      for (uint32_t t : g_->ignore()) {
+        absl::Status s = Add(EarleyItem::Make(EarleyItem::kIgnore, t, g_->dfa(t).start(), set));
+        if (!s.ok()) return s;
+      }
+    }
+    const Production& p = productions[it.id()];
+    if (it.pos == p.rhs.size()) {
+      const uint64_t key = WaitKey(Symbol::Rule(p.rule));
+      if (it.origin < set) {
+        absl::Status s = AdvanceWaiting(it.origin, key);
+        if (!s.ok()) return s;
+        continue;
+      }
+      // A rule completed in its own set is nullable: its waiters were already
+      // advanced when they predicted it, and later ones will be; this pass
+      // catches the rest. The set may grow while we read it: index anew.
+      for (size_t j = begin; j < items_.size(); ++j) {
+        const EarleyItem w = items_[j];
+        if (w.kind() != EarleyItem::kRule) continue;
+        const Production& wp = productions[w.id()];
+        if (w.pos < wp.rhs.size() && WaitKey(wp.rhs[w.pos]) == key) {
+          absl::Status s = Add(Advance(w));
+          if (!s.ok()) return s;
+        }
+      }
+      continue;
+    }
+    const Symbol& next = p.rhs[it.pos];
+    if (next.is_terminal()) {
+      absl::Status s =
+          Add(EarleyItem::Make(EarleyItem::kScan, next.id, g_->dfa(next.id).start(), set));
+      if (!s.ok()) return s;
+      if (g_->nullable_terminal(next.id)) {
+        s = Add(Advance(it));
+        if (!s.ok()) return s;
+      }
+    } else {
+      for (uint32_t prod : g_->rule_productions(next.id)) {
+        absl::Status s = Add(EarleyItem::Make(EarleyItem::kRule, prod, 0, set));
+        if (!s.ok()) return s;
+      }
+      if (g_->nullable_rule(next.id)) {
+        absl::Status s = Add(Advance(it));
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> EarleyParser::Push(uint8_t byte) {
+  const uint32_t prev_begin = set_begin_.back();
+  const uint32_t prev_end = static_cast<uint32_t>(items_.size());
+  BeginSet();
+  absl::Status s;
+  for (uint32_t k = prev_begin; k < prev_end && s.ok(); ++k) {
+    const EarleyItem it = items_[k];
+    if (it.kind() == EarleyItem::kRule) continue;
+    const Dfa& dfa = g_->dfa(it.id());
+    const Dfa::State next = dfa.Next(it.pos, byte);
+    if (next == Dfa::kDead) continue;
+    s = Add(EarleyItem::Make(it.kind(), it.id(), next, it.origin));
+    if (!s.ok() || !dfa.IsAccepting(next)) continue;
+    if (it.kind() == EarleyItem::kScan) {
+      s = AdvanceWaiting(it.origin, WaitKey(Symbol::Terminal(it.id())));
+    } else {
+      // An ignored string ended: whatever could follow at its start can
+      // follow here.
+      const uint32_t o_begin = set_begin_[it.origin];
+      const uint32_t o_end = set_begin_[it.origin + 1];
+      for (uint32_t j = o_begin; j < o_end && s.ok(); ++j) {
+        if (items_[j].kind() == EarleyItem::kRule) s = Add(items_[j]);
+      }
+    }
+  }
+  if (s.ok() && set_begin_.back() != items_.size()) s = Closure();
+  if (!s.ok()) {
+    AbortSet();
+    return s;
+  }
+  return FinishSet();
+}
+
+absl::StatusOr<bool> EarleyParser::PushCompletion(const EarleyItem& scan) {
+  BeginSet();
+  absl::Status s;
+  if (scan.kind() == EarleyItem::kScan) {
+    s = AdvanceWaiting(scan.origin, WaitKey(Symbol::Terminal(scan.id())));
+  } else if (scan.kind() == EarleyItem::kIgnore) {
+    const uint32_t o_begin = set_begin_[scan.origin];
+    const uint32_t o_end = set_begin_[scan.origin + 1];
+    for (uint32_t j = o_begin; j < o_end && s.ok(); ++j) {
+      if (items_[j].kind() == EarleyItem::kRule) s = Add(items_[j]);
+    }
+  }
+  if (s.ok() && set_begin_.back() != items_.size()) s = Closure();
+  if (!s.ok()) {
+    AbortSet();
+    return s;
+  }
+  return FinishSet();
+}
+
+bool EarleyParser::IsAccepting() const {
+  const auto& productions = g_->productions();
+  for (const EarleyItem& it : last_set()) {
+    if (it.kind() != EarleyItem::kRule || it.origin != 0) continue;
+    const Production& p = productions[it.id()];
+    if (p.rule == g_->start() && it.pos == p.rhs.size()) return true;
+  }
+  return false;
+}
+
+std::bitset<256> EarleyParser::NextBytes() const {
+  std::bitset<256> out;
+  for (const EarleyItem& it : last_set()) {
+    if (it.kind() == EarleyItem::kRule) continue;
+    const Dfa& dfa = g_->dfa(it.id());
+    for (int b = 0; b < 256; ++b) {
+      if (!out[b] && dfa.Next(it.pos, static_cast<uint8_t>(b)) != Dfa::kDead) out[b] = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace maskd::grammar

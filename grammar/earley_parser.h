@@ -1,0 +1,134 @@
+// EarleyParser: an incremental Earley parser over bytes for a CompiledGrammar.
+//
+// The parser is a stack of Earley sets: the start set, then one per byte
+// taken. Push(byte) scans a byte into a new set and Pop() drops the last one,
+// so a trie walk can try each token's bytes and undo them. It recognizes the
+// language grammar.h defines, with the items and rules of the reference
+// recognizer (earley.h): terminals are scanned inside items by their DFAs,
+// %ignore terminals may match between any two symbols, nullable rules and
+// terminals are stepped over at prediction (Aycock-Horspool).
+//
+// Invariant: every item of every set lies on some derivation of an accepted
+// text (every rule derives a string and every live DFA state reaches
+// acceptance, Validate's invariants), so a byte is viable iff its set is
+// non-empty, and a scan item's terminal may always be finished.
+//
+// Memory: items live in flat arrays that keep their capacity across Pop, so a
+// walk that pushes and pops allocates nothing once they have grown. Limits:
+// per set, EarleyOptions::max_items_per_position and max_steps_per_position;
+// in all sets together, max_chart_items. Past one, the call that would build
+// the set fails with ResourceExhausted and the stack is unchanged.
+//
+// Not thread-safe; copies are independent.
+#ifndef MASKD_GRAMMAR_EARLEY_PARSER_H_
+#define MASKD_GRAMMAR_EARLEY_PARSER_H_
+
+#include <bitset>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
+
+namespace maskd::grammar {
+
+// kRule: production `id` with the dot before rhs[pos]. kScan: terminal `id`
+// scanned up to DFA state `pos`. kIgnore: the same for an ignored terminal
+// between symbols. `origin`: the index of the set where the item began.
+struct EarleyItem {
+  enum Kind : uint32_t { kRule = 0, kScan = 1, kIgnore = 2 };
+  uint32_t kind_id;  // kind << 30 | id
+  uint32_t pos;
+  uint32_t origin;
+
+  static EarleyItem Make(Kind k, uint32_t id, uint32_t pos, uint32_t origin) {
+    return {static_cast<uint32_t>(k) << 30 | id, pos, origin};
+  }
+  Kind kind() const { return static_cast<Kind>(kind_id >> 30); }
+  uint32_t id() const { return kind_id & ((1u << 30) - 1); }
+  friend bool operator==(const EarleyItem& a, const EarleyItem& b) {
+    return a.kind_id == b.kind_id && a.pos == b.pos && a.origin == b.origin;
+  }
+};
+
+class EarleyParser {
+ public:
+  // A parser holding the start set. Fails only past a limit.
+  static absl::StatusOr<EarleyParser> Create(std::shared_ptr<const CompiledGrammar> grammar,
+                                             const EarleyOptions& options = {});
+
+  // Scans `byte`: true and a new last set when the text so far plus `byte` is
+  // a viable prefix; false and no change when not.
+  absl::StatusOr<bool> Push(uint8_t byte);
+  // A new last set as if the terminal of `scan` (a kScan or kIgnore item of
+  // the last set) ended after the last set's text: the items its completion
+  // advances, closed. False and no change when that set is empty. The new
+  // set stands for a text position the bytes have not reached; it is only
+  // for looking ahead (grammar_index.cc), and is popped like any other.
+  absl::StatusOr<bool> PushCompletion(const EarleyItem& scan);
+  // Drops the last set; the start set always stays.
+  void Pop() { PopTo(num_sets() - 1); }
+  // Drops sets until `n` remain (1 <= n <= num_sets()).
+  void PopTo(size_t n);
+
+  size_t num_sets() const { return set_begin_.size(); }
+  size_t num_items() const { return items_.size(); }
+  absl::Span<const EarleyItem> last_set() const {
+    return absl::MakeConstSpan(items_).subspan(set_begin_.back());
+  }
+  // The text so far is in the language.
+  bool IsAccepting() const;
+  // The bytes that Push would accept now.
+  std::bitset<256> NextBytes() const;
+  const CompiledGrammar& grammar() const { return *g_; }
+
+ private:
+  struct Waiting {
+    uint64_t key;   // the symbol a rule item's dot is before (WaitKey)
+    uint32_t item;  // index into items_
+  };
+
+  EarleyParser() = default;
+
+  void BeginSet();
+  void AbortSet();
+  // Sorts the new set's waiting entries; false (and the set dropped) when the
+  // set is empty.
+  bool FinishSet();
+  absl::Status Add(const EarleyItem& item);
+  // Adds every rule item of set `origin` that waits on `key`, advanced.
+  absl::Status AdvanceWaiting(uint32_t origin, uint64_t key);
+  // Predicts and completes in the last set until nothing changes.
+  absl::Status Closure();
+  void GrowTable();
+
+  std::shared_ptr<const CompiledGrammar> g_;
+  size_t max_items_per_set_ = 0;
+  size_t max_steps_per_set_ = 0;
+  size_t max_chart_items_ = 0;
+
+  std::vector<EarleyItem> items_;    // every set's items, set after set
+  std::vector<uint32_t> set_begin_;  // per set: its first index in items_
+  // Per finished set, its rule items by the symbol after their dot, sorted
+  // by key; wait_begin_[s] is set s's first entry.
+  std::vector<Waiting> waiting_;
+  std::vector<uint32_t> wait_begin_;
+
+  // The set being built: an open-addressing table of its item indices
+  // (valid where stamp_ == generation_), steps taken, and whether its
+  // ignored terminals have been predicted.
+  std::vector<uint32_t> table_;
+  std::vector<uint32_t> stamp_;
+  uint32_t generation_ = 0;
+  size_t steps_ = 0;
+  bool ignore_started_ = false;
+};
+
+}  // namespace maskd::grammar
+
+#endif  // MASKD_GRAMMAR_EARLEY_PARSER_H_

@@ -1,0 +1,132 @@
+#include "grammar/grammar_guide.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace maskd::grammar {
+
+absl::StatusOr<GrammarGuide> GrammarGuide::Create(std::shared_ptr<const GrammarIndex> index) {
+  if (index == nullptr) return absl::InvalidArgumentError("GrammarGuide needs an index");
+  auto parser = index->NewParser();
+  if (!parser.ok()) return parser.status();
+  return GrammarGuide(std::move(index), std::move(*parser));
+}
+
+absl::Status GrammarGuide::WriteMask(absl::Span<uint32_t> words) {
+  const uint32_t n = index_->num_words();
+  if (words.size() < n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask buffer holds ", words.size(), " words; the vocabulary needs ", n));
+  }
+  std::fill(words.begin() + n, words.end(), 0u);
+  if (finished_) {
+    std::fill(words.begin(), words.begin() + n, 0u);
+    for (uint32_t eos : index_->vocab().eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
+    return absl::OkStatus();
+  }
+  return index_->FillMask(parser_, scratch_, words.data());
+}
+
+absl::StatusOr<bool> GrammarGuide::PushToken(uint32_t token) {
+  const std::string_view bytes = index_->vocab().bytes(token);
+  const size_t before = parser_.num_sets();
+  for (char c : bytes) {
+    absl::StatusOr<bool> live = parser_.Push(static_cast<uint8_t>(c));
+    if (!live.ok() || !*live) {
+      parser_.PopTo(before);
+      return live;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<bool> GrammarGuide::IsAllowed(uint32_t token) {
+  const Vocabulary& vocab = index_->vocab();
+  if (!vocab.has_token(token)) return false;
+  if (vocab.is_eos(token)) return finished_ || parser_.IsAccepting();
+  if (finished_ || vocab.is_special(token) || vocab.bytes(token).empty()) return false;
+  const size_t before = parser_.num_sets();
+  absl::StatusOr<bool> live = PushToken(token);
+  parser_.PopTo(before);
+  return live;
+}
+
+absl::Status GrammarGuide::Advance(uint32_t token) {
+  const Vocabulary& vocab = index_->vocab();
+  if (token >= vocab.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token id ", token, " is outside the vocabulary (size ", vocab.size(), ")"));
+  }
+  const uint32_t start = static_cast<uint32_t>(parser_.num_sets());
+  if (vocab.has_token(token) && vocab.is_eos(token) && (finished_ || parser_.IsAccepting())) {
+    if (!finished_) {
+      finished_ = true;
+      finished_at_ = token_start_.size();
+    }
+    token_start_.push_back(start);
+    return absl::OkStatus();
+  }
+  bool ok = false;
+  if (!finished_ && vocab.has_token(token) && !vocab.is_special(token) &&
+      !vocab.bytes(token).empty()) {
+    absl::StatusOr<bool> pushed = PushToken(token);
+    if (!pushed.ok()) return pushed.status();
+    ok = *pushed;
+  }
+  if (!ok) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("token ", token, " is not allowed after ", num_tokens(), " tokens (",
+                     num_bytes(), " bytes)", finished_ ? "; the sequence has ended" : ""));
+  }
+  token_start_.push_back(start);
+  return absl::OkStatus();
+}
+
+absl::Status GrammarGuide::Advance(absl::Span<const uint32_t> tokens) {
+  const size_t before = num_tokens();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    absl::Status s = Advance(tokens[i]);
+    if (!s.ok()) {
+      (void)Rollback(num_tokens() - before);
+      return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrammarGuide::Rollback(size_t n) {
+  if (n > num_tokens()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot roll back ", n, " tokens: only ",
+                                                   num_tokens(), " were advanced"));
+  }
+  if (n == 0) return absl::OkStatus();
+  const size_t keep = num_tokens() - n;
+  parser_.PopTo(token_start_[keep]);
+  token_start_.resize(keep);
+  if (finished_ && keep <= finished_at_) finished_ = false;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {
+  std::string out;
+  if (finished_) return out;
+  const size_t before = parser_.num_sets();
+  while (out.size() < max_bytes && !parser_.IsAccepting()) {
+    const std::bitset<256> next = parser_.NextBytes();
+    if (next.count() != 1) break;
+    int b = 0;
+    while (!next[b]) ++b;
+    absl::StatusOr<bool> live = parser_.Push(static_cast<uint8_t>(b));
+    if (!live.ok()) {
+      parser_.PopTo(before);
+      return live.status();
+    }
+    out.push_back(static_cast<char>(b));
+  }
+  parser_.PopTo(before);
+  return out;
+}
+
+}  // namespace maskd::grammar

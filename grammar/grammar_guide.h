@@ -1,0 +1,83 @@
+// GrammarGuide: the grammar state of one generated sequence over a shared
+// GrammarIndex; the grammar counterpart of index/guide.h's Guide.
+//
+// A GrammarGuide starts at the grammar's start. Each advanced token must be
+// allowed by the current mask; a disallowed token is FailedPrecondition and
+// leaves the state unchanged. Taking an EOS id (allowed only where the text
+// so far is in the language) finishes the guide: from then on only EOS ids
+// are allowed. Special tokens other than EOS are never allowed.
+//
+// State: an EarleyParser (one Earley set per byte of the sequence's text),
+// so memory grows with the text, bounded by EarleyOptions::max_chart_items;
+// rollback to any earlier token is exact and costs nothing but popping sets.
+// The mask and lookahead methods push and pop sets on the guide's own parser
+// and reuse its scratch space, so they are not const: a GrammarGuide is not
+// thread-safe; distinct guides over one index are independent.
+#ifndef MASKD_GRAMMAR_GRAMMAR_GUIDE_H_
+#define MASKD_GRAMMAR_GRAMMAR_GUIDE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grammar/earley_parser.h"
+#include "grammar/grammar_index.h"
+
+namespace maskd::grammar {
+
+class GrammarGuide {
+ public:
+  static absl::StatusOr<GrammarGuide> Create(std::shared_ptr<const GrammarIndex> index);
+
+  const GrammarIndex& index() const { return *index_; }
+
+  // Writes the current mask into `words` (packed layout), which must hold at
+  // least index().num_words() words (InvalidArgument otherwise); words past
+  // that are zeroed. ResourceExhausted past an Earley limit.
+  absl::Status WriteMask(absl::Span<uint32_t> words);
+  // Whether `token` may be advanced now (false for ids outside the vocabulary).
+  absl::StatusOr<bool> IsAllowed(uint32_t token);
+  // InvalidArgument for an id outside the vocabulary, FailedPrecondition for
+  // a token not allowed now; the state is unchanged on error.
+  absl::Status Advance(uint32_t token);
+  // All or nothing; the message names the position of the offending id.
+  absl::Status Advance(absl::Span<const uint32_t> tokens);
+  // Undoes the last `n` tokens; InvalidArgument when n > num_tokens().
+  absl::Status Rollback(size_t n);
+  // An independent copy (shares the index).
+  GrammarGuide Fork() const { return *this; }
+
+  bool IsAccepting() const { return !finished_ && parser_.IsAccepting(); }
+  bool IsFinished() const { return finished_; }
+  size_t num_tokens() const { return token_start_.size(); }
+  // Text bytes taken so far.
+  size_t num_bytes() const { return parser_.num_sets() - 1; }
+
+  // The bytes every accepted text must continue with from here, up to the
+  // first branch or accepting point, at most `max_bytes` (jump-forward).
+  absl::StatusOr<std::string> ForcedContinuation(size_t max_bytes = 256);
+
+ private:
+  GrammarGuide(std::shared_ptr<const GrammarIndex> index, EarleyParser parser)
+      : index_(std::move(index)), parser_(std::move(parser)) {}
+
+  // Pushes `token`'s bytes; false (parser unchanged) when one is refused.
+  absl::StatusOr<bool> PushToken(uint32_t token);
+
+  std::shared_ptr<const GrammarIndex> index_;
+  EarleyParser parser_;
+  // Per advanced token: the parser's set count before it.
+  std::vector<uint32_t> token_start_;
+  bool finished_ = false;
+  size_t finished_at_ = 0;  // token_start_ index of the first EOS when finished_
+  MaskScratch scratch_;
+};
+
+}  // namespace maskd::grammar
+
+#endif  // MASKD_GRAMMAR_GRAMMAR_GUIDE_H_

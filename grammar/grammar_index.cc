@@ -1,0 +1,237 @@
+#include "grammar/grammar_index.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "index/token_trie.h"
+
+namespace maskd::grammar {
+namespace {
+
+void MarkTokens(const TokenTrie& trie, uint32_t node, uint32_t* words) {
+  const uint32_t* ids = trie.token_ids();
+  for (uint32_t k = trie.token_begin()[node]; k < trie.token_begin()[node + 1]; ++k) {
+    words[ids[k] >> 5] |= 1u << (ids[k] & 31);
+  }
+}
+
+}  // namespace
+
+absl::Status GrammarIndex::OverBudget() const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a grammar mask needs more than ", options_.max_mask_work,
+      " steps (trie nodes visited plus Earley sets built; max_mask_work)"));
+}
+
+absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
+    const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const Options& options) {
+  if (vocab == nullptr) return absl::InvalidArgumentError("GrammarIndex needs a vocabulary");
+  auto compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options);
+  if (compiled.ok() && options.inline_regular_rules) {
+    InlineOptions inline_options;
+    inline_options.regex_limits = options.earley.regex_limits;
+    inline_options.dfa_options = options.earley.dfa_options;
+    auto lexed = CompiledGrammar::Create(InlineRegularRules(g, inline_options),
+                                         options.earley.regex_limits, options.earley.dfa_options);
+    if (lexed.ok()) compiled = std::move(lexed);
+  }
+  if (!compiled.ok()) return compiled.status();
+  std::shared_ptr<GrammarIndex> index(new GrammarIndex());
+  index->grammar_ = std::move(*compiled);
+  index->vocab_ = std::move(vocab);
+  index->options_ = options;
+  index->num_words_ = (index->vocab_->size() + 31) / 32;
+  for (size_t t = 0; t < index->grammar_->num_terminals(); ++t) {
+    const uint32_t n = index->grammar_->dfa(static_cast<uint32_t>(t)).num_states();
+    auto slots = std::make_unique<std::atomic<const TerminalStateTokens*>[]>(n);
+    for (uint32_t q = 0; q < n; ++q) slots[q].store(nullptr, std::memory_order_relaxed);
+    index->memo_.push_back(std::move(slots));
+  }
+  return std::shared_ptr<const GrammarIndex>(std::move(index));
+}
+
+GrammarIndex::~GrammarIndex() {
+  for (size_t t = 0; t < memo_.size(); ++t) {
+    const uint32_t n = grammar_->dfa(static_cast<uint32_t>(t)).num_states();
+    for (uint32_t q = 0; q < n; ++q) delete memo_[t][q].load(std::memory_order_relaxed);
+  }
+}
+
+void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
+                           TerminalStateTokens* out) const {
+  out->inside.assign(num_words_, 0);
+  out->boundary.clear();
+  // Visits each trie node at most once: not counted against max_mask_work.
+  WalkDfa(terminal, state, 0, SIZE_MAX, scratch, out->inside.data(), &out->boundary);
+}
+
+const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t state,
+                                                MaskScratch& scratch) const {
+  std::atomic<const TerminalStateTokens*>& slot = memo_[terminal][state];
+  if (const TerminalStateTokens* e = slot.load(std::memory_order_acquire)) return *e;
+  auto fresh = std::make_unique<TerminalStateTokens>();
+  Compute(terminal, state, scratch, fresh.get());
+  fresh->boundary.shrink_to_fit();
+  const size_t bytes = fresh->MemoryBytes();
+  if (memo_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > options_.max_memo_bytes) {
+    memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    scratch.unkept = std::move(*fresh);
+    return scratch.unkept;
+  }
+  const TerminalStateTokens* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
+    return *fresh.release();
+  }
+  memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  return *expected;  // another thread stored the same entry first
+}
+
+absl::Status GrammarIndex::WalkSubtree(EarleyParser& parser, uint32_t node,
+                                       MaskScratch& scratch, uint32_t* words) const {
+  const TokenTrie& trie = vocab_->trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const size_t base = parser.num_sets();
+  const uint32_t depth0 = nodes[node].depth;
+  const uint32_t end = nodes[node].next;
+  for (uint32_t i = node; i < end;) {
+    if (++scratch.work > options_.max_mask_work) {
+      parser.PopTo(base);
+      return OverBudget();
+    }
+    const TokenTrie::Node n = nodes[i];
+    parser.PopTo(base + (n.depth - depth0));
+    absl::StatusOr<bool> live = parser.Push(n.byte);
+    if (!live.ok()) {
+      parser.PopTo(base);
+      return live.status();
+    }
+    if (!*live) {
+      i = n.next;
+      continue;
+    }
+    MarkTokens(trie, i, words);
+    ++i;
+  }
+  parser.PopTo(base);
+  return absl::OkStatus();
+}
+
+absl::Status GrammarIndex::FillMask(EarleyParser& parser, MaskScratch& scratch,
+                                    uint32_t* words) const {
+  std::memset(words, 0, num_words_ * sizeof(uint32_t));
+  if (parser.IsAccepting()) {
+    for (uint32_t eos : vocab_->eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
+  }
+  if (scratch.levels.size() < options_.dfa_levels) scratch.levels.resize(options_.dfa_levels);
+  scratch.work = 0;
+  const size_t base = parser.num_sets();
+  absl::Status s = MarkBelow(parser, scratch, 0, 0, EarleyItem{}, words);
+  parser.PopTo(base);
+  return s;
+}
+
+bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t root, size_t budget,
+                           MaskScratch& scratch,
+                           uint32_t* words, std::vector<uint32_t>* boundary) const {
+  const Dfa& dfa = grammar_->dfa(terminal);
+  const TokenTrie& trie = vocab_->trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  scratch.dfa_states.resize(trie.max_depth() + 1);
+  uint32_t* states = scratch.dfa_states.data();
+  const uint32_t depth0 = nodes[root].depth;
+  states[depth0] = state;
+  const uint32_t end = root == 0 ? static_cast<uint32_t>(trie.num_nodes()) : nodes[root].next;
+  for (uint32_t i = root + 1; i < end;) {
+    if (++scratch.work > budget) return false;
+    const TokenTrie::Node node = nodes[i];
+    const Dfa::State s = dfa.Next(states[node.depth - 1], node.byte);
+    if (s == Dfa::kDead) {
+      i = node.next;
+      continue;
+    }
+    states[node.depth] = s;
+    MarkTokens(trie, i, words);
+    if (dfa.IsAccepting(s) && node.next > i + 1) boundary->push_back(i);
+    ++i;
+  }
+  return true;
+}
+
+bool GrammarIndex::Redundant(const EarleyItem& it, const EarleyItem& completed) const {
+  // `it` starts terminal t right where `completed` finished t. When L(t) is
+  // closed under concatenation, a text continuing in `it` is also a longer
+  // match of `completed`, explored at the level above from a deeper node,
+  // with `it` matching nothing: possible when `it` is an ignored terminal
+  // (the slot may stay empty), t is nullable, or `completed` was ignored
+  // (the slot it filled may stay empty and `it` begin there instead).
+  const CompiledGrammar& g = *grammar_;
+  if (it.id() != completed.id() || !g.concat_closed(it.id())) return false;
+  if (it.pos != g.dfa(it.id()).start()) return false;
+  return it.kind() == EarleyItem::kIgnore || completed.kind() == EarleyItem::kIgnore ||
+         g.nullable_terminal(it.id());
+}
+
+absl::Status GrammarIndex::MarkBelow(EarleyParser& parser, MaskScratch& scratch, uint32_t root,
+                                     size_t level, const EarleyItem& completed,
+                                     uint32_t* words) const {
+  MaskScratch::Level& at = scratch.levels[level];
+  at.items.clear();
+  for (const EarleyItem& it : parser.last_set()) {
+    if (it.kind() != EarleyItem::kRule) at.items.push_back(it);
+  }
+  // Items with the same (terminal, state) side by side: their inside tokens
+  // are marked once.
+  std::sort(at.items.begin(), at.items.end(), [](const EarleyItem& a, const EarleyItem& b) {
+    return std::make_tuple(a.id(), a.pos, a.kind_id, a.origin) <
+           std::make_tuple(b.id(), b.pos, b.kind_id, b.origin);
+  });
+  const TokenTrie::Node* nodes = vocab_->trie().nodes();
+  const size_t base = parser.num_sets();
+  for (size_t k = 0; k < at.items.size(); ++k) {
+    const EarleyItem it = at.items[k];
+    if (level > 0 && Redundant(it, completed)) continue;
+    const bool repeat = k > 0 && at.items[k - 1].id() == it.id() && at.items[k - 1].pos == it.pos;
+    const std::vector<uint32_t>* boundary;
+    if (level == 0) {
+      const TerminalStateTokens& tokens = Tokens(it.id(), it.pos, scratch);
+      if (!repeat) {
+        const uint32_t* inside = tokens.inside.data();
+        for (uint32_t w = 0; w < num_words_; ++w) words[w] |= inside[w];
+      }
+      boundary = &tokens.boundary;
+    } else {
+      if (!repeat) {
+        at.boundary.clear();
+        if (!WalkDfa(it.id(), it.pos, root, options_.max_mask_work, scratch, words, &at.boundary)) return OverBudget();
+      }
+      boundary = &at.boundary;
+    }
+    if (boundary->empty()) continue;
+    absl::StatusOr<bool> pushed = parser.PushCompletion(it);
+    if (!pushed.ok()) return pushed.status();
+    if (!*pushed) continue;
+    if (level + 1 < options_.dfa_levels) {
+      for (uint32_t b : *boundary) {
+        absl::Status s = MarkBelow(parser, scratch, b, level + 1, it, words);
+        if (!s.ok()) return s;
+      }
+    } else {
+      const std::bitset<256> first = parser.NextBytes();
+      for (uint32_t b : *boundary) {
+        for (uint32_t c = b + 1; c < nodes[b].next; c = nodes[c].next) {
+          if (!first[nodes[c].byte]) continue;
+          absl::Status s = WalkSubtree(parser, c, scratch, words);
+          if (!s.ok()) return s;
+        }
+      }
+    }
+    parser.PopTo(base);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace maskd::grammar

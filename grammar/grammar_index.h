@@ -1,0 +1,160 @@
+// GrammarIndex: a context-free grammar compiled against one vocabulary: the
+// token masks of grammar sequences.
+//
+// The mask of a parser state (the last Earley set of an EarleyParser) is every
+// text token whose bytes the parser can take, plus EOS where the text so far
+// is accepted. Computing it splits the work the way lexer-aware engines do:
+//
+//   - Context-independent: each scan item (terminal t in DFA state q) of the
+//     last set allows every token whose bytes keep t's DFA live from q (the
+//     token ends inside t; t can always be finished, and finishing it is what
+//     the item's presence proves possible). Those tokens, and the trie nodes
+//     where t may end with more token bytes below ("boundary" nodes), depend
+//     only on (t, q): they are computed by one trie walk on t's DFA and kept
+//     in a memo shared by every sequence, filled lazily and read without a
+//     lock.
+//   - Context-dependent: a token that runs past the end of t continues in
+//     whatever the parse allows after t. For each scan item with boundary
+//     nodes, the parser pushes the set its completion yields
+//     (EarleyParser::PushCompletion) and walks, byte by byte, only the
+//     subtrees below boundary nodes whose first byte that set can take.
+//
+// Every allowed token is found by exactly one of these: its bytes either stay
+// inside one scan item's terminal, or leave it at a first boundary node and
+// go on from that item's completion. The work per mask is the memo lookups,
+// one OR of mask words per distinct (t, q), and the Earley steps of the
+// context-dependent walks (the subtrees of tokens that cross a terminal's
+// end), bounded by EarleyOptions' per-set limits.
+//
+// Thread-safe: const methods may be called from any thread; a parser and its
+// MaskScratch belong to one caller.
+#ifndef MASKD_GRAMMAR_GRAMMAR_INDEX_H_
+#define MASKD_GRAMMAR_GRAMMAR_INDEX_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
+#include "grammar/earley_parser.h"
+#include "grammar/grammar.h"
+#include "grammar/regular_rules.h"
+#include "index/vocabulary.h"
+
+namespace maskd::grammar {
+
+// The context-independent tokens of one (terminal, DFA state).
+struct TerminalStateTokens {
+  std::vector<uint32_t> inside;    // mask words: tokens whose bytes keep the DFA live
+  std::vector<uint32_t> boundary;  // trie nodes, in order, where the DFA accepts and a child exists
+  size_t MemoryBytes() const {
+    return (inside.capacity() + boundary.capacity()) * sizeof(uint32_t);
+  }
+};
+
+// Per-caller scratch space for FillMask (reused across calls).
+struct MaskScratch {
+  struct Level {
+    std::vector<EarleyItem> items;     // the scan items of the set at this level
+    std::vector<uint32_t> boundary;    // trie nodes (levels past 0)
+  };
+  std::vector<Level> levels;
+  std::vector<uint32_t> dfa_states;
+  size_t work = 0;             // of the mask being computed (max_mask_work)
+  TerminalStateTokens unkept;  // a memo entry computed past max_memo_bytes
+};
+
+class GrammarIndex {
+ public:
+  struct Options {
+    EarleyOptions earley;
+    // Bytes the (terminal, DFA state) memo may hold; past it an entry is
+    // computed at each use (same mask, more time).
+    size_t max_memo_bytes = size_t{256} << 20;
+    // Lex regular rules whole (regular_rules.h): same masks, fewer parser
+    // steps. Off only to compare.
+    bool inline_regular_rules = true;
+    // Look-ahead levels split by DFA walks before walking with the parser
+    // (MarkBelow); at least 1.
+    size_t dfa_levels = 2;
+    // Work one mask may take: trie nodes visited plus Earley sets built.
+    // Past it FillMask fails with ResourceExhausted naming this limit.
+    size_t max_mask_work = size_t{1} << 26;
+  };
+
+  static absl::StatusOr<std::shared_ptr<const GrammarIndex>> Create(
+      const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const Options& options);
+  static absl::StatusOr<std::shared_ptr<const GrammarIndex>> Create(
+      const Grammar& g, std::shared_ptr<const Vocabulary> vocab) {
+    return Create(g, std::move(vocab), Options());
+  }
+  ~GrammarIndex();
+
+  const Vocabulary& vocab() const { return *vocab_; }
+  const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
+  const Options& options() const { return options_; }
+  // Mask width in 32-bit words: ceil(vocab().size() / 32).
+  uint32_t num_words() const { return num_words_; }
+
+  // A parser at the grammar's start.
+  absl::StatusOr<EarleyParser> NewParser() const {
+    return EarleyParser::Create(grammar_, options_.earley);
+  }
+
+  // Writes into words[0, num_words()) the mask of `parser`'s last set. The
+  // parser ends as it began (the walk pushes and pops sets). Fails with
+  // ResourceExhausted past an Earley limit, leaving `words` undefined.
+  absl::Status FillMask(EarleyParser& parser, MaskScratch& scratch, uint32_t* words) const;
+
+  // The memo entry of (terminal, DFA state), computing it when absent.
+  const TerminalStateTokens& Tokens(uint32_t terminal, uint32_t state, MaskScratch& scratch) const;
+  // Bytes the memo holds now.
+  size_t memo_bytes() const { return memo_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  GrammarIndex() = default;
+  absl::Status OverBudget() const;
+  void Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
+               TerminalStateTokens* out) const;
+  // Marks the tokens of the subtree of trie node `node` that `parser` takes,
+  // one Earley step per node.
+  absl::Status WalkSubtree(EarleyParser& parser, uint32_t node, MaskScratch& scratch,
+                           uint32_t* words) const;
+  // Walks the subtree below trie node `root` (0: the whole trie) on the DFA
+  // of `terminal` from `state`: marks the tokens whose remaining bytes keep it
+  // live and appends the nodes where it accepts and a child exists.
+  // False when scratch.work (nodes visited) went past `budget`.
+  bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t root, size_t budget, MaskScratch& scratch,
+               uint32_t* words, std::vector<uint32_t>* boundary) const;
+  // Marks the tokens below trie node `root` whose remaining bytes the
+  // parser's last set takes. Level 0 reads the memo; levels below
+  // options_.dfa_levels split each scan item's tokens into those inside its terminal
+  // (a DFA walk) and those past its end (the next level, from the set its
+  // completion yields); the last level walks with the parser. Items that
+  // only re-split a run of one terminal are skipped (Redundant).
+  // `completed`: the item whose completion pushed the parser's last set
+  // (levels past 0).
+  absl::Status MarkBelow(EarleyParser& parser, MaskScratch& scratch, uint32_t root, size_t level,
+                         const EarleyItem& completed, uint32_t* words) const;
+  // Whether scan item `it`, at the level below `completed`'s completion,
+  // adds no token that the level above does not already find.
+  bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  Options options_;
+  uint32_t num_words_ = 0;
+  // memo_[t][q]: null until computed; entries are never replaced or freed
+  // before the index.
+  std::vector<std::unique_ptr<std::atomic<const TerminalStateTokens*>[]>> memo_;
+  mutable std::atomic<size_t> memo_bytes_{0};
+};
+
+}  // namespace maskd::grammar
+
+#endif  // MASKD_GRAMMAR_GRAMMAR_INDEX_H_

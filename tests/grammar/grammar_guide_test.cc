@@ -1,0 +1,300 @@
+// The grammar token-mask engine (GrammarIndex + GrammarGuide) against two
+// oracles on the bundled Qwen3 vocabulary (151,643 text tokens):
+//   - brute force: every token's bytes pushed one by one on a copy of the
+//     guide's parser (the definition of the mask, without the memo, the
+//     completion look-ahead or the trie);
+//   - the reference recognizer (earley.h, a separate implementation): for
+//     sampled tokens, IsViablePrefix(text + token) must equal the mask bit.
+// Random walks over the five example GBNF grammars, a Lark grammar with
+// %ignore, and an ambiguous left-recursive grammar; then the Guide API
+// (advance, rollback, fork, EOS, errors, limits, forced continuations).
+#include "grammar/grammar_guide.h"
+
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "grammar/bnf_parser.h"
+#include "grammar/earley.h"
+#include "grammar/grammar_index.h"
+#include "grammar/lark_parser.h"
+#include "gtest/gtest.h"
+#include "tests/index/test_util.h"
+
+namespace maskd::grammar {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadGrammar(const std::string& name) {
+  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/grammars/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+constexpr char kLarkCalls[] = R"lark(
+start: expr
+?expr: expr "+" term | term
+?term: term "*" atom | atom
+?atom: NAME | NUMBER | "(" expr ")" | NAME "(" [args] ")"
+args: expr ("," expr)*
+NAME: /[a-z_][a-z0-9_]*/
+NUMBER: /[0-9]+/
+%import common.WS
+%ignore WS
+)lark";
+
+// Ambiguous and left-recursive: s s splits every way.
+constexpr char kAmbiguous[] = R"gbnf(
+root ::= s "."
+s ::= s s | "a" | "ab" | "b" | "ba"
+)gbnf";
+
+Grammar Parse(const std::string& name) {
+  absl::StatusOr<Grammar> g;
+  if (name == "calls.lark") {
+    g = ParseLark(kLarkCalls);
+  } else if (name == "ambiguous.gbnf") {
+    g = ParseGbnf(kAmbiguous);
+  } else {
+    g = ParseGbnf(ReadGrammar(name));
+  }
+  EXPECT_TRUE(g.ok()) << name << ": " << g.status();
+  return g.ok() ? *g : Grammar();
+}
+
+std::shared_ptr<const GrammarIndex> MustIndex(const Grammar& g,
+                                              const GrammarIndex::Options& options = {}) {
+  auto index = GrammarIndex::Create(g, testing::BundledVocabulary(), options);
+  EXPECT_TRUE(index.ok()) << index.status();
+  return index.ok() ? *index : nullptr;
+}
+
+bool Bit(const std::vector<uint32_t>& words, uint32_t t) { return (words[t >> 5] >> (t & 31)) & 1; }
+
+// The mask by definition: each text token's bytes pushed on a copy of `parser`.
+std::vector<uint32_t> BruteForceMask(const GrammarIndex& index, const EarleyParser& parser) {
+  const Vocabulary& vocab = index.vocab();
+  std::vector<uint32_t> words(index.num_words(), 0);
+  EarleyParser p = parser;
+  const size_t base = p.num_sets();
+  for (uint32_t t = 0; t < vocab.size(); ++t) {
+    if (!vocab.has_token(t)) continue;
+    if (vocab.is_special(t)) {
+      if (vocab.is_eos(t) && p.IsAccepting()) words[t >> 5] |= 1u << (t & 31);
+      continue;
+    }
+    bool live = !vocab.bytes(t).empty();
+    for (char c : vocab.bytes(t)) {
+      auto ok = p.Push(static_cast<uint8_t>(c));
+      EXPECT_TRUE(ok.ok()) << ok.status();
+      if (!ok.ok() || !*ok) {
+        live = false;
+        break;
+      }
+    }
+    p.PopTo(base);
+    if (live) words[t >> 5] |= 1u << (t & 31);
+  }
+  return words;
+}
+
+std::vector<uint32_t> Allowed(const std::vector<uint32_t>& words) {
+  std::vector<uint32_t> out;
+  for (uint32_t w = 0; w < words.size(); ++w) {
+    for (uint32_t b = 0; b < 32; ++b) {
+      if ((words[w] >> b) & 1) out.push_back(w * 32 + b);
+    }
+  }
+  return out;
+}
+
+class GrammarWalkTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
+  const Grammar g = Parse(GetParam());
+  auto index = MustIndex(g);
+  ASSERT_NE(index, nullptr);
+  auto reference = EarleyRecognizer::Create(g);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const Vocabulary& vocab = index->vocab();
+  std::mt19937 rng(1234);
+  const int walks = testing::Scaled(3, 1);
+  const int steps = testing::Scaled(25, 8);
+  for (int walk = 0; walk < walks; ++walk) {
+    auto guide = GrammarGuide::Create(index);
+    ASSERT_TRUE(guide.ok()) << guide.status();
+    std::string text;
+    std::vector<uint32_t> mask(index->num_words());
+    for (int step = 0; step < steps; ++step) {
+      ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(mask)).ok());
+      auto parser = index->NewParser();
+      ASSERT_TRUE(parser.ok());
+      for (char c : text) ASSERT_TRUE(*parser->Push(static_cast<uint8_t>(c)));
+      const std::vector<uint32_t> expected = BruteForceMask(*index, *parser);
+      ASSERT_EQ(Allowed(mask), Allowed(expected))
+          << GetParam() << " walk " << walk << " step " << step << " after \"" << text << "\"";
+      // The reference recognizer on sampled tokens, allowed ones and any.
+      const std::vector<uint32_t> allowed = Allowed(mask);
+      for (int k = 0; k < 20; ++k) {
+        uint32_t t = k % 2 == 0 && !allowed.empty()
+                         ? allowed[rng() % allowed.size()]
+                         : static_cast<uint32_t>(rng() % vocab.size());
+        if (!vocab.has_token(t) || vocab.is_special(t)) continue;
+        auto viable = reference->IsViablePrefix(text + std::string(vocab.bytes(t)));
+        ASSERT_TRUE(viable.ok()) << viable.status();
+        EXPECT_EQ(*viable, Bit(mask, t)) << "token " << t << " \"" << vocab.bytes(t)
+                                          << "\" after \"" << text << "\"";
+      }
+      auto accepted = reference->Accepts(text);
+      ASSERT_TRUE(accepted.ok());
+      EXPECT_EQ(*accepted, guide->IsAccepting()) << "\"" << text << "\"";
+      // Take a random allowed text token (EOS ends the walk).
+      std::vector<uint32_t> text_tokens;
+      for (uint32_t t : allowed) {
+        if (!vocab.is_special(t)) text_tokens.push_back(t);
+      }
+      if (text_tokens.empty()) break;
+      const uint32_t t = text_tokens[rng() % text_tokens.size()];
+      ASSERT_TRUE(guide->Advance(t).ok()) << t;
+      text += vocab.bytes(t);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grammars, GrammarWalkTest,
+                         ::testing::Values("json.gbnf", "arithmetic.gbnf", "list.gbnf",
+                                           "chess.gbnf", "c.gbnf", "calls.lark",
+                                           "ambiguous.gbnf"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (c == '.') c = '_';
+                           }
+                           return name;
+                         });
+
+// Token ids of `text`'s pieces (each must be one token of the vocabulary).
+uint32_t TokenOf(const Vocabulary& vocab, std::string_view bytes) {
+  for (uint32_t t = 0; t < vocab.size(); ++t) {
+    if (vocab.has_token(t) && !vocab.is_special(t) && vocab.bytes(t) == bytes) return t;
+  }
+  ADD_FAILURE() << "no token \"" << bytes << "\"";
+  return 0;
+}
+
+TEST(GrammarGuideTest, AdvanceRollbackForkAndEos) {
+  auto index = MustIndex(Parse("calls.lark"));
+  ASSERT_NE(index, nullptr);
+  const Vocabulary& vocab = index->vocab();
+  ASSERT_FALSE(vocab.eos_ids().empty());
+  const uint32_t eos = vocab.eos_ids()[0];
+  auto guide = GrammarGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  EXPECT_FALSE(guide->IsAccepting());
+  EXPECT_FALSE(*guide->IsAllowed(eos));
+  EXPECT_EQ(guide->Advance(eos).code(), absl::StatusCode::kFailedPrecondition);
+
+  const uint32_t f = TokenOf(vocab, "f"), open = TokenOf(vocab, "("), x = TokenOf(vocab, "x"),
+                 close = TokenOf(vocab, ")"), plus = TokenOf(vocab, " +");
+  ASSERT_TRUE(guide->Advance(std::vector<uint32_t>{f, open, x}).ok());
+  EXPECT_FALSE(guide->IsAccepting());
+  GrammarGuide fork = guide->Fork();
+  ASSERT_TRUE(guide->Advance(close).ok());
+  EXPECT_TRUE(guide->IsAccepting());
+  EXPECT_TRUE(*guide->IsAllowed(eos));
+  EXPECT_FALSE(fork.IsAccepting());  // independent
+
+  // A refused token leaves everything as it was.
+  EXPECT_EQ(guide->Advance(open).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(guide->num_tokens(), 4u);
+  EXPECT_EQ(guide->Advance(vocab.size()).code(), absl::StatusCode::kInvalidArgument);
+  auto bad = guide->Advance(std::vector<uint32_t>{plus, close});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("tokens[1]"));
+  EXPECT_EQ(guide->num_tokens(), 4u);
+
+  ASSERT_TRUE(guide->Advance(eos).ok());
+  EXPECT_TRUE(guide->IsFinished());
+  std::vector<uint32_t> mask(index->num_words() + 3, 0xFFFFFFFFu);
+  ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(mask)).ok());
+  EXPECT_EQ(Allowed(mask), std::vector<uint32_t>(vocab.eos_ids().begin(), vocab.eos_ids().end()));
+  EXPECT_EQ(guide->Advance(x).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(guide->Advance(eos).ok());  // EOS after EOS
+
+  // Rolling back past the EOS reopens the sequence; rolling back to "f(x"
+  // gives the fork's mask.
+  ASSERT_TRUE(guide->Rollback(3).ok());
+  EXPECT_FALSE(guide->IsFinished());
+  std::vector<uint32_t> a(index->num_words()), b(index->num_words());
+  ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(a)).ok());
+  ASSERT_TRUE(fork.WriteMask(absl::MakeSpan(b)).ok());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(guide->Rollback(4).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(guide->Rollback(3).ok());
+  EXPECT_EQ(guide->num_bytes(), 0u);
+
+  std::vector<uint32_t> small(index->num_words() - 1);
+  EXPECT_EQ(guide->WriteMask(absl::MakeSpan(small)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GrammarGuideTest, ForcedContinuation) {
+  auto g = ParseGbnf(R"gbnf(root ::= "{\"name\": \"" ("get" | "got") "\"}")gbnf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto index = MustIndex(*g);
+  auto guide = GrammarGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  EXPECT_EQ(*guide->ForcedContinuation(), "{\"name\": \"g");
+  EXPECT_EQ(*guide->ForcedContinuation(3), "{\"n");
+  EXPECT_EQ(guide->num_bytes(), 0u);  // looking ahead changes nothing
+}
+
+TEST(GrammarGuideTest, MemoBudgetChangesNoMask) {
+  const Grammar g = Parse("json.gbnf");
+  auto kept = MustIndex(g);
+  GrammarIndex::Options none;
+  none.max_memo_bytes = 0;
+  auto unkept = MustIndex(g, none);
+  auto a = GrammarGuide::Create(kept);
+  auto b = GrammarGuide::Create(unkept);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const Vocabulary& vocab = kept->vocab();
+  std::vector<uint32_t> ma(kept->num_words()), mb(kept->num_words());
+  for (std::string_view piece : {"{\"", "key", "\":", " [", "1", ",", " true"}) {
+    ASSERT_TRUE(a->WriteMask(absl::MakeSpan(ma)).ok());
+    ASSERT_TRUE(b->WriteMask(absl::MakeSpan(mb)).ok());
+    EXPECT_EQ(ma, mb) << "before " << piece;
+    const uint32_t t = TokenOf(vocab, piece);
+    ASSERT_TRUE(a->Advance(t).ok()) << piece;
+    ASSERT_TRUE(b->Advance(t).ok()) << piece;
+  }
+  EXPECT_GT(kept->memo_bytes(), 0u);
+  EXPECT_EQ(unkept->memo_bytes(), 0u);
+}
+
+TEST(GrammarGuideTest, ChartLimitIsResourceExhaustedAndChangesNothing) {
+  GrammarIndex::Options options;
+  options.earley.max_chart_items = 400;
+  auto index = MustIndex(Parse("json.gbnf"), options);
+  auto guide = GrammarGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  const uint32_t open = TokenOf(index->vocab(), "[");
+  absl::Status s;
+  size_t advanced = 0;
+  while ((s = guide->Advance(open)).ok()) ++advanced;
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_chart_items"));
+  EXPECT_EQ(guide->num_tokens(), advanced);
+  EXPECT_GT(advanced, 0u);
+  ASSERT_TRUE(guide->Rollback(1).ok());  // room again after a rollback
+  EXPECT_TRUE(guide->Advance(open).ok());
+}
+
+}  // namespace
+}  // namespace maskd::grammar
