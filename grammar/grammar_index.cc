@@ -63,10 +63,26 @@ GrammarIndex::~GrammarIndex() {
 
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                            TerminalStateTokens* out) const {
+  const TokenTrie::Node* nodes = vocab_->trie().nodes();
   out->inside.assign(num_words_, 0);
-  out->boundary.clear();
+  out->crossings.clear();
+  out->crossing_begin.clear();
+  std::vector<uint32_t> ends;
   // Visits each trie node at most once: not counted against max_mask_work.
-  WalkDfa(terminal, state, 0, SIZE_MAX, scratch, out->inside.data(), &out->boundary);
+  WalkDfa(terminal, state, 1, static_cast<uint32_t>(vocab_->trie().num_nodes()), SIZE_MAX, scratch,
+          out->inside.data(), &ends);
+  if (ends.empty()) return;
+  // The children of the end nodes, by byte (counting sort).
+  out->crossing_begin.assign(257, 0);
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) ++out->crossing_begin[nodes[c].byte + 1];
+  }
+  for (int x = 0; x < 256; ++x) out->crossing_begin[x + 1] += out->crossing_begin[x];
+  out->crossings.resize(out->crossing_begin[256]);
+  std::vector<uint32_t> fill(out->crossing_begin.begin(), out->crossing_begin.end() - 1);
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) out->crossings[fill[nodes[c].byte]++] = c;
+  }
 }
 
 const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t state,
@@ -75,7 +91,7 @@ const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t stat
   if (const TerminalStateTokens* e = slot.load(std::memory_order_acquire)) return *e;
   auto fresh = std::make_unique<TerminalStateTokens>();
   Compute(terminal, state, scratch, fresh.get());
-  fresh->boundary.shrink_to_fit();
+  fresh->crossings.shrink_to_fit();
   const size_t bytes = fresh->MemoryBytes();
   if (memo_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > options_.max_memo_bytes) {
     memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -128,24 +144,58 @@ absl::Status GrammarIndex::FillMask(EarleyParser& parser, MaskScratch& scratch,
   }
   if (scratch.levels.size() < options_.dfa_levels) scratch.levels.resize(options_.dfa_levels);
   scratch.work = 0;
+  MaskScratch::Level& at = scratch.levels[0];
+  CollectScanItems(parser, &at.items);
   const size_t base = parser.num_sets();
-  absl::Status s = MarkBelow(parser, scratch, 0, 0, EarleyItem{}, words);
-  parser.PopTo(base);
-  return s;
+  for (size_t k = 0; k < at.items.size(); ++k) {
+    const EarleyItem it = at.items[k];
+    const TerminalStateTokens& tokens = Tokens(it.id(), it.pos, scratch);
+    if (k == 0 || at.items[k - 1].id() != it.id() || at.items[k - 1].pos != it.pos) {
+      const uint32_t* inside = tokens.inside.data();
+      for (uint32_t w = 0; w < num_words_; ++w) words[w] |= inside[w];
+    }
+    if (tokens.crossings.empty()) continue;
+    absl::StatusOr<bool> pushed = parser.PushCompletion(it);
+    if (!pushed.ok()) return pushed.status();
+    if (!*pushed) continue;
+    const std::bitset<256> first = parser.NextBytes();
+    at.roots.clear();
+    for (int x = 0; x < 256; ++x) {
+      if (!first[x]) continue;
+      at.roots.insert(at.roots.end(), tokens.crossings.begin() + tokens.crossing_begin[x],
+                      tokens.crossings.begin() + tokens.crossing_begin[x + 1]);
+    }
+    absl::Status s = MarkLevel(parser, scratch, 1, it, at.roots, words);
+    parser.PopTo(base);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
-bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t root, size_t budget,
-                           MaskScratch& scratch,
-                           uint32_t* words, std::vector<uint32_t>* boundary) const {
+void GrammarIndex::CollectScanItems(const EarleyParser& parser, std::vector<EarleyItem>* items) {
+  items->clear();
+  for (const EarleyItem& it : parser.last_set()) {
+    if (it.kind() != EarleyItem::kRule) items->push_back(it);
+  }
+  // Items with the same (terminal, state) side by side: their inside tokens
+  // are marked once.
+  std::sort(items->begin(), items->end(), [](const EarleyItem& a, const EarleyItem& b) {
+    return std::make_tuple(a.id(), a.pos, a.kind_id, a.origin) <
+           std::make_tuple(b.id(), b.pos, b.kind_id, b.origin);
+  });
+}
+
+bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end,
+                           size_t budget, MaskScratch& scratch, uint32_t* words,
+                           std::vector<uint32_t>* ends) const {
   const Dfa& dfa = grammar_->dfa(terminal);
   const TokenTrie& trie = vocab_->trie();
   const TokenTrie::Node* nodes = trie.nodes();
   scratch.dfa_states.resize(trie.max_depth() + 1);
   uint32_t* states = scratch.dfa_states.data();
-  const uint32_t depth0 = nodes[root].depth;
-  states[depth0] = state;
-  const uint32_t end = root == 0 ? static_cast<uint32_t>(trie.num_nodes()) : nodes[root].next;
-  for (uint32_t i = root + 1; i < end;) {
+  if (begin >= end) return true;
+  states[nodes[begin].depth - 1] = state;
+  for (uint32_t i = begin; i < end;) {
     if (++scratch.work > budget) return false;
     const TokenTrie::Node node = nodes[i];
     const Dfa::State s = dfa.Next(states[node.depth - 1], node.byte);
@@ -155,7 +205,7 @@ bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t root, siz
     }
     states[node.depth] = s;
     MarkTokens(trie, i, words);
-    if (dfa.IsAccepting(s) && node.next > i + 1) boundary->push_back(i);
+    if (dfa.IsAccepting(s) && node.next > i + 1) ends->push_back(i);
     ++i;
   }
   return true;
@@ -175,61 +225,44 @@ bool GrammarIndex::Redundant(const EarleyItem& it, const EarleyItem& completed) 
          g.nullable_terminal(it.id());
 }
 
-absl::Status GrammarIndex::MarkBelow(EarleyParser& parser, MaskScratch& scratch, uint32_t root,
-                                     size_t level, const EarleyItem& completed,
-                                     uint32_t* words) const {
-  MaskScratch::Level& at = scratch.levels[level];
-  at.items.clear();
-  for (const EarleyItem& it : parser.last_set()) {
-    if (it.kind() != EarleyItem::kRule) at.items.push_back(it);
-  }
-  // Items with the same (terminal, state) side by side: their inside tokens
-  // are marked once.
-  std::sort(at.items.begin(), at.items.end(), [](const EarleyItem& a, const EarleyItem& b) {
-    return std::make_tuple(a.id(), a.pos, a.kind_id, a.origin) <
-           std::make_tuple(b.id(), b.pos, b.kind_id, b.origin);
-  });
-  const TokenTrie::Node* nodes = vocab_->trie().nodes();
-  const size_t base = parser.num_sets();
-  for (size_t k = 0; k < at.items.size(); ++k) {
-    const EarleyItem it = at.items[k];
-    if (level > 0 && Redundant(it, completed)) continue;
-    const bool repeat = k > 0 && at.items[k - 1].id() == it.id() && at.items[k - 1].pos == it.pos;
-    const std::vector<uint32_t>* boundary;
-    if (level == 0) {
-      const TerminalStateTokens& tokens = Tokens(it.id(), it.pos, scratch);
-      if (!repeat) {
-        const uint32_t* inside = tokens.inside.data();
-        for (uint32_t w = 0; w < num_words_; ++w) words[w] |= inside[w];
-      }
-      boundary = &tokens.boundary;
-    } else {
-      if (!repeat) {
-        at.boundary.clear();
-        if (!WalkDfa(it.id(), it.pos, root, options_.max_mask_work, scratch, words, &at.boundary)) return OverBudget();
-      }
-      boundary = &at.boundary;
+absl::Status GrammarIndex::MarkLevel(EarleyParser& parser, MaskScratch& scratch, size_t level,
+                                     const EarleyItem& completed,
+                                     const std::vector<uint32_t>& roots, uint32_t* words) const {
+  if (roots.empty()) return absl::OkStatus();
+  if (level >= options_.dfa_levels) {
+    for (uint32_t r : roots) {
+      absl::Status s = WalkSubtree(parser, r, scratch, words);
+      if (!s.ok()) return s;
     }
-    if (boundary->empty()) continue;
+    return absl::OkStatus();
+  }
+  const TokenTrie::Node* nodes = vocab_->trie().nodes();
+  MaskScratch::Level& at = scratch.levels[level];
+  CollectScanItems(parser, &at.items);
+  const size_t base = parser.num_sets();
+  for (const EarleyItem& it : at.items) {
+    if (Redundant(it, completed)) continue;
+    at.ends.clear();
+    for (uint32_t r : roots) {
+      if (!WalkDfa(it.id(), it.pos, r, nodes[r].next, options_.max_mask_work, scratch, words,
+                   &at.ends)) {
+        return OverBudget();
+      }
+    }
+    if (at.ends.empty()) continue;
     absl::StatusOr<bool> pushed = parser.PushCompletion(it);
     if (!pushed.ok()) return pushed.status();
     if (!*pushed) continue;
-    if (level + 1 < options_.dfa_levels) {
-      for (uint32_t b : *boundary) {
-        absl::Status s = MarkBelow(parser, scratch, b, level + 1, it, words);
-        if (!s.ok()) return s;
-      }
-    } else {
-      const std::bitset<256> first = parser.NextBytes();
-      for (uint32_t b : *boundary) {
-        for (uint32_t c = b + 1; c < nodes[b].next; c = nodes[c].next) {
-          if (!first[nodes[c].byte]) continue;
-          absl::Status s = WalkSubtree(parser, c, scratch, words);
-          if (!s.ok()) return s;
-        }
+    const std::bitset<256> first = parser.NextBytes();
+    at.roots.clear();
+    for (uint32_t e : at.ends) {
+      for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
+        if (first[nodes[c].byte]) at.roots.push_back(c);
       }
     }
+    absl::Status s = MarkLevel(parser, scratch, level + 1, it, at.roots, words);
     parser.PopTo(base);
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }

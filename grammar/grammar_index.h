@@ -9,22 +9,22 @@
 //     last set allows every token whose bytes keep t's DFA live from q (the
 //     token ends inside t; t can always be finished, and finishing it is what
 //     the item's presence proves possible). Those tokens, and the trie nodes
-//     where t may end with more token bytes below ("boundary" nodes), depend
-//     only on (t, q): they are computed by one trie walk on t's DFA and kept
-//     in a memo shared by every sequence, filled lazily and read without a
-//     lock.
+//     that go on past a point where t may end ("crossings", grouped by their
+//     byte), depend only on (t, q): they are computed by one trie walk on t's
+//     DFA and kept in a memo shared by every sequence, filled lazily and read
+//     without a lock.
 //   - Context-dependent: a token that runs past the end of t continues in
-//     whatever the parse allows after t. For each scan item with boundary
-//     nodes, the parser pushes the set its completion yields
-//     (EarleyParser::PushCompletion) and walks, byte by byte, only the
-//     subtrees below boundary nodes whose first byte that set can take.
+//     whatever the parse allows after t. For each scan item with crossings,
+//     the parser pushes the set its completion yields
+//     (EarleyParser::PushCompletion); only the crossings whose byte that set
+//     can take are explored, the same way (DFA walks split at terminal ends)
+//     for Options::dfa_levels levels, then byte by byte with the parser.
 //
-// Every allowed token is found by exactly one of these: its bytes either stay
-// inside one scan item's terminal, or leave it at a first boundary node and
-// go on from that item's completion. The work per mask is the memo lookups,
-// one OR of mask words per distinct (t, q), and the Earley steps of the
-// context-dependent walks (the subtrees of tokens that cross a terminal's
-// end), bounded by EarleyOptions' per-set limits.
+// Every allowed token is found this way: its bytes either stay inside one
+// scan item's terminal, or leave it at a first crossing and go on from that
+// item's completion. The work per mask is the memo lookups, one OR of mask
+// words per distinct (t, q), and the walks of tokens that cross a terminal's
+// end with a byte the grammar allows there, bounded by max_mask_work.
 //
 // Thread-safe: const methods may be called from any thread; a parser and its
 // MaskScratch belong to one caller.
@@ -50,22 +50,28 @@ namespace maskd::grammar {
 
 // The context-independent tokens of one (terminal, DFA state).
 struct TerminalStateTokens {
-  std::vector<uint32_t> inside;    // mask words: tokens whose bytes keep the DFA live
-  std::vector<uint32_t> boundary;  // trie nodes, in order, where the DFA accepts and a child exists
+  std::vector<uint32_t> inside;  // mask words: tokens whose bytes keep the DFA live
+  // Crossings: the trie nodes whose parent's prefix ends the terminal (the
+  // DFA accepts there) and which go on past it, grouped by their last byte:
+  // crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
+  std::vector<uint32_t> crossings;
+  std::vector<uint32_t> crossing_begin;  // 257 entries; empty when no crossing
   size_t MemoryBytes() const {
-    return (inside.capacity() + boundary.capacity()) * sizeof(uint32_t);
+    return (inside.capacity() + crossings.capacity() + crossing_begin.capacity()) *
+           sizeof(uint32_t);
   }
 };
 
 // Per-caller scratch space for FillMask (reused across calls).
 struct MaskScratch {
   struct Level {
-    std::vector<EarleyItem> items;     // the scan items of the set at this level
-    std::vector<uint32_t> boundary;    // trie nodes (levels past 0)
+    std::vector<EarleyItem> items;  // the scan items of the set at this level
+    std::vector<uint32_t> ends;     // trie nodes where an item's terminal may end
+    std::vector<uint32_t> roots;    // subtrees to explore at the next level
   };
   std::vector<Level> levels;
   std::vector<uint32_t> dfa_states;
-  size_t work = 0;             // of the mask being computed (max_mask_work)
+  size_t work = 0;  // of the mask being computed (max_mask_work)
   TerminalStateTokens unkept;  // a memo entry computed past max_memo_bytes
 };
 
@@ -80,7 +86,7 @@ class GrammarIndex {
     // steps. Off only to compare.
     bool inline_regular_rules = true;
     // Look-ahead levels split by DFA walks before walking with the parser
-    // (MarkBelow); at least 1.
+    // (MarkLevel); at least 1.
     size_t dfa_levels = 2;
     // Work one mask may take: trie nodes visited plus Earley sets built.
     // Past it FillMask fails with ResourceExhausted naming this limit.
@@ -119,28 +125,31 @@ class GrammarIndex {
  private:
   GrammarIndex() = default;
   absl::Status OverBudget() const;
+  // The scan and ignore items of the parser's last set, sorted by
+  // (terminal, state).
+  static void CollectScanItems(const EarleyParser& parser, std::vector<EarleyItem>* items);
   void Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                TerminalStateTokens* out) const;
-  // Marks the tokens of the subtree of trie node `node` that `parser` takes,
-  // one Earley step per node.
+  // Marks the tokens of the subtree of trie node `node` (its own included)
+  // that `parser` takes, one Earley step per node.
   absl::Status WalkSubtree(EarleyParser& parser, uint32_t node, MaskScratch& scratch,
                            uint32_t* words) const;
-  // Walks the subtree below trie node `root` (0: the whole trie) on the DFA
-  // of `terminal` from `state`: marks the tokens whose remaining bytes keep it
-  // live and appends the nodes where it accepts and a child exists.
-  // False when scratch.work (nodes visited) went past `budget`.
-  bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t root, size_t budget, MaskScratch& scratch,
-               uint32_t* words, std::vector<uint32_t>* boundary) const;
-  // Marks the tokens below trie node `root` whose remaining bytes the
-  // parser's last set takes. Level 0 reads the memo; levels below
-  // options_.dfa_levels split each scan item's tokens into those inside its terminal
-  // (a DFA walk) and those past its end (the next level, from the set its
-  // completion yields); the last level walks with the parser. Items that
-  // only re-split a run of one terminal are skipped (Redundant).
-  // `completed`: the item whose completion pushed the parser's last set
-  // (levels past 0).
-  absl::Status MarkBelow(EarleyParser& parser, MaskScratch& scratch, uint32_t root, size_t level,
-                         const EarleyItem& completed, uint32_t* words) const;
+  // Walks trie nodes [begin, end) (whole subtrees whose roots share a
+  // parent) on the DFA of `terminal` from `state`: marks the tokens whose
+  // bytes past the parent keep it live, and appends to `ends` the live
+  // nodes where it accepts and a child exists. False when scratch.work went
+  // past `budget`.
+  bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end, size_t budget,
+               MaskScratch& scratch, uint32_t* words, std::vector<uint32_t>* ends) const;
+  // Marks the tokens in the subtrees of `roots` that the parser's last set
+  // takes from the roots' first byte on. At levels below dfa_levels each
+  // scan item's tokens are split into those inside its terminal (a DFA walk)
+  // and those that go on past its end (the next level, from the set its
+  // completion yields, `completed`); the last level walks with the parser.
+  // Items that only re-split a run of one terminal are skipped (Redundant).
+  absl::Status MarkLevel(EarleyParser& parser, MaskScratch& scratch, size_t level,
+                         const EarleyItem& completed, const std::vector<uint32_t>& roots,
+                         uint32_t* words) const;
   // Whether scan item `it`, at the level below `completed`'s completion,
   // adds no token that the level above does not already find.
   bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
