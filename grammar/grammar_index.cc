@@ -61,28 +61,66 @@ GrammarIndex::~GrammarIndex() {
   }
 }
 
+TokenSet TokenSet::FromWords(std::vector<uint32_t> words) {
+  TokenSet set;
+  size_t count = 0;
+  for (uint32_t w : words) count += static_cast<size_t>(__builtin_popcount(w));
+  if (count >= words.size()) {
+    set.words = std::move(words);
+    return set;
+  }
+  set.ids.reserve(count);
+  for (uint32_t w = 0; w < words.size(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      set.ids.push_back(w * 32 + static_cast<uint32_t>(__builtin_ctz(bits)));
+    }
+  }
+  return set;
+}
+
+void TokenSet::MarkInto(uint32_t* out, uint32_t num_words) const {
+  if (!words.empty()) {
+    const uint32_t* in = words.data();
+    for (uint32_t w = 0; w < num_words; ++w) out[w] |= in[w];
+  } else {
+    for (uint32_t t : ids) out[t >> 5] |= 1u << (t & 31);
+  }
+}
+
+void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends) {
+  const TokenTrie::Node* nodes = trie.nodes();
+  crossings.clear();
+  crossing_begin.clear();
+  if (ends.empty()) return;
+  crossing_begin.assign(257, 0);
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) ++crossing_begin[nodes[c].byte + 1];
+  }
+  for (int x = 0; x < 256; ++x) crossing_begin[x + 1] += crossing_begin[x];
+  crossings.resize(crossing_begin[256]);
+  std::vector<uint32_t> fill(crossing_begin.begin(), crossing_begin.end() - 1);
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) crossings[fill[nodes[c].byte]++] = c;
+  }
+  crossings.shrink_to_fit();
+}
+
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                            TerminalStateTokens* out) const {
-  const TokenTrie::Node* nodes = vocab_->trie().nodes();
-  out->inside.assign(num_words_, 0);
-  out->crossings.clear();
-  out->crossing_begin.clear();
-  std::vector<uint32_t> ends;
+  std::vector<uint32_t> words(num_words_, 0), ends;
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(vocab_->trie().num_nodes()), SIZE_MAX, scratch,
-          out->inside.data(), &ends);
-  if (ends.empty()) return;
-  // The children of the end nodes, by byte (counting sort).
-  out->crossing_begin.assign(257, 0);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) ++out->crossing_begin[nodes[c].byte + 1];
+          words.data(), &ends);
+  out->inside = TokenSet::FromWords(std::move(words));
+  out->crossings.Build(vocab_->trie(), ends);
+}
+
+bool GrammarIndex::Reserve(size_t bytes) const {
+  if (memo_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > options_.max_memo_bytes) {
+    memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
   }
-  for (int x = 0; x < 256; ++x) out->crossing_begin[x + 1] += out->crossing_begin[x];
-  out->crossings.resize(out->crossing_begin[256]);
-  std::vector<uint32_t> fill(out->crossing_begin.begin(), out->crossing_begin.end() - 1);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) out->crossings[fill[nodes[c].byte]++] = c;
-  }
+  return true;
 }
 
 const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t state,
@@ -91,12 +129,10 @@ const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t stat
   if (const TerminalStateTokens* e = slot.load(std::memory_order_acquire)) return *e;
   auto fresh = std::make_unique<TerminalStateTokens>();
   Compute(terminal, state, scratch, fresh.get());
-  fresh->crossings.shrink_to_fit();
   const size_t bytes = fresh->MemoryBytes();
-  if (memo_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > options_.max_memo_bytes) {
-    memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-    scratch.unkept = std::move(*fresh);
-    return scratch.unkept;
+  if (!Reserve(bytes)) {
+    scratch.unkept = std::move(fresh);
+    return *scratch.unkept;
   }
   const TerminalStateTokens* expected = nullptr;
   if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
@@ -104,6 +140,33 @@ const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t stat
   }
   memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   return *expected;  // another thread stored the same entry first
+}
+
+const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32_t u, uint32_t r,
+                                         MaskScratch& scratch) const {
+  const uint64_t key = uint64_t{u} << 32 | r;
+  {
+    absl::ReaderMutexLock lock(&from.mu);
+    auto found = from.into.find(key);
+    if (found != from.into.end()) return *found->second;
+  }
+  auto fresh = std::make_unique<CrossingTokens>();
+  std::vector<uint32_t> words(num_words_, 0), ends;
+  const TokenTrie::Node* nodes = vocab_->trie().nodes();
+  for (uint32_t c : from.crossings.crossings) {
+    WalkDfa(u, r, c, nodes[c].next, SIZE_MAX, scratch, words.data(), &ends);
+  }
+  fresh->tokens = TokenSet::FromWords(std::move(words));
+  fresh->next.Build(vocab_->trie(), ends);
+  const size_t bytes = fresh->MemoryBytes();
+  if (!Reserve(bytes)) {
+    scratch.unkept_into = std::move(fresh);
+    return *scratch.unkept_into;
+  }
+  absl::MutexLock lock(&from.mu);
+  auto [it, inserted] = from.into.try_emplace(key, std::move(fresh));
+  if (!inserted) memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  return *it->second;
 }
 
 absl::Status GrammarIndex::WalkSubtree(EarleyParser& parser, uint32_t node,
@@ -142,7 +205,8 @@ absl::Status GrammarIndex::FillMask(EarleyParser& parser, MaskScratch& scratch,
   if (parser.IsAccepting()) {
     for (uint32_t eos : vocab_->eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
   }
-  if (scratch.levels.size() < options_.dfa_levels) scratch.levels.resize(options_.dfa_levels);
+  const size_t levels = std::max<size_t>(2, options_.dfa_levels);
+  if (scratch.levels.size() < levels) scratch.levels.resize(levels);
   scratch.work = 0;
   MaskScratch::Level& at = scratch.levels[0];
   CollectScanItems(parser, &at.items);
@@ -151,21 +215,51 @@ absl::Status GrammarIndex::FillMask(EarleyParser& parser, MaskScratch& scratch,
     const EarleyItem it = at.items[k];
     const TerminalStateTokens& tokens = Tokens(it.id(), it.pos, scratch);
     if (k == 0 || at.items[k - 1].id() != it.id() || at.items[k - 1].pos != it.pos) {
-      const uint32_t* inside = tokens.inside.data();
-      for (uint32_t w = 0; w < num_words_; ++w) words[w] |= inside[w];
+      tokens.inside.MarkInto(words, num_words_);
     }
     if (tokens.crossings.empty()) continue;
     absl::StatusOr<bool> pushed = parser.PushCompletion(it);
     if (!pushed.ok()) return pushed.status();
     if (!*pushed) continue;
-    const std::bitset<256> first = parser.NextBytes();
-    at.roots.clear();
-    for (int x = 0; x < 256; ++x) {
-      if (!first[x]) continue;
-      at.roots.insert(at.roots.end(), tokens.crossings.begin() + tokens.crossing_begin[x],
-                      tokens.crossings.begin() + tokens.crossing_begin[x + 1]);
-    }
-    absl::Status s = MarkLevel(parser, scratch, 1, it, at.roots, words);
+    absl::Status s = options_.dfa_levels < 2
+                         ? MarkLevel(parser, scratch, 1, it,
+                                     Filter(tokens.crossings, parser.NextBytes(), &at.roots), words)
+                         : MarkCrossings(parser, scratch, tokens, it, words);
+    parser.PopTo(base);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<uint32_t>& GrammarIndex::Filter(const Crossings& crossings,
+                                                  const std::bitset<256>& first,
+                                                  std::vector<uint32_t>* roots) {
+  roots->clear();
+  if (crossings.empty()) return *roots;
+  for (int x = 0; x < 256; ++x) {
+    if (!first[x]) continue;
+    roots->insert(roots->end(), crossings.crossings.begin() + crossings.crossing_begin[x],
+                  crossings.crossings.begin() + crossings.crossing_begin[x + 1]);
+  }
+  return *roots;
+}
+
+absl::Status GrammarIndex::MarkCrossings(EarleyParser& parser, MaskScratch& scratch,
+                                         const TerminalStateTokens& from,
+                                         const EarleyItem& completed, uint32_t* words) const {
+  MaskScratch::Level& at = scratch.levels[1];
+  CollectScanItems(parser, &at.items);
+  const size_t base = parser.num_sets();
+  for (const EarleyItem& u : at.items) {
+    if (Redundant(u, completed)) continue;
+    const CrossingTokens& into = Into(from, u.id(), u.pos, scratch);
+    into.tokens.MarkInto(words, num_words_);
+    if (into.next.empty()) continue;
+    absl::StatusOr<bool> pushed = parser.PushCompletion(u);
+    if (!pushed.ok()) return pushed.status();
+    if (!*pushed) continue;
+    absl::Status s =
+        MarkLevel(parser, scratch, 2, u, Filter(into.next, parser.NextBytes(), &at.roots), words);
     parser.PopTo(base);
     if (!s.ok()) return s;
   }

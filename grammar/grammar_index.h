@@ -38,32 +38,75 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
 #include "grammar/earley_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/regular_rules.h"
+#include "index/token_trie.h"
 #include "index/vocabulary.h"
 
 namespace maskd::grammar {
 
+// The children of `ends` (trie nodes), grouped by byte:
+// crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
+// Both are left empty when no end has a child.
+struct Crossings {
+  std::vector<uint32_t> crossings;
+  std::vector<uint32_t> crossing_begin;  // 257 entries, or none
+  void Build(const TokenTrie& trie, const std::vector<uint32_t>& ends);
+  bool empty() const { return crossings.empty(); }
+  size_t MemoryBytes() const {
+    return (crossings.capacity() + crossing_begin.capacity()) * sizeof(uint32_t);
+  }
+};
+
+// A set of token ids: a sorted list, or mask words when that is smaller
+// (exactly one of the two is non-empty, or neither for the empty set).
+struct TokenSet {
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> words;
+  // From mask words (num_words of them), which it may take.
+  static TokenSet FromWords(std::vector<uint32_t> words);
+  // ORs the set into `out` (num_words words).
+  void MarkInto(uint32_t* out, uint32_t num_words) const;
+  size_t MemoryBytes() const { return (ids.capacity() + words.capacity()) * sizeof(uint32_t); }
+};
+
+// The tokens that go on past a terminal's end into terminal u from DFA state
+// r: those whose bytes after the end keep u live, and the crossings where u
+// may end in turn.
+struct CrossingTokens {
+  TokenSet tokens;
+  Crossings next;
+  size_t MemoryBytes() const { return tokens.MemoryBytes() + next.MemoryBytes(); }
+};
+
 // The context-independent tokens of one (terminal, DFA state).
 struct TerminalStateTokens {
-  std::vector<uint32_t> inside;  // mask words: tokens whose bytes keep the DFA live
-  // Crossings: the trie nodes whose parent's prefix ends the terminal (the
-  // DFA accepts there) and which go on past it, grouped by their last byte:
-  // crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
-  std::vector<uint32_t> crossings;
-  std::vector<uint32_t> crossing_begin;  // 257 entries; empty when no crossing
-  size_t MemoryBytes() const {
-    return (inside.capacity() + crossings.capacity() + crossing_begin.capacity()) *
-           sizeof(uint32_t);
-  }
+  TokenSet inside;  // the tokens whose bytes keep the DFA live
+  // The trie nodes whose parent's prefix ends the terminal (the DFA accepts
+  // there) and which go on past it.
+  Crossings crossings;
+  // By (u, r) = (terminal << 32 | state): the tokens that cross into u.
+  mutable absl::Mutex mu;
+  mutable absl::flat_hash_map<uint64_t, std::unique_ptr<const CrossingTokens>> into
+      ABSL_GUARDED_BY(mu);
+  size_t MemoryBytes() const { return inside.MemoryBytes() + crossings.MemoryBytes(); }
 };
 
 // Per-caller scratch space for FillMask (reused across calls).
 struct MaskScratch {
+  MaskScratch() = default;
+  // Scratch space holds nothing worth copying: a copy starts empty.
+  MaskScratch(const MaskScratch&) {}
+  MaskScratch& operator=(const MaskScratch&) { return *this; }
+  MaskScratch(MaskScratch&&) = default;
+  MaskScratch& operator=(MaskScratch&&) = default;
+
   struct Level {
     std::vector<EarleyItem> items;  // the scan items of the set at this level
     std::vector<uint32_t> ends;     // trie nodes where an item's terminal may end
@@ -72,7 +115,9 @@ struct MaskScratch {
   std::vector<Level> levels;
   std::vector<uint32_t> dfa_states;
   size_t work = 0;  // of the mask being computed (max_mask_work)
-  TerminalStateTokens unkept;  // a memo entry computed past max_memo_bytes
+  // Memo entries computed past max_memo_bytes (not kept).
+  std::unique_ptr<TerminalStateTokens> unkept;
+  std::unique_ptr<CrossingTokens> unkept_into;
 };
 
 class GrammarIndex {
@@ -87,7 +132,7 @@ class GrammarIndex {
     bool inline_regular_rules = true;
     // Look-ahead levels split by DFA walks before walking with the parser
     // (MarkLevel); at least 1.
-    size_t dfa_levels = 2;
+    size_t dfa_levels = 3;
     // Work one mask may take: trie nodes visited plus Earley sets built.
     // Past it FillMask fails with ResourceExhausted naming this limit.
     size_t max_mask_work = size_t{1} << 26;
@@ -119,6 +164,10 @@ class GrammarIndex {
 
   // The memo entry of (terminal, DFA state), computing it when absent.
   const TerminalStateTokens& Tokens(uint32_t terminal, uint32_t state, MaskScratch& scratch) const;
+  // The tokens of `from`'s crossings that go on in terminal u from DFA state
+  // r, computing them when absent.
+  const CrossingTokens& Into(const TerminalStateTokens& from, uint32_t u, uint32_t r,
+                             MaskScratch& scratch) const;
   // Bytes the memo holds now.
   size_t memo_bytes() const { return memo_bytes_.load(std::memory_order_relaxed); }
 
@@ -150,6 +199,18 @@ class GrammarIndex {
   absl::Status MarkLevel(EarleyParser& parser, MaskScratch& scratch, size_t level,
                          const EarleyItem& completed, const std::vector<uint32_t>& roots,
                          uint32_t* words) const;
+  // Level 1 from the memo: the tokens of `from`'s crossings that go on in
+  // each scan item of the parser's last set (the set `completed`'s
+  // completion yields), then MarkLevel from level 2.
+  absl::Status MarkCrossings(EarleyParser& parser, MaskScratch& scratch,
+                             const TerminalStateTokens& from, const EarleyItem& completed,
+                             uint32_t* words) const;
+  // The crossings whose byte is in `first`, into `roots`.
+  static const std::vector<uint32_t>& Filter(const Crossings& crossings,
+                                             const std::bitset<256>& first,
+                                             std::vector<uint32_t>* roots);
+  // Counts `bytes` against max_memo_bytes; false (and nothing counted) past it.
+  bool Reserve(size_t bytes) const;
   // Whether scan item `it`, at the level below `completed`'s completion,
   // adds no token that the level above does not already find.
   bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
