@@ -157,3 +157,15 @@ def test_coldpath_goals_counts_misses_and_peer_errors():
     assert "`b` (20 vs 10 ms)" in eager[1]
     assert goals["WriteMask ≤ 2× memcpy"][1] == "missed on `b`"
     assert goals["advance ≤ 30 ns"] == ["7–35 ns", "missed on `b`"]
+
+
+def test_grammar_rows_and_ratio_over_memcpy():
+    rc, md = run("grammar.py", "grammar_bench.jsonl")
+    assert rc == 0
+    lines = [json.loads(l) for l in (DATA / "grammar_bench.jsonl").read_text().splitlines()]
+    body = rows(md)[1:]
+    assert len(body) == len(lines)
+    for row, l in zip(body, lines):
+        assert row[0] == "`%s`" % l["grammar"]
+        ratio = l["warm_step_us"]["p50"] / l["memcpy_us"]
+        assert row[10] == ("%.0f×" % ratio if ratio >= 100 else "%.1f×" % ratio)
