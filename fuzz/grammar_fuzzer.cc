@@ -5,19 +5,98 @@
 // sanitizer report, hang, status other than OK / InvalidArgument /
 // ResourceExhausted (DeadlineExceeded from a terminal's DFA), a parsed
 // grammar that Validate refuses, or NextBytes disagreeing with
-// IsViablePrefix is a bug.
+// IsViablePrefix is a bug. Then the token-mask engine (GrammarIndex,
+// GrammarGuide) on a tiny byte-level vocabulary (fuzz/tiny_vocabulary.h):
+// for a few steps, each mask must equal IsAllowed of every token (the
+// token's bytes pushed one by one), and acceptance must equal the
+// recognizer's; the tokens advanced are picked by the input's bytes.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "fuzz/expect_status.h"
+#include "fuzz/tiny_vocabulary.h"
 #include "grammar/bnf_parser.h"
 #include "grammar/earley.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_guide.h"
+#include "grammar/grammar_index.h"
+#include "index/vocabulary.h"
+
+namespace {
+
+const std::shared_ptr<const maskd::Vocabulary>& TinyVocabulary() {
+  static const auto* vocab = [] {
+    auto v = maskd::Vocabulary::FromJson(maskd::fuzz::TinyTokenizerJson(),
+                                         R"({"eos_token":"<|end|>"})", {}, "tiny");
+    if (!v.ok()) {
+      std::fprintf(stderr, "tiny vocabulary: %s\n", v.status().ToString().c_str());
+      std::abort();
+    }
+    return new std::shared_ptr<const maskd::Vocabulary>(*v);
+  }();
+  return *vocab;
+}
+
+// The engine's masks against IsAllowed and the recognizer, along the tokens
+// `picks` selects.
+void CheckEngine(const maskd::grammar::Grammar& g, const maskd::grammar::EarleyRecognizer& r,
+                 const maskd::grammar::EarleyOptions& earley, std::string_view picks) {
+  maskd::grammar::GrammarIndex::Options options;
+  options.earley = earley;
+  options.earley.max_chart_items = 1 << 16;
+  options.max_mask_work = 1 << 16;
+  options.max_memo_bytes = 1 << 20;
+  auto index = maskd::grammar::GrammarIndex::Create(g, TinyVocabulary(), options);
+  maskd::fuzz::ExpectClientStatus(index.status(), maskd::fuzz::Deadline::kSet);
+  if (!index.ok()) return;
+  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+  maskd::fuzz::ExpectClientStatus(guide.status());
+  if (!guide.ok()) return;
+  const maskd::Vocabulary& vocab = (*index)->vocab();
+  std::vector<uint32_t> mask((*index)->num_words());
+  std::string text;
+  for (size_t step = 0; step < 8; ++step) {
+    absl::Status s = guide->WriteMask(absl::MakeSpan(mask));
+    maskd::fuzz::ExpectClientStatus(s);
+    if (!s.ok()) return;
+    std::vector<uint32_t> allowed;
+    for (uint32_t t = 0; t < vocab.size(); ++t) {
+      const bool bit = (mask[t >> 5] >> (t & 31)) & 1;
+      auto brute = guide->IsAllowed(t);
+      maskd::fuzz::ExpectClientStatus(brute.status());
+      if (!brute.ok()) return;
+      if (bit != *brute) {
+        std::fprintf(stderr, "mask bit %d but IsAllowed %d for token %u after \"%s\"\n", bit,
+                     *brute, t, text.c_str());
+        std::abort();
+      }
+      if (bit && !vocab.is_special(t)) allowed.push_back(t);
+    }
+    auto accepted = r.Accepts(text);
+    if (accepted.ok() && *accepted != guide->IsAccepting()) {
+      std::fprintf(stderr, "the recognizer %s \"%s\" but the guide %s it\n",
+                   *accepted ? "accepts" : "refuses", text.c_str(),
+                   guide->IsAccepting() ? "accepts" : "refuses");
+      std::abort();
+    }
+    if (allowed.empty() || step >= picks.size()) return;
+    const uint32_t t = allowed[static_cast<uint8_t>(picks[step]) % allowed.size()];
+    s = guide->Advance(t);
+    maskd::fuzz::ExpectClientStatus(s);
+    if (!s.ok()) return;
+    text += vocab.bytes(t);
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -85,5 +164,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+  CheckEngine(*g, *r, options, input);
   return 0;
 }
