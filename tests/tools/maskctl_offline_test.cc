@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -194,6 +195,47 @@ TEST(MaskctlSchemaToRegex, PrintsOneRegexAndWarningsOnStderr) {
   r = Maskctl("schema-to-regex --max-regex-bytes 0 " + schema);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--max-regex-bytes"));
+}
+
+TEST(MaskctlGrammar, CompileSampleAndWalkAGbnfGrammar) {
+  const std::string file = TempFile("answer.gbnf", "root ::= (\"yes\" | \"no\") \".\"\n");
+  CmdResult r = Maskctl("compile " + kTok + " --grammar " + Quote(file));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_GT(r.lines[0]["allowed"].get<int>(), 2);  // y, ye, yes, n, no, ...
+  EXPECT_GE(r.lines[0]["first_mask_ms"].get<double>(), r.lines[0]["compile_ms"].get<double>());
+
+  for (int seed = 0; seed < 5; ++seed) {
+    r = Maskctl("sample " + kTok + " --grammar " + Quote(file) + " --seed " +
+                std::to_string(seed) + " --max-tokens 20");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json s = r.lines.at(0);  // a copy: r is reused below
+    const std::string hex = s["text_hex"].get<std::string>();
+    EXPECT_TRUE(hex == "7965732e" || hex == "6e6f2e") << hex;  // "yes." or "no."
+    EXPECT_TRUE(s["finished"].get<bool>());
+    // Walking the sample's tokens: every step allowed, accepting before EOS.
+    std::string ids;
+    for (const auto& t : s["tokens"]) absl::StrAppend(&ids, ids.empty() ? "" : ",", t.get<int>());
+    r = Maskctl("walk " + kTok + " --grammar " + Quote(file) + " --tokens " + ids);
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(r.lines.size(), s["tokens"].size() + 1);
+    EXPECT_TRUE(r.lines[r.lines.size() - 2]["accepting"].get<bool>());
+    EXPECT_TRUE(r.lines.back()["finished"].get<bool>());
+  }
+}
+
+TEST(MaskctlGrammar, ErrorsNameTheFileLineAndColumn) {
+  const std::string file = TempFile("bad.lark", "start: \"a\" missing\n");
+  CmdResult r = Maskctl("compile " + kTok + " --grammar " + Quote(file));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.lark"));
+  EXPECT_THAT(r.err, HasSubstr("line 1"));
+  r = Maskctl("compile " + kTok + " --grammar " + Quote(file) + " --format yacc");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("expected lark, gbnf or ebnf"));
+  r = Maskctl("compile " + kTok + " --grammar " + Quote(file) + " --regex a");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("exactly one of"));
 }
 
 TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {

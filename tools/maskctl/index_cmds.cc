@@ -1,4 +1,5 @@
-// Offline subcommands over the core library: compile, walk, sample.
+// Offline subcommands over the core library: compile, walk, sample (their
+// --grammar forms are in grammar_cmds.h).
 // With the global --addr flag, `compile` talks to a running maskd instead.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/digest.h"
+#include "tools/maskctl/grammar_cmds.h"
 #include "tools/maskctl/tokenizer_flag.h"
 #ifdef MASKD_WITH_CLIENT
 #include "tools/maskctl/online.h"
@@ -40,10 +42,20 @@ void PrintLine(const nlohmann::json& j) {
   std::fputc('\n', stdout);
 }
 
+// `flags` plus the tokenizer and grammar value flags.
 std::set<std::string> WithTokenizerFlags(std::set<std::string> flags) {
   const auto& t = TokenizerValueFlags();
   flags.insert(t.begin(), t.end());
+  const auto& g = GrammarValueFlags();
+  flags.insert(g.begin(), g.end());
   return flags;
+}
+
+// Exactly one constraint flag.
+absl::Status OneConstraintFlag(const Args& args) {
+  const int n = args.Has("regex") + args.Has("json-schema") + args.Has("grammar");
+  if (n != 1) return absl::InvalidArgumentError("give exactly one of --regex, --json-schema or --grammar");
+  return absl::OkStatus();
 }
 
 // The index of a command's constraint: --regex R, or --json-schema FILE
@@ -53,9 +65,7 @@ absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
     const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
-  if (regex.has_value() == schema_file.has_value()) {
-    return absl::InvalidArgumentError("give exactly one of --regex or --json-schema");
-  }
+  if (absl::Status s = OneConstraintFlag(args); !s.ok()) return s;
   maskd::Constraint constraint = maskd::Constraint::Regex(regex.value_or(""));
   if (schema_file) {
     std::ifstream in(*schema_file, std::ios::binary);
@@ -87,6 +97,8 @@ int RunCompile(const Context& ctx) {
   if (!vocab.ok()) return Fail("compile", std::string(vocab.status().message()));
   auto threads = args->GetUint("threads", 1);
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
+  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("compile", std::string(s.message()));
+  if (args->Has("grammar")) return RunGrammarCompile(*args, *vocab);
 
   Clock::time_point t0 = Clock::now();
   auto index = CompileConstraintFlag(*args, *vocab);
@@ -117,6 +129,8 @@ int RunWalk(const Context& ctx) {
   if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
+  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
+  if (args->Has("grammar")) return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"));
   auto index = CompileConstraintFlag(*args, *vocab);
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
 
@@ -158,6 +172,8 @@ int RunSample(const Context& ctx) {
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
+  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
+  if (args->Has("grammar")) return RunGrammarSample(*args, *vocab, *seed, *max_tokens);
   auto index = CompileConstraintFlag(*args, *vocab);
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
@@ -169,14 +185,17 @@ int RunSample(const Context& ctx) {
 }  // namespace
 
 MASKCTL_COMMAND("compile",
-                "compile --tokenizer T (--regex R | --json-schema FILE) [--eager [--threads N]] "
+                "compile --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format "
+                "lark|gbnf|ebnf]) [--eager [--threads N]] "
                 "[--vocab-size N] [--eos IDS]   (with --addr: compile on a server, --tokenizer NAME)",
                 RunCompile);
 MASKCTL_COMMAND("walk",
-                "walk --tokenizer T (--regex R | --json-schema FILE) --tokens 12,345,6 [--full]",
+                "walk --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format F]) "
+                "--tokens 12,345,6 [--full]",
                 RunWalk);
 MASKCTL_COMMAND("sample",
-                "sample --tokenizer T (--regex R | --json-schema FILE) --seed S --max-tokens N",
+                "sample --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format F]) "
+                "--seed S --max-tokens N",
                 RunSample);
 
 }  // namespace maskctl

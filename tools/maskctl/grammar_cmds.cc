@@ -1,0 +1,181 @@
+#include "tools/maskctl/grammar_cmds.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grammar/bnf_parser.h"
+#include "grammar/grammar_guide.h"
+#include "grammar/grammar_index.h"
+#include "grammar/lark_parser.h"
+#include "index/random_walk.h"
+#include "tools/maskctl/command.h"
+#include "tools/maskctl/digest.h"
+
+namespace maskctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void PrintLine(const nlohmann::json& j) {
+  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+// The grammar file, parsed by its format's front end; errors name the file
+// (the front ends' messages give the line and column).
+absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
+  const std::string path = *args.Get("grammar");
+  std::string format = args.Get("format").value_or("");
+  if (format.empty()) {
+    if (absl::EndsWith(path, ".lark")) format = "lark";
+    else if (absl::EndsWith(path, ".gbnf")) format = "gbnf";
+    else if (absl::EndsWith(path, ".ebnf")) format = "ebnf";
+    else return absl::InvalidArgumentError(absl::StrCat(path, ": give --format lark|gbnf|ebnf"));
+  }
+  if (format != "lark" && format != "gbnf" && format != "ebnf") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format ", format, ": expected lark, gbnf or ebnf"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto g = format == "lark"   ? maskd::grammar::ParseLark(text.str())
+           : format == "gbnf" ? maskd::grammar::ParseGbnf(text.str())
+                              : maskd::grammar::ParseXgrammarEbnf(text.str());
+  if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
+  return g;
+}
+
+absl::StatusOr<std::shared_ptr<const maskd::grammar::GrammarIndex>> IndexFlag(
+    const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab, size_t* rules,
+    size_t* terminals) {
+  auto g = ReadGrammarFlag(args);
+  if (!g.ok()) return g.status();
+  *rules = g->rules.size();
+  *terminals = g->terminals.size();
+  auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(vocab));
+  if (!index.ok()) {
+    return absl::Status(index.status().code(),
+                        absl::StrCat(*args.Get("grammar"), ": ", index.status().message()));
+  }
+  return index;
+}
+
+}  // namespace
+
+const std::set<std::string>& GrammarValueFlags() {
+  static const auto* flags = new std::set<std::string>{"grammar", "format"};
+  return *flags;
+}
+
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
+  size_t rules = 0, terminals = 0;
+  const Clock::time_point t0 = Clock::now();
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  if (!index.ok()) return Fail("compile", std::string(index.status().message()));
+  const double compile_ms = MsSince(t0);
+  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+  if (!guide.ok()) return Fail("compile", std::string(guide.status().message()));
+  std::vector<uint32_t> mask((*index)->num_words());
+  if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
+    return Fail("compile", std::string(s.message()));
+  }
+  PrintLine({{"grammar_rules", rules},
+             {"grammar_terminals", terminals},
+             {"compile_ms", compile_ms},
+             {"first_mask_ms", MsSince(t0)},
+             {"allowed", maskd::CountAllowedTokens(mask.data(), (*index)->num_words())},
+             {"memo_bytes", (*index)->memo_bytes()}});
+  return 0;
+}
+
+int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+                   const std::vector<uint32_t>& tokens, bool full) {
+  size_t rules = 0, terminals = 0;
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  if (!index.ok()) return Fail("walk", std::string(index.status().message()));
+  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+  if (!guide.ok()) return Fail("walk", std::string(guide.status().message()));
+  std::vector<uint32_t> mask((*index)->num_words());
+  auto emit = [&](size_t step) -> bool {
+    if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
+      PrintLine({{"step", step}, {"error", std::string(s.message())}});
+      return false;
+    }
+    const size_t bytes = mask.size() * sizeof(uint32_t);  // little-endian host words
+    nlohmann::json line = {{"step", step},
+                           {"bytes", guide->num_bytes()},
+                           {"allowed", maskd::CountAllowedTokens(mask.data(), (*index)->num_words())},
+                           {"mask_sha256", Sha256Hex(mask.data(), bytes)},
+                           {"accepting", guide->IsAccepting()},
+                           {"finished", guide->IsFinished()}};
+    if (full) {
+      line["mask_b64"] = absl::Base64Escape(
+          absl::string_view(reinterpret_cast<const char*>(mask.data()), bytes));
+    }
+    PrintLine(line);
+    return true;
+  };
+  if (!emit(0)) return 3;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (auto s = guide->Advance(tokens[i]); !s.ok()) {
+      PrintLine({{"step", i + 1}, {"error", std::string(s.message())}});
+      return 3;
+    }
+    if (!emit(i + 1)) return 3;
+  }
+  return 0;
+}
+
+int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+                     uint64_t seed, uint64_t max_tokens) {
+  size_t rules = 0, terminals = 0;
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  if (!index.ok()) return Fail("sample", std::string(index.status().message()));
+  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+  if (!guide.ok()) return Fail("sample", std::string(guide.status().message()));
+  const maskd::Vocabulary& v = (*index)->vocab();
+  std::mt19937_64 rng(seed);
+  std::vector<uint32_t> mask((*index)->num_words()), tokens;
+  std::string text;
+  bool finished = false;
+  // Uniform among the allowed tokens (EOS included); past half the budget,
+  // EOS as soon as it is allowed, so that most samples finish.
+  while (tokens.size() < max_tokens && !finished) {
+    if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
+      return Fail("sample", std::string(s.message()));
+    }
+    const uint32_t n = maskd::CountAllowedTokens(mask.data(), (*index)->num_words());
+    if (n == 0) return Fail("sample", "no token is allowed (the vocabulary cannot spell the grammar)");
+    uint32_t token = maskd::NthAllowedToken(mask.data(), (*index)->num_words(),
+                                            static_cast<uint32_t>(rng() % n));
+    if (2 * tokens.size() >= max_tokens && guide->IsAccepting() && !v.eos_ids().empty()) {
+      token = v.eos_ids()[0];
+    }
+    if (auto s = guide->Advance(token); !s.ok()) return Fail("sample", std::string(s.message()));
+    tokens.push_back(token);
+    if (v.is_eos(token)) finished = true;
+    else text += v.bytes(token);
+  }
+  PrintLine({{"tokens", tokens}, {"text_hex", Hex(text)}, {"finished", finished}});
+  return 0;
+}
+
+}  // namespace maskctl
