@@ -62,6 +62,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "fuzz/tiny_vocabulary.h"
 #include "maskd/v1/maskd.grpc.pb.h"
 #include "maskd/v1/shm.grpc.pb.h"
 #include "service/index_cache.h"
@@ -86,52 +87,6 @@ constexpr const char* kStepStreamPath = "/maskd.v1.Maskd/StepStream";
 // (max_batch) fit in each object, 8 fp32 logits rows only in the largest.
 constexpr int kShmObjects = 3;
 constexpr std::array<size_t, kShmObjects> kShmSizes = {4096, 16384, 65536};
-
-// GPT-2's byte-level alphabet: byte b as the UTF-8 of its code point.
-std::string ByteLevelChar(int b) {
-  static const std::vector<int>* table = [] {
-    auto* t = new std::vector<int>(256, -1);
-    int n = 0;
-    for (int c = 0; c < 256; ++c) {
-      bool printable = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE);
-      (*t)[c] = printable ? c : 256 + n++;
-    }
-    return t;
-  }();
-  int cp = (*table)[b];
-  std::string s;
-  if (cp < 0x80) {
-    s.push_back(static_cast<char>(cp));
-  } else {
-    s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return s;
-}
-
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
-
-// A byte-level tokenizer of 256 byte tokens, a few merges and an EOS: masks
-// of 9 words, so that compiles take microseconds.
-std::string TinyTokenizerJson() {
-  std::string vocab;
-  for (int b = 0; b < 256; ++b) {
-    vocab += (b ? "," : "") + JsonQuote(ByteLevelChar(b)) + ":" + std::to_string(b);
-  }
-  const char* merges[] = {"ab", "{\"", "\":", "\",", "true", "false", "null", "12", "00", "\u0120a"};
-  int id = 256;
-  for (const char* m : merges) vocab += "," + JsonQuote(m) + ":" + std::to_string(id++);
-  return "{\"model\":{\"type\":\"BPE\",\"vocab\":{" + vocab +
-         "}},\"added_tokens\":[{\"id\":270,\"content\":\"<|end|>\",\"special\":true}],"
-         "\"decoder\":{\"type\":\"ByteLevel\"}}";
-}
 
 struct Method {
   const char* path;
@@ -225,7 +180,7 @@ struct Harness {
   std::unique_ptr<grpc::GenericStub> stub;
 
   Harness() {
-    auto tiny = tokenizers.Register("tiny", TinyTokenizerJson(), R"({"eos_token":"<|end|>"})", {});
+    auto tiny = tokenizers.Register("tiny", maskd::fuzz::TinyTokenizerJson(), R"({"eos_token":"<|end|>"})", {});
     if (!tiny.ok()) {
       fprintf(stderr, "tiny tokenizer: %s\n", tiny.status().ToString().c_str());
       abort();
