@@ -215,39 +215,32 @@ absl::StatusOr<bool> EarleyParser::Push(uint8_t byte) {
     const Dfa::State next = dfa.Next(it.pos, byte);
     if (next == Dfa::kDead) continue;
     s = Add(EarleyItem::Make(it.kind(), it.id(), next, it.origin));
-    if (!s.ok() || !dfa.IsAccepting(next)) continue;
-    if (it.kind() == EarleyItem::kScan) {
-      s = AdvanceWaiting(it.origin, WaitKey(Symbol::Terminal(it.id())));
-    } else {
-      // An ignored string ended: whatever could follow at its start can
-      // follow here.
-      const uint32_t o_begin = set_begin_[it.origin];
-      const uint32_t o_end = set_begin_[it.origin + 1];
-      for (uint32_t j = o_begin; j < o_end && s.ok(); ++j) {
-        if (items_[j].kind() == EarleyItem::kRule) s = Add(items_[j]);
-      }
-    }
+    if (s.ok() && dfa.IsAccepting(next)) s = Complete(it);
   }
-  if (s.ok() && set_begin_.back() != items_.size()) s = Closure();
-  if (!s.ok()) {
-    AbortSet();
-    return s;
-  }
-  return FinishSet();
+  return CloseAndFinish(s);
 }
 
 absl::StatusOr<bool> EarleyParser::PushCompletion(const EarleyItem& scan) {
   BeginSet();
-  absl::Status s;
+  return CloseAndFinish(Complete(scan));
+}
+
+absl::Status EarleyParser::Complete(const EarleyItem& scan) {
   if (scan.kind() == EarleyItem::kScan) {
-    s = AdvanceWaiting(scan.origin, WaitKey(Symbol::Terminal(scan.id())));
-  } else if (scan.kind() == EarleyItem::kIgnore) {
-    const uint32_t o_begin = set_begin_[scan.origin];
-    const uint32_t o_end = set_begin_[scan.origin + 1];
-    for (uint32_t j = o_begin; j < o_end && s.ok(); ++j) {
-      if (items_[j].kind() == EarleyItem::kRule) s = Add(items_[j]);
-    }
+    return AdvanceWaiting(scan.origin, WaitKey(Symbol::Terminal(scan.id())));
   }
+  // An ignored string ended: whatever could follow at its start can follow
+  // here.
+  const uint32_t o_end = set_begin_[scan.origin + 1];
+  for (uint32_t j = set_begin_[scan.origin]; j < o_end; ++j) {
+    if (items_[j].kind() != EarleyItem::kRule) continue;
+    absl::Status s = Add(items_[j]);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> EarleyParser::CloseAndFinish(absl::Status s) {
   if (s.ok() && set_begin_.back() != items_.size()) s = Closure();
   if (!s.ok()) {
     AbortSet();

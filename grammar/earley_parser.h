@@ -103,8 +103,15 @@ class EarleyParser {
   absl::Status Add(const EarleyItem& item);
   // Adds every rule item of set `origin` that waits on `key`, advanced.
   absl::Status AdvanceWaiting(uint32_t origin, uint64_t key);
+  // Adds to the set being built what ends `scan`'s terminal there yields:
+  // its waiting parents advanced (kScan), or every rule item of its origin
+  // set (kIgnore: what could follow before the ignored string).
+  absl::Status Complete(const EarleyItem& scan);
   // Predicts and completes in the last set until nothing changes.
   absl::Status Closure();
+  // Closes the set being built when `s` is OK and keeps it if non-empty
+  // (true); drops it on error or when empty (false).
+  absl::StatusOr<bool> CloseAndFinish(absl::Status s);
   void GrowTable();
 
   std::shared_ptr<const CompiledGrammar> g_;
