@@ -7,8 +7,6 @@
 #include "absl/strings/cord.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "grammar/bnf_parser.h"
-#include "grammar/lark_parser.h"
 
 namespace maskd {
 namespace {
@@ -37,12 +35,7 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
                                                   std::shared_ptr<const Vocabulary> vocab,
                                                   const CompileOptions& options) {
   const GrammarCompileOptions& o = constraint.grammar;
-  absl::StatusOr<grammar::Grammar> g;
-  switch (o.format) {
-    case GrammarFormat::kLark: g = grammar::ParseLark(constraint.text, o.limits); break;
-    case GrammarFormat::kGbnf: g = grammar::ParseGbnf(constraint.text, o.limits); break;
-    case GrammarFormat::kEbnf: g = grammar::ParseXgrammarEbnf(constraint.text, o.limits); break;
-  }
+  absl::StatusOr<grammar::Grammar> g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
   if (!g.ok()) return ConvertError(g.status());
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   grammar::GrammarIndex::Options index_options = o.index;
@@ -63,15 +56,6 @@ std::string_view ConstraintKindName(ConstraintKind kind) {
     case ConstraintKind::kRegex: return "regex";
     case ConstraintKind::kJsonSchema: return "json_schema";
     case ConstraintKind::kGrammar: return "grammar";
-  }
-  return "unknown";
-}
-
-std::string_view GrammarFormatName(GrammarFormat format) {
-  switch (format) {
-    case GrammarFormat::kLark: return "lark";
-    case GrammarFormat::kGbnf: return "gbnf";
-    case GrammarFormat::kEbnf: return "ebnf";
   }
   return "unknown";
 }

@@ -41,6 +41,7 @@
 #include "constraint/constraint_index.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
+#include "grammar/grammar_text.h"
 #include "index/json_schema.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
@@ -50,8 +51,8 @@ namespace maskd {
 enum class ConstraintKind { kRegex, kJsonSchema, kGrammar };
 std::string_view ConstraintKindName(ConstraintKind kind);  // "regex", "json_schema", "grammar"
 
-enum class GrammarFormat { kLark, kGbnf, kEbnf };
-std::string_view GrammarFormatName(GrammarFormat format);  // "lark", "gbnf", "ebnf"
+using grammar::GrammarFormat;
+using grammar::GrammarFormatName;
 
 // How a grammar is read and run (kGrammar only).
 struct GrammarCompileOptions {
