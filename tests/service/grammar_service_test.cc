@@ -219,5 +219,53 @@ TEST_F(GrammarServiceTest, CacheKeysAndErrors) {
   EXPECT_GE(MetricValue(metrics, "maskd_compile_seconds_count{kind=\"grammar\",result=\"invalid_argument\"}"), 1);
 }
 
+// An ambiguous grammar whose Earley sets grow with the text, on a server with
+// a small per-set limit: the step that passes it fails with
+// RESOURCE_EXHAUSTED naming the limit, the session stays where it was, and
+// the server keeps serving.
+TEST(GrammarServiceLimits, ParserLimitRefusesTheStepNotTheServer) {
+  MaskdProcess server({"--max-grammar-set-items=64"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto compiled = client->Compile(
+      GrammarRequest("root ::= root root | \"a\"\n", v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto session = client->CreateSession(compiled->index_id());
+  ASSERT_TRUE(session.ok()) << session.status();
+  constexpr uint32_t kA = 64;  // "a" in Qwen3
+  ASSERT_EQ(*client->Detokenize("qwen3", std::vector<uint32_t>{kA}), "a");
+  uint64_t accepted = 0;
+  bool refused = false;
+  for (int i = 0; i < 200 && !refused; ++i) {
+    v1::StepRequest req;
+    auto* e = req.add_entries();
+    e->set_session_id(session->session_id());
+    e->add_tokens(kA);
+    v1::StepResponse resp;
+    ASSERT_TRUE(client->Step(req, &resp).ok());
+    const auto& r = resp.results(0);
+    if (r.status().code() == 0) {
+      accepted = r.num_tokens();
+      continue;
+    }
+    refused = true;
+    EXPECT_EQ(r.status().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+    EXPECT_THAT(r.status().message(), HasSubstr("max_items_per_position"));
+    EXPECT_EQ(r.num_tokens(), accepted);
+  }
+  ASSERT_TRUE(refused) << "200 tokens without reaching 64 items in a set";
+  EXPECT_GT(accepted, 3u);
+  // The session is usable where it stopped: a rollback and a step from there.
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session->session_id());
+  e->set_rollback(2);
+  v1::StepResponse resp;
+  ASSERT_TRUE(client->Step(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
+  EXPECT_EQ(resp.results(0).num_tokens(), accepted - 2);
+  EXPECT_TRUE(client->Ping().ok());
+}
+
 }  // namespace
 }  // namespace maskd
