@@ -31,15 +31,38 @@ absl::Status ConvertError(absl::Status error) {
   return error;
 }
 
+// The schema options of `constraint` under the compilation's budget.
+JsonSchemaOptions BudgetedSchemaOptions(const Constraint& constraint, const CompileOptions& options) {
+  JsonSchemaOptions schema_options = constraint.json_schema;
+  DfaOptions& budget = schema_options.budget;
+  budget.deadline = options.dfa.deadline;
+  budget.cancel = options.dfa.cancel;
+  budget.max_states = std::min(budget.max_states, options.dfa.max_states);
+  budget.max_nfa_states = std::min(budget.max_nfa_states, options.dfa.max_nfa_states);
+  return schema_options;
+}
+
+// A grammar or a structural tag (whose grammar is built, not parsed).
 absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
                                                   std::shared_ptr<const Vocabulary> vocab,
                                                   const CompileOptions& options) {
   const GrammarCompileOptions& o = constraint.grammar;
-  absl::StatusOr<grammar::Grammar> g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
+  CompileOptions terminal_options = options;
+  absl::StatusOr<grammar::Grammar> g;
+  if (constraint.kind == ConstraintKind::kStructuralTag) {
+    StructuralTagOptions tag_options = constraint.structural_tag;
+    tag_options.json_schema = BudgetedSchemaOptions(constraint, options);
+    g = StructuralTagGrammar(constraint.text, tag_options);
+    // Converted schemas are large by construction (see below).
+    terminal_options.regex.max_pattern_bytes =
+        std::max(options.regex.max_pattern_bytes, tag_options.json_schema.max_regex_bytes);
+  } else {
+    g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
+  }
   if (!g.ok()) return ConvertError(g.status());
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   grammar::GrammarIndex::Options index_options = o.index;
-  index_options.earley.regex_limits = options.regex;
+  index_options.earley.regex_limits = terminal_options.regex;
   index_options.earley.dfa_options = options.dfa;
   auto index = grammar::GrammarIndex::Create(*g, std::move(vocab), index_options);
   if (!index.ok()) return index.status();
@@ -56,6 +79,7 @@ std::string_view ConstraintKindName(ConstraintKind kind) {
     case ConstraintKind::kRegex: return "regex";
     case ConstraintKind::kJsonSchema: return "json_schema";
     case ConstraintKind::kGrammar: return "grammar";
+    case ConstraintKind::kStructuralTag: return "structural_tag";
   }
   return "unknown";
 }
@@ -64,7 +88,8 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
                                                      std::shared_ptr<const Vocabulary> vocab,
                                                      const CompileOptions& options) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
-  if (constraint.kind == ConstraintKind::kGrammar) {
+  if (constraint.kind == ConstraintKind::kGrammar ||
+      constraint.kind == ConstraintKind::kStructuralTag) {
     return CompileGrammar(constraint, std::move(vocab), options);
   }
   CompiledConstraint out;
@@ -75,12 +100,7 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
     return out;
   }
 
-  JsonSchemaOptions schema_options = constraint.json_schema;
-  DfaOptions& budget = schema_options.budget;
-  budget.deadline = options.dfa.deadline;
-  budget.cancel = options.dfa.cancel;
-  budget.max_states = std::min(budget.max_states, options.dfa.max_states);
-  budget.max_nfa_states = std::min(budget.max_nfa_states, options.dfa.max_nfa_states);
+  const JsonSchemaOptions schema_options = BudgetedSchemaOptions(constraint, options);
   auto converted = JsonSchemaToRegex(constraint.text, schema_options);
   if (!converted.ok()) return ConvertError(converted.status());
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;

@@ -1,8 +1,10 @@
 // CompileConstraint: the one way a constraint becomes a ConstraintIndex.
 //
 // A Constraint is a regex (index/regex.h), a JSON Schema document
-// (index/json_schema.h, converted to a regex first) or a context-free grammar
-// in Lark, GBNF or XGrammar EBNF (grammar/, docs/grammars.md). Regexes and
+// (index/json_schema.h, converted to a regex first), a context-free grammar
+// in Lark, GBNF or XGrammar EBNF (grammar/, docs/grammars.md), or a
+// structural tag (constraint/structural_tag.h: free text with tagged,
+// schema-constrained segments, compiled as a grammar). Regexes and
 // schemas end in the same Regex::Parse -> Dfa::Compile -> TokenIndex::Create
 // (+ Precompute when eager) as CompileRegex, so a schema and the regex it
 // converts to give the same index (route kRegex). A grammar is parsed by its
@@ -39,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "constraint/constraint_index.h"
+#include "constraint/structural_tag.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
@@ -48,8 +51,9 @@
 
 namespace maskd {
 
-enum class ConstraintKind { kRegex, kJsonSchema, kGrammar };
-std::string_view ConstraintKindName(ConstraintKind kind);  // "regex", "json_schema", "grammar"
+enum class ConstraintKind { kRegex, kJsonSchema, kGrammar, kStructuralTag };
+// "regex", "json_schema", "grammar", "structural_tag".
+std::string_view ConstraintKindName(ConstraintKind kind);
 
 using grammar::GrammarFormat;
 using grammar::GrammarFormatName;
@@ -65,13 +69,17 @@ struct GrammarCompileOptions {
 
 struct Constraint {
   ConstraintKind kind = ConstraintKind::kRegex;
-  // The regex pattern, the JSON Schema document's text, or the grammar's.
+  // The regex pattern, the JSON Schema document's text, the grammar's, or
+  // the structural tag's JSON document.
   std::string text;
-  // kJsonSchema only. Its budget's deadline and cancel flag are replaced by
-  // CompileOptions::dfa's, its state caps lowered to CompileOptions::dfa's.
+  // kJsonSchema, and the schemas of a kStructuralTag. Its budget's deadline
+  // and cancel flag are replaced by CompileOptions::dfa's, its state caps
+  // lowered to CompileOptions::dfa's.
   JsonSchemaOptions json_schema;
-  // kGrammar only.
+  // kGrammar and kStructuralTag (whose format is ignored).
   GrammarCompileOptions grammar;
+  // kStructuralTag only (its json_schema is the field above).
+  StructuralTagOptions structural_tag;
 
   static Constraint Regex(std::string pattern) {
     Constraint c;
@@ -83,6 +91,12 @@ struct Constraint {
     c.kind = ConstraintKind::kJsonSchema;
     c.text = std::move(schema);
     c.json_schema = std::move(options);
+    return c;
+  }
+  static Constraint StructuralTag(std::string json) {
+    Constraint c;
+    c.kind = ConstraintKind::kStructuralTag;
+    c.text = std::move(json);
     return c;
   }
   static Constraint Grammar(std::string text, GrammarFormat format,

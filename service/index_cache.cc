@@ -251,7 +251,9 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
   // The converter's defaults, not the server's options: the server sets only
   // limits, which refuse a schema rather than change its regex (except a
   // --max-dfa-states under the converter's own DFA cap, one per server).
-  if (spec.kind == ConstraintKind::kJsonSchema) add(JsonSchemaOptionsKey(JsonSchemaOptions()));
+  if (spec.kind == ConstraintKind::kJsonSchema || spec.kind == ConstraintKind::kStructuralTag) {
+    add(JsonSchemaOptionsKey(JsonSchemaOptions()));
+  }
   add(spec.vocab ? spec.vocab->content_hash() : "");
   add(spec.eager ? "eager" : "lazy");
   add(spec.constraint);

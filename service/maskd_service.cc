@@ -272,8 +272,13 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
             " (--max-grammar-bytes)"));
       }
       break;
+    case v1::CompileRequest::kStructuralTag:
+      spec.kind = ConstraintKind::kStructuralTag;
+      spec.constraint = req.structural_tag();
+      break;
     default:
-      return absl::InvalidArgumentError("no constraint: set regex, json_schema or grammar");
+      return absl::InvalidArgumentError(
+          "no constraint: set regex, json_schema, grammar or structural_tag");
   }
   if (spec.kind != ConstraintKind::kGrammar &&
       spec.constraint.size() > limits_.max_constraint_bytes) {

@@ -358,6 +358,51 @@ def test_grammar_compile_session_and_errors(client):
     client.close_session(sid)
 
 
+TOOL_TAG = {"tags": [{"begin": "<tool_call>", "end": "</tool_call>",
+                     "schema": {"type": "object",
+                                "properties": {"name": {"enum": ["get_time"]},
+                                               "arguments": {"type": "object", "properties": {},
+                                                             "additionalProperties": False}},
+                                "required": ["name", "arguments"],
+                                "additionalProperties": False}}],
+            "at_least_one": True, "stop_after_first": True}
+
+
+def test_structural_tag_tool_call(client, qwen3_dir):
+    tokenizers = need("tokenizers")
+    tok = tokenizers.Tokenizer.from_file(str(qwen3_dir / "tokenizer.json"))
+    r = client.compile("qwen3", structural_tag=TOOL_TAG)
+    assert r.route == "grammar"
+    eos = set(client.tokenizer("qwen3").eos_ids)
+    # Free text then the trigger, as the model would write them: every token allowed.
+    prefix = tok.encode("Let me check the time.\n<tool_call>", add_special_tokens=False).ids
+    sid = client.create_session(r.index_id).session_id
+    reply = client.step([(sid, [])])
+    for t in prefix:
+        assert is_allowed(reply.masks[0], t), t
+        reply = client.step([(sid, [t])]).raise_for_status()
+    # Then anything the masks allow, until EOS: one valid call, nothing after it.
+    tokens = list(prefix)
+    rng = np.random.default_rng(4)
+    for _ in range(80):
+        allowed = [int(t) for t in allowed_tokens(reply.masks[0])]
+        ends = [t for t in allowed if t in eos]
+        t = ends[0] if ends else allowed[rng.integers(len(allowed))]
+        reply = client.step([(sid, [t])]).raise_for_status()
+        if t in eos:
+            break
+        tokens.append(t)
+    assert reply.results[0].finished
+    out = client.detokenize("qwen3", tokens).decode()
+    free, _, rest = out.partition("<tool_call>")
+    assert free == "Let me check the time.\n" and rest.endswith("</tool_call>"), out
+    assert json.loads(rest[:-len("</tool_call>")]) == {"name": "get_time", "arguments": {}}
+    client.close_session(sid)
+    with pytest.raises(maskd.MaskdError) as e:
+        client.compile("qwen3", structural_tag={"tags": [{"begin": "<a>"}]})
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "tags[0]" in str(e.value)
+
+
 def test_cli_grammar_compile_generate(addr, tmp_path):
     path = tmp_path / "lists.lark"
     path.write_text(LIST_LARK)

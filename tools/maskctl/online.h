@@ -12,7 +12,7 @@
 namespace maskctl {
 
 // maskctl --addr ADDR compile --tokenizer NAME (--regex R | --json-schema S |
-//   --grammar FILE [--format lark|gbnf|ebnf])
+//   --grammar FILE [--format lark|gbnf|ebnf] | --structural-tag FILE)
 //   [--eager] [--no-wait] [--timeout-ms N]
 // → {"index_id": "...", "state": "ready", "route": "regex", "dfa_states": n,
 //    "compile_ms": x}

@@ -9,7 +9,8 @@ namespace maskctl {
 
 int RunOnlineCompile(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format", "timeout-ms"},
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
+                                              "structural-tag", "timeout-ms"},
                           {"eager", "no-wait"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
   auto req_or = CompileRequestFromFlags(*args);

@@ -54,8 +54,15 @@ absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& ar
       case maskd::grammar::GrammarFormat::kGbnf: g->set_format(maskd::v1::Grammar::FORMAT_GBNF); break;
       case maskd::grammar::GrammarFormat::kEbnf: g->set_format(maskd::v1::Grammar::FORMAT_EBNF); break;
     }
+  } else if (auto path = args.Get("structural-tag")) {
+    std::ifstream in(*path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat(*path, ": cannot open"));
+    std::stringstream text;
+    text << in.rdbuf();
+    req.set_structural_tag(text.str());
   } else {
-    return absl::InvalidArgumentError("needs --regex R, --json-schema S or --grammar FILE");
+    return absl::InvalidArgumentError(
+        "needs --regex R, --json-schema S, --grammar FILE or --structural-tag FILE");
   }
   return req;
 }

@@ -16,8 +16,9 @@ from maskd.masks import allowed_tokens
 
 
 def _constraint(a: argparse.Namespace) -> dict:
-    if sum(x is not None for x in (a.regex, a.json_schema, a.grammar)) != 1:
-        raise SystemExit("give exactly one of --regex, --json-schema FILE or --grammar FILE")
+    if sum(x is not None for x in (a.regex, a.json_schema, a.grammar, a.structural_tag)) != 1:
+        raise SystemExit("give exactly one of --regex, --json-schema FILE, --grammar FILE or "
+                         "--structural-tag FILE")
     if a.regex is not None:
         return {"regex": a.regex}
     if a.grammar is not None:
@@ -26,6 +27,9 @@ def _constraint(a: argparse.Namespace) -> dict:
             raise SystemExit(f"{a.grammar}: give --format lark|gbnf|ebnf")
         with open(a.grammar, encoding="utf-8") as f:
             return {"grammar": Grammar(f.read(), fmt)}
+    if a.structural_tag is not None:
+        with open(a.structural_tag, encoding="utf-8") as f:
+            return {"structural_tag": f.read()}
     with open(a.json_schema, encoding="utf-8") as f:
         return {"json_schema": f.read()}
 
@@ -45,6 +49,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.add_argument("--grammar", metavar="FILE", help="a grammar file (.lark, .gbnf, .ebnf)")
         p.add_argument("--format", choices=("lark", "gbnf", "ebnf"),
                        help="the grammar's format; default: the file's extension")
+        p.add_argument("--structural-tag", metavar="FILE", help="a structural tag (JSON)")
         if name == "compile":
             p.add_argument("--eager", action="store_true")
             p.add_argument("--no-wait", action="store_true")

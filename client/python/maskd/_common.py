@@ -116,16 +116,23 @@ def grammar_message(grammar: GrammarLike) -> pb.Grammar:
 
 def compile_request(tokenizer: str, *, regex: Optional[str] = None,
                     json_schema: Union[str, dict, None] = None,
-                    grammar: Optional[GrammarLike] = None, eager: bool = False,
+                    grammar: Optional[GrammarLike] = None,
+                    structural_tag: Union[str, dict, None] = None, eager: bool = False,
                     timeout_ms: int = 0, wait: bool = True) -> pb.CompileRequest:
-    if sum(x is not None for x in (regex, json_schema, grammar)) != 1:
-        raise ValueError("give exactly one of regex=, json_schema= or grammar=")
+    """A CompileRequest of exactly one constraint: ``regex``, ``json_schema`` (a str or a
+    dict), ``grammar`` (a ``Grammar``, or a str of Lark) or ``structural_tag`` (a str or a
+    dict: docs/grammars.md, "Structural tags")."""
+    if sum(x is not None for x in (regex, json_schema, grammar, structural_tag)) != 1:
+        raise ValueError("give exactly one of regex=, json_schema=, grammar= or structural_tag=")
     req = pb.CompileRequest(tokenizer=tokenizer, wait=wait,
                             options=pb.CompileOptions(eager=eager, timeout_ms=timeout_ms))
     if regex is not None:
         req.regex = regex
     elif grammar is not None:
         req.grammar.CopyFrom(grammar_message(grammar))
+    elif structural_tag is not None:
+        req.structural_tag = (structural_tag if isinstance(structural_tag, str)
+                              else json.dumps(structural_tag))
     else:
         req.json_schema = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
     return req
@@ -135,15 +142,17 @@ def create_session_request(index_id: Optional[str] = None, *, tokenizer: Optiona
                            regex: Optional[str] = None,
                            json_schema: Union[str, dict, None] = None,
                            grammar: Optional[GrammarLike] = None,
+                           structural_tag: Union[str, dict, None] = None,
                            eager: bool = False) -> pb.CreateSessionRequest:
-    """A CreateSession at ``index_id``, or at ``tokenizer`` + ``regex``/``json_schema``/
-    ``grammar`` compiled in the same call."""
+    """A CreateSession at ``index_id``, or at ``tokenizer`` + one constraint (as
+    ``compile_request``) compiled in the same call."""
     if index_id is not None:
         return pb.CreateSessionRequest(index_id=index_id)
     if tokenizer is not None:
         return pb.CreateSessionRequest(compile=compile_request(
-            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar, eager=eager))
-    raise ValueError("give index_id= or tokenizer= with regex=/json_schema=/grammar=")
+            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
+            structural_tag=structural_tag, eager=eager))
+    raise ValueError("give index_id= or tokenizer= with a constraint")
 
 
 def mask_view(data: bytes, rows: int, words_per_row: int) -> np.ndarray:

@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Union
 
 import grpc
 import grpc.aio
@@ -151,10 +151,12 @@ class AsyncClient:
 
     async def compile(self, tokenizer: str, *, regex: Optional[str] = None,
                       json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
+                      structural_tag: Union[str, dict, None] = None,
                       eager: bool = False, timeout_ms: int = 0,
                       wait: bool = True) -> pb.CompileResponse:
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
-                              eager=eager, timeout_ms=timeout_ms, wait=wait)
+                              structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
+                              wait=wait)
         return await _rpc(self._stub.Compile, req, self.timeout)
 
     async def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
@@ -168,9 +170,11 @@ class AsyncClient:
     async def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                              regex: Optional[str] = None, json_schema: Optional[str] = None,
                              grammar: Optional[GrammarLike] = None,
+                             structural_tag: Union[str, dict, None] = None,
                              eager: bool = False) -> pb.CreateSessionResponse:
         req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
-                                     json_schema=json_schema, grammar=grammar, eager=eager)
+                                     json_schema=json_schema, grammar=grammar,
+                                     structural_tag=structural_tag, eager=eager)
         return await _rpc(self._stub.CreateSession, req, self.timeout)
 
     async def close_session(self, session_id: int) -> None:

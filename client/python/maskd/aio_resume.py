@@ -79,11 +79,12 @@ class AsyncResumableSession(SessionCore):
     @classmethod
     async def create(cls, client: AsyncClient, tokenizer: str, *, regex: Optional[str] = None,
                      json_schema: Union[str, dict, None] = None,
-                     grammar: Optional[GrammarLike] = None, eager: bool = False,
+                     grammar: Optional[GrammarLike] = None,
+                     structural_tag: Union[str, dict, None] = None, eager: bool = False,
                      options: ResumeOptions = ResumeOptions()) -> "AsyncResumableSession":
         return await cls.from_compile(client, compile_request(
-            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar, eager=eager),
-            options)
+            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
+            structural_tag=structural_tag, eager=eager), options)
 
     async def _step_proto(self, tokens: Sequence[int], rollback: int = 0, words_per_row: int = 0,
                           max_tokens_left: int = 0) -> pb.StepResponse:

@@ -14,7 +14,7 @@ forward pass) and ``StepStream``.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
+from typing import Callable, Iterable, List, Optional, Sequence, TypeVar, Union
 
 import grpc
 
@@ -234,12 +234,15 @@ class Client:
     # -- indexes --------------------------------------------------------------
     def compile(self, tokenizer: str, *, regex: Optional[str] = None,
                 json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
+                structural_tag: Union[str, dict, None] = None,
                 eager: bool = False, timeout_ms: int = 0,
                 wait: bool = True) -> pb.CompileResponse:
-        """Compiles (or finds cached) the index of a regex, a JSON Schema (a str or a dict)
-        or a grammar (a ``Grammar``, or a str of Lark)."""
+        """Compiles (or finds cached) the index of one constraint: a regex, a JSON Schema (a
+        str or a dict), a grammar (a ``Grammar``, or a str of Lark) or a structural tag (a
+        str or a dict)."""
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
-                              eager=eager, timeout_ms=timeout_ms, wait=wait)
+                              structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
+                              wait=wait)
         return _rpc(self._stub.Compile, req, self.timeout)
 
     def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
@@ -253,11 +256,13 @@ class Client:
     def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                        regex: Optional[str] = None, json_schema: Optional[str] = None,
                        grammar: Optional[GrammarLike] = None,
+                       structural_tag: Union[str, dict, None] = None,
                        eager: bool = False) -> pb.CreateSessionResponse:
         """A session at the start of an index, given by ``index_id`` or compiled from
-        ``tokenizer`` + ``regex``/``json_schema``/``grammar`` in the same call."""
+        ``tokenizer`` + a constraint (as ``compile``) in the same call."""
         req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
-                                     json_schema=json_schema, grammar=grammar, eager=eager)
+                                     json_schema=json_schema, grammar=grammar,
+                                     structural_tag=structural_tag, eager=eager)
         return _rpc(self._stub.CreateSession, req, self.timeout)
 
     def close_session(self, session_id: int) -> None:

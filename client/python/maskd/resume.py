@@ -92,11 +92,13 @@ class ResumableSession(SessionCore):
     @classmethod
     def create(cls, client: Client, tokenizer: str, *, regex: Optional[str] = None,
                json_schema: Union[str, dict, None] = None,
-               grammar: Optional[GrammarLike] = None, eager: bool = False,
+               grammar: Optional[GrammarLike] = None,
+               structural_tag: Union[str, dict, None] = None, eager: bool = False,
                options: ResumeOptions = ResumeOptions()) -> "ResumableSession":
-        """A session at the start of ``regex`` / ``json_schema`` / ``grammar`` for ``tokenizer``."""
+        """A session at the start of one constraint (as ``Client.compile``) for ``tokenizer``."""
         return cls(client, compile_request(tokenizer, regex=regex, json_schema=json_schema,
-                                           grammar=grammar, eager=eager), options)
+                                           grammar=grammar, structural_tag=structural_tag,
+                                           eager=eager), options)
 
     def _step_proto(self, tokens: Sequence[int], rollback: int = 0, words_per_row: int = 0,
                     max_tokens_left: int = 0) -> pb.StepResponse:

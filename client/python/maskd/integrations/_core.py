@@ -18,20 +18,25 @@ from maskd.resume import (ResumableSession, ResumableStepFuture, ResumeOptions, 
 
 def constraint_kwargs(regex: Optional[str] = None, json_schema: Any = None,
                       choices: Optional[Sequence[str]] = None,
-                      grammar: Optional[GrammarLike] = None) -> Dict[str, Any]:
+                      grammar: Optional[GrammarLike] = None,
+                      structural_tag: Any = None) -> Dict[str, Any]:
     """One constraint as Compile keyword arguments.
 
     ``json_schema``: a JSON Schema as a str, a dict, or a Pydantic model class;
     ``choices``: strings, one of which is generated exactly;
-    ``grammar``: a ``maskd.Grammar``, or a str of Lark.
+    ``grammar``: a ``maskd.Grammar``, or a str of Lark;
+    ``structural_tag``: a str or a dict (docs/grammars.md, "Structural tags").
     """
-    given = [x is not None for x in (regex, json_schema, choices, grammar)]
+    given = [x is not None for x in (regex, json_schema, choices, grammar, structural_tag)]
     if sum(given) != 1:
-        raise ValueError("give exactly one of regex=, json_schema=, choices=, grammar=")
+        raise ValueError("give exactly one of regex=, json_schema=, choices=, grammar=, "
+                         "structural_tag=")
     if regex is not None:
         return {"regex": regex}
     if grammar is not None:
         return {"grammar": grammar}
+    if structural_tag is not None:
+        return {"structural_tag": structural_tag}
     if choices is not None:
         if not choices:
             raise ValueError("choices must not be empty")

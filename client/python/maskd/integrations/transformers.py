@@ -55,15 +55,15 @@ class MaskdLogitsProcessor(LogitsProcessor):
     Args:
       client: a maskd.Client or an address ("unix:///tmp/maskd.sock").
       tokenizer: the maskd tokenizer name matching the model's tokenizer.
-      regex / json_schema / choices / grammar / index_id: the constraint (index_id: an
-        index already compiled for ``tokenizer``) (json_schema: str, dict or
-        Pydantic model class; choices: a list of strings; grammar: a maskd.Grammar or
-        a str of Lark).
+      regex / json_schema / choices / grammar / structural_tag / index_id: the
+        constraint (index_id: an index already compiled for ``tokenizer``) (json_schema:
+        str, dict or Pydantic model class; choices: a list of strings; grammar: a
+        maskd.Grammar or a str of Lark; structural_tag: a str or a dict).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
         after which the constraint could no longer be completed (and ended with EOS)
         within it are masked, so output closes instead of being cut off. Not with
-        ``grammar=`` (token budgets are regex-route only).
+        ``grammar=`` or ``structural_tag=`` (token budgets are regex-route only).
       resume: True (or a maskd.ResumeOptions): the rows' sessions are
         maskd.ResumableSessions, so a maskd restart (SIGKILL, OOM kill) mid-generation
         loses no row: they are re-created and replayed with the same masks. Needs the
@@ -72,12 +72,14 @@ class MaskdLogitsProcessor(LogitsProcessor):
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
                  json_schema: Any = None, choices: Optional[Sequence[str]] = None,
-                 grammar: Optional[GrammarLike] = None, index_id: Optional[str] = None,
+                 grammar: Optional[GrammarLike] = None, structural_tag: Any = None,
+                 index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None,
                  max_new_tokens: Optional[int] = None,
                  resume: Union[bool, ResumeOptions] = False):
-        if grammar is not None and max_new_tokens is not None:
-            raise ValueError("max_new_tokens= (budget mode) is not supported with grammar=")
+        if (grammar is not None or structural_tag is not None) and max_new_tokens is not None:
+            raise ValueError("max_new_tokens= (budget mode) is not supported with grammar= or "
+                             "structural_tag=")
         self.client = connect(client)
         self.max_new_tokens = max_new_tokens
         self.resume: Optional[Tuple[Any, ResumeOptions]] = None
@@ -88,7 +90,7 @@ class MaskdLogitsProcessor(LogitsProcessor):
                                  "not index_id=")
             self.index_id = index_id
         else:
-            kw = constraint_kwargs(regex, json_schema, choices, grammar)
+            kw = constraint_kwargs(regex, json_schema, choices, grammar, structural_tag)
             self.index_id = self.client.compile(tokenizer, **kw).index_id
             if resume:
                 opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()

@@ -147,20 +147,22 @@ class Grammar(_message.Message):
     def __init__(self, format: _Optional[_Union[Grammar.Format, str]] = ..., text: _Optional[str] = ...) -> None: ...
 
 class CompileRequest(_message.Message):
-    __slots__ = ("tokenizer", "regex", "json_schema", "grammar", "options", "wait")
+    __slots__ = ("tokenizer", "regex", "json_schema", "grammar", "structural_tag", "options", "wait")
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     REGEX_FIELD_NUMBER: _ClassVar[int]
     JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURAL_TAG_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     tokenizer: str
     regex: str
     json_schema: str
     grammar: Grammar
+    structural_tag: str
     options: CompileOptions
     wait: bool
-    def __init__(self, tokenizer: _Optional[str] = ..., regex: _Optional[str] = ..., json_schema: _Optional[str] = ..., grammar: _Optional[_Union[Grammar, _Mapping]] = ..., options: _Optional[_Union[CompileOptions, _Mapping]] = ..., wait: _Optional[bool] = ...) -> None: ...
+    def __init__(self, tokenizer: _Optional[str] = ..., regex: _Optional[str] = ..., json_schema: _Optional[str] = ..., grammar: _Optional[_Union[Grammar, _Mapping]] = ..., structural_tag: _Optional[str] = ..., options: _Optional[_Union[CompileOptions, _Mapping]] = ..., wait: _Optional[bool] = ...) -> None: ...
 
 class CompileResponse(_message.Message):
     __slots__ = ("index_id", "state", "tokenizer", "dfa_states", "memory_bytes", "queue_ms", "compile_ms", "cache_hit", "vocab_size", "words_per_row", "route")

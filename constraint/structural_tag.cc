@@ -1,0 +1,178 @@
+#include "constraint/structural_tag.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace maskd {
+namespace {
+
+using grammar::Grammar;
+using grammar::Symbol;
+using Json = nlohmann::ordered_json;  // keeps a schema's key order
+
+absl::Status Invalid(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("structural tag: ", where, ": ", what));
+}
+
+// A terminal of `g`; returns its symbol.
+Symbol AddTerminal(Grammar* g, std::string name, std::string regex,
+                   std::optional<std::string> literal = std::nullopt) {
+  grammar::Terminal t;
+  t.name = std::move(name);
+  t.regex = std::move(regex);
+  t.literal = std::move(literal);
+  g->terminals.push_back(std::move(t));
+  return Symbol::Terminal(static_cast<uint32_t>(g->terminals.size() - 1));
+}
+
+Symbol AddRule(Grammar* g, std::string name, std::vector<std::vector<Symbol>> alternatives) {
+  grammar::Rule r;
+  r.name = std::move(name);
+  r.alternatives = std::move(alternatives);
+  g->rules.push_back(std::move(r));
+  return Symbol::Rule(static_cast<uint32_t>(g->rules.size() - 1));
+}
+
+// A string field of `obj`, or an error naming `where`.
+absl::StatusOr<std::string> StringField(const Json& obj, const char* key, absl::string_view where,
+                                        bool required) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) return Invalid(where, absl::StrCat("missing \"", key, "\""));
+    return std::string();
+  }
+  if (!it->is_string()) return Invalid(absl::StrCat(where, ".", key), "expected a string");
+  return it->get<std::string>();
+}
+
+absl::StatusOr<bool> BoolField(const Json& doc, const char* key) {
+  auto it = doc.find(key);
+  if (it == doc.end()) return false;
+  if (!it->is_boolean()) return Invalid(key, "expected true or false");
+  return it->get<bool>();
+}
+
+}  // namespace
+
+absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
+                                             const StructuralTagOptions& options) {
+  Json doc = Json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Invalid("document", "not valid JSON");
+  if (!doc.is_object()) return Invalid("document", "expected an object");
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() != "tags" && it.key() != "triggers" && it.key() != "at_least_one" &&
+        it.key() != "stop_after_first") {
+      return Invalid(it.key(), "unknown field (expected tags, triggers, at_least_one, stop_after_first)");
+    }
+  }
+  auto tags = doc.find("tags");
+  if (tags == doc.end() || !tags->is_array() || tags->empty()) {
+    return Invalid("tags", "expected a non-empty array");
+  }
+  if (tags->size() > options.max_tags) {
+    return absl::ResourceExhaustedError(absl::StrCat("structural tag: ", tags->size(),
+                                                     " tags, more than ", options.max_tags,
+                                                     " (max_tags)"));
+  }
+  auto at_least_one = BoolField(doc, "at_least_one");
+  if (!at_least_one.ok()) return at_least_one.status();
+  auto stop_after_first = BoolField(doc, "stop_after_first");
+  if (!stop_after_first.ok()) return stop_after_first.status();
+
+  Grammar g;
+  std::vector<std::string> begins;
+  std::vector<std::vector<Symbol>> tag_alternatives;
+  for (size_t i = 0; i < tags->size(); ++i) {
+    const Json& tag = (*tags)[i];
+    const std::string where = absl::StrCat("tags[", i, "]");
+    if (!tag.is_object()) return Invalid(where, "expected an object");
+    for (auto it = tag.begin(); it != tag.end(); ++it) {
+      if (it.key() != "begin" && it.key() != "end" && it.key() != "schema" && it.key() != "regex") {
+        return Invalid(absl::StrCat(where, ".", it.key()),
+                       "unknown field (expected begin, schema or regex, end)");
+      }
+    }
+    auto begin = StringField(tag, "begin", where, true);
+    if (!begin.ok()) return begin.status();
+    if (begin->empty()) return Invalid(absl::StrCat(where, ".begin"), "must not be empty");
+    auto end = StringField(tag, "end", where, false);
+    if (!end.ok()) return end.status();
+    std::string content;
+    const bool has_schema = tag.contains("schema"), has_regex = tag.contains("regex");
+    if (has_schema == has_regex) return Invalid(where, "give exactly one of schema or regex");
+    if (has_regex) {
+      auto regex = StringField(tag, "regex", where, true);
+      if (!regex.ok()) return regex.status();
+      content = *std::move(regex);
+    } else {
+      const Json& schema = tag["schema"];
+      const std::string text = schema.is_string() ? schema.get<std::string>() : schema.dump();
+      auto converted = JsonSchemaToRegex(text, options.json_schema);
+      if (!converted.ok()) {
+        return absl::Status(converted.status().code(),
+                            absl::StrCat("structural tag: ", where, ".schema: ",
+                                         converted.status().message()));
+      }
+      content = std::move(converted->regex);
+    }
+    std::vector<Symbol> seq = {AddTerminal(&g, absl::StrCat("\"", *begin, "\""),
+                                           grammar::LiteralRegex(*begin), *begin)};
+    if (!content.empty()) seq.push_back(AddTerminal(&g, absl::StrCat("TAG", i, "_CONTENT"), content));
+    if (!end->empty()) {
+      seq.push_back(AddTerminal(&g, absl::StrCat("\"", *end, "\""), grammar::LiteralRegex(*end), *end));
+    }
+    tag_alternatives.push_back(std::move(seq));
+    begins.push_back(*std::move(begin));
+  }
+
+  std::vector<std::string> triggers;
+  if (auto it = doc.find("triggers"); it != doc.end()) {
+    if (!it->is_array() || it->empty()) return Invalid("triggers", "expected a non-empty array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string() || (*it)[i].get<std::string>().empty()) {
+        return Invalid(absl::StrCat("triggers[", i, "]"), "expected a non-empty string");
+      }
+      triggers.push_back((*it)[i].get<std::string>());
+    }
+  } else {
+    triggers = begins;
+  }
+  for (size_t i = 0; i < begins.size(); ++i) {
+    bool found = false;
+    for (const std::string& t : triggers) found = found || absl::StartsWith(begins[i], t);
+    if (!found) return Invalid(absl::StrCat("tags[", i, "].begin"), "starts with no trigger");
+  }
+  auto free_regex = grammar::RegexAvoiding(triggers, options.triggers);
+  if (!free_regex.ok()) {
+    return absl::Status(free_regex.status().code(),
+                        absl::StrCat("structural tag: triggers: ", free_regex.status().message()));
+  }
+
+  // root ::= FREE rest ; TAG ::= begin content end | ... ; the rest as the
+  // flags say. FREE matches the empty text too.
+  const Symbol root = AddRule(&g, "root", {});
+  const Symbol free_text = AddTerminal(&g, "FREE_TEXT", *std::move(free_regex));
+  const Symbol tag = AddRule(&g, "tag", std::move(tag_alternatives));
+  const Symbol more = AddRule(&g, "more", {});  // (TAG FREE)*, left-recursive
+  g.rules[more.id].alternatives = {{}, {more, tag, free_text}};
+  auto& alts = g.rules[root.id].alternatives;
+  if (*stop_after_first) {
+    alts.push_back({free_text, tag});
+    if (!*at_least_one) alts.push_back({free_text});
+  } else if (*at_least_one) {
+    alts.push_back({free_text, tag, free_text, more});
+  } else {
+    alts.push_back({free_text, more});
+  }
+  g.start = root.id;
+  if (absl::Status s = grammar::Normalize(&g); !s.ok()) return s;
+  return g;
+}
+
+}  // namespace maskd

@@ -1,0 +1,46 @@
+// Structural tags: free text in which trigger strings open tagged segments
+// whose content is constrained (a JSON Schema or a regex), the shape of tool
+// calls in chat formats (Qwen's `<tool_call>{...}</tool_call>`, Llama's
+// `<function=name>{...}</function>`, ...); XGrammar's "structural tags".
+//
+// A structural tag is a JSON document:
+//   {"tags": [{"begin": "<tool_call>", "schema": {...} | "regex": "...",
+//              "end": "</tool_call>"}, ...],
+//    "triggers": ["<tool_call>"],     (optional; default: every tag's begin)
+//    "at_least_one": false,            (optional: a tag must appear)
+//    "stop_after_first": false}        (optional: nothing after the first tag)
+// Every tag's begin starts with a trigger; a schema may be an object or its
+// text. Language: FREE (TAG FREE)*, where FREE is any UTF-8 text containing
+// no trigger (grammar/avoid_strings.h) and TAG is begin, content, end, for
+// any tag whose begin comes next; with at_least_one, FREE TAG (FREE TAG)*
+// FREE; with stop_after_first, FREE or FREE TAG (FREE TAG with both). A
+// trigger in the text therefore always opens a tag, and a tag's content is
+// exactly its schema's (or regex's) language. Schemas are converted to
+// regexes (index/json_schema.h), so each must fit the regex route.
+#ifndef MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
+#define MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "grammar/avoid_strings.h"
+#include "grammar/grammar.h"
+#include "index/json_schema.h"
+
+namespace maskd {
+
+struct StructuralTagOptions {
+  size_t max_tags = 64;
+  JsonSchemaOptions json_schema;  // for each tag's schema
+  grammar::AvoidLimits triggers;  // the triggers' size and free text's regex
+};
+
+// The grammar of a structural tag. InvalidArgument naming the problem and
+// its place ("tags[2].begin: ..."), ResourceExhausted past a limit; a
+// schema's conversion errors are prefixed with its tag.
+absl::StatusOr<grammar::Grammar> StructuralTagGrammar(std::string_view json,
+                                                      const StructuralTagOptions& options = {});
+
+}  // namespace maskd
+
+#endif  // MASKD_CONSTRAINT_STRUCTURAL_TAG_H_

@@ -1,0 +1,192 @@
+// Structural tags: the grammar's language against a direct oracle (trigger
+// search plus RE2 for each tag's content) on random texts; sampled outputs of
+// the compiled constraint checked by the same oracle; errors.
+#include "constraint/structural_tag.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constraint/compile.h"
+#include "constraint/constraint_guide.h"
+#include "gmock/gmock.h"
+#include "grammar/earley.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "re2/re2.h"
+#include "tests/index/test_util.h"
+
+namespace maskd {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Tag {
+  std::string begin, regex, end;
+};
+
+// The language of docs/grammars.md written directly: free text holds no
+// trigger; where a trigger occurs, a tag whose begin is there follows, its
+// content matching its regex in full (RE2) up to its end.
+bool OracleAccepts(const std::string& text, const std::vector<Tag>& tags,
+                   const std::vector<std::string>& triggers, bool at_least_one,
+                   bool stop_after_first, size_t pos = 0, int count = 0) {
+  // The first trigger at or after `pos`.
+  size_t next = std::string::npos;
+  for (const std::string& t : triggers) next = std::min(next, text.find(t, pos));
+  if (next == std::string::npos) return !at_least_one || count > 0;
+  if (stop_after_first && count > 0) return false;
+  for (const Tag& tag : tags) {
+    if (text.compare(next, tag.begin.size(), tag.begin) != 0) continue;
+    const size_t from = next + tag.begin.size();
+    // Every split of content and end.
+    for (size_t to = from; to <= text.size(); ++to) {
+      if (text.compare(to, tag.end.size(), tag.end) != 0) continue;
+      if (!RE2::FullMatch(text.substr(from, to - from), tag.regex)) continue;
+      const size_t after = to + tag.end.size();
+      if (stop_after_first) {
+        if (after == text.size()) return true;
+        continue;
+      }
+      if (OracleAccepts(text, tags, triggers, at_least_one, stop_after_first, after, count + 1)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::string Document(const std::vector<Tag>& tags, const std::vector<std::string>& triggers,
+                     bool at_least_one, bool stop_after_first) {
+  nlohmann::json doc;
+  for (const Tag& t : tags) doc["tags"].push_back({{"begin", t.begin}, {"regex", t.regex}, {"end", t.end}});
+  doc["triggers"] = triggers;
+  doc["at_least_one"] = at_least_one;
+  doc["stop_after_first"] = stop_after_first;
+  return doc.dump();
+}
+
+TEST(StructuralTag, LanguageMatchesTheOracle) {
+  const std::vector<Tag> tags = {{"<f=a>", "[0-9]{1,3}", "</f>"}, {"<f=b>", "x*", "</f>"},
+                                 {"<g>", "(y|z)+", ""}};
+  const std::vector<std::string> triggers = {"<f=", "<g>"};
+  const std::vector<std::string> pieces = {"a", "<", "f", "=", "b", ">", "</f>", "1", "x",
+                                           "y", "<f=a>", "<f=b>", "<g>", "\xC3\xA9", " ",
+                                           "<f=a>7</f>", "<f=b></f>", "<g>zy"};
+  std::mt19937 rng(3);
+  for (int flags = 0; flags < 4; ++flags) {
+    const bool at_least_one = flags & 1, stop_after_first = flags & 2;
+    auto g = StructuralTagGrammar(Document(tags, triggers, at_least_one, stop_after_first));
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto recognizer = grammar::EarleyRecognizer::Create(*g);
+    ASSERT_TRUE(recognizer.ok()) << recognizer.status();
+    int accepted = 0;
+    for (int n = 0; n < 1500; ++n) {
+      std::string text;
+      const int len = static_cast<int>(rng() % 12);
+      for (int i = 0; i < len; ++i) text += pieces[rng() % pieces.size()];
+      auto got = recognizer->Accepts(text);
+      ASSERT_TRUE(got.ok());
+      const bool want = OracleAccepts(text, tags, triggers, at_least_one, stop_after_first);
+      ASSERT_EQ(*got, want) << "flags " << flags << " text '" << text << "'";
+      accepted += want;
+    }
+    EXPECT_GT(accepted, 10) << "flags " << flags;
+  }
+}
+
+// A tool-call tag with a JSON Schema, compiled against the bundled tokenizer:
+// sampled outputs are free text around well-formed calls.
+TEST(StructuralTag, SampledOutputsHoldValidCalls) {
+  const std::string doc = R"({"tags": [{"begin": "<tool_call>", "end": "</tool_call>",
+      "schema": {"type": "object", "properties": {"name": {"enum": ["get_weather"]},
+                 "arguments": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}},
+                               "required": ["city"], "additionalProperties": false}},
+                 "required": ["name", "arguments"], "additionalProperties": false}}],
+      "at_least_one": true, "stop_after_first": true})";
+  auto vocab = ::maskd::testing::BundledVocabulary();
+  auto compiled = CompileConstraint(Constraint::StructuralTag(doc), vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_EQ(compiled->index->route(), ConstraintRoute::kGrammar);
+  const RE2 call(R"(([^<]|<[^t]|<t[^o])*<tool_call>\{"name": "get_weather", "arguments": \{"city": "[^"\\]{0,8}"\}\}</tool_call>)");
+  ASSERT_TRUE(call.ok());
+  std::mt19937 rng(9);
+  std::vector<uint32_t> row(compiled->index->num_words());
+  int finished = 0;
+  for (int walk = 0; walk < 6; ++walk) {
+    auto guide = ConstraintGuide::Create(compiled->index);
+    ASSERT_TRUE(guide.ok());
+    std::string text;
+    // Random free text for a few tokens, then the trigger spelled with the
+    // longest allowed tokens, then anything allowed (EOS when allowed).
+    std::string trigger = "<tool_call>";
+    for (int step = 0; step < 120 && !guide->IsFinished(); ++step) {
+      ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(row)).ok());
+      std::vector<uint32_t> allowed;
+      for (uint32_t t = 0; t < vocab->size(); ++t) {
+        if (row[t >> 5] >> (t & 31) & 1) allowed.push_back(t);
+      }
+      ASSERT_FALSE(allowed.empty());
+      uint32_t t = allowed[rng() % allowed.size()];
+      if (step < 3) {
+        while (vocab->is_eos(t) || vocab->bytes(t).find('<') != std::string_view::npos) {
+          t = allowed[rng() % allowed.size()];
+        }
+      } else if (!trigger.empty()) {
+        size_t best = 0;
+        for (uint32_t a : allowed) {
+          std::string_view b = vocab->bytes(a);
+          if (!vocab->is_eos(a) && b.size() > best && trigger.compare(0, b.size(), b) == 0) {
+            best = b.size();
+            t = a;
+          }
+        }
+        ASSERT_GT(best, 0u) << "no allowed token continues the trigger after '" << text << "'";
+        trigger.erase(0, best);
+      } else if (guide->IsAccepting()) {
+        t = vocab->eos_ids()[0];
+      }
+      ASSERT_TRUE(guide->Advance({t}).ok());
+      if (!vocab->is_eos(t)) text += vocab->bytes(t);
+    }
+    if (!guide->IsFinished()) continue;
+    ++finished;
+    EXPECT_TRUE(RE2::FullMatch(text, call)) << text;
+  }
+  EXPECT_GE(finished, 1);
+}
+
+TEST(StructuralTag, ErrorsNameTheirPlace) {
+  struct Case {
+    std::string doc, message;
+  } cases[] = {
+      {"not json", "not valid JSON"},
+      {R"({"tags": []})", "tags: expected a non-empty array"},
+      {R"({"tags": [{"begin": "<a>", "regex": "x"}], "colour": 1})", "colour: unknown field"},
+      {R"({"tags": [{"begin": "<a>"}]})", "tags[0]: give exactly one of schema or regex"},
+      {R"({"tags": [{"begin": "<a>", "regex": "x", "schema": {}}]})", "exactly one"},
+      {R"({"tags": [{"begin": "", "regex": "x"}]})", "tags[0].begin: must not be empty"},
+      {R"({"tags": [{"begin": "<a>", "regex": "x"}], "triggers": ["<b"]})",
+       "tags[0].begin: starts with no trigger"},
+      {R"({"tags": [{"begin": "<a>", "schema": {"type": "nonsense"}}]})", "tags[0].schema"},
+      {R"({"tags": [{"begin": "<a>", "regex": "x", "end": 3}]})", "tags[0].end: expected a string"},
+      {R"({"tags": [{"begin": "<a>", "regex": "x"}], "at_least_one": "yes"})", "at_least_one"},
+  };
+  for (const Case& c : cases) {
+    auto g = StructuralTagGrammar(c.doc);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << c.doc;
+    EXPECT_THAT(g.status().message(), HasSubstr(c.message)) << c.doc;
+  }
+  StructuralTagOptions few;
+  few.max_tags = 1;
+  auto many = StructuralTagGrammar(
+      R"({"tags": [{"begin": "<a>", "regex": "x"}, {"begin": "<b>", "regex": "y"}]})", few);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+  // Through CompileConstraint an error of the document is a conversion error.
+  auto bad = CompileConstraint(Constraint::StructuralTag("{}"), ::maskd::testing::BundledVocabulary());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FailedStage(bad.status()), CompileStage::kConvert);
+}
+
+}  // namespace
+}  // namespace maskd
