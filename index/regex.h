@@ -1,12 +1,14 @@
 // Regex: parse a regular expression into a syntax tree over Unicode codepoints.
 //
-// The syntax is what Outlines, Python's `re` and JSON-Schema-to-regex
-// converters emit (see docs/regex.md). A constraint always matches the whole
-// generated text as UTF-8: there is no search, so `^` and `$` are accepted only
-// at the very ends and ignored. What a DFA cannot express (backreferences,
-// lookaround, word boundaries) is an InvalidArgument error naming the
-// construct and its byte offset in the pattern; exceeding a RegexLimits limit
-// is ResourceExhausted.
+// The syntax is what Outlines, Python's `re`, RE2 and JSON-Schema-to-regex
+// converters emit (see docs/regex.md), with Unicode property classes (\p{Lu},
+// \p{Greek}; index/unicode_property.h) and the inline flags i, s, x (m, u and
+// U accepted, meaning nothing to a whole-text match). A constraint always
+// matches the whole generated text as UTF-8: there is no search, so `^` and `$`
+// are accepted only at the very ends and ignored. What a DFA cannot express
+// (backreferences, lookaround, word boundaries) is an InvalidArgument error
+// naming the construct and its byte offset in the pattern; exceeding a
+// RegexLimits limit is ResourceExhausted.
 #ifndef MASKD_INDEX_REGEX_H_
 #define MASKD_INDEX_REGEX_H_
 
@@ -30,6 +32,9 @@ class CodepointSet {
   CodepointSet() = default;
   void AddRange(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
   void Add(const CodepointSet& other);
+  // Closed ranges in any order, overlapping or not, each within
+  // [0, kMaxCodepoint].
+  void AddRanges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges);
   CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates
   bool empty() const { return ranges_.empty(); }
   bool Contains(uint32_t cp) const;
