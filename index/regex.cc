@@ -1,8 +1,11 @@
 #include "index/regex.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,60 +16,82 @@ namespace maskd {
 // ---------------------------------------------------------------------------
 // CodepointSet
 
+const CodepointSet::Ranges& CodepointSet::ranges() const {
+  static const Ranges* const kEmpty = new Ranges();
+  return ranges_ ? *ranges_ : *kEmpty;
+}
+
 void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
-  ranges_.emplace_back(lo, hi);
-  Normalize();
+  Ranges r = ranges();
+  r.emplace_back(lo, hi);
+  Assign(std::move(r));
 }
 
 void CodepointSet::Add(const CodepointSet& other) {
-  ranges_.insert(ranges_.end(), other.ranges_.begin(), other.ranges_.end());
-  Normalize();
+  if (other.empty() || other.ranges_ == ranges_) return;
+  if (empty()) {
+    ranges_ = other.ranges_;
+    return;
+  }
+  // Both sorted: a merge, linear in the two sizes.
+  Ranges merged;
+  merged.reserve(ranges().size() + other.ranges().size());
+  std::merge(ranges().begin(), ranges().end(), other.ranges().begin(), other.ranges().end(),
+             std::back_inserter(merged));
+  AssignSorted(std::move(merged));
 }
 
-void CodepointSet::AddRanges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
-  ranges_.insert(ranges_.end(), ranges.begin(), ranges.end());
-  Normalize();
+void CodepointSet::AddRanges(const Ranges& ranges) {
+  Ranges r = this->ranges();
+  r.insert(r.end(), ranges.begin(), ranges.end());
+  Assign(std::move(r));
 }
 
-void CodepointSet::Normalize() {
-  std::sort(ranges_.begin(), ranges_.end());
-  std::vector<std::pair<uint32_t, uint32_t>> out;
-  for (const auto& r : ranges_) {
+void CodepointSet::Assign(Ranges ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  AssignSorted(std::move(ranges));
+}
+
+void CodepointSet::AssignSorted(Ranges ranges) {
+  Ranges out;
+  out.reserve(ranges.size());
+  for (const auto& r : ranges) {
     if (!out.empty() && r.first <= out.back().second + 1) {
       out.back().second = std::max(out.back().second, r.second);
     } else {
       out.push_back(r);
     }
   }
-  ranges_ = std::move(out);
+  if (out.empty()) {
+    ranges_.reset();
+  } else {
+    out.shrink_to_fit();
+    ranges_ = std::make_shared<const Ranges>(std::move(out));
+  }
 }
 
 CodepointSet CodepointSet::Complement() const {
   // Universe: every Unicode scalar value (surrogates cannot be encoded in UTF-8).
-  CodepointSet out;
+  Ranges out;
+  auto emit = [&](uint32_t lo, uint32_t hi) {
+    if (lo < 0xD800) out.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
+    if (hi > 0xDFFF) out.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
+  };
   uint32_t next = 0;
-  for (const auto& [lo, hi] : ranges_) {
-    if (lo > next) out.ranges_.emplace_back(next, lo - 1);
+  for (const auto& [lo, hi] : ranges()) {
+    if (lo > next) emit(next, lo - 1);
     next = hi + 1;
   }
-  if (next <= kMaxCodepoint) out.ranges_.emplace_back(next, kMaxCodepoint);
-  // Remove surrogates.
-  std::vector<std::pair<uint32_t, uint32_t>> clipped;
-  for (const auto& [lo, hi] : out.ranges_) {
-    if (hi < 0xD800 || lo > 0xDFFF) {
-      clipped.emplace_back(lo, hi);
-      continue;
-    }
-    if (lo < 0xD800) clipped.emplace_back(lo, 0xD7FF);
-    if (hi > 0xDFFF) clipped.emplace_back(0xE000, hi);
-  }
-  out.ranges_ = std::move(clipped);
-  return out;
+  if (next <= kMaxCodepoint) emit(next, kMaxCodepoint);
+  CodepointSet set;
+  set.Assign(std::move(out));
+  return set;
 }
 
 bool CodepointSet::Contains(uint32_t cp) const {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(cp, kMaxCodepoint + 1));
-  if (it == ranges_.begin()) return false;
+  const Ranges& r = ranges();
+  auto it = std::upper_bound(r.begin(), r.end(), std::make_pair(cp, kMaxCodepoint + 1));
+  if (it == r.begin()) return false;
   --it;
   return cp >= it->first && cp <= it->second;
 }
@@ -339,6 +364,20 @@ class Parser {
     return s;
   }
 
+  // A kSet node, counting its ranges against max_set_ranges unless another
+  // node shares them (sets of a few ranges are bounded by the pattern's length).
+  absl::StatusOr<Node> SetNode(size_t start, CodepointSet set) {
+    if (set.ranges().size() > 8 && counted_sets_.insert(set.storage()).second) {
+      set_ranges_ += set.ranges().size();
+      if (set_ranges_ > limits_.max_set_ranges) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "regex: character classes hold more than ", limits_.max_set_ranges,
+            " codepoint ranges (max_set_ranges) at byte offset ", start));
+      }
+    }
+    return MakeSet(std::move(set));
+  }
+
   // A class item: `positive` (folded under i), complemented when `negated`.
   CodepointSet ItemSet(CodepointSet positive, bool negated) const {
     CodepointSet s = Folded(std::move(positive));
@@ -354,11 +393,15 @@ class Parser {
       case '[': {
         auto set = ParseClass();
         if (!set.ok()) return set.status();
-        return MakeSet(std::move(*set));
+        // Repeats of one class (under one i flag) share its ranges.
+        std::string key = absl::StrCat(flags_.fold_case ? "[i" : "[-", absl::string_view(p_.data() + start, pos_ - start));
+        auto [it, fresh] = set_cache_.try_emplace(std::move(key), std::move(*set));
+        (void)fresh;
+        return SetNode(start, it->second);
       }
       case '.':
         ++pos_;
-        return MakeSet(flags_.dot_newline ? CodepointSet().Complement() : AnyButNewline());
+        return SetNode(start, flags_.dot_newline ? CodepointSet().Complement() : AnyButNewline());
       case '^':
         // After leading flag groups or comments: still the start.
         if (!top_level || seen_atom_) return Error(start, "'^' is only supported at the start of the pattern");
@@ -379,12 +422,13 @@ class Parser {
         bool negated = false;
         auto set = ParseEscape(/*in_class=*/false, &negated);
         if (!set.ok()) return set.status();
-        return MakeSet(ItemSet(std::move(*set), negated));
+        if (escape_is_class_) return SetNode(start, std::move(*set));  // final already
+        return SetNode(start, ItemSet(std::move(*set), negated));
       }
       default: {
         auto cp = NextCodepoint();
         if (!cp.ok()) return cp.status();
-        return MakeSet(Folded(Single(*cp)));
+        return SetNode(start, Folded(Single(*cp)));
       }
     }
   }
@@ -481,9 +525,10 @@ class Parser {
     return true;
   }
 
-  // Parses \p{...}, \P{...}, \pL or \PL with pos_ after the 'p' or 'P'
-  // (at `start`, the backslash); `*negated` is toggled for \p{^...}.
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseProperty(size_t start, bool* negated) {
+  // Parses \p{...}, \P{...} (`negate`), \pL or \PL with pos_ after the 'p'
+  // or 'P' (at `start`, the backslash): the class folded under i, then
+  // complemented for \P or \p{^..}. Sets escape_is_class_.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseProperty(size_t start, bool negate) {
     std::string_view expr;
     if (AtEnd()) return Error(start, "\\p needs a property name");
     if (Peek() == '{') {
@@ -498,18 +543,24 @@ class Parser {
       return Error(start, "\\p needs a property name: \\p{Name} or a one-letter \\pL");
     }
     escape_is_class_ = true;
+    // Repeats of one class share its ranges and cost one lookup.
+    std::string key = absl::StrCat(negate ? "P" : "p", flags_.fold_case ? "i" : "-",
+                                   absl::string_view(expr.data(), expr.size()));
+    if (auto it = set_cache_.find(key); it != set_cache_.end()) return it->second;
     bool inner_negated = false;
     auto ranges = unicode::PropertyRanges(expr, &inner_negated);
     if (!ranges.ok()) return Error(start, ranges.status().message());
-    if (inner_negated) *negated = !*negated;
     CodepointSet set;
     set.AddRanges(*ranges);
+    set = ItemSet(std::move(set), negate != inner_negated);
+    set_cache_.emplace(std::move(key), set);
     return set;
   }
 
   // Parses an escape at pos_ ('\\'): the codepoints of the escape or, when
-  // `*negated` is set on return (\D \W \S \P{..}), of its complement. In a
-  // class, \b is a backspace.
+  // `*negated` is set on return (\D \W \S), of its complement; for \p and \P
+  // (escape_is_class_ set on return) the class itself, folded and negated as
+  // it must be. In a class, \b is a backspace.
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseEscape(bool in_class, bool* negated) {
     *negated = false;
     escape_is_class_ = false;
@@ -581,8 +632,7 @@ class Parser {
       case 'B': return Error(start, "\\B is not supported");
       case 'A': case 'Z': case 'z': case 'G':
         return Error(start, absl::StrCat("anchor \\", std::string(1, c), " is not supported"));
-      case 'p': return ParseProperty(start, negated);
-      case 'P': *negated = true; return ParseProperty(start, negated);
+      case 'p': case 'P': return ParseProperty(start, c == 'P');
       case 'N': return Error(start, "named characters \\N{...} are not supported");
       default: break;
     }
@@ -635,7 +685,8 @@ class Parser {
         if (!esc.ok()) return esc.status();
         const auto& r = esc->ranges();
         if (negated || escape_is_class_ || r.size() != 1 || r[0].first != r[0].second) {
-          set.Add(ItemSet(std::move(*esc), negated));  // \d, \w, ... cannot start a range
+          // \d, \w, \p{..} ... cannot start a range; \p{..} comes folded.
+          set.Add(escape_is_class_ ? std::move(*esc) : ItemSet(std::move(*esc), negated));
           if (!AtEnd() && Peek() == '-' && pos_ + 1 < end_ && p_[pos_ + 1] != ']') {
             return Error(item_start, "bad character range");
           }
@@ -683,6 +734,11 @@ class Parser {
   Flags flags_;
   bool seen_atom_ = false;  // an atom was parsed (a later '^' is not at the start)
   bool escape_is_class_ = false;  // the last escape parsed was \p or \P
+  // Sets by source: "p" or "P", "i" or "-" and a property name; "[", "i" or
+  // "-" and a whole class.
+  absl::flat_hash_map<std::string, CodepointSet> set_cache_;
+  absl::flat_hash_set<const void*> counted_sets_;  // CodepointSet::storage() counted in set_ranges_
+  size_t set_ranges_ = 0;
 };
 
 // Node count with counted repeats expanded, saturating at `cap` + 1.

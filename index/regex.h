@@ -26,23 +26,30 @@ namespace maskd {
 // Largest Unicode codepoint.
 inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
-// A set of codepoints as sorted, disjoint, non-adjacent closed ranges.
+// A set of codepoints as sorted, disjoint, non-adjacent closed ranges. Copies
+// share the ranges (a change replaces them): a big class such as \p{L}, about
+// 660 ranges, costs one copy however often a pattern repeats it.
 class CodepointSet {
  public:
+  using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+
   CodepointSet() = default;
   void AddRange(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
   void Add(const CodepointSet& other);
   // Closed ranges in any order, overlapping or not, each within
   // [0, kMaxCodepoint].
-  void AddRanges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges);
+  void AddRanges(const Ranges& ranges);
   CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates
-  bool empty() const { return ranges_.empty(); }
+  bool empty() const { return ranges().empty(); }
   bool Contains(uint32_t cp) const;
-  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
+  const Ranges& ranges() const;
+  // Identifies the shared ranges: equal for copies of one set.
+  const void* storage() const { return ranges_.get(); }
 
  private:
-  void Normalize();
-  std::vector<std::pair<uint32_t, uint32_t>> ranges_;
+  void Assign(Ranges ranges);        // sorts and merges
+  void AssignSorted(Ranges ranges);  // merges; `ranges` sorted by lo
+  std::shared_ptr<const Ranges> ranges_;  // null when empty
 };
 
 // A regex syntax tree node. Immutable after parsing.
@@ -71,6 +78,10 @@ struct RegexLimits {
   size_t max_pattern_bytes = 1 << 20;  // pattern length in bytes
   uint32_t max_repeat = 1000;          // largest n in {n}, {n,}, {n,m}
   size_t max_nodes = 1 << 20;          // syntax tree nodes after expanding counted repeats
+  // Codepoint ranges held by the character sets of the tree, a set shared by
+  // several nodes (a repeated \p{..}) counted once: \p{L} is about 660 ranges
+  // from 5 bytes of pattern. Exceeding it is ResourceExhausted.
+  size_t max_set_ranges = 1 << 22;
   // Groups open at once, in [1, kMaxRegexNesting]; deeper is InvalidArgument
   // (a value outside the range: InvalidArgument for every pattern).
   int max_nesting = kMaxRegexNesting;

@@ -7,6 +7,7 @@
 // on codepoints assigned in both (maskd: not \p{Cn}; RE2: in one of its
 // L M N P S Z C groups), and every codepoint compared is counted.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -450,6 +451,34 @@ TEST(UnicodeRegex, BigClassesBuildSmallDfas) {
   } else {
     std::printf("\\p{L}{1000}: %s\n", std::string(many.status().message()).c_str());
   }
+}
+
+// Repeated big classes share their ranges: a 1 MiB pattern of them parses in
+// well under a second (10 s allows for a loaded machine; folding each copy
+// anew took 50 s); distinct big classes stop at max_set_ranges.
+TEST(UnicodeRegex, LongPatternsOfBigClasses) {
+  auto repeat = [](const std::string& unit, const std::string& open, const std::string& close) {
+    std::string p = open;
+    while (p.size() + unit.size() + close.size() <= (1u << 20)) p += unit;
+    return p + close;
+  };
+  for (const std::string& p : {repeat("\\P{L}", "", ""), repeat("(?i)\\p{L}", "", ""),
+                               repeat("[\\p{L}\\p{N}]", "", ""), repeat("(?i)[^\\p{Greek}k]", "", ""),
+                               repeat("\\p{L}\\p{N}", "[", "]")}) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto re = Regex::Parse(p);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%.20s... (%zu bytes): parsed in %.2f s\n", p.c_str(), p.size(), seconds);
+    EXPECT_TRUE(re.ok()) << re.status();
+    EXPECT_LT(seconds, 10.0);
+  }
+  RegexLimits limits;
+  limits.max_set_ranges = 1000;
+  EXPECT_TRUE(Regex::Parse("\\p{L}\\p{L}+[\\p{L}]", limits).ok());  // one set of ~660 ranges
+  auto two = Regex::Parse("\\p{L}\\P{L}", limits);
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(two.status().message()),
+              HasSubstr("more than 1000 codepoint ranges (max_set_ranges) at byte offset 5"));
 }
 
 TEST(UnicodeRegex, UcdVersionIsNamed) {
