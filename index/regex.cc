@@ -147,9 +147,9 @@ CodepointSet AnyButNewline() {
 
 // The inline flags in force (see docs/regex.md).
 struct Flags {
-  bool fold_case = false;  // i: simple case folding
+  bool fold_case = false;    // i: simple case folding
   bool dot_newline = false;  // s: '.' matches '\n' too
-  bool extended = false;  // x: whitespace and #-comments outside classes ignored
+  bool extended = false;     // x: whitespace and #-comments outside classes ignored
 };
 
 class Parser {
@@ -393,10 +393,11 @@ class Parser {
       case '[': {
         auto set = ParseClass();
         if (!set.ok()) return set.status();
-        // Repeats of one class (under one i flag) share its ranges.
-        std::string key = absl::StrCat(flags_.fold_case ? "[i" : "[-", absl::string_view(p_.data() + start, pos_ - start));
-        auto [it, fresh] = set_cache_.try_emplace(std::move(key), std::move(*set));
-        (void)fresh;
+        // Repeats of one big class (under one i flag) share its ranges.
+        if (set->ranges().size() <= 8) return SetNode(start, std::move(*set));
+        std::string key = absl::StrCat(flags_.fold_case ? "[i" : "[-",
+                                       absl::string_view(p_.data() + start, pos_ - start));
+        auto it = set_cache_.try_emplace(std::move(key), std::move(*set)).first;
         return SetNode(start, it->second);
       }
       case '.':
@@ -404,14 +405,18 @@ class Parser {
         return SetNode(start, flags_.dot_newline ? CodepointSet().Complement() : AnyButNewline());
       case '^':
         // After leading flag groups or comments: still the start.
-        if (!top_level || seen_atom_) return Error(start, "'^' is only supported at the start of the pattern");
+        if (!top_level || seen_atom_) {
+          return Error(start, "'^' is only supported at the start of the pattern");
+        }
         ++pos_;
         return Node(nullptr);
       case '$': {
         // Before trailing whitespace or comments of extended mode: still the end.
         ++pos_;
         SkipIgnored();
-        if (!top_level || !AtEnd()) return Error(start, "'$' is only supported at the end of the pattern");
+        if (!top_level || !AtEnd()) {
+          return Error(start, "'$' is only supported at the end of the pattern");
+        }
         return Node(nullptr);
       }
       case '*':
@@ -533,7 +538,9 @@ class Parser {
     if (AtEnd()) return Error(start, "\\p needs a property name");
     if (Peek() == '{') {
       size_t close = p_.find('}', pos_);
-      if (close == std::string_view::npos || close >= end_) return Error(start, "missing '}' after \\p{");
+      if (close == std::string_view::npos || close >= end_) {
+        return Error(start, "missing '}' after \\p{");
+      }
       expr = p_.substr(pos_ + 1, close - pos_ - 1);
       pos_ = close + 1;
     } else if ((Peek() >= 'A' && Peek() <= 'Z') || (Peek() >= 'a' && Peek() <= 'z')) {

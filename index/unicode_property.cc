@@ -24,15 +24,18 @@ std::string LooseKey(std::string_view name) {
 
 const PropertyValue* Find(const PropertyValue* table, size_t size, const std::string& key) {
   const PropertyValue* end = table + size;
-  const PropertyValue* it = std::lower_bound(
-      table, end, key, [](const PropertyValue& v, const std::string& k) { return std::strcmp(v.key, k.c_str()) < 0; });
+  const PropertyValue* it =
+      std::lower_bound(table, end, key, [](const PropertyValue& v, const std::string& k) {
+        return std::strcmp(v.key, k.c_str()) < 0;
+      });
   return it != end && key == it->key ? it : nullptr;
 }
 
 CodepointRanges RangesOf(const PropertyValue& v) {
   CodepointRanges out;
   out.reserve(v.size);
-  for (uint32_t i = v.begin; i < v.begin + v.size; ++i) out.emplace_back(kRanges[i].lo, kRanges[i].hi);
+  for (uint32_t i = v.begin; i < v.begin + v.size; ++i)
+    out.emplace_back(kRanges[i].lo, kRanges[i].hi);
   return out;
 }
 
@@ -55,7 +58,8 @@ CodepointRanges ScalarComplement(const CodepointRanges& in) {
 absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 absl::Status Unknown(std::string_view what, std::string_view name) {
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", AbslView(what), " '", AbslView(name), "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ", AbslView(what), " '", AbslView(name), "'"));
 }
 
 }  // namespace
@@ -86,10 +90,12 @@ absl::StatusOr<CodepointRanges> PropertyRanges(std::string_view expr, bool* nega
       return absl::InvalidArgumentError("Unicode property Script_Extensions is not supported");
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown Unicode property '", AbslView(prop), "' (General_Category, gc, Script and sc are supported)"));
+        absl::StrCat("unknown Unicode property '", AbslView(prop),
+                     "' (General_Category, gc, Script and sc are supported)"));
   }
   std::string key = LooseKey(expr);
-  if (const PropertyValue* v = Find(kGeneralCategory, kGeneralCategorySize, key)) return RangesOf(*v);
+  if (const PropertyValue* v = Find(kGeneralCategory, kGeneralCategorySize, key))
+    return RangesOf(*v);
   if (const PropertyValue* v = Find(kScript, kScriptSize, key)) return RangesOf(*v);
   if (key == "any") return ScalarComplement({});
   if (key == "ascii") return CodepointRanges{{0, 0x7F}};
@@ -103,7 +109,8 @@ void AppendCaseVariants(const CodepointRanges& ranges, CodepointRanges* out) {
   const OrbitLink* begin = kCaseOrbit;
   const OrbitLink* end = kCaseOrbit + kCaseOrbitSize;
   auto find = [&](uint32_t cp) {
-    return std::lower_bound(begin, end, cp, [](const OrbitLink& l, uint32_t c) { return l.cp < c; });
+    return std::lower_bound(begin, end, cp,
+                            [](const OrbitLink& l, uint32_t c) { return l.cp < c; });
   };
   for (const auto& [lo, hi] : ranges) {
     for (const OrbitLink* it = find(lo); it != end && it->cp <= hi; ++it) {

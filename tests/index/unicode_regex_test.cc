@@ -228,8 +228,9 @@ std::vector<uint32_t> AssignedInBoth(const std::vector<uint32_t>& sample) {
     only_re2 += re2 && !maskd;
     if (maskd && re2) out.push_back(cp);
   }
-  std::printf("%zu sampled codepoints: %zu assigned in both, %d only in maskd's UCD, %d only in RE2's\n",
-              sample.size(), out.size(), only_maskd, only_re2);
+  std::printf(
+      "%zu sampled codepoints: %zu assigned in both, %d only in maskd's UCD, %d only in RE2's\n",
+      sample.size(), out.size(), only_maskd, only_re2);
   return out;
 }
 
@@ -238,24 +239,26 @@ TEST(UnicodeRegex, PropertiesAgreeWithRe2) {
   ASSERT_GT(cps.size(), 15000u);
   // Every General_Category value RE2 knows (it has no Cn, LC or long names),
   // and every Script value RE2 knows by its long name.
-  std::vector<std::string> names = {"C",  "Cc", "Cf", "Co", "L",  "Ll", "Lm", "Lo", "Lt", "Lu",
-                                    "M",  "Mc", "Me", "Mn", "N",  "Nd", "Nl", "No", "P",  "Pc",
-                                    "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S",  "Sc", "Sk", "Sm",
-                                    "So", "Z",  "Zl", "Zp", "Zs", "Any"};
+  std::vector<std::string> names = {"C",  "Cc", "Cf", "Co", "L",  "Ll", "Lm", "Lo", "Lt",
+                                    "Lu", "M",  "Mc", "Me", "Mn", "N",  "Nd", "Nl", "No",
+                                    "P",  "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S",
+                                    "Sc", "Sk", "Sm", "So", "Z",  "Zl", "Zp", "Zs", "Any"};
   int scripts = 0;
   std::vector<std::string> re2_lacks;
   for (size_t i = 0; i < unicode::kScriptSize; ++i) {
     std::string name = unicode::kScript[i].name;
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     if (!RE2(absl::StrCat("\\p{", name, "}"), RE2::Quiet).ok()) {
-      if (std::find(re2_lacks.begin(), re2_lacks.end(), name) == re2_lacks.end()) re2_lacks.push_back(name);
+      if (std::find(re2_lacks.begin(), re2_lacks.end(), name) == re2_lacks.end())
+        re2_lacks.push_back(name);
       continue;
     }
     names.push_back(name);
     ++scripts;
   }
   EXPECT_GT(scripts, 150);
-  for (const std::string& name : re2_lacks) std::printf("  RE2 has no script %s: not compared\n", name.c_str());
+  for (const std::string& name : re2_lacks)
+    std::printf("  RE2 has no script %s: not compared\n", name.c_str());
   std::map<std::string, int> mismatches;
   int64_t compared = 0;
   for (const std::string& name : names) {
@@ -271,15 +274,18 @@ TEST(UnicodeRegex, PropertiesAgreeWithRe2) {
         ++compared;
         if (dfa->Matches(s) != RE2::FullMatch(s, re2)) {
           if (++mismatches[pattern] <= 3) {
-            std::printf("  %s differs on U+%04X (maskd %d)\n", pattern.c_str(), cp, dfa->Matches(s));
+            std::printf("  %s differs on U+%04X (maskd %d)\n", pattern.c_str(), cp,
+                        dfa->Matches(s));
           }
         }
       }
     }
   }
-  std::printf("%zu properties x 4 forms on %zu codepoints: %lld comparisons, UCD %s\n", names.size(),
-              cps.size(), static_cast<long long>(compared), std::string(unicode::UcdVersion()).c_str());
-  for (const auto& [pattern, n] : mismatches) std::printf("  MISMATCH %s: %d codepoints\n", pattern.c_str(), n);
+  std::printf("%zu properties x 4 forms on %zu codepoints: %lld comparisons, UCD %s\n",
+              names.size(), cps.size(), static_cast<long long>(compared),
+              std::string(unicode::UcdVersion()).c_str());
+  for (const auto& [pattern, n] : mismatches)
+    std::printf("  MISMATCH %s: %d codepoints\n", pattern.c_str(), n);
   EXPECT_TRUE(mismatches.empty());
 }
 
@@ -301,8 +307,8 @@ TEST(UnicodeRegex, CaseFoldingAgreesWithRe2) {
   for (uint32_t cp : assigned_probes) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "%X", cp);
-    for (const std::string& pattern : {absl::StrCat("(?i)\\x{", hex, "}"),
-                                       absl::StrCat("(?i)[^\\x{", hex, "}]")}) {
+    for (const std::string& pattern :
+         {absl::StrCat("(?i)\\x{", hex, "}"), absl::StrCat("(?i)[^\\x{", hex, "}]")}) {
       RE2 re2(pattern);
       ASSERT_TRUE(re2.ok()) << pattern;
       auto dfa = MustCompile(pattern);
@@ -318,8 +324,8 @@ TEST(UnicodeRegex, CaseFoldingAgreesWithRe2) {
     }
     if (compared > testing::Scaled(20000000, 2000000)) break;
   }
-  std::printf("case folding: %lld comparisons over %zu codepoints\n", static_cast<long long>(compared),
-              assigned_probes.size());
+  std::printf("case folding: %lld comparisons over %zu codepoints\n",
+              static_cast<long long>(compared), assigned_probes.size());
   EXPECT_EQ(mismatches, 0);
 }
 
@@ -338,8 +344,9 @@ class FlagRegexGen {
   }
 
   std::string Text() {
-    static const char* kChars[] = {"a", "A", "k", "K", "\u212a", "s", "S", "\u017f", "σ", "Σ", "ς",
-                                   "ω", "Ω", "ж", "Ж", "1", "٣", "_", "\n", " ", "中", "é", "É", "ß"};
+    static const char* kChars[] = {"a", "A", "k",  "K", "\u212a", "s", "S", "\u017f",
+                                   "σ", "Σ", "ς",  "ω", "Ω",      "ж", "Ж", "1",
+                                   "٣", "_", "\n", " ", "中",     "é", "É", "ß"};
     constexpr int kNum = sizeof(kChars) / sizeof(kChars[0]);
     int n = Uniform(0, 5);
     std::string out;
@@ -356,11 +363,14 @@ class FlagRegexGen {
   }
 
   std::string Atom(int depth) {
-    static const char* kAtoms[] = {"a",         "k",         "s",        "σ",       "Ж",
-                                   "ß",         ".",         "\\w",      "\\W",     "\\d",
-                                   "\\p{L}",    "\\P{L}",    "\\p{Lu}",  "\\p{Ll}", "\\p{Greek}",
-                                   "\\P{Greek}", "\\p{N}",   "[^k]",     "[a-z]",   "[^\\p{Lu}s]",
-                                   "[\\p{Cyrillic}\\d_]",    "\\p{^Latin}", "[K-k]", "\\x{212A}"};
+    static const char* kAtoms[] = {"a",           "k",           "s",
+                                   "σ",           "Ж",           "ß",
+                                   ".",           "\\w",         "\\W",
+                                   "\\d",         "\\p{L}",      "\\P{L}",
+                                   "\\p{Lu}",     "\\p{Ll}",     "\\p{Greek}",
+                                   "\\P{Greek}",  "\\p{N}",      "[^k]",
+                                   "[a-z]",       "[^\\p{Lu}s]", "[\\p{Cyrillic}\\d_]",
+                                   "\\p{^Latin}", "[K-k]",       "\\x{212A}"};
     constexpr int kNum = sizeof(kAtoms) / sizeof(kAtoms[0]);
     if (depth < 3 && Uniform(0, 5) == 0) return absl::StrCat("(", Regex(depth + 1), ")");
     if (depth < 3 && Uniform(0, 6) == 0) {
@@ -373,11 +383,16 @@ class FlagRegexGen {
   std::string Piece(int depth) {
     std::string a = Atom(depth);
     switch (Uniform(0, 6)) {
-      case 0: return absl::StrCat(a, "*");
-      case 1: return absl::StrCat(a, "+");
-      case 2: return absl::StrCat(a, "?");
-      case 3: return absl::StrCat(a, "{1,2}");
-      default: return a;
+      case 0:
+        return absl::StrCat(a, "*");
+      case 1:
+        return absl::StrCat(a, "+");
+      case 2:
+        return absl::StrCat(a, "?");
+      case 3:
+        return absl::StrCat(a, "{1,2}");
+      default:
+        return a;
     }
   }
 
@@ -474,9 +489,9 @@ TEST(UnicodeRegex, LongPatternsOfBigClasses) {
     while (p.size() + unit.size() + close.size() <= (1u << 20)) p += unit;
     return p + close;
   };
-  for (const std::string& p : {repeat("\\P{L}", "", ""), repeat("(?i)\\p{L}", "", ""),
-                               repeat("[\\p{L}\\p{N}]", "", ""), repeat("(?i)[^\\p{Greek}k]", "", ""),
-                               repeat("\\p{L}\\p{N}", "[", "]")}) {
+  for (const std::string& p :
+       {repeat("\\P{L}", "", ""), repeat("(?i)\\p{L}", "", ""), repeat("[\\p{L}\\p{N}]", "", ""),
+        repeat("(?i)[^\\p{Greek}k]", "", ""), repeat("\\p{L}\\p{N}", "[", "]")}) {
     auto t0 = std::chrono::steady_clock::now();
     auto re = Regex::Parse(p);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
