@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "index/json_schema_internal.h"
+#include "index/unicode_property.h"
 
 namespace maskd::json_schema_internal {
 namespace {
@@ -402,6 +403,36 @@ class PatternParser {
     return v;
   }
 
+  // \p{...} or \P{...} (ECMA-262 with the u flag: General_Category and
+  // Script values, gc=/sc= forms; index/unicode_property.h, whose loose
+  // matching accepts more spellings than ECMA's exact names), pos_ after the
+  // 'p' or 'P'.
+  Ranges Property(bool negate) {
+    property_escape_ = true;
+    if (Peek() != '{') {
+      Fail("\\p needs {Name}");
+      return {};
+    }
+    std::string expr;
+    size_t i = pos_ + 1;
+    for (; i < cps_.size() && cps_[i] != '}'; ++i) {
+      if (cps_[i] >= 0x80) break;
+      expr.push_back(static_cast<char>(cps_[i]));
+    }
+    if (i >= cps_.size() || cps_[i] != '}') {
+      Fail("bad \\p{...} escape");
+      return {};
+    }
+    bool negated = false;
+    auto ranges = unicode::PropertyRanges(expr, &negated);
+    if (!ranges.ok()) {
+      Fail(std::string(ranges.status().message()));
+      return {};
+    }
+    pos_ = i + 1;
+    return negate != negated ? Complement(*ranges) : *ranges;
+  }
+
   // After a backslash. in_class: inside [...]. Returns the set; *anchor set
   // to kBol/kEol for \A, \Z.
   Ranges Escape(bool in_class, PNode::Kind* anchor) {
@@ -410,6 +441,7 @@ class PatternParser {
       return {};
     }
     uint32_t c = cps_[pos_++];
+    property_escape_ = false;
     switch (c) {
       case 'd': return DigitRanges();
       case 'D': return Complement(DigitRanges());
@@ -472,7 +504,7 @@ class PatternParser {
         ++pos_;
         return {{l % 32, l % 32}};
       }
-      case 'p': case 'P': Fail("Unicode property escape \\p"); return {};
+      case 'p': case 'P': return Property(c == 'P');
       case 'k': Fail("backreference \\k"); return {};
       default:
         if (c >= '1' && c <= '9') {
@@ -514,7 +546,7 @@ class PatternParser {
       if (c == '\\') {
         item = Escape(true, nullptr);
         if (!error_.empty()) return {};
-        single = item.size() == 1 && item[0].first == item[0].second;
+        single = !property_escape_ && item.size() == 1 && item[0].first == item[0].second;
         lo = single ? item[0].first : 0;
       } else if (c == '[' && Peek() == ':') {
         Fail("POSIX class [:...:]");
@@ -531,7 +563,7 @@ class PatternParser {
         if (hc == '\\') {
           Ranges h = Escape(true, nullptr);
           if (!error_.empty()) return {};
-          if (h.size() != 1 || h[0].first != h[0].second) {
+          if (property_escape_ || h.size() != 1 || h[0].first != h[0].second) {
             Fail("bad class range");
             return {};
           }
@@ -618,6 +650,7 @@ class PatternParser {
   std::vector<uint32_t> cps_;
   std::vector<size_t> byte_at_;  // byte offset of each codepoint, then the size
   size_t pos_ = 0;
+  bool property_escape_ = false;  // the last escape parsed was \p or \P
   int depth_ = 0;
   std::string error_;
 };

@@ -1,66 +1,97 @@
 #include "index/regex.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/base/attributes.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "index/unicode_property.h"
 
 namespace maskd {
 
 // ---------------------------------------------------------------------------
 // CodepointSet
 
+const CodepointSet::Ranges& CodepointSet::ranges() const {
+  static const Ranges* const kEmpty = new Ranges();
+  return ranges_ ? *ranges_ : *kEmpty;
+}
+
 void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
-  ranges_.emplace_back(lo, hi);
-  Normalize();
+  Ranges r = ranges();
+  r.emplace_back(lo, hi);
+  Assign(std::move(r));
 }
 
 void CodepointSet::Add(const CodepointSet& other) {
-  ranges_.insert(ranges_.end(), other.ranges_.begin(), other.ranges_.end());
-  Normalize();
+  if (other.empty() || other.ranges_ == ranges_) return;
+  if (empty()) {
+    ranges_ = other.ranges_;
+    return;
+  }
+  // Both sorted: a merge, linear in the two sizes.
+  Ranges merged;
+  merged.reserve(ranges().size() + other.ranges().size());
+  std::merge(ranges().begin(), ranges().end(), other.ranges().begin(), other.ranges().end(),
+             std::back_inserter(merged));
+  AssignSorted(std::move(merged));
 }
 
-void CodepointSet::Normalize() {
-  std::sort(ranges_.begin(), ranges_.end());
-  std::vector<std::pair<uint32_t, uint32_t>> out;
-  for (const auto& r : ranges_) {
+void CodepointSet::AddRanges(const Ranges& ranges) {
+  Ranges r = this->ranges();
+  r.insert(r.end(), ranges.begin(), ranges.end());
+  Assign(std::move(r));
+}
+
+void CodepointSet::Assign(Ranges ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  AssignSorted(std::move(ranges));
+}
+
+void CodepointSet::AssignSorted(Ranges ranges) {
+  Ranges out;
+  out.reserve(ranges.size());
+  for (const auto& r : ranges) {
     if (!out.empty() && r.first <= out.back().second + 1) {
       out.back().second = std::max(out.back().second, r.second);
     } else {
       out.push_back(r);
     }
   }
-  ranges_ = std::move(out);
+  if (out.empty()) {
+    ranges_.reset();
+  } else {
+    out.shrink_to_fit();
+    ranges_ = std::make_shared<const Ranges>(std::move(out));
+  }
 }
 
 CodepointSet CodepointSet::Complement() const {
   // Universe: every Unicode scalar value (surrogates cannot be encoded in UTF-8).
-  CodepointSet out;
+  Ranges out;
+  auto emit = [&](uint32_t lo, uint32_t hi) {
+    if (lo < 0xD800) out.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
+    if (hi > 0xDFFF) out.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
+  };
   uint32_t next = 0;
-  for (const auto& [lo, hi] : ranges_) {
-    if (lo > next) out.ranges_.emplace_back(next, lo - 1);
+  for (const auto& [lo, hi] : ranges()) {
+    if (lo > next) emit(next, lo - 1);
     next = hi + 1;
   }
-  if (next <= kMaxCodepoint) out.ranges_.emplace_back(next, kMaxCodepoint);
-  // Remove surrogates.
-  std::vector<std::pair<uint32_t, uint32_t>> clipped;
-  for (const auto& [lo, hi] : out.ranges_) {
-    if (hi < 0xD800 || lo > 0xDFFF) {
-      clipped.emplace_back(lo, hi);
-      continue;
-    }
-    if (lo < 0xD800) clipped.emplace_back(lo, 0xD7FF);
-    if (hi > 0xDFFF) clipped.emplace_back(0xE000, hi);
-  }
-  out.ranges_ = std::move(clipped);
-  return out;
+  if (next <= kMaxCodepoint) emit(next, kMaxCodepoint);
+  CodepointSet set;
+  set.Assign(std::move(out));
+  return set;
 }
 
 bool CodepointSet::Contains(uint32_t cp) const {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(cp, kMaxCodepoint + 1));
-  if (it == ranges_.begin()) return false;
+  const Ranges& r = ranges();
+  auto it = std::upper_bound(r.begin(), r.end(), std::make_pair(cp, kMaxCodepoint + 1));
+  if (it == r.begin()) return false;
   --it;
   return cp >= it->first && cp <= it->second;
 }
@@ -113,6 +144,13 @@ CodepointSet SpaceSet() {
 CodepointSet AnyButNewline() {
   return Single('\n').Complement();
 }
+
+// The inline flags in force (see docs/regex.md).
+struct Flags {
+  bool fold_case = false;    // i: simple case folding
+  bool dot_newline = false;  // s: '.' matches '\n' too
+  bool extended = false;     // x: whitespace and #-comments outside classes ignored
+};
 
 class Parser {
  public:
@@ -199,7 +237,7 @@ class Parser {
 
   absl::StatusOr<Node> ParseConcat(int depth) {
     std::vector<Node> items;
-    while (!AtEnd() && Peek() != '|' && Peek() != ')') {
+    while (SkipIgnored(), !AtEnd() && Peek() != '|' && Peek() != ')') {
       auto item = ParseRepeat(depth);
       if (!item.ok()) return item.status();
       if (*item) items.push_back(std::move(*item));
@@ -258,8 +296,9 @@ class Parser {
     auto atom = ParseAtom(depth);
     if (!atom.ok()) return atom.status();
     Node node = std::move(*atom);
+    if (node) seen_atom_ = true;
     bool quantified = false;
-    while (!AtEnd()) {
+    while (SkipIgnored(), !AtEnd()) {
       char c = Peek();
       uint32_t min = 0, max = 0;
       size_t q = pos_;
@@ -297,59 +336,169 @@ class Parser {
   // Returns null for constructs that match the empty string and add nothing
   // (comments).
   absl::StatusOr<Node> ParseAtom(int depth) {
-    if (Peek() != '(') return ParseLeaf();
+    if (Peek() != '(') return ParseLeaf(depth == 0);
     return ParseGroup(depth);
+  }
+
+  // In extended mode (x), skips whitespace and comments from '#' to the end of
+  // the line.
+  void SkipIgnored() {
+    while (flags_.extended && !AtEnd()) {
+      char c = Peek();
+      if (c == ' ' || (c >= '\t' && c <= '\r')) {
+        ++pos_;
+      } else if (c == '#') {
+        while (!AtEnd() && Peek() != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  // `s` closed under case-insensitive equality when the i flag is on.
+  CodepointSet Folded(CodepointSet s) const {
+    if (!flags_.fold_case) return s;
+    unicode::CodepointRanges variants;
+    unicode::AppendCaseVariants(s.ranges(), &variants);
+    if (!variants.empty()) s.AddRanges(variants);
+    return s;
+  }
+
+  // A kSet node, counting its ranges against max_set_ranges unless another
+  // node shares them (sets of a few ranges are bounded by the pattern's length).
+  absl::StatusOr<Node> SetNode(size_t start, CodepointSet set) {
+    if (set.ranges().size() > 8 && counted_sets_.insert(set.storage()).second) {
+      set_ranges_ += set.ranges().size();
+      if (set_ranges_ > limits_.max_set_ranges) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "regex: character classes hold more than ", limits_.max_set_ranges,
+            " codepoint ranges (max_set_ranges) at byte offset ", start));
+      }
+    }
+    return MakeSet(std::move(set));
+  }
+
+  // A class item: `positive` (folded under i), complemented when `negated`.
+  CodepointSet ItemSet(CodepointSet positive, bool negated) const {
+    CodepointSet s = Folded(std::move(positive));
+    return negated ? s.Complement() : s;
   }
 
   // An atom other than a group: the recursion's frames stay small (see
   // kMaxRegexNesting).
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Node> ParseLeaf() {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Node> ParseLeaf(bool top_level) {
     size_t start = pos_;
     char c = Peek();
     switch (c) {
       case '[': {
         auto set = ParseClass();
         if (!set.ok()) return set.status();
-        return MakeSet(std::move(*set));
+        // Repeats of one big class (under one i flag) share its ranges.
+        if (set->ranges().size() <= 8) return SetNode(start, std::move(*set));
+        std::string key = absl::StrCat(flags_.fold_case ? "[i" : "[-",
+                                       absl::string_view(p_.data() + start, pos_ - start));
+        auto it = set_cache_.try_emplace(std::move(key), std::move(*set)).first;
+        return SetNode(start, it->second);
       }
       case '.':
         ++pos_;
-        return MakeSet(AnyButNewline());
+        return SetNode(start, flags_.dot_newline ? CodepointSet().Complement() : AnyButNewline());
       case '^':
-        return Error(start, "'^' is only supported at the start of the pattern");
-      case '$':
-        return Error(start, "'$' is only supported at the end of the pattern");
+        // After leading flag groups or comments: still the start.
+        if (!top_level || seen_atom_) {
+          return Error(start, "'^' is only supported at the start of the pattern");
+        }
+        ++pos_;
+        return Node(nullptr);
+      case '$': {
+        // Before trailing whitespace or comments of extended mode: still the end.
+        ++pos_;
+        SkipIgnored();
+        if (!top_level || !AtEnd()) {
+          return Error(start, "'$' is only supported at the end of the pattern");
+        }
+        return Node(nullptr);
+      }
       case '*':
       case '+':
       case '?':
         return Error(start, "quantifier with nothing to repeat");
       case '\\': {
-        auto set = ParseEscape(/*in_class=*/false);
+        bool negated = false;
+        auto set = ParseEscape(/*in_class=*/false, &negated);
         if (!set.ok()) return set.status();
-        return MakeSet(std::move(*set));
+        if (escape_is_class_) return SetNode(start, std::move(*set));  // final already
+        return SetNode(start, ItemSet(std::move(*set), negated));
       }
       default: {
         auto cp = NextCodepoint();
         if (!cp.ok()) return cp.status();
-        return MakeSet(Single(*cp));
+        return SetNode(start, Folded(Single(*cp)));
       }
     }
   }
 
   absl::StatusOr<Node> ParseGroup(int depth) {
     size_t start = pos_;
+    const Flags outer = flags_;
     auto open = ParseGroupOpen();
     if (!open.ok()) return open.status();
-    if (!*open) return Node(nullptr);  // a comment
+    if (!*open) return Node(nullptr);  // a comment or (?flags)
     auto inner = ParseAlternation(depth + 1);
     if (!inner.ok()) return inner.status();
     if (AtEnd() || Peek() != ')') return Error(start, "missing ')'");
     ++pos_;
+    flags_ = outer;  // flags set inside the group end with it
     return inner;
   }
 
+  // Parses the flags of "(?flags)" or "(?flags:" with pos_ after "(?",
+  // setting flags_; true for the scoped form (pos_ after ':'), false for the
+  // bare one (pos_ after ')'), which sets the flags for the rest of the
+  // enclosing group.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<bool> ParseFlags(size_t start) {
+    Flags f = flags_;
+    bool minus = false, any = false;
+    while (true) {
+      if (AtEnd()) return Error(start, "missing ')' after inline flags");
+      char c = Peek();
+      ++pos_;
+      if (c == ')' || c == ':') {
+        if (minus && !any) return Error(start, "inline flags: '-' with no flag after it");
+        if (c == ')' && !any && !minus) return Error(start, "empty inline flags '(?)'");
+        flags_ = f;
+        return c == ':';
+      }
+      if (c == '-') {
+        if (minus) return Error(start, "inline flags: '-' twice");
+        minus = true;
+        any = false;
+        continue;
+      }
+      any = true;
+      switch (c) {
+        case 'i': f.fold_case = !minus; break;
+        case 's': f.dot_newline = !minus; break;
+        case 'x': f.extended = !minus; break;
+        case 'm':  // ^ and $ are only accepted at the ends of a whole-text match
+        case 'U':  // greedy and lazy repeats describe the same language
+          break;
+        case 'u':
+          if (minus) return Error(start, "inline flag -u (byte-oriented matching) is not supported");
+          break;
+        case 'a': return Error(start, "inline flag a (ASCII-only case folding) is not supported");
+        case 'L': return Error(start, "inline flag L (locale) is not supported");
+        default:
+          if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+            return Error(start, absl::StrCat("unknown inline flag '", std::string(1, c), "'"));
+          }
+          return Error(start, absl::StrCat("unsupported group syntax '(?", std::string(1, c), "'"));
+      }
+    }
+  }
+
   // Consumes '(' and what follows it up to the group's body; false for a
-  // whole (?#comment).
+  // whole (?#comment) or (?flags).
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<bool> ParseGroupOpen() {
     size_t start = pos_;
     ++pos_;  // '('
@@ -374,14 +523,54 @@ class Parser {
       } else if (starts("?(")) {
         return Error(start, "conditional group is not supported");
       } else {
-        return Error(start, "inline flags are not supported");
+        ++pos_;  // '?'
+        return ParseFlags(start);
       }
     }
     return true;
   }
 
-  // Parses an escape at pos_ ('\\'). In a class, \b is a backspace.
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseEscape(bool in_class) {
+  // Parses \p{...}, \P{...} (`negate`), \pL or \PL with pos_ after the 'p'
+  // or 'P' (at `start`, the backslash): the class folded under i, then
+  // complemented for \P or \p{^..}. Sets escape_is_class_.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseProperty(size_t start, bool negate) {
+    std::string_view expr;
+    if (AtEnd()) return Error(start, "\\p needs a property name");
+    if (Peek() == '{') {
+      size_t close = p_.find('}', pos_);
+      if (close == std::string_view::npos || close >= end_) {
+        return Error(start, "missing '}' after \\p{");
+      }
+      expr = p_.substr(pos_ + 1, close - pos_ - 1);
+      pos_ = close + 1;
+    } else if ((Peek() >= 'A' && Peek() <= 'Z') || (Peek() >= 'a' && Peek() <= 'z')) {
+      expr = p_.substr(pos_, 1);
+      ++pos_;
+    } else {
+      return Error(start, "\\p needs a property name: \\p{Name} or a one-letter \\pL");
+    }
+    escape_is_class_ = true;
+    // Repeats of one class share its ranges and cost one lookup.
+    std::string key = absl::StrCat(negate ? "P" : "p", flags_.fold_case ? "i" : "-",
+                                   absl::string_view(expr.data(), expr.size()));
+    if (auto it = set_cache_.find(key); it != set_cache_.end()) return it->second;
+    bool inner_negated = false;
+    auto ranges = unicode::PropertyRanges(expr, &inner_negated);
+    if (!ranges.ok()) return Error(start, ranges.status().message());
+    CodepointSet set;
+    set.AddRanges(*ranges);
+    set = ItemSet(std::move(set), negate != inner_negated);
+    set_cache_.emplace(std::move(key), set);
+    return set;
+  }
+
+  // Parses an escape at pos_ ('\\'): the codepoints of the escape or, when
+  // `*negated` is set on return (\D \W \S), of its complement; for \p and \P
+  // (escape_is_class_ set on return) the class itself, folded and negated as
+  // it must be. In a class, \b is a backspace.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<CodepointSet> ParseEscape(bool in_class, bool* negated) {
+    *negated = false;
+    escape_is_class_ = false;
     size_t start = pos_;
     ++pos_;
     if (AtEnd()) return Error(start, "trailing backslash");
@@ -410,11 +599,11 @@ class Parser {
     ++pos_;
     switch (c) {
       case 'd': return DigitSet();
-      case 'D': return DigitSet().Complement();
+      case 'D': *negated = true; return DigitSet();
       case 'w': return WordSet();
-      case 'W': return WordSet().Complement();
+      case 'W': *negated = true; return WordSet();
       case 's': return SpaceSet();
-      case 'S': return SpaceSet().Complement();
+      case 'S': *negated = true; return SpaceSet();
       case 'n': return Single('\n');
       case 't': return Single('\t');
       case 'r': return Single('\r');
@@ -450,7 +639,7 @@ class Parser {
       case 'B': return Error(start, "\\B is not supported");
       case 'A': case 'Z': case 'z': case 'G':
         return Error(start, absl::StrCat("anchor \\", std::string(1, c), " is not supported"));
-      case 'p': case 'P': return Error(start, "Unicode property classes are not supported");
+      case 'p': case 'P': return ParseProperty(start, c == 'P');
       case 'N': return Error(start, "named characters \\N{...} are not supported");
       default: break;
     }
@@ -498,11 +687,13 @@ class Parser {
       size_t item_start = pos_;
       uint32_t lo;
       if (c == '\\') {
-        auto esc = ParseEscape(/*in_class=*/true);
+        bool negated = false;
+        auto esc = ParseEscape(/*in_class=*/true, &negated);
         if (!esc.ok()) return esc.status();
         const auto& r = esc->ranges();
-        if (r.size() != 1 || r[0].first != r[0].second) {
-          set.Add(*esc);  // \d, \w, ... cannot start a range
+        if (negated || escape_is_class_ || r.size() != 1 || r[0].first != r[0].second) {
+          // \d, \w, \p{..} ... cannot start a range; \p{..} comes folded.
+          set.Add(escape_is_class_ ? std::move(*esc) : ItemSet(std::move(*esc), negated));
           if (!AtEnd() && Peek() == '-' && pos_ + 1 < end_ && p_[pos_ + 1] != ']') {
             return Error(item_start, "bad character range");
           }
@@ -518,10 +709,13 @@ class Parser {
       if (!AtEnd() && Peek() == '-' && pos_ + 1 < end_ && p_[pos_ + 1] != ']') {
         ++pos_;
         if (Peek() == '\\') {
-          auto esc = ParseEscape(/*in_class=*/true);
+          bool negated = false;
+          auto esc = ParseEscape(/*in_class=*/true, &negated);
           if (!esc.ok()) return esc.status();
           const auto& r = esc->ranges();
-          if (r.size() != 1 || r[0].first != r[0].second) return Error(item_start, "bad character range");
+          if (negated || escape_is_class_ || r.size() != 1 || r[0].first != r[0].second) {
+            return Error(item_start, "bad character range");
+          }
           hi = r[0].first;
         } else {
           auto cp = NextCodepoint();
@@ -531,11 +725,12 @@ class Parser {
         if (hi < lo) return Error(item_start, "bad character range (end before start)");
       }
       // Ranges may span the surrogates; they cannot appear in UTF-8 text.
-      if (lo < 0xD800 || hi > 0xDFFF) {
-        if (lo < 0xD800) set.AddRange(lo, std::min<uint32_t>(hi, 0xD7FF));
-        if (hi > 0xDFFF) set.AddRange(std::max<uint32_t>(lo, 0xE000), hi);
-      }
+      CodepointSet item;
+      if (lo < 0xD800) item.AddRange(lo, std::min<uint32_t>(hi, 0xD7FF));
+      if (hi > 0xDFFF) item.AddRange(std::max<uint32_t>(lo, 0xE000), hi);
+      set.Add(Folded(std::move(item)));
     }
+    // Under i the items were folded one by one: [^k] excludes K and U+212A.
     return negate ? set.Complement() : set;
   }
 
@@ -543,6 +738,14 @@ class Parser {
   const RegexLimits& limits_;
   size_t pos_ = 0;
   size_t end_ = 0;
+  Flags flags_;
+  bool seen_atom_ = false;  // an atom was parsed (a later '^' is not at the start)
+  bool escape_is_class_ = false;  // the last escape parsed was \p or \P
+  // Sets by source: "p" or "P", "i" or "-" and a property name; "[", "i" or
+  // "-" and a whole class.
+  absl::flat_hash_map<std::string, CodepointSet> set_cache_;
+  absl::flat_hash_set<const void*> counted_sets_;  // CodepointSet::storage() counted in set_ranges_
+  size_t set_ranges_ = 0;
 };
 
 // Node count with counted repeats expanded, saturating at `cap` + 1.

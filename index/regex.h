@@ -1,12 +1,14 @@
 // Regex: parse a regular expression into a syntax tree over Unicode codepoints.
 //
-// The syntax is what Outlines, Python's `re` and JSON-Schema-to-regex
-// converters emit (see docs/regex.md). A constraint always matches the whole
-// generated text as UTF-8: there is no search, so `^` and `$` are accepted only
-// at the very ends and ignored. What a DFA cannot express (backreferences,
-// lookaround, word boundaries) is an InvalidArgument error naming the
-// construct and its byte offset in the pattern; exceeding a RegexLimits limit
-// is ResourceExhausted.
+// The syntax is what Outlines, Python's `re`, RE2 and JSON-Schema-to-regex
+// converters emit (see docs/regex.md), with Unicode property classes (\p{Lu},
+// \p{Greek}; index/unicode_property.h) and the inline flags i, s, x (m, u and
+// U accepted, meaning nothing to a whole-text match). A constraint always
+// matches the whole generated text as UTF-8: there is no search, so `^` and `$`
+// are accepted only at the very ends and ignored. What a DFA cannot express
+// (backreferences, lookaround, word boundaries) is an InvalidArgument error
+// naming the construct and its byte offset in the pattern; exceeding a
+// RegexLimits limit is ResourceExhausted.
 #ifndef MASKD_INDEX_REGEX_H_
 #define MASKD_INDEX_REGEX_H_
 
@@ -24,20 +26,30 @@ namespace maskd {
 // Largest Unicode codepoint.
 inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
-// A set of codepoints as sorted, disjoint, non-adjacent closed ranges.
+// A set of codepoints as sorted, disjoint, non-adjacent closed ranges. Copies
+// share the ranges (a change replaces them): a big class such as \p{L}, about
+// 660 ranges, costs one copy however often a pattern repeats it.
 class CodepointSet {
  public:
+  using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+
   CodepointSet() = default;
   void AddRange(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
   void Add(const CodepointSet& other);
+  // Closed ranges in any order, overlapping or not, each within
+  // [0, kMaxCodepoint].
+  void AddRanges(const Ranges& ranges);
   CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates
-  bool empty() const { return ranges_.empty(); }
+  bool empty() const { return ranges().empty(); }
   bool Contains(uint32_t cp) const;
-  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
+  const Ranges& ranges() const;
+  // Identifies the shared ranges: equal for copies of one set.
+  const void* storage() const { return ranges_.get(); }
 
  private:
-  void Normalize();
-  std::vector<std::pair<uint32_t, uint32_t>> ranges_;
+  void Assign(Ranges ranges);        // sorts and merges
+  void AssignSorted(Ranges ranges);  // merges; `ranges` sorted by lo
+  std::shared_ptr<const Ranges> ranges_;  // null when empty
 };
 
 // A regex syntax tree node. Immutable after parsing.
@@ -66,6 +78,10 @@ struct RegexLimits {
   size_t max_pattern_bytes = 1 << 20;  // pattern length in bytes
   uint32_t max_repeat = 1000;          // largest n in {n}, {n,}, {n,m}
   size_t max_nodes = 1 << 20;          // syntax tree nodes after expanding counted repeats
+  // Codepoint ranges held by the character sets of the tree, a set shared by
+  // several nodes (a repeated \p{..}) counted once: \p{L} is about 660 ranges
+  // from 5 bytes of pattern. Exceeding it is ResourceExhausted.
+  size_t max_set_ranges = 1 << 22;
   // Groups open at once, in [1, kMaxRegexNesting]; deeper is InvalidArgument
   // (a value outside the range: InvalidArgument for every pattern).
   int max_nesting = kMaxRegexNesting;

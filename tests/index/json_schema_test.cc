@@ -316,6 +316,13 @@ TEST(JsonSchema, Strings) {
         {"\"\\u4e2d\\u6587\"", "\"\xe4\xb8\xad\""}, {"\"a\"", "\"\\u4dff\""});
   Check(R"({"type": "string", "pattern": "^(?:\\+|-)?\\d+(\\.\\d+)?$"})", {"\"+1.5\"", "\"-2\""},
         {"\"1.\""});
+  // ECMA \p{..} (u flag): maskd's Unicode property tables.
+  Check(R"({"type": "string", "pattern": "^\\p{Lu}\\p{Ll}+$"})",
+        {"\"Hello\"", "\"\\u03a9\\u03bc\"", "\"\xce\xa9\xce\xbc\xce\xad\xce\xb3\xce\xb1\""},
+        {"\"hello\"", "\"H\""});
+  Check(R"({"type": "string", "pattern": "^[\\p{Script=Greek}\\d]+$"})", {"\"\xce\xb1\xce\xb2" "1\""},
+        {"\"ab\"", "\"\""});
+  Check(R"({"type": "string", "pattern": "^\\P{L}+$"})", {"\"12\"", "\"\\n\""}, {"\"a\"", "\"1a\""});
   // Length folded into a simple anchored pattern.
   Check(R"({"type": "string", "pattern": "^[a-z][a-z0-9_]*$", "maxLength": 4, "minLength": 2})",
         {"\"ab\"", "\"a_1b\""}, {"\"a\"", "\"abcde\"", "\"1ab\""});
@@ -630,6 +637,10 @@ TEST(JsonSchema, Errors) {
   auto pat = JsonSchemaToRegex(R"({"type": "string", "pattern": "(a)\\1"})");
   EXPECT_EQ(pat.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(pat.status().message().find("pattern"), std::string::npos);
+  auto prop = JsonSchemaToRegex(R"({"type": "string", "pattern": "a\\p{Foo}"})");
+  EXPECT_EQ(prop.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(prop.status().message().find("unknown Unicode property 'Foo'"), std::string::npos)
+      << prop.status();
 
   JsonSchemaOptions small;
   small.max_regex_bytes = 100;

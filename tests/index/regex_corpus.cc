@@ -74,8 +74,10 @@ void LoadRust(const std::string& dir, std::vector<RegexCase>* out,
         (*dropped)["rust: must-not-compile cases"]++;
         continue;
       }
-      if (j.value("case-insensitive", false)) {
-        (*dropped)["rust: case-insensitive flag"]++;
+      // The flag is (?i) in front of the regex; without Unicode, Rust folds ASCII only.
+      const bool fold_case = j.value("case-insensitive", false);
+      if (fold_case && !j.value("unicode", true)) {
+        (*dropped)["rust: ASCII-only case-insensitive flag"]++;
         continue;
       }
       if (j.contains("unescape") || j.value("utf8", true) == false) {
@@ -86,7 +88,7 @@ void LoadRust(const std::string& dir, std::vector<RegexCase>* out,
         (*dropped)["rust: bounded or line-terminator search"]++;
         continue;
       }
-      std::string re = j["regex"].get<std::string>();
+      std::string re = (fold_case ? "(?i)" : "") + j["regex"].get<std::string>();
       std::string hay = j["haystack"].get<std::string>();
       bool unicode = j.value("unicode", true);
       if (unicode && (re.find("\\d") != std::string::npos || re.find("\\w") != std::string::npos ||
