@@ -88,10 +88,12 @@ def main() -> int:
     for r in results:
         row = case(r) + [cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
         m, ll = engine(r, "maskd"), engine(r, "llguidance")
-        row.append("%.2f×" % (m["ttfm_ms"] / ll["ttfm_ms"]) if m and ll else "—")
+        if "llguidance" in peers:
+            row.append("%.2f×" % (m["ttfm_ms"] / ll["ttfm_ms"]) if m and ll else "—")
         rows.append(row)
-    out.append(table(["grammar", "tokenizer"] + engines + ["maskd / llguidance"],
-                     [False, False] + [True] * (len(engines) + 1), rows))
+    ratio = ["maskd / llguidance"] if "llguidance" in peers else []
+    out.append(table(["grammar", "tokenizer"] + engines + ratio,
+                     [False, False] + [True] * (len(engines) + len(ratio)), rows))
 
     for title, key in (("Per token over the first walk (mask + advance), µs: mean / p99", "step_us"),
                        ("Per token, the same walk replayed (warm), µs: mean / p99", "warm_us")):
@@ -110,15 +112,16 @@ def main() -> int:
         out.append(table(["grammar", "tokenizer", "tokens"] + engines, [False, False] + [True] * (len(engines) + 1),
                          rows))
 
-    out.append("**Masks equal to maskd's, steps** (every step of the walk and the mask after it)\n")
-    rows = []
-    for r in results:
-        row = case(r)
-        for p in peers:
-            e = r["engines"].get(p)
-            row.append("—" if e is None else "err" if "error" in e else "%d / %d" % (e["agree"], e["compared"]))
-        rows.append(row)
-    out.append(table(["grammar", "tokenizer"] + peers, [False, False] + [True] * len(peers), rows))
+    if peers:
+        out.append("**Masks equal to maskd's, steps** (every step of the walk and the mask after it)\n")
+        rows = []
+        for r in results:
+            row = case(r)
+            for p in peers:
+                e = r["engines"].get(p)
+                row.append("—" if e is None else "err" if "error" in e else "%d / %d" % (e["agree"], e["compared"]))
+            rows.append(row)
+        out.append(table(["grammar", "tokenizer"] + peers, [False, False] + [True] * len(peers), rows))
 
     out.append("**Against the goals** (first walk unless said; medians of the fresh processes)\n")
     goals = [versus(results, "time to first mask ≤ llguidance's", lambda m: m["ttfm_ms"],
