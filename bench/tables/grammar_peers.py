@@ -6,7 +6,8 @@ results bench/grammar_peers.py writes with --json:
   .venv-bench/bin/python bench/grammar_peers.py --tokenizers llama3,qwen3 --json G.json
   python3 bench/tables/grammar_peers.py G.json
 
-Tables: time to first mask; per token (mask + advance) over the first walk
+Tables: time to first mask (maskd's split into compile, GrammarIndex from
+the text, and first mask, guide and mask); per token (mask + advance) over the first walk
 and over its replay (warm), mean and p99; mask agreement; the goals (time to
 first mask <= llguidance's, per-token mean <= XGrammar's, per-token p99 <=
 100 us, masks equal to each peer's), each with the cases that miss and both
@@ -87,13 +88,14 @@ def main() -> int:
     rows = []
     for r in results:
         row = case(r) + [cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
+        row += [cell(r, "maskd", lambda x: x["compile_ms"]), cell(r, "maskd", lambda x: x["first_mask_ms"])]
         m, ll = engine(r, "maskd"), engine(r, "llguidance")
         if "llguidance" in peers:
             row.append("%.2f×" % (m["ttfm_ms"] / ll["ttfm_ms"]) if m and ll else "—")
         rows.append(row)
     ratio = ["maskd / llguidance"] if "llguidance" in peers else []
-    out.append(table(["grammar", "tokenizer"] + engines + ratio,
-                     [False, False] + [True] * (len(engines) + len(ratio)), rows))
+    out.append(table(["grammar", "tokenizer"] + engines + ["maskd: compile", "first mask"] + ratio,
+                     [False, False] + [True] * (len(engines) + 2 + len(ratio)), rows))
 
     for title, key in (("Per token over the first walk (mask + advance), µs: mean / p99", "step_us"),
                        ("Per token, the same walk replayed (warm), µs: mean / p99", "warm_us")):

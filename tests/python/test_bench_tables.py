@@ -186,7 +186,8 @@ def test_grammar_peers_tables_and_goals_from_the_raw_results():
     for row, r in zip(ttfm, results):
         m, ll = r["engines"]["maskd"]["ttfm_ms"], r["engines"]["llguidance"]["ttfm_ms"]
         assert row[:3] == ["`%s`" % r["grammar"], r["tokenizer"], fig(m, 2)]
-        assert row[5] == "%.2f×" % (m / ll)
+        assert row[5:7] == [fig(r["engines"]["maskd"]["compile_ms"], 2), fig(r["engines"]["maskd"]["first_mask_ms"], 2)]
+        assert row[7] == "%.2f×" % (m / ll)
     # First walk: "mean / p99" per engine; a failed engine is "err".
     first = body[2 + n:2 + 2 * n]
     for row, r in zip(first, results):
