@@ -57,14 +57,18 @@ def kind_of(path: str) -> str:
 def medians(runs: list[dict]) -> dict:
     """Per key of runs[0]: the median over runs of a number, or of each number
     of a flat dict of numbers; other values from runs[0]."""
+
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
     out = {}
     for k, v in runs[0].items():
-        if isinstance(v, bool) or not isinstance(v, (int, float, dict)):
-            out[k] = v
-        elif isinstance(v, dict):
+        if number(v):
+            out[k] = statistics.median(r[k] for r in runs)
+        elif isinstance(v, dict) and v and all(number(x) for x in v.values()):
             out[k] = {kk: statistics.median(r[k][kk] for r in runs) for kk in v}
         else:
-            out[k] = statistics.median(r[k] for r in runs)
+            out[k] = v
     return out
 
 
@@ -111,6 +115,8 @@ def run_peer(args, eng: str, tok_dir: str, spec: dict, tokens: list[int], masks:
     e = medians(runs)
     # Masks are the same in every run: the first run's comparison.
     e["agree"], e["compared"], e["diffs"] = runs[0]["agree"], runs[0]["compared"], runs[0]["diffs"]
+    if "refused" in runs[0]:
+        e["refused"] = runs[0]["refused"]
     e["file"] = spec[eng]
     return e
 

@@ -26,6 +26,8 @@ unless _us; the clock of --clock: wall, or this process's CPU time):
                    of --warm-reps replays), and warm_us: mean, p50, p99, max
                    over every replayed step
   agree, compared  steps whose mask equals maskd's, of the steps compared
+  refused          (only when it happened) the step, id and bytes of a token of
+                   maskd's walk the peer refused; the walk stopped there
   diffs            the first --diff-steps differing steps: how many tokens
                    differ (only_maskd, only_peer: allowed by one side only),
                    the first --diff-examples of them with their bytes, and
@@ -249,7 +251,9 @@ def run_peer(args) -> None:
     peer.mask_into(arr)
     out["first_mask_ms"] = (clock() - t1) * 1e3
     out["ttfm_ms"] = (clock() - t0) * 1e3
-    # The first walk (the first mask again, now as step 0, as maskd does).
+    # The first walk (the first mask again, now as step 0, as maskd does). A
+    # token the peer refuses ends it there: the steps before are compared,
+    # and the replays stop there too.
     masks, step_us = [], []
     walk_s = 0.0
     for step in range(len(walk) + 1):
@@ -262,7 +266,12 @@ def run_peer(args) -> None:
         if step == len(walk):
             break
         s0 = clock()
-        peer.advance(walk[step])
+        try:
+            peer.advance(walk[step])
+        except RuntimeError:
+            out["refused"] = {"step": step, "token": walk[step], "bytes": repr(tokens.get(walk[step], b""))}
+            walk = walk[:step]
+            break
         adv_s = clock() - s0
         walk_s += adv_s
         step_us.append((mask_s + adv_s) * 1e6)

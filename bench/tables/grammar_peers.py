@@ -12,7 +12,8 @@ and over its replay (warm), mean and p99; mask agreement; the goals (time to
 first mask <= llguidance's, per-token mean <= XGrammar's, per-token p99 <=
 100 us, masks equal to each peer's), each with the cases that miss and both
 figures; then every differing step the run described. An engine that failed
-on a case shows "err" and its message is listed.
+on a case shows "err" and its message is listed; a peer that refused a token
+of maskd's walk is compared up to that step, and the refusal is listed.
 """
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ def main() -> int:
             row = case(r)
             for p in peers:
                 e = r["engines"].get(p)
-                row.append("—" if e is None else "err" if "error" in e else "%d / %d" % (e["agree"], e["compared"]))
+                row.append("—" if e is None else "err" if "error" in e else "%d / %d%s" % (
+                    e["agree"], e["compared"], " (refused step %d)" % e["refused"]["step"] if "refused" in e else ""))
             rows.append(row)
         out.append(table(["grammar", "tokenizer"] + peers, [False, False] + [True] * len(peers), rows))
 
@@ -134,10 +136,12 @@ def main() -> int:
              under(results, "per-token p99 ≤ 100 µs, warm", lambda m: m["warm_step_us"]["p99"], P99_GOAL_US)]
     for p in peers:
         both = [r for r in results if engine(r, "maskd") and engine(r, p)]
-        differ = ["`%s`/%s (%d of %d steps)" % (r["grammar"], r["tokenizer"],
-                                                 engine(r, p)["compared"] - engine(r, p)["agree"],
-                                                 engine(r, p)["compared"])
-                  for r in both if engine(r, p)["agree"] != engine(r, p)["compared"]]
+        differ = ["`%s`/%s (%d of %d steps%s)" % (r["grammar"], r["tokenizer"],
+                                                   engine(r, p)["compared"] - engine(r, p)["agree"],
+                                                   engine(r, p)["compared"],
+                                                   "; a token refused" if "refused" in engine(r, p) else "")
+                  for r in both
+                  if engine(r, p)["agree"] != engine(r, p)["compared"] or "refused" in engine(r, p)]
         goals.append(["masks equal to %s's" % p, "%d of %d cases" % (len(both) - len(differ), len(both)),
                       "differ on " + ", ".join(differ) + " (below)" if differ else "met"])
     out.append(table(["goal", "cases", ""], [False, False, False], goals))
@@ -147,6 +151,10 @@ def main() -> int:
         for name, e in r["engines"].items():
             if "error" in e:
                 notes.append("- `%s`/%s, %s: error: %s" % (r["grammar"], r["tokenizer"], name, e["error"]))
+            if "refused" in e:
+                x = e["refused"]
+                notes.append("- `%s`/%s, %s refused maskd's token %d `%s` at step %d: its walk stopped there" % (
+                    r["grammar"], r["tokenizer"], name, x["token"], x["bytes"], x["step"]))
             for d in e.get("diffs", []) or []:
                 notes.append("- `%s`/%s, %s, step %d after `%s`: %d tokens differ (only maskd %d, only %s %d), "
                              "e.g. %s" % (r["grammar"], r["tokenizer"], name, d["step"], d["after"],

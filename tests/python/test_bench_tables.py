@@ -204,7 +204,8 @@ def test_grammar_peers_tables_and_goals_from_the_raw_results():
     agree = body[4 + 3 * n:4 + 4 * n]
     for row, r in zip(agree, results):
         ll = r["engines"]["llguidance"]
-        assert row[2] == "%d / %d" % (ll["agree"], ll["compared"])
+        assert row[2] == "%d / %d" % (ll["agree"], ll["compared"]) + (
+            " (refused step %d)" % ll["refused"]["step"] if "refused" in ll else "")
     goals = {r[0]: r[1:] for r in body[5 + 4 * n:]}
     ok = [r for r in results if "error" not in r["engines"]["xgrammar"]]
     faster = [r for r in ok if r["engines"]["maskd"]["step_us"]["mean"] <= r["engines"]["xgrammar"]["step_us"]["mean"]]
@@ -216,11 +217,14 @@ def test_grammar_peers_tables_and_goals_from_the_raw_results():
             assert "`%s`/%s" % (r["grammar"], r["tokenizer"]) in goals["time to first mask ≤ llguidance's"][1]
     p99 = [r for r in results if r["engines"]["maskd"]["step_us"]["p99"] <= 100]
     assert goals["per-token p99 ≤ 100 µs"][0] == "%d of %d" % (len(p99), n)
-    same = [r for r in results if r["engines"]["llguidance"]["agree"] == r["engines"]["llguidance"]["compared"]]
+    same = [r for r in results if r["engines"]["llguidance"]["agree"] == r["engines"]["llguidance"]["compared"]
+            and "refused" not in r["engines"]["llguidance"]]
     assert goals["masks equal to llguidance's"][0] == "%d of %d cases" % (len(same), n)
-    # Every described differing step and every error is listed.
+    # Every described differing step, refusal and error is listed.
     listed = [l for l in md.splitlines() if l.startswith("- ")]
     diffs = sum(len(e.get("diffs", [])) for r in results for e in r["engines"].values())
+    refused = [r for r in results for e in r["engines"].values() if "refused" in e]
     errors = [e["error"] for r in results for e in r["engines"].values() if "error" in e]
-    assert len(listed) == diffs + len(errors)
+    assert refused and len(listed) == diffs + len(refused) + len(errors)
+    assert any("refused maskd's token 129" in l for l in listed)
     assert all(any(err in l for l in listed) for err in errors)
