@@ -39,7 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmark/benchmark.h"
-#include "index/compile.h"
+#include "constraint/compile.h"
 #include "index/dfa.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
@@ -80,7 +80,7 @@ absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(const std::string
                                                                const CompileOptions& options = {}) {
   auto compiled = CompileConstraint(Constraint::Regex(regex), std::move(vocab), options);
   if (!compiled.ok()) return compiled.status();
-  return std::move(compiled->index);
+  return compiled->index->token_index();
 }
 
 // The timed part of the CompileFirstMask benchmarks: regex -> index -> the

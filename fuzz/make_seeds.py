@@ -136,9 +136,12 @@ def rec(method, payload):
     return bytes([i]) + struct.pack("<H", len(payload)) + payload
 
 
-def compile_req(regex=None, schema=None, wait=True):
+def compile_req(regex=None, schema=None, wait=True, grammar=None, fmt=1):
     p = fb(1, "")  # tokenizer "" -> tiny
-    p += fb(2, regex) if regex is not None else fb(3, schema)
+    if grammar is not None:  # Grammar {format (1 lark, 2 gbnf, 3 ebnf), text}
+        p += fb(6, fv(1, fmt) + fb(2, grammar))
+    else:
+        p += fb(2, regex) if regex is not None else fb(3, schema)
     if wait:
         p += fv(5, 1)
     return p
@@ -217,6 +220,19 @@ def request_seeds():
          rec("StepInRegion", step(0, []) + step(1, [ord("c")]) + logits_target(1, 3, 271, [1, -1, 0])),
          rec("StepInRegion", step(0, [ord("d")]) + logits_target(3, 1, 271, offset=2048)),
          rec("StepInRegion", step(1, [ord("a")]) + logits_target(2, 1, 300))],
+        # Grammars: a GBNF session stepped, rolled back and forked; a Lark one with
+        # %ignore through a stream; an ambiguous one that runs into the set limit.
+        [rec("CreateSession", fb(2, compile_req(grammar='root ::= "(" root ")" | [a-c]+\n', fmt=2))),
+         rec("Step", step(0, [ord("("), ord("(")])), rec("ForkSession", fv(1, 0)),
+         rec("Step", step(1, [ord("a")], rollback=1)), rec("Mask", fb(1, "") + fb(2, bytes([ord("(")]))),
+         rec("Rollback", fv(1, 0) + fv(2, 2))],
+        [rec("CreateSession", fb(2, compile_req(grammar='start: "a" ("," "a")*\n%ignore " "\n'))),
+         rec("StepStream", stream(0, [step(0, [ord("a"), ord(" ")]), step(0, [ord(",")]),
+                                      step(0, [ord("a")], rollback=1)]))],
+        [rec("CreateSession", fb(2, compile_req(grammar="root ::= root root | \"a\" | \"\"\n", fmt=3))),
+         rec("Step", step(0, [ord("a")] * 40)), rec("Step", step(0, [], 0)),
+         rec("Compile", compile_req(grammar="root ::= [z-a]\n", fmt=2)),
+         rec("Compile", compile_req(grammar="start: x\n", fmt=0))],
         # The object shrinks under a registered region; grows back; a new registration.
         [rec("CreateSession", fb(2, compile_req("[0-9]{2,4}"))), region(1),
          rec("Resize", resize(1, 100)), rec("StepInRegion", step(0, [ord("1")]) + fb(2, b"")),

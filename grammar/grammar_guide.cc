@@ -59,12 +59,18 @@ absl::Status GrammarGuide::Advance(uint32_t token) {
     return absl::InvalidArgumentError(
         absl::StrCat("token id ", token, " is outside the vocabulary (size ", vocab.size(), ")"));
   }
+  if (token_start_.size() >= index_->options().earley.max_chart_items) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("sequence of ", token_start_.size(), " tokens: at most ",
+                     index_->options().earley.max_chart_items, " (max_chart_items)"));
+  }
   const uint32_t start = static_cast<uint32_t>(parser_.num_sets());
   if (vocab.has_token(token) && vocab.is_eos(token) && (finished_ || parser_.IsAccepting())) {
     if (!finished_) {
       finished_ = true;
       finished_at_ = token_start_.size();
     }
+    tokens_.push_back(token);
     token_start_.push_back(start);
     return absl::OkStatus();
   }
@@ -80,6 +86,7 @@ absl::Status GrammarGuide::Advance(uint32_t token) {
         absl::StrCat("token ", token, " is not allowed after ", num_tokens(), " tokens (",
                      num_bytes(), " bytes)", finished_ ? "; the sequence has ended" : ""));
   }
+  tokens_.push_back(token);
   token_start_.push_back(start);
   return absl::OkStatus();
 }
@@ -104,9 +111,23 @@ absl::Status GrammarGuide::Rollback(size_t n) {
   if (n == 0) return absl::OkStatus();
   const size_t keep = num_tokens() - n;
   parser_.PopTo(token_start_[keep]);
+  tokens_.resize(keep);
   token_start_.resize(keep);
   if (finished_ && keep <= finished_at_) finished_ = false;
   return absl::OkStatus();
+}
+
+absl::Status GrammarGuide::RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens) {
+  if (n > num_tokens()) return Rollback(n);
+  undone_.assign(tokens_.end() - static_cast<ptrdiff_t>(n), tokens_.end());
+  (void)Rollback(n);
+  absl::Status s = Advance(tokens);
+  if (!s.ok()) {
+    // The same tokens from the same parser state: accepted as before.
+    absl::Status redo = Advance(undone_);
+    if (!redo.ok()) return absl::InternalError(absl::StrCat("rollback not undone: ", redo.message()));
+  }
+  return s;
 }
 
 absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {

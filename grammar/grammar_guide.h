@@ -7,9 +7,11 @@
 // so far is in the language) finishes the guide: from then on only EOS ids
 // are allowed. Special tokens other than EOS are never allowed.
 //
-// State: an EarleyParser (one Earley set per byte of the sequence's text),
-// so memory grows with the text, bounded by EarleyOptions::max_chart_items;
-// rollback to any earlier token is exact and costs nothing but popping sets.
+// State: an EarleyParser (one Earley set per byte of the sequence's text) and
+// 8 bytes per advanced token, so memory grows with the text, bounded by
+// EarleyOptions::max_chart_items (items; a sequence also takes at most that
+// many tokens); rollback to any earlier token is exact and costs nothing but
+// popping sets.
 // The mask and lookahead methods push and pop sets on the guide's own parser
 // and reuse its scratch space, so they are not const: a GrammarGuide is not
 // thread-safe; distinct guides over one index are independent.
@@ -49,12 +51,17 @@ class GrammarGuide {
   absl::Status Advance(absl::Span<const uint32_t> tokens);
   // Undoes the last `n` tokens; InvalidArgument when n > num_tokens().
   absl::Status Rollback(size_t n);
+  // Rollback(n) then Advance(tokens), all or nothing (the undone tokens are
+  // advanced again when `tokens` fails).
+  absl::Status RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens);
   // An independent copy (shares the index).
   GrammarGuide Fork() const { return *this; }
 
   bool IsAccepting() const { return !finished_ && parser_.IsAccepting(); }
   bool IsFinished() const { return finished_; }
   size_t num_tokens() const { return token_start_.size(); }
+  // The tokens advanced since the start, in order.
+  absl::Span<const uint32_t> tokens() const { return tokens_; }
   // Text bytes taken so far.
   size_t num_bytes() const { return parser_.num_sets() - 1; }
 
@@ -71,11 +78,13 @@ class GrammarGuide {
 
   std::shared_ptr<const GrammarIndex> index_;
   EarleyParser parser_;
-  // Per advanced token: the parser's set count before it.
+  // Per advanced token: its id, and the parser's set count before it.
+  std::vector<uint32_t> tokens_;
   std::vector<uint32_t> token_start_;
   bool finished_ = false;
   size_t finished_at_ = 0;  // token_start_ index of the first EOS when finished_
   MaskScratch scratch_;
+  std::vector<uint32_t> undone_;  // RollbackAndAdvance's scratch
 };
 
 }  // namespace maskd::grammar

@@ -46,7 +46,10 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
   index->options_ = options;
   index->num_words_ = (index->vocab_->size() + 31) / 32;
   for (size_t t = 0; t < index->grammar_->num_terminals(); ++t) {
-    const uint32_t n = index->grammar_->dfa(static_cast<uint32_t>(t)).num_states();
+    const Dfa& dfa = index->grammar_->dfa(static_cast<uint32_t>(t));
+    const uint32_t n = dfa.num_states();
+    index->num_dfa_states_ += n;
+    index->base_bytes_ += dfa.MemoryBytes() + n * sizeof(std::atomic<const TerminalStateTokens*>);
     auto slots = std::make_unique<std::atomic<const TerminalStateTokens*>[]>(n);
     for (uint32_t q = 0; q < n; ++q) slots[q].store(nullptr, std::memory_order_relaxed);
     index->memo_.push_back(std::move(slots));
@@ -59,6 +62,7 @@ GrammarIndex::~GrammarIndex() {
     const uint32_t n = grammar_->dfa(static_cast<uint32_t>(t)).num_states();
     for (uint32_t q = 0; q < n; ++q) delete memo_[t][q].load(std::memory_order_relaxed);
   }
+  if (options_.budget != nullptr) options_.budget->Release(memo_bytes());
 }
 
 TokenSet TokenSet::FromWords(std::vector<uint32_t> words) {
@@ -120,7 +124,16 @@ bool GrammarIndex::Reserve(size_t bytes) const {
     memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     return false;
   }
+  if (options_.budget != nullptr && !options_.budget->TryCharge(bytes)) {
+    memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
   return true;
+}
+
+void GrammarIndex::Unreserve(size_t bytes) const {
+  memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (options_.budget != nullptr) options_.budget->Release(bytes);
 }
 
 const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t state,
@@ -138,7 +151,7 @@ const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t stat
   if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
     return *fresh.release();
   }
-  memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  Unreserve(bytes);
   return *expected;  // another thread stored the same entry first
 }
 
@@ -165,7 +178,7 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
   }
   absl::MutexLock lock(&from.mu);
   auto [it, inserted] = from.into.try_emplace(key, std::move(fresh));
-  if (!inserted) memo_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (!inserted) Unreserve(bytes);
   return *it->second;
 }
 

@@ -46,6 +46,7 @@
 #include "grammar/earley_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/regular_rules.h"
+#include "index/mask_budget.h"
 #include "index/token_trie.h"
 #include "index/vocabulary.h"
 
@@ -127,6 +128,10 @@ class GrammarIndex {
     // Bytes the (terminal, DFA state) memo may hold; past it an entry is
     // computed at each use (same mask, more time).
     size_t max_memo_bytes = size_t{256} << 20;
+    // Shared with other indexes (in maskd: every index of one IndexCache):
+    // memo entries are kept only while it has room, as for TokenIndex's
+    // masks (index/mask_budget.h). Null: only max_memo_bytes bounds them.
+    std::shared_ptr<MaskBudget> budget;
     // Lex regular rules whole (regular_rules.h): same masks, fewer parser
     // steps. Off only to compare.
     bool inline_regular_rules = true;
@@ -170,6 +175,10 @@ class GrammarIndex {
                              MaskScratch& scratch) const;
   // Bytes the memo holds now.
   size_t memo_bytes() const { return memo_bytes_.load(std::memory_order_relaxed); }
+  // Bytes held now: the terminals' DFAs and tables plus the memo.
+  size_t MemoryBytes() const { return base_bytes_ + memo_bytes(); }
+  // DFA states of all terminals together.
+  uint32_t num_dfa_states() const { return num_dfa_states_; }
 
  private:
   GrammarIndex() = default;
@@ -209,8 +218,11 @@ class GrammarIndex {
   static const std::vector<uint32_t>& Filter(const Crossings& crossings,
                                              const std::bitset<256>& first,
                                              std::vector<uint32_t>* roots);
-  // Counts `bytes` against max_memo_bytes; false (and nothing counted) past it.
+  // Counts `bytes` against max_memo_bytes and Options::budget; false (and
+  // nothing counted) past either.
   bool Reserve(size_t bytes) const;
+  // Returns bytes counted by Reserve.
+  void Unreserve(size_t bytes) const;
   // Whether scan item `it`, at the level below `completed`'s completion,
   // adds no token that the level above does not already find.
   bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
@@ -219,6 +231,8 @@ class GrammarIndex {
   std::shared_ptr<const Vocabulary> vocab_;
   Options options_;
   uint32_t num_words_ = 0;
+  size_t base_bytes_ = 0;
+  uint32_t num_dfa_states_ = 0;
   // memo_[t][q]: null until computed; entries are never replaced or freed
   // before the index.
   std::vector<std::unique_ptr<std::atomic<const TerminalStateTokens*>[]>> memo_;

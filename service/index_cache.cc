@@ -22,6 +22,7 @@ struct IndexCache::Entry {
   std::string tokenizer;
   std::shared_ptr<const Vocabulary> vocab;
   ConstraintKind kind = ConstraintKind::kRegex;
+  GrammarFormat grammar_format = GrammarFormat::kLark;
   std::string constraint;  // cleared once compiled
   bool eager = false;
   std::string client;      // whose share of the queue it counts against
@@ -33,7 +34,7 @@ struct IndexCache::Entry {
   // Guarded by Shared::mu.
   IndexState state = IndexState::kCompiling;
   absl::Status status;
-  std::shared_ptr<const TokenIndex> index;
+  std::shared_ptr<const ConstraintIndex> index;
   double queue_ms = 0, compile_ms = 0;
   absl::Time finished_at;
   uint64_t tick = 0;   // last use, for LRU
@@ -118,10 +119,11 @@ struct IndexLease::Shared {
     info.state = e.state;
     info.status = e.status;
     info.index = e.index;
+    info.kind = e.kind;
     info.tokenizer = e.tokenizer;
     info.vocab_size = e.vocab->size();
     if (e.index) {
-      info.dfa_states = e.index->dfa().num_states();
+      info.dfa_states = e.index->num_dfa_states();
       info.memory_bytes = e.index->MemoryBytes();
     }
     info.queue_ms = e.queue_ms;
@@ -244,7 +246,8 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
     key.append(reinterpret_cast<const char*>(&n), sizeof n);
     key.append(f.data(), f.size());
   };
-  add(spec.kind == ConstraintKind::kRegex ? "regex" : "json_schema");
+  add(std::string(ConstraintKindName(spec.kind)));
+  if (spec.kind == ConstraintKind::kGrammar) add(std::string(GrammarFormatName(spec.grammar_format)));
   // The converter's defaults, not the server's options: the server sets only
   // limits, which refuse a schema rather than change its regex (except a
   // --max-dfa-states under the converter's own DFA cap, one per server).
@@ -295,6 +298,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->tokenizer = spec.tokenizer;
   e->vocab = spec.vocab;
   e->kind = spec.kind;
+  e->grammar_format = spec.grammar_format;
   e->constraint = spec.constraint;
   e->eager = spec.eager;
   e->client = spec.client;
@@ -416,14 +420,22 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
   options.eager = e->eager;
   options.threads = 1;
   options.index.budget = shared_->mask_budget;
-  absl::StatusOr<std::shared_ptr<const TokenIndex>> index;
+  absl::StatusOr<std::shared_ptr<const ConstraintIndex>> index;
   if (e->cancel.load()) {
     index = absl::CancelledError("compilation cancelled");
   } else if (start >= e->deadline) {
     index = absl::DeadlineExceededError("compilation deadline passed while queued");
   } else {
     // The schema's warnings (keywords not enforced) are not reported.
-    auto compiled = CompileConstraint({e->kind, e->constraint, o.json_schema}, e->vocab, options);
+    Constraint constraint;
+    constraint.kind = e->kind;
+    constraint.text = e->constraint;
+    constraint.json_schema = o.json_schema;
+    constraint.grammar.format = e->grammar_format;
+    constraint.grammar.limits = o.grammar;
+    constraint.grammar.index = o.grammar_index;
+    constraint.grammar.index.budget = shared_->mask_budget;
+    auto compiled = CompileConstraint(constraint, e->vocab, options);
     if (compiled.ok()) {
       index = std::move(compiled->index);
     } else {
@@ -452,7 +464,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
 }
 
 void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
-                        std::shared_ptr<const TokenIndex> index, double queue_ms,
+                        std::shared_ptr<const ConstraintIndex> index, double queue_ms,
                         double compile_ms) {
   auto& s = *shared_;
   if (status.ok() && index->MemoryBytes() > s.options.max_bytes) {
@@ -463,7 +475,7 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
   }
   if (s.metrics) {
     std::string result = status.ok() ? "ok" : absl::AsciiStrToLower(std::string(StatusCodeName(static_cast<int>(status.code()))));
-    s.metrics->ObserveCompile(compile_ms / 1e3, result);
+    s.metrics->ObserveCompile(compile_ms / 1e3, std::string(ConstraintKindName(e->kind)), result);
   }
   std::vector<Entry::Waiter> waiters;
   IndexInfo info;

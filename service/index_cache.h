@@ -30,6 +30,8 @@
 //    plus what leased lazy indexes grow by as their masks are computed;
 //    that growth, and every index's kept masks, are bounded by one
 //    MaskBudget of max_mask_bytes shared by all indexes of the cache.
+//  - Grammar indexes are entries like any other (keyed by their format and
+//    text); their memo counts against the same max_bytes and max_mask_bytes.
 // Thread-safe. No method is on the Step path (sessions hold their index).
 #ifndef MASKD_SERVICE_INDEX_CACHE_H_
 #define MASKD_SERVICE_INDEX_CACHE_H_
@@ -44,7 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "index/compile.h"
+#include "constraint/compile.h"
 #include "index/json_schema.h"
 #include "index/regex.h"
 #include "index/token_index.h"
@@ -75,6 +77,13 @@ struct IndexCacheOptions {
   JsonSchemaOptions json_schema;
   uint32_t max_dfa_states = 100000;                  // --max-dfa-states
   uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
+  // Grammars: --max-grammar-bytes, --max-grammar-rules, --max-grammar-terminals,
+  // --max-grammar-symbols, --max-grammar-nesting, --max-grammar-repeat.
+  grammar::GrammarLimits grammar;
+  // A grammar index's parser and mask limits: --max-grammar-chart-items,
+  // --max-grammar-set-items, --max-grammar-mask-work, --max-grammar-memo-bytes
+  // (the memo also counts against max_mask_bytes).
+  grammar::GrammarIndex::Options grammar_index;
 };
 
 struct CompileSpec {
@@ -82,6 +91,7 @@ struct CompileSpec {
   std::shared_ptr<const Vocabulary> vocab;
   ConstraintKind kind = ConstraintKind::kRegex;
   std::string constraint;
+  GrammarFormat grammar_format = GrammarFormat::kLark;  // kGrammar only
   bool eager = false;
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
   // Who asks (the service passes the peer's identity); the queues are shared
@@ -97,7 +107,8 @@ struct IndexInfo {
   std::string id;
   IndexState state = IndexState::kCompiling;
   absl::Status status;                       // the error when kFailed
-  std::shared_ptr<const TokenIndex> index;   // when kReady
+  std::shared_ptr<const ConstraintIndex> index;   // when kReady
+  ConstraintKind kind = ConstraintKind::kRegex;
   std::string tokenizer;
   uint32_t vocab_size = 0;
   uint32_t dfa_states = 0;
@@ -111,17 +122,17 @@ struct IndexInfo {
 class IndexLease {
  public:
   ~IndexLease();
-  const std::shared_ptr<const TokenIndex>& index() const { return index_; }
+  const std::shared_ptr<const ConstraintIndex>& index() const { return index_; }
   const std::string& id() const { return id_; }
 
  private:
   friend class IndexCache;
   struct Shared;
-  IndexLease(std::shared_ptr<Shared> cache, std::string id, std::shared_ptr<const TokenIndex> index)
+  IndexLease(std::shared_ptr<Shared> cache, std::string id, std::shared_ptr<const ConstraintIndex> index)
       : cache_(std::move(cache)), id_(std::move(id)), index_(std::move(index)) {}
   std::shared_ptr<Shared> cache_;
   std::string id_;
-  std::shared_ptr<const TokenIndex> index_;
+  std::shared_ptr<const ConstraintIndex> index_;
 };
 
 class IndexCache {
@@ -174,7 +185,7 @@ class IndexCache {
   void Worker(int lane);
   void Run(const std::shared_ptr<Entry>& e);
   void Finish(const std::shared_ptr<Entry>& e, absl::Status status,
-              std::shared_ptr<const TokenIndex> index, double queue_ms, double compile_ms);
+              std::shared_ptr<const ConstraintIndex> index, double queue_ms, double compile_ms);
 
   std::shared_ptr<IndexLease::Shared> shared_;
 };

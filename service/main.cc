@@ -146,6 +146,24 @@ ABSL_FLAG(int32_t, max_schema_depth, maskd::kMaxSchemaDepth,
 ABSL_FLAG(int32_t, max_pattern_nesting, maskd::kMaxPatternNesting,
           "Groups open at once in a JSON Schema pattern or patternProperties key; at most 256 "
           "(stack bound)");
+ABSL_FLAG(uint64_t, max_grammar_bytes, uint64_t{1} << 20, "Grammar text bytes at most");
+ABSL_FLAG(uint32_t, max_grammar_rules, 10000, "Rules at most in a grammar (after lowering EBNF)");
+ABSL_FLAG(uint32_t, max_grammar_terminals, 10000, "Terminals at most in a grammar");
+ABSL_FLAG(uint32_t, max_grammar_symbols, 1000000,
+          "Symbols at most in all of a grammar's alternatives together");
+ABSL_FLAG(uint32_t, max_grammar_nesting, 256,
+          "Groups nested at most in a grammar's text; at most 1000 (stack bound)");
+ABSL_FLAG(uint32_t, max_grammar_repeat, 1000, "Largest counted repetition {m,n} in a grammar");
+ABSL_FLAG(uint64_t, max_grammar_chart_items, uint64_t{1} << 20,
+          "Per grammar session: Earley items in all its sets (about 12 bytes each; also its "
+          "tokens at most)");
+ABSL_FLAG(uint64_t, max_grammar_set_items, uint64_t{1} << 18,
+          "Earley items at most in one set (one text position)");
+ABSL_FLAG(uint64_t, max_grammar_mask_work, uint64_t{1} << 22,
+          "Work one grammar mask may take (trie nodes visited plus Earley sets built); past it "
+          "the step fails with RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_grammar_memo_bytes, uint64_t{256} << 20,
+          "Per grammar index: bytes of memoised token sets (also counted in --max-mask-bytes)");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
@@ -334,6 +352,17 @@ int Run(int argc, char** argv) {
   cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
   cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
   cache_options.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
+  cache_options.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
+  cache_options.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);
+  cache_options.grammar.max_terminals = absl::GetFlag(FLAGS_max_grammar_terminals);
+  cache_options.grammar.max_symbols = absl::GetFlag(FLAGS_max_grammar_symbols);
+  cache_options.grammar.max_nesting = absl::GetFlag(FLAGS_max_grammar_nesting);
+  cache_options.grammar.max_repeat = absl::GetFlag(FLAGS_max_grammar_repeat);
+  cache_options.grammar_index.earley.max_chart_items = absl::GetFlag(FLAGS_max_grammar_chart_items);
+  cache_options.grammar_index.earley.max_items_per_position =
+      absl::GetFlag(FLAGS_max_grammar_set_items);
+  cache_options.grammar_index.max_mask_work = absl::GetFlag(FLAGS_max_grammar_mask_work);
+  cache_options.grammar_index.max_memo_bytes = absl::GetFlag(FLAGS_max_grammar_memo_bytes);
   auto cache = std::make_unique<IndexCache>(cache_options, &metrics);
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
@@ -349,6 +378,7 @@ int Run(int argc, char** argv) {
   StepBatch step_batch(sessions.get(), &metrics, step_limits);
   ServiceLimits limits;
   limits.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
+  limits.max_grammar_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   limits.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
 #include "grpcpp/support/message_allocator.h"
-#include "index/guide.h"
+#include "constraint/constraint_guide.h"
 #include "service/grpc_status.h"
 #include "service/log.h"
 #include "service/peer_credentials.h"
@@ -49,6 +49,7 @@ void FillCompile(const IndexInfo& info, v1::CompileResponse* resp) {
   resp->set_cache_hit(info.cache_hit);
   resp->set_vocab_size(info.vocab_size);
   resp->set_words_per_row((info.vocab_size + 31) / 32);
+  if (info.index != nullptr) resp->set_route(std::string(ConstraintRouteName(info.index->route())));
 }
 
 void FillTokenizer(const TokenizerEntry& e, v1::Tokenizer* t) {
@@ -253,10 +254,29 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
       spec.kind = ConstraintKind::kJsonSchema;
       spec.constraint = req.json_schema();
       break;
+    case v1::CompileRequest::kGrammar:
+      spec.kind = ConstraintKind::kGrammar;
+      spec.constraint = req.grammar().text();
+      switch (req.grammar().format()) {
+        case v1::Grammar::FORMAT_LARK: spec.grammar_format = GrammarFormat::kLark; break;
+        case v1::Grammar::FORMAT_GBNF: spec.grammar_format = GrammarFormat::kGbnf; break;
+        case v1::Grammar::FORMAT_EBNF: spec.grammar_format = GrammarFormat::kEbnf; break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat("grammar.format ", req.grammar().format(),
+                           ": expected FORMAT_LARK, FORMAT_GBNF or FORMAT_EBNF"));
+      }
+      if (spec.constraint.size() > limits_.max_grammar_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "grammar of ", spec.constraint.size(), " bytes exceeds ", limits_.max_grammar_bytes,
+            " (--max-grammar-bytes)"));
+      }
+      break;
     default:
-      return absl::InvalidArgumentError("no constraint: set regex or json_schema");
+      return absl::InvalidArgumentError("no constraint: set regex, json_schema or grammar");
   }
-  if (spec.constraint.size() > limits_.max_constraint_bytes) {
+  if (spec.kind != ConstraintKind::kGrammar &&
+      spec.constraint.size() > limits_.max_constraint_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "constraint of ", spec.constraint.size(), " bytes exceeds ", limits_.max_constraint_bytes,
         " (--max-regex-bytes)"));
@@ -631,8 +651,13 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                 absl::FailedPreconditionError(
                     absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
   }
-  auto guide = Guide::Replay(info->index,
-                             absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));
+  if (req->max_tokens_left() > 0 && info->index->route() != ConstraintRoute::kRegex) {
+    return Done(ctx, "Mask",
+                absl::UnimplementedError(
+                    "max_tokens_left: token budgets are not supported on grammar constraints"));
+  }
+  auto guide = ConstraintGuide::Replay(
+      info->index, absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));
   if (!guide.ok()) return Done(ctx, "Mask", guide.status());
   uint32_t words = req->words_per_row() != 0 ? req->words_per_row() : info->index->num_words();
   if (words < info->index->num_words()) {

@@ -32,6 +32,7 @@ namespace maskd {
 // which Step, StepStream, Mask and Detokenize follow).
 struct ServiceLimits {
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
+  uint64_t max_grammar_bytes = 1 << 20;      // --max-grammar-bytes: grammar text
   uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
   uint32_t max_streams_per_client = 64;      // --max-streams-per-client (ClientKey); 0: no cap
   // --stream-idle-timeout: a StepStream with no request for this long is

@@ -72,7 +72,7 @@ Metrics::Metrics(absl::string_view version)
       .Set(1);
   compile_seconds_ = &prometheus::BuildHistogram()
                           .Name("maskd_compile_seconds")
-                          .Help("Index compilation time in seconds, by result")
+                          .Help("Index compilation time in seconds, by constraint kind and result")
                           .Register(*registry_);
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
@@ -115,10 +115,11 @@ Metrics::Metrics(absl::string_view version)
 
 std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return hot_; }
 
-void Metrics::ObserveCompile(double seconds, absl::string_view result) {
+void Metrics::ObserveCompile(double seconds, absl::string_view kind, absl::string_view result) {
   static const auto* kBuckets = new prometheus::Histogram::BucketBoundaries{
       1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-  compile_seconds_->Add({{"result", std::string(result)}}, *kBuckets).Observe(seconds);
+  compile_seconds_->Add({{"kind", std::string(kind)}, {"result", std::string(result)}}, *kBuckets)
+      .Observe(seconds);
 }
 
 void Metrics::ObserveStep(double seconds, size_t batch_size) {

@@ -53,7 +53,8 @@ class Metrics {
 
   // Compilation finished after `seconds`; `result` is a bounded word
   // ("ok", "invalid_argument", "deadline_exceeded", ...).
-  void ObserveCompile(double seconds, absl::string_view result);
+  // `kind`: the constraint's (ConstraintKindName: regex, json_schema, grammar).
+  void ObserveCompile(double seconds, absl::string_view kind, absl::string_view result);
   void CacheHit() { cache_hits_->Increment(); }
   void CacheMiss() { cache_misses_->Increment(); }
   void CacheEvicted(uint64_t n) { cache_evictions_->Increment(static_cast<double>(n)); }

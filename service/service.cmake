@@ -15,7 +15,7 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})
 target_link_libraries(maskd_service
-  PUBLIC maskd_index maskd_proto prometheus-cpp::core absl::flat_hash_map absl::synchronization
+  PUBLIC maskd_constraint maskd_index maskd_proto prometheus-cpp::core absl::flat_hash_map absl::synchronization
          absl::status absl::statusor absl::time absl::function_ref absl::span
   PRIVATE OpenSSL::Crypto)
 

@@ -44,23 +44,28 @@ struct RandomBatch {
 
 }  // namespace
 
-Session::Session(std::shared_ptr<IndexLease> lease, size_t rollback_window)
+absl::StatusOr<std::shared_ptr<Session>> Session::Create(std::shared_ptr<IndexLease> lease,
+                                                         size_t rollback_window) {
+  auto guide = ConstraintGuide::Create(lease->index(), rollback_window);
+  if (!guide.ok()) return guide.status();
+  return std::make_shared<Session>(std::move(lease), *std::move(guide));
+}
+
+Session::Session(std::shared_ptr<IndexLease> lease, ConstraintGuide guide)
     : lease_(std::move(lease)),
       num_words_(lease_->index()->num_words()),
       vocab_size_(lease_->index()->vocabulary().size()),
       last_used_ns_(NowNs()),
-      guide_(lease_->index(), rollback_window) {}
+      guide_(std::move(guide)) {}
 
 size_t Session::history_bytes() const {
   absl::MutexLock lock(&mu_);
   return guide_.history_bytes();
 }
 
-std::shared_ptr<Session> Session::Clone() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto s = std::make_shared<Session>(lease_);
+std::shared_ptr<Session> Session::Clone() const {
   absl::MutexLock lock(&mu_);
-  s->guide_ = guide_.Fork();  // `s` is not shared yet: no lock needed on it
-  return s;
+  return std::make_shared<Session>(lease_, guide_.Fork());
 }
 
 void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed); }
@@ -71,31 +76,15 @@ StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
   Touch();
   StepOutcome out;
   absl::MutexLock lock(&mu_);
-  const size_t n0 = guide_.num_tokens();
-  if (rollback > n0) {
-    out.status = absl::InvalidArgumentError(
-        absl::StrCat("rollback of ", rollback, " tokens, only ", n0, " accepted"));
-  } else if (rollback > guide_.rollback_available()) {
-    out.status = guide_.Rollback(rollback);  // OUT_OF_RANGE: past the window
-  } else if (rollback == 0) {
-    out.status = guide_.Advance(tokens);  // all or nothing
-  } else if (tokens.empty()) {
-    out.status = guide_.Rollback(rollback);
-  } else {
-    out.status = guide_.RollbackAndAdvance(rollback, tokens);  // all or nothing
-  }
+  out.status = guide_.Step(rollback, tokens, row, max_tokens_left);
   out.num_tokens = guide_.num_tokens();
   out.accepting = guide_.IsAccepting();
   out.finished = guide_.IsFinished();
   if (!out.status.ok()) {
-    std::fill(row.begin(), row.end(), 0u);
     if (forced) forced->clear();
     return out;
   }
-  guide_.WriteMaskUnchecked(row.data());
-  if (max_tokens_left > 0) guide_.ApplyTokenBudget(max_tokens_left, row.data());
   out.min_bytes_to_finish = guide_.MinBytesToFinish();
-  if (row.size() > num_words_) std::fill(row.begin() + num_words_, row.end(), 0u);
   if (forced) *forced = guide_.ForcedContinuation();
   return out;
 }
@@ -161,7 +150,12 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<In
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
-  return Insert(std::make_shared<Session>(std::move(lease), options_.rollback_window));
+  auto s = Session::Create(std::move(lease), options_.rollback_window);
+  if (!s.ok()) {
+    count_.fetch_sub(1);
+    return s.status();
+  }
+  return Insert(*std::move(s));
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {

@@ -5,9 +5,11 @@
 //    the kernel's CSPRNG (getrandom(2), drawn in per-thread batches): one id
 //    says nothing of any other, so a client cannot find another's sessions
 //    from its own. A draw that hits a live id is drawn again.
-//  - A session keeps the states before its last `rollback_window` tokens
-//    (4 bytes each; see Guide): its memory is bounded however long it runs,
-//    and a rollback past the window is OUT_OF_RANGE.
+//  - A session on the regex route keeps the states before its last
+//    `rollback_window` tokens (4 bytes each; see Guide): its memory is bounded
+//    however long it runs, and a rollback past the window is OUT_OF_RANGE. A
+//    session on the grammar route can roll back to its start; its memory is
+//    bounded by the grammar's max_chart_items (constraint/constraint_guide.h).
 //  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that).
 //  - A session unused for `ttl` is removed by the sweeper thread and counted
 //    as expired; later calls on it get NOT_FOUND.
@@ -34,7 +36,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "index/guide.h"
+#include "constraint/constraint_guide.h"
 #include "service/index_cache.h"
 
 namespace maskd {
@@ -60,14 +62,18 @@ struct StepOutcome {
   bool accepting = false;
   bool finished = false;
   uint64_t num_tokens = 0;  // since the start, after the step
-  uint32_t min_bytes_to_finish = 0;  // Guide::MinBytesToFinish after the step
+  uint32_t min_bytes_to_finish = 0;  // ConstraintGuide::MinBytesToFinish after the step
 };
 
 class Session {
  public:
-  // id 0 until SessionTable::Insert draws one.
-  explicit Session(std::shared_ptr<IndexLease> lease,
-                   size_t rollback_window = Guide::kUnboundedHistory);
+  // A session at the start of `lease`'s index; id 0 until
+  // SessionTable::Insert draws one. Fails only when a grammar's start set
+  // passes a parser limit.
+  static absl::StatusOr<std::shared_ptr<Session>> Create(
+      std::shared_ptr<IndexLease> lease,
+      size_t rollback_window = ConstraintGuide::kUnboundedHistory);
+  Session(std::shared_ptr<IndexLease> lease, ConstraintGuide guide);
   // A new session in this one's state (fork), id 0 until inserted.
   std::shared_ptr<Session> Clone() const;
 
@@ -76,21 +82,19 @@ class Session {
   uint32_t num_words() const { return num_words_; }
   uint32_t vocab_size() const { return vocab_size_; }
 
-  // Undoes `rollback` tokens, advances by `tokens`, writes the next mask into
-  // `row` (row.size() >= num_words(); words past it are zeroed) and the forced
-  // continuation into `forced` (cleared; may be null). All or nothing: on
-  // error the state is unchanged and `row` is zeroed. (Every word of `row` is
-  // written either way: StepBatch's row rule, service/step_batch.h.)
+  // ConstraintGuide::Step (undoes `rollback` tokens, advances by `tokens`,
+  // writes the next mask into `row`, all or nothing; every word of `row` is
+  // written either way: StepBatch's row rule, service/step_batch.h), then
+  // the forced continuation into `forced` (cleared; may be null).
   // `max_tokens_left` > 0: budget mode (Guide::ApplyTokenBudget on the mask).
   StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
                    std::string* forced, uint32_t max_tokens_left = 0);
-  // Undoes the last n tokens; returns the count left. INVALID_ARGUMENT when
-  // n exceeds the tokens accepted, OUT_OF_RANGE when it reaches past the
-  // rollback window; state unchanged on error.
+  // Undoes the last n tokens; returns the count left. Errors as
+  // ConstraintGuide::Rollback's; state unchanged on error.
   absl::StatusOr<uint64_t> Rollback(uint32_t n);
 
   int64_t last_used_ns() const { return last_used_ns_.load(std::memory_order_relaxed); }
-  // Bytes held by the rollback history (see Guide::history_bytes).
+  // Bytes held by the per-token history (ConstraintGuide::history_bytes).
   size_t history_bytes() const;
 
  private:
@@ -103,7 +107,7 @@ class Session {
   const uint32_t vocab_size_;
   std::atomic<int64_t> last_used_ns_;
   mutable absl::Mutex mu_;
-  Guide guide_ ABSL_GUARDED_BY(mu_);  // its history (4 bytes per token) allows rollback
+  ConstraintGuide guide_ ABSL_GUARDED_BY(mu_);
 };
 
 class SessionTable {

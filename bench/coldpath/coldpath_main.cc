@@ -45,7 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/coldpath/coldpath_util.h"
-#include "index/compile.h"
+#include "constraint/compile.h"
 #include "index/dfa.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   auto compiled = maskd::CompileConstraint(maskd::Constraint::Regex(regex), *vocab, options);
   const double compile_ms = MsSince(t0);
   if (!compiled.ok()) Die(absl::StrCat("compile: ", compiled.status().message()));
-  const std::shared_ptr<const maskd::TokenIndex> index = std::move(compiled->index);
+  const std::shared_ptr<const maskd::TokenIndex> index = compiled->index->token_index();
   const uint32_t nw = index->num_words();
   std::vector<uint32_t> mask(nw);
   if (eager) {

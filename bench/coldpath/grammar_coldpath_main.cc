@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -50,10 +51,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/coldpath/coldpath_util.h"
-#include "grammar/bnf_parser.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
-#include "grammar/lark_parser.h"
+#include "grammar/grammar_text.h"
 #include "index/random_walk.h"
 #include "index/vocabulary.h"
 
@@ -74,15 +74,10 @@ std::string ReadFileOrDie(const std::string& path) {
   return ss.str();
 }
 
-// The format a grammar file's name implies ("" when none).
+// The format name a grammar file's extension gives ("" when none).
 std::string FormatOf(const std::string& path) {
-  for (const char* f : {"lark", "gbnf", "ebnf"}) {
-    const std::string ext = absl::StrCat(".", f);
-    if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
-      return f;
-    }
-  }
-  return "";
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(dot + 1);
 }
 
 // Mean, p50, p99 and max of per-step times (nearest rank), as a JSON object.
@@ -150,9 +145,9 @@ int main(int argc, char** argv) {
   }
   if (tokenizer.empty() || grammar_path.empty()) Die("--tokenizer and --grammar are required");
   if (format.empty()) format = FormatOf(grammar_path);
-  if (format != "lark" && format != "gbnf" && format != "ebnf") {
-    Die("--format is lark, gbnf or ebnf");
-  }
+  const std::optional<maskd::grammar::GrammarFormat> grammar_format =
+      maskd::grammar::GrammarFormatNamed(format);
+  if (!grammar_format.has_value()) Die("--format is lark, gbnf or ebnf");
   const std::string grammar_text = ReadFileOrDie(grammar_path);
   const bool text_mode = !text_path.empty();
   const std::string text = text_mode ? ReadFileOrDie(text_path) : "";
@@ -164,9 +159,7 @@ int main(int argc, char** argv) {
   const maskd::Vocabulary& v = **vocab;
 
   t0 = NowMs();
-  auto g = format == "lark"   ? maskd::grammar::ParseLark(grammar_text)
-           : format == "gbnf" ? maskd::grammar::ParseGbnf(grammar_text)
-                              : maskd::grammar::ParseXgrammarEbnf(grammar_text);
+  auto g = maskd::grammar::ParseGrammarText(grammar_text, *grammar_format);
   if (!g.ok()) Die(absl::StrCat(grammar_path, ": ", g.status().message()));
   auto index = GrammarIndex::Create(*g, *vocab);
   const double compile_ms = MsSince(t0);

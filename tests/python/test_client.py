@@ -300,6 +300,92 @@ def test_cli_health_compile_generate(addr):
     assert r.returncode == 2 and r.stderr
 
 
+# Nested lists of integers, as Lark: every finished text is a JSON list whose leaves
+# are ints (checked by json.loads, an independent parser).
+LIST_LARK = r"""
+start: list
+list: "[" [value ("," value)*] "]"
+?value: list | NUM
+NUM: /0|[1-9][0-9]*/
+"""
+
+
+def _int_lists(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, int) or _int_lists(x) for x in v)
+
+
+def test_grammar_compile_session_and_errors(client):
+    r = client.compile("qwen3", grammar=LIST_LARK)
+    assert r.route == "grammar" and r.dfa_states > 0
+    gbnf = client.compile("qwen3", grammar=maskd.Grammar('root ::= "[" [0-9]* "]"', "gbnf"))
+    assert gbnf.route == "grammar" and gbnf.index_id != r.index_id
+    assert client.compile("qwen3", regex="[0-9]+").route == "regex"
+    eos = set(client.tokenizer("qwen3").eos_ids)
+    finished = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        sid = client.create_session(r.index_id).session_id
+        tokens, reply = [], client.step([(sid, [])])
+        for step in range(60):
+            allowed = allowed_tokens(reply.masks[0])
+            assert len(allowed) > 0
+            ends = [int(t) for t in allowed if int(t) in eos]
+            t = ends[0] if ends and step >= 15 else int(allowed[rng.integers(len(allowed))])
+            reply = client.step([(sid, [t])])
+            assert reply.results[0].status.code == 0
+            if t in eos:
+                assert reply.results[0].finished
+                text = client.detokenize("qwen3", tokens).decode()
+                assert _int_lists(json.loads(text)), text
+                finished += 1
+                break
+            tokens.append(t)
+        client.close_session(sid)
+    assert finished >= 3
+    with pytest.raises(ValueError, match="expected lark, gbnf or ebnf"):
+        client.compile("qwen3", grammar=maskd.Grammar("root ::= \"a\"", "yaml"))
+    with pytest.raises(maskd.MaskdError) as e:
+        client.compile("qwen3", grammar=maskd.Grammar("root ::= [z-a]", "gbnf"))
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "line 1, column" in str(e.value)
+    # A token budget is regex-only: the entry fails with UNIMPLEMENTED, its row all zero.
+    sid = client.create_session(r.index_id).session_id
+    reply = client.step([(sid, [], 0, 8)])
+    assert reply.results[0].status.code == grpc.StatusCode.UNIMPLEMENTED.value[0]
+    assert not reply.masks[0].any()
+    with pytest.raises(maskd.MaskdError) as e:
+        reply.raise_for_status()
+    assert e.value.code == grpc.StatusCode.UNIMPLEMENTED
+    client.close_session(sid)
+
+
+def test_cli_grammar_compile_generate(addr, tmp_path):
+    path = tmp_path / "lists.lark"
+    path.write_text(LIST_LARK)
+    r = _cli(addr, "compile", "--tokenizer", "qwen3", "--grammar", str(path))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["route"] == "grammar"
+    done = 0
+    for seed in range(8):
+        r = _cli(addr, "generate", "--tokenizer", "qwen3", "--grammar", str(path), "--seed",
+                 str(seed), "--max-tokens", "40")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        if out["finished"]:
+            assert _int_lists(json.loads(bytes.fromhex(out["text_hex"]).decode()))
+            done += 1
+    assert done >= 1
+    maskctl = REPO / "build" / "bin" / "maskctl"
+    if maskctl.exists():
+        r = subprocess.run([str(maskctl), "--addr", addr, "compile", "--tokenizer", "qwen3",
+                            "--grammar", str(path)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["route"] == "grammar"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("root ::= \"a\"\n")
+    r = _cli(addr, "compile", "--tokenizer", "qwen3", "--grammar", str(bad))
+    assert r.returncode != 0 and "--format" in r.stderr
+
+
 def test_generated_code_is_current():
     need("grpc_tools")
     r = subprocess.run([sys.executable, str(REPO / "client" / "python" / "gen_proto.py"), "--check"],

@@ -93,6 +93,34 @@ def test_outlines_mlxlm(addr, mlx_model, kind):
     gen.close()
 
 
-def test_cfg_output_type_refused(addr, hf_model):
-    with pytest.raises(NotImplementedError):
-        Generator(hf_model, outlines.types.CFG('start: "a"'), client=addr, tokenizer="qwen3")
+# Nested lists of integers (a context-free language), as an Outlines CFG: every output
+# is a JSON list with int leaves (json.loads is the independent check).
+LIST_CFG = r"""
+start: list
+list: "[" [value ("," value)*] "]"
+?value: list | NUM
+NUM: /0|[1-9][0-9]*/
+"""
+
+
+def _int_lists(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, int) or _int_lists(x) for x in v)
+
+
+def test_cfg_output_type_is_a_maskd_grammar(addr, hf_model):
+    gen = Generator(hf_model, outlines.types.CFG(LIST_CFG), client=addr, tokenizer="qwen3")
+    ended = 0
+    for seed in range(4):
+        torch.manual_seed(seed)
+        last = LastIds()
+        out = gen.batch(PROMPTS, max_new_tokens=60, do_sample=True, top_k=0, num_return_sequences=2,
+                        stopping_criteria=StoppingCriteriaList([gen.logits_processor.prefetch, last]))
+        flat = [t for row in out for t in (row if isinstance(row, list) else [row])]
+        for text, ids in zip(flat, last.ids.tolist()):
+            if any(t in EOS for t in ids[-60:]):
+                assert _int_lists(json.loads(text)), text
+                ended += 1
+            else:  # cut by max_new_tokens: still a viable prefix
+                assert text.startswith("["), text
+    gen.close()
+    assert ended >= 1

@@ -660,7 +660,7 @@ TEST(MaskdProcessTest, MetricsAfterKnownWorkload) {
   EXPECT_EQ(c->CloseSession(999).code(), absl::StatusCode::kNotFound);
   std::string m = server.Metrics();
   EXPECT_EQ(MetricValue(m, "maskd_build_info{version=\"0.1.0\"}"), 1) << m;
-  EXPECT_EQ(MetricValue(m, "maskd_compile_seconds_count{result=\"ok\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "maskd_compile_seconds_count{kind=\"regex\",result=\"ok\"}"), 1);
   EXPECT_EQ(MetricValue(m, "maskd_index_cache_misses_total"), 1);
   EXPECT_EQ(MetricValue(m, "maskd_index_cache_hits_total"), 0);
   EXPECT_GT(MetricValue(m, "maskd_index_cache_bytes"), 0);
@@ -752,7 +752,7 @@ TEST(MaskdProcessTest, CompileLimits) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(c->GetIndex(first->index_id(), false).status().code(), absl::StatusCode::kNotFound);
   std::string m = server.Metrics();
-  EXPECT_EQ(MetricValue(m, "maskd_compile_seconds_count{result=\"deadline_exceeded\"}"), 1) << m;
+  EXPECT_EQ(MetricValue(m, "maskd_compile_seconds_count{kind=\"regex\",result=\"deadline_exceeded\"}"), 1) << m;
   // The repeat limit, the NFA limit and the pending-compile limit.
   EXPECT_EQ(MetricValue(m, "maskd_rpc_errors_total{code=\"RESOURCE_EXHAUSTED\",method=\"Compile\"}"), 3);
 }

@@ -107,7 +107,7 @@ TEST(IndexCacheTest, CompileHitAndIds) {
   std::string m = metrics.Serialize();
   EXPECT_THAT(m, HasSubstr("maskd_index_cache_hits_total 1"));
   EXPECT_THAT(m, HasSubstr("maskd_index_cache_misses_total 1"));
-  EXPECT_THAT(m, HasSubstr("maskd_compile_seconds_count{result=\"ok\"} 1"));
+  EXPECT_THAT(m, HasSubstr("maskd_compile_seconds_count{kind=\"regex\",result=\"ok\"} 1"));
 }
 
 TEST(IndexCacheTest, FailuresAreCachedThenExpire) {
@@ -204,12 +204,12 @@ TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
   ASSERT_EQ(pinned.state, IndexState::kReady);
   auto lease = cache.Lease(pinned.id);
   ASSERT_TRUE(lease.ok());
-  (*lease)->index()->WriteMask((*lease)->index()->start(), row.data());
+  (*lease)->index()->token_index()->WriteMask((*lease)->index()->token_index()->start(), row.data());
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) {
     IndexInfo info = CompileWait(cache, Spec("[a-z]{" + std::to_string(i + 1) + "}x"));
     ASSERT_EQ(info.state, IndexState::kReady) << info.status;
-    info.index->WriteMask(info.index->start(), row.data());  // grows the index
+    info.index->token_index()->WriteMask(info.index->token_index()->start(), row.data());  // grows the index
     ids.push_back(info.id);
     cache.Maintain();
   }
@@ -221,7 +221,7 @@ TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
   lease->reset();
   for (int i = 0; i < 3; ++i) {
     IndexInfo info = CompileWait(cache, Spec("[b-y]{" + std::to_string(i + 1) + "}x"));
-    info.index->WriteMask(info.index->start(), row.data());
+    info.index->token_index()->WriteMask(info.index->token_index()->start(), row.data());
     cache.Maintain();
   }
   EXPECT_FALSE(cache.Get(pinned.id).ok());
@@ -254,7 +254,7 @@ TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
     }
     IndexInfo info = CompileWait(cache, Spec("[a-z]{" + std::to_string(i + 1) + "}y"));
     ASSERT_EQ(info.state, IndexState::kReady) << info.status;
-    info.index->WriteMask(info.index->start(), row.data());
+    info.index->token_index()->WriteMask(info.index->token_index()->start(), row.data());
     largest = std::max<uint64_t>(largest, info.index->MemoryBytes());
     auto lease = cache.Lease(info.id);
     if (!lease.ok()) {
@@ -296,12 +296,12 @@ TEST(IndexCacheTest, LeasedLazyIndexesKeepMasksWithinTheMaskBudget) {
     leases.push_back(*lease);
     auto free = CompileRegex(regex, Qwen());
     ASSERT_TRUE(free.ok());
-    for (Dfa::State s = 1; s < info.index->dfa().num_states(); ++s) {
-      info.index->WriteMask(s, row.data());
+    for (Dfa::State s = 1; s < info.index->token_index()->dfa().num_states(); ++s) {
+      info.index->token_index()->WriteMask(s, row.data());
       (*free)->WriteMask(s, want.data());
       ASSERT_EQ(row, want) << regex << " state " << s;
     }
-    indexes.push_back(info.index);
+    indexes.push_back(info.index->token_index());
   }
   uint64_t kept_states = 0, all_states = 0;
   size_t masks_bytes = 0;
@@ -452,7 +452,7 @@ TEST(IndexCacheTest, DedupesConcurrentRequests) {
     misses += o.cache_hit ? 0 : 1;
   }
   EXPECT_EQ(misses, 1);
-  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_compile_seconds_count{result=\"ok\"} 1"));
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_compile_seconds_count{kind=\"regex\",result=\"ok\"} 1"));
 }
 
 class SessionTableTest : public ::testing::Test {
@@ -699,7 +699,7 @@ TEST(GuideTest, RingKeepsExactlyTheWindow) {
   // reference: same states throughout; a rollback is accepted exactly when
   // it is within the model's count min(window, tokens since ...).
   for (size_t window : {size_t{0}, size_t{1}, size_t{5}, size_t{37}}) {
-    Guide full(info.index), ring(info.index, window);
+    Guide full(info.index->token_index()), ring(info.index->token_index(), window);
     uint64_t x = 88172645463325252ull;
     size_t avail = 0;
     int refused = 0;
@@ -741,7 +741,7 @@ TEST(MetricsTest, ExpositionNamesAndUnits) {
   m.TokensAdvanced(65);
   m.RpcError("Step", 8);
   m.StepEntryError(5);
-  m.ObserveCompile(0.01, "ok");
+  m.ObserveCompile(0.01, "regex", "ok");
   m.SetCacheBytes(1234);
   std::string text = m.Serialize();
   EXPECT_THAT(text, HasSubstr("maskd_build_info{version=\"1.2.3\"} 1"));

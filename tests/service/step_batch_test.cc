@@ -111,7 +111,7 @@ class StepBatchTest : public ::testing::Test {
   // `tokens` from the start, by a fresh Guide.
   static std::vector<uint32_t> OracleRow(const IndexInfo& info, const std::vector<uint32_t>& tokens,
                                          size_t words, uint32_t max_tokens_left = 0) {
-    auto g = Guide::Replay(info.index, tokens);
+    auto g = Guide::Replay(info.index->token_index(), tokens);
     EXPECT_TRUE(g.ok()) << g.status();
     std::vector<uint32_t> row(words, kJunk);
     EXPECT_TRUE(g->WriteMask(absl::MakeSpan(row)).ok());
@@ -427,7 +427,7 @@ TEST_F(StepBatchTest, RandomBatchesMatchAReplayOracle) {
       if (e.rollback <= want.size()) {
         want.resize(want.size() - e.rollback);
         want.insert(want.end(), tokens[i].begin(), tokens[i].end());
-        g = Guide::Replay(m.info->index, want);
+        g = Guide::Replay(m.info->index->token_index(), want);
       }
       if (!g.ok()) {
         ++failed;
@@ -436,7 +436,7 @@ TEST_F(StepBatchTest, RandomBatchesMatchAReplayOracle) {
           EXPECT_EQ(r.status.code(), g.status().code());
         }
         EXPECT_EQ(r.num_tokens, m.tokens.size());
-        auto before = Guide::Replay(m.info->index, m.tokens);
+        auto before = Guide::Replay(m.info->index->token_index(), m.tokens);
         ASSERT_TRUE(before.ok());
         EXPECT_EQ(r.accepting, before->IsAccepting());
         EXPECT_EQ(r.finished, before->IsFinished());

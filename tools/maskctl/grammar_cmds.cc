@@ -2,9 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -14,13 +12,13 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "grammar/bnf_parser.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
-#include "grammar/lark_parser.h"
+#include "grammar/grammar_text.h"
 #include "index/random_walk.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/digest.h"
+#include "tools/maskctl/grammar_flag.h"
 
 namespace maskctl {
 namespace {
@@ -40,26 +38,12 @@ void PrintLine(const nlohmann::json& j) {
 // The grammar file, parsed by its format's front end; errors name the file
 // (the front ends' messages give the line and column).
 absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
-  const std::string path = *args.Get("grammar");
-  std::string format = args.Get("format").value_or("");
-  if (format.empty()) {
-    if (absl::EndsWith(path, ".lark")) format = "lark";
-    else if (absl::EndsWith(path, ".gbnf")) format = "gbnf";
-    else if (absl::EndsWith(path, ".ebnf")) format = "ebnf";
-    else return absl::InvalidArgumentError(absl::StrCat(path, ": give --format lark|gbnf|ebnf"));
+  auto file = ReadGrammarFile(args);
+  if (!file.ok()) return file.status();
+  auto g = maskd::grammar::ParseGrammarText(file->text, file->format);
+  if (!g.ok()) {
+    return absl::Status(g.status().code(), absl::StrCat(file->path, ": ", g.status().message()));
   }
-  if (format != "lark" && format != "gbnf" && format != "ebnf") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format ", format, ": expected lark, gbnf or ebnf"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto g = format == "lark"   ? maskd::grammar::ParseLark(text.str())
-           : format == "gbnf" ? maskd::grammar::ParseGbnf(text.str())
-                              : maskd::grammar::ParseXgrammarEbnf(text.str());
-  if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
   return g;
 }
 

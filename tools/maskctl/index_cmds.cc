@@ -14,7 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "index/compile.h"
+#include "constraint/compile.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
@@ -83,7 +83,7 @@ absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
     return compiled.status();
   }
   for (const auto& w : compiled->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  return std::move(compiled->index);
+  return compiled->index->token_index();
 }
 
 int RunCompile(const Context& ctx) {

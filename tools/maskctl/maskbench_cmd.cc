@@ -39,7 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "index/compile.h"
+#include "constraint/compile.h"
 #include "index/guide.h"
 #include "index/json_schema.h"
 #include "index/loop_masks.h"
@@ -256,7 +256,7 @@ int RunMaskbench(const Context& ctx) {
         }
         continue;
       }
-      const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index;
+      const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index->token_index();
       maskd::Guide first(index);
       mask.assign(index->num_words(), 0);
       first.WriteMaskUnchecked(mask.data());

@@ -11,9 +11,11 @@
 
 namespace maskctl {
 
-// maskctl --addr ADDR compile --tokenizer NAME (--regex R | --json-schema S)
+// maskctl --addr ADDR compile --tokenizer NAME (--regex R | --json-schema S |
+//   --grammar FILE [--format lark|gbnf|ebnf])
 //   [--eager] [--no-wait] [--timeout-ms N]
-// → {"index_id": "...", "state": "ready", "dfa_states": n, "compile_ms": x}
+// → {"index_id": "...", "state": "ready", "route": "regex", "dfa_states": n,
+//    "compile_ms": x}
 int RunOnlineCompile(const Context& ctx);
 
 }  // namespace maskctl

@@ -9,7 +9,7 @@ namespace maskctl {
 
 int RunOnlineCompile(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "timeout-ms"},
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format", "timeout-ms"},
                           {"eager", "no-wait"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
   auto req_or = CompileRequestFromFlags(*args);
@@ -27,8 +27,11 @@ int RunOnlineCompile(const Context& ctx) {
   const char* state = resp->state() == maskd::v1::INDEX_STATE_READY       ? "ready"
                       : resp->state() == maskd::v1::INDEX_STATE_COMPILING ? "compiling"
                                                                           : "failed";
-  std::printf("{\"index_id\": %s, \"state\": \"%s\", \"dfa_states\": %u, \"compile_ms\": %.3f}\n",
-              JsonString(resp->index_id()).c_str(), state, resp->dfa_states(), resp->compile_ms());
+  std::printf(
+      "{\"index_id\": %s, \"state\": \"%s\", \"route\": %s, \"dfa_states\": %u, "
+      "\"compile_ms\": %.3f}\n",
+      JsonString(resp->index_id()).c_str(), state, JsonString(resp->route()).c_str(),
+      resp->dfa_states(), resp->compile_ms());
   return 0;
 #else
   return Fail("compile", "maskctl was built without the maskd client");

@@ -1,4 +1,5 @@
-// maskctl --addr ADDR generate --tokenizer NAME --regex R --seed S --max-tokens N [--resume]
+// maskctl --addr ADDR generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE
+//   [--format F]) --seed S --max-tokens N [--resume]
 // Drives one session through Step, choosing uniformly at random among the
 // allowed tokens (EOS included), until EOS or N tokens:
 // → {"session_id": "...", "tokens": [...], "text_hex": "...", "finished": bool}
@@ -38,7 +39,7 @@ int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t
 
 int Generate(const Context& ctx) {
 #ifdef MASKD_WITH_CLIENT
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "seed", "max-tokens"},
+  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format", "seed", "max-tokens"},
                           {"resume"});
   if (!args.ok()) return Fail("generate", std::string(args.status().message()));
   auto seed = args->GetUint("seed", 0);
@@ -104,7 +105,7 @@ int Generate(const Context& ctx) {
 
 }  // namespace
 MASKCTL_COMMAND("generate",
-                "generate --tokenizer NAME --regex R [--seed S] [--max-tokens N] [--resume]   (needs --addr) "
+                "generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE [--format F]) [--seed S] [--max-tokens N] [--resume]   (needs --addr) "
                 "random constrained generation through one session (--resume: survives a server restart)",
                 Generate);
 

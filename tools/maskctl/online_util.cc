@@ -1,5 +1,7 @@
 #include "tools/maskctl/online_util.h"
 
+#include "tools/maskctl/grammar_flag.h"
+
 #ifdef MASKD_WITH_CLIENT
 
 #include <algorithm>
@@ -42,8 +44,18 @@ absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& ar
     req.set_regex(*r);
   } else if (auto j = args.Get("json-schema")) {
     req.set_json_schema(*j);
+  } else if (args.Get("grammar")) {
+    auto file = ReadGrammarFile(args);
+    if (!file.ok()) return file.status();
+    maskd::v1::Grammar* g = req.mutable_grammar();
+    g->set_text(file->text);
+    switch (file->format) {
+      case maskd::grammar::GrammarFormat::kLark: g->set_format(maskd::v1::Grammar::FORMAT_LARK); break;
+      case maskd::grammar::GrammarFormat::kGbnf: g->set_format(maskd::v1::Grammar::FORMAT_GBNF); break;
+      case maskd::grammar::GrammarFormat::kEbnf: g->set_format(maskd::v1::Grammar::FORMAT_EBNF); break;
+    }
   } else {
-    return absl::InvalidArgumentError("needs --regex R or --json-schema S");
+    return absl::InvalidArgumentError("needs --regex R, --json-schema S or --grammar FILE");
   }
   return req;
 }

@@ -19,8 +19,9 @@ namespace maskctl {
 
 // Connects to ctx.addr; error when --addr is missing.
 absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx);
-// The CompileRequest the flags name: --tokenizer NAME and one of --regex R or
-// --json-schema S. InvalidArgument naming the missing flag.
+// The CompileRequest the flags name: --tokenizer NAME and one of --regex R,
+// --json-schema S or --grammar FILE [--format lark|gbnf|ebnf] (grammar_flag.h).
+// InvalidArgument naming the missing flag.
 absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& args);
 // A JSON string literal (quotes and escapes).
 std::string JsonString(const std::string& s);

@@ -11,15 +11,21 @@ import random
 import sys
 from typing import List, Optional
 
-from maskd import Client, MaskdError
+from maskd import Client, Grammar, MaskdError
 from maskd.masks import allowed_tokens
 
 
 def _constraint(a: argparse.Namespace) -> dict:
-    if (a.regex is None) == (a.json_schema is None):
-        raise SystemExit("give exactly one of --regex or --json-schema FILE")
+    if sum(x is not None for x in (a.regex, a.json_schema, a.grammar)) != 1:
+        raise SystemExit("give exactly one of --regex, --json-schema FILE or --grammar FILE")
     if a.regex is not None:
         return {"regex": a.regex}
+    if a.grammar is not None:
+        fmt = a.format or a.grammar.rsplit(".", 1)[-1]
+        if fmt not in ("lark", "gbnf", "ebnf"):
+            raise SystemExit(f"{a.grammar}: give --format lark|gbnf|ebnf")
+        with open(a.grammar, encoding="utf-8") as f:
+            return {"grammar": Grammar(f.read(), fmt)}
     with open(a.json_schema, encoding="utf-8") as f:
         return {"json_schema": f.read()}
 
@@ -36,6 +42,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.add_argument("--tokenizer", required=True)
         p.add_argument("--regex")
         p.add_argument("--json-schema", metavar="FILE")
+        p.add_argument("--grammar", metavar="FILE", help="a grammar file (.lark, .gbnf, .ebnf)")
+        p.add_argument("--format", choices=("lark", "gbnf", "ebnf"),
+                       help="the grammar's format; default: the file's extension")
         if name == "compile":
             p.add_argument("--eager", action="store_true")
             p.add_argument("--no-wait", action="store_true")
@@ -54,8 +63,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 r = c.compile(a.tokenizer, eager=a.eager, wait=not a.no_wait, timeout_ms=a.timeout_ms,
                               **_constraint(a))
                 state = {1: "compiling", 2: "ready", 3: "failed"}.get(r.state, "unspecified")
-                print(json.dumps({"index_id": r.index_id, "state": state, "dfa_states": r.dfa_states,
-                                  "compile_ms": r.compile_ms}))
+                print(json.dumps({"index_id": r.index_id, "state": state, "route": r.route,
+                                  "dfa_states": r.dfa_states, "compile_ms": r.compile_ms}))
                 return 0
             # generate: one session, uniform random choice among the allowed tokens (EOS included).
             s = c.create_session(tokenizer=a.tokenizer, **_constraint(a))

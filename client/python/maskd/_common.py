@@ -91,15 +91,41 @@ def step_request(entries: Iterable[EntryLike], words_per_row: int = 0) -> pb.Ste
     return req
 
 
+GRAMMAR_FORMATS = {"lark": pb.Grammar.FORMAT_LARK, "gbnf": pb.Grammar.FORMAT_GBNF,
+                   "ebnf": pb.Grammar.FORMAT_EBNF}
+
+
+@dataclasses.dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar constraint (docs/grammars.md): its text and its format,
+    ``"lark"`` (start rule ``start``), ``"gbnf"`` (llama.cpp) or ``"ebnf"`` (XGrammar),
+    both with start rule ``root``. A plain ``str`` given as ``grammar=`` is Lark."""
+    text: str
+    format: str = "lark"
+
+
+GrammarLike = Union[str, Grammar]
+
+
+def grammar_message(grammar: GrammarLike) -> pb.Grammar:
+    g = grammar if isinstance(grammar, Grammar) else Grammar(grammar)
+    if g.format not in GRAMMAR_FORMATS:
+        raise ValueError(f"grammar format {g.format!r}: expected lark, gbnf or ebnf")
+    return pb.Grammar(text=g.text, format=GRAMMAR_FORMATS[g.format])
+
+
 def compile_request(tokenizer: str, *, regex: Optional[str] = None,
-                    json_schema: Union[str, dict, None] = None, eager: bool = False,
+                    json_schema: Union[str, dict, None] = None,
+                    grammar: Optional[GrammarLike] = None, eager: bool = False,
                     timeout_ms: int = 0, wait: bool = True) -> pb.CompileRequest:
-    if (regex is None) == (json_schema is None):
-        raise ValueError("give exactly one of regex= or json_schema=")
+    if sum(x is not None for x in (regex, json_schema, grammar)) != 1:
+        raise ValueError("give exactly one of regex=, json_schema= or grammar=")
     req = pb.CompileRequest(tokenizer=tokenizer, wait=wait,
                             options=pb.CompileOptions(eager=eager, timeout_ms=timeout_ms))
     if regex is not None:
         req.regex = regex
+    elif grammar is not None:
+        req.grammar.CopyFrom(grammar_message(grammar))
     else:
         req.json_schema = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
     return req
@@ -108,15 +134,16 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
 def create_session_request(index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                            regex: Optional[str] = None,
                            json_schema: Union[str, dict, None] = None,
+                           grammar: Optional[GrammarLike] = None,
                            eager: bool = False) -> pb.CreateSessionRequest:
-    """A CreateSession at ``index_id``, or at ``tokenizer`` + ``regex``/``json_schema``
-    compiled in the same call."""
+    """A CreateSession at ``index_id``, or at ``tokenizer`` + ``regex``/``json_schema``/
+    ``grammar`` compiled in the same call."""
     if index_id is not None:
         return pb.CreateSessionRequest(index_id=index_id)
     if tokenizer is not None:
         return pb.CreateSessionRequest(compile=compile_request(
-            tokenizer, regex=regex, json_schema=json_schema, eager=eager))
-    raise ValueError("give index_id= or tokenizer= with regex=/json_schema=")
+            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar, eager=eager))
+    raise ValueError("give index_id= or tokenizer= with regex=/json_schema=/grammar=")
 
 
 def mask_view(data: bytes, rows: int, words_per_row: int) -> np.ndarray:

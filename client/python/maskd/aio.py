@@ -12,9 +12,9 @@ import grpc
 import grpc.aio
 
 from maskd import _health_pb2 as health_pb
-from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, MaskdError, MaskReply, StepReply,
-                           channel_options, compile_request, create_session_request,
-                           step_request)
+from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, GrammarLike, MaskdError,
+                           MaskReply, StepReply, channel_options, compile_request,
+                           create_session_request, step_request)
 from maskd.client import _HEALTH_STATUS
 from maskd.v1 import maskd_pb2 as pb
 from maskd.v1 import maskd_pb2_grpc as pb_grpc
@@ -150,10 +150,11 @@ class AsyncClient:
         return (await _rpc(self._stub.Detokenize, req, self.timeout)).text
 
     async def compile(self, tokenizer: str, *, regex: Optional[str] = None,
-                      json_schema: Optional[str] = None, eager: bool = False, timeout_ms: int = 0,
+                      json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
+                      eager: bool = False, timeout_ms: int = 0,
                       wait: bool = True) -> pb.CompileResponse:
-        req = compile_request(tokenizer, regex=regex, json_schema=json_schema, eager=eager,
-                              timeout_ms=timeout_ms, wait=wait)
+        req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
+                              eager=eager, timeout_ms=timeout_ms, wait=wait)
         return await _rpc(self._stub.Compile, req, self.timeout)
 
     async def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
@@ -166,9 +167,10 @@ class AsyncClient:
 
     async def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                              regex: Optional[str] = None, json_schema: Optional[str] = None,
+                             grammar: Optional[GrammarLike] = None,
                              eager: bool = False) -> pb.CreateSessionResponse:
         req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
-                                     json_schema=json_schema, eager=eager)
+                                     json_schema=json_schema, grammar=grammar, eager=eager)
         return await _rpc(self._stub.CreateSession, req, self.timeout)
 
     async def close_session(self, session_id: int) -> None:

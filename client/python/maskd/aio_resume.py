@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
-from maskd._common import MaskdError, StepReply, compile_request
+from maskd._common import GrammarLike, MaskdError, StepReply, compile_request
 from maskd._resume_core import (Op, Ops, ResumeOptions, SessionCore, Sleep, batch_entries,
                                 step_batch)
 from maskd.aio import AsyncClient
@@ -78,10 +78,12 @@ class AsyncResumableSession(SessionCore):
 
     @classmethod
     async def create(cls, client: AsyncClient, tokenizer: str, *, regex: Optional[str] = None,
-                     json_schema: Union[str, dict, None] = None, eager: bool = False,
+                     json_schema: Union[str, dict, None] = None,
+                     grammar: Optional[GrammarLike] = None, eager: bool = False,
                      options: ResumeOptions = ResumeOptions()) -> "AsyncResumableSession":
         return await cls.from_compile(client, compile_request(
-            tokenizer, regex=regex, json_schema=json_schema, eager=eager), options)
+            tokenizer, regex=regex, json_schema=json_schema, grammar=grammar, eager=eager),
+            options)
 
     async def _step_proto(self, tokens: Sequence[int], rollback: int = 0, words_per_row: int = 0,
                           max_tokens_left: int = 0) -> pb.StepResponse:

@@ -19,9 +19,9 @@ from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 import grpc
 
 from maskd import _health_pb2 as health_pb
-from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, MaskdError, MaskReply, StepReply,
-                           channel_options, compile_request, create_session_request,
-                           step_request)
+from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, GrammarLike, MaskdError,
+                           MaskReply, StepReply, channel_options, compile_request,
+                           create_session_request, step_request)
 from maskd.v1 import maskd_pb2 as pb
 from maskd.v1 import maskd_pb2_grpc as pb_grpc
 from maskd.v1 import shm_pb2 as shm_pb
@@ -233,11 +233,13 @@ class Client:
 
     # -- indexes --------------------------------------------------------------
     def compile(self, tokenizer: str, *, regex: Optional[str] = None,
-                json_schema: Optional[str] = None, eager: bool = False, timeout_ms: int = 0,
+                json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
+                eager: bool = False, timeout_ms: int = 0,
                 wait: bool = True) -> pb.CompileResponse:
-        """Compiles (or finds cached) the index of a regex or a JSON Schema (a str or a dict)."""
-        req = compile_request(tokenizer, regex=regex, json_schema=json_schema, eager=eager,
-                              timeout_ms=timeout_ms, wait=wait)
+        """Compiles (or finds cached) the index of a regex, a JSON Schema (a str or a dict)
+        or a grammar (a ``Grammar``, or a str of Lark)."""
+        req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
+                              eager=eager, timeout_ms=timeout_ms, wait=wait)
         return _rpc(self._stub.Compile, req, self.timeout)
 
     def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
@@ -250,11 +252,12 @@ class Client:
     # -- sessions -------------------------------------------------------------
     def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                        regex: Optional[str] = None, json_schema: Optional[str] = None,
+                       grammar: Optional[GrammarLike] = None,
                        eager: bool = False) -> pb.CreateSessionResponse:
         """A session at the start of an index, given by ``index_id`` or compiled from
-        ``tokenizer`` + ``regex``/``json_schema`` in the same call."""
+        ``tokenizer`` + ``regex``/``json_schema``/``grammar`` in the same call."""
         req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
-                                     json_schema=json_schema, eager=eager)
+                                     json_schema=json_schema, grammar=grammar, eager=eager)
         return _rpc(self._stub.CreateSession, req, self.timeout)
 
     def close_session(self, session_id: int) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
-from maskd._common import MaskdError, StepReply, compile_request
+from maskd._common import GrammarLike, MaskdError, StepReply, compile_request
 from maskd._resume_core import (Call, Op, Ops, ResumeOptions, SessionCore, Sleep,
                                 batch_entries, batch_live, step_batch)
 from maskd.client import Client
@@ -91,11 +91,12 @@ class ResumableSession(SessionCore):
 
     @classmethod
     def create(cls, client: Client, tokenizer: str, *, regex: Optional[str] = None,
-               json_schema: Union[str, dict, None] = None, eager: bool = False,
+               json_schema: Union[str, dict, None] = None,
+               grammar: Optional[GrammarLike] = None, eager: bool = False,
                options: ResumeOptions = ResumeOptions()) -> "ResumableSession":
-        """A session at the start of ``regex`` / ``json_schema`` for ``tokenizer``."""
+        """A session at the start of ``regex`` / ``json_schema`` / ``grammar`` for ``tokenizer``."""
         return cls(client, compile_request(tokenizer, regex=regex, json_schema=json_schema,
-                                           eager=eager), options)
+                                           grammar=grammar, eager=eager), options)
 
     def _step_proto(self, tokens: Sequence[int], rollback: int = 0, words_per_row: int = 0,
                     max_tokens_left: int = 0) -> pb.StepResponse:

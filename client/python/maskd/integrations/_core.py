@@ -10,24 +10,28 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import grpc
 import numpy as np
 
-from maskd._common import MaskdError, StepReply, status_code
+from maskd._common import GrammarLike, MaskdError, StepReply, status_code
 from maskd.client import Client, StepFuture
 from maskd.resume import (ResumableSession, ResumableStepFuture, ResumeOptions, step_resumable,
                           step_resumable_async)
 
 
 def constraint_kwargs(regex: Optional[str] = None, json_schema: Any = None,
-                      choices: Optional[Sequence[str]] = None) -> Dict[str, str]:
+                      choices: Optional[Sequence[str]] = None,
+                      grammar: Optional[GrammarLike] = None) -> Dict[str, Any]:
     """One constraint as Compile keyword arguments.
 
     ``json_schema``: a JSON Schema as a str, a dict, or a Pydantic model class;
-    ``choices``: strings, one of which is generated exactly.
+    ``choices``: strings, one of which is generated exactly;
+    ``grammar``: a ``maskd.Grammar``, or a str of Lark.
     """
-    given = [x is not None for x in (regex, json_schema, choices)]
+    given = [x is not None for x in (regex, json_schema, choices, grammar)]
     if sum(given) != 1:
-        raise ValueError("give exactly one of regex=, json_schema=, choices=")
+        raise ValueError("give exactly one of regex=, json_schema=, choices=, grammar=")
     if regex is not None:
         return {"regex": regex}
+    if grammar is not None:
+        return {"grammar": grammar}
     if choices is not None:
         if not choices:
             raise ValueError("choices must not be empty")

@@ -35,7 +35,7 @@ import grpc
 import mlx.core as mx
 import numpy as np
 
-from maskd._common import MaskdError, status_code
+from maskd._common import GrammarLike, MaskdError, status_code
 from maskd.integrations._core import connect, constraint_kwargs
 from maskd.masks import unpack_mask
 
@@ -46,18 +46,22 @@ class MaskdLogitsProcessor:
     Args:
       client: a maskd.Client or an address.
       tokenizer: the maskd tokenizer name matching the model's tokenizer.
-      regex / json_schema / choices / index_id: the constraint (index_id: an index
-        already compiled for ``tokenizer``).
+      regex / json_schema / choices / grammar / index_id: the constraint (index_id: an
+        index already compiled for ``tokenizer``; grammar: a maskd.Grammar or a str of
+        Lark).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       overlap: start the forward pass before the Step (default True).
       max_tokens: budget mode: the ``max_tokens`` given to mlx-lm (see
-        maskd.integrations.transformers).
+        maskd.integrations.transformers); not with ``grammar=``.
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
-                 json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
+                 json_schema: Any = None, choices: Optional[Sequence[str]] = None,
+                 grammar: Optional[GrammarLike] = None, index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True,
                  max_tokens: Optional[int] = None):
+        if grammar is not None and max_tokens is not None:
+            raise ValueError("max_tokens= (budget mode) is not supported with grammar=")
         self.client = connect(client)
         self.max_tokens = max_tokens
         self._prompt_len: Dict[int, int] = {}  # session -> its row's prompt length
@@ -65,7 +69,7 @@ class MaskdLogitsProcessor:
             self.index_id = index_id
         else:
             self.index_id = self.client.compile(
-                tokenizer, **constraint_kwargs(regex, json_schema, choices)).index_id
+                tokenizer, **constraint_kwargs(regex, json_schema, choices, grammar)).index_id
         self.eos = set(int(e) for e in (eos_token_id if eos_token_id is not None
                                         else self.client.tokenizer(tokenizer).eos_ids))
         self.overlap = overlap

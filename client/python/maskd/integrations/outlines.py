@@ -12,8 +12,8 @@ the output type into a term with Outlines' own ``python_types_to_terms`` (so a r
 ``outlines.types.Regex``, a Pydantic model, a JSON Schema string / ``JsonSchema``, a
 ``Literal[...]``, ``int`` etc. mean what they mean in Outlines), compiles it on maskd
 (JSON Schema terms as JSON Schema, everything else as the regex Outlines derives), and
-returns Outlines' generator around a ``MaskdOutlinesProcessor``. CFG output types are
-refused (maskd compiles regular languages only). For transformers models it also passes
+returns Outlines' generator around a ``MaskdOutlinesProcessor``. A ``CFG`` output type
+(a Lark grammar) is compiled as a maskd grammar (docs/grammars.md lists the Lark subset). For transformers models it also passes
 the processor's prefetch StoppingCriteria so the Step overlaps the forward pass; for
 mlx-lm models the processor overlaps by itself (maskd.integrations.mlx_lm).
 
@@ -29,6 +29,7 @@ from outlines.processors import OutlinesLogitsProcessor
 from outlines.types import CFG, JsonSchema
 from outlines.types.dsl import python_types_to_terms, to_regex
 
+from maskd._common import Grammar
 from maskd.integrations._core import connect
 
 
@@ -36,7 +37,7 @@ def compile_output_type(client: Any, tokenizer: str, output_type: Any) -> str:
     """Compiles an Outlines output type on maskd; returns the index id."""
     term = python_types_to_terms(output_type)
     if isinstance(term, CFG):
-        raise NotImplementedError("maskd compiles regular expressions and JSON Schemas, not CFGs")
+        return client.compile(tokenizer, grammar=Grammar(term.definition, "lark")).index_id
     if isinstance(term, JsonSchema):
         return client.compile(tokenizer, json_schema=term.schema).index_id
     return client.compile(tokenizer, regex=to_regex(term)).index_id

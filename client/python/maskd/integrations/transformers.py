@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
-from maskd._common import MaskdError, compile_request
+from maskd._common import GrammarLike, MaskdError, compile_request
 from maskd.resume import ResumeOptions
 from maskd.integrations._core import RowSessions, connect, constraint_kwargs
 from maskd.integrations._row_masks import DisallowedRows
@@ -55,13 +55,15 @@ class MaskdLogitsProcessor(LogitsProcessor):
     Args:
       client: a maskd.Client or an address ("unix:///tmp/maskd.sock").
       tokenizer: the maskd tokenizer name matching the model's tokenizer.
-      regex / json_schema / choices / index_id: the constraint (index_id: an index
-        already compiled for ``tokenizer``) (json_schema: str, dict or
-        Pydantic model class; choices: a list of strings).
+      regex / json_schema / choices / grammar / index_id: the constraint (index_id: an
+        index already compiled for ``tokenizer``) (json_schema: str, dict or
+        Pydantic model class; choices: a list of strings; grammar: a maskd.Grammar or
+        a str of Lark).
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
         after which the constraint could no longer be completed (and ended with EOS)
-        within it are masked, so output closes instead of being cut off.
+        within it are masked, so output closes instead of being cut off. Not with
+        ``grammar=`` (token budgets are regex-route only).
       resume: True (or a maskd.ResumeOptions): the rows' sessions are
         maskd.ResumableSessions, so a maskd restart (SIGKILL, OOM kill) mid-generation
         loses no row: they are re-created and replayed with the same masks. Needs the
@@ -69,20 +71,24 @@ class MaskdLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,
-                 json_schema: Any = None, choices: Optional[Sequence[str]] = None, index_id: Optional[str] = None,
+                 json_schema: Any = None, choices: Optional[Sequence[str]] = None,
+                 grammar: Optional[GrammarLike] = None, index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None,
                  max_new_tokens: Optional[int] = None,
                  resume: Union[bool, ResumeOptions] = False):
+        if grammar is not None and max_new_tokens is not None:
+            raise ValueError("max_new_tokens= (budget mode) is not supported with grammar=")
         self.client = connect(client)
         self.max_new_tokens = max_new_tokens
         self.resume: Optional[Tuple[Any, ResumeOptions]] = None
         if index_id is not None:
             if resume:
-                raise ValueError("resume=True needs the constraint (regex=/json_schema=/choices=), "
+                raise ValueError("resume=True needs the constraint "
+                                 "(regex=/json_schema=/choices=/grammar=), "
                                  "not index_id=")
             self.index_id = index_id
         else:
-            kw = constraint_kwargs(regex, json_schema, choices)
+            kw = constraint_kwargs(regex, json_schema, choices, grammar)
             self.index_id = self.client.compile(tokenizer, **kw).index_id
             if resume:
                 opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()

@@ -128,22 +128,42 @@ class CompileOptions(_message.Message):
     timeout_ms: int
     def __init__(self, eager: _Optional[bool] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
+class Grammar(_message.Message):
+    __slots__ = ("format", "text")
+    class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORMAT_UNSPECIFIED: _ClassVar[Grammar.Format]
+        FORMAT_LARK: _ClassVar[Grammar.Format]
+        FORMAT_GBNF: _ClassVar[Grammar.Format]
+        FORMAT_EBNF: _ClassVar[Grammar.Format]
+    FORMAT_UNSPECIFIED: Grammar.Format
+    FORMAT_LARK: Grammar.Format
+    FORMAT_GBNF: Grammar.Format
+    FORMAT_EBNF: Grammar.Format
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    format: Grammar.Format
+    text: str
+    def __init__(self, format: _Optional[_Union[Grammar.Format, str]] = ..., text: _Optional[str] = ...) -> None: ...
+
 class CompileRequest(_message.Message):
-    __slots__ = ("tokenizer", "regex", "json_schema", "options", "wait")
+    __slots__ = ("tokenizer", "regex", "json_schema", "grammar", "options", "wait")
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     REGEX_FIELD_NUMBER: _ClassVar[int]
     JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    GRAMMAR_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     tokenizer: str
     regex: str
     json_schema: str
+    grammar: Grammar
     options: CompileOptions
     wait: bool
-    def __init__(self, tokenizer: _Optional[str] = ..., regex: _Optional[str] = ..., json_schema: _Optional[str] = ..., options: _Optional[_Union[CompileOptions, _Mapping]] = ..., wait: _Optional[bool] = ...) -> None: ...
+    def __init__(self, tokenizer: _Optional[str] = ..., regex: _Optional[str] = ..., json_schema: _Optional[str] = ..., grammar: _Optional[_Union[Grammar, _Mapping]] = ..., options: _Optional[_Union[CompileOptions, _Mapping]] = ..., wait: _Optional[bool] = ...) -> None: ...
 
 class CompileResponse(_message.Message):
-    __slots__ = ("index_id", "state", "tokenizer", "dfa_states", "memory_bytes", "queue_ms", "compile_ms", "cache_hit", "vocab_size", "words_per_row")
+    __slots__ = ("index_id", "state", "tokenizer", "dfa_states", "memory_bytes", "queue_ms", "compile_ms", "cache_hit", "vocab_size", "words_per_row", "route")
     INDEX_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +174,7 @@ class CompileResponse(_message.Message):
     CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     VOCAB_SIZE_FIELD_NUMBER: _ClassVar[int]
     WORDS_PER_ROW_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
     index_id: str
     state: IndexState
     tokenizer: str
@@ -164,7 +185,8 @@ class CompileResponse(_message.Message):
     cache_hit: bool
     vocab_size: int
     words_per_row: int
-    def __init__(self, index_id: _Optional[str] = ..., state: _Optional[_Union[IndexState, str]] = ..., tokenizer: _Optional[str] = ..., dfa_states: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., queue_ms: _Optional[float] = ..., compile_ms: _Optional[float] = ..., cache_hit: _Optional[bool] = ..., vocab_size: _Optional[int] = ..., words_per_row: _Optional[int] = ...) -> None: ...
+    route: str
+    def __init__(self, index_id: _Optional[str] = ..., state: _Optional[_Union[IndexState, str]] = ..., tokenizer: _Optional[str] = ..., dfa_states: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., queue_ms: _Optional[float] = ..., compile_ms: _Optional[float] = ..., cache_hit: _Optional[bool] = ..., vocab_size: _Optional[int] = ..., words_per_row: _Optional[int] = ..., route: _Optional[str] = ...) -> None: ...
 
 class GetIndexRequest(_message.Message):
     __slots__ = ("index_id", "wait")

@@ -1,4 +1,4 @@
-#include "index/compile.h"
+#include "constraint/compile.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,17 +25,53 @@ absl::Status CheckBudget(const DfaOptions& budget) {
   return absl::OkStatus();
 }
 
+// Marks `error` as a conversion (front end) error.
+absl::Status ConvertError(absl::Status error) {
+  error.SetPayload(kStagePayload, absl::Cord("convert"));
+  return error;
+}
+
+absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
+                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  const CompileOptions& options) {
+  const GrammarCompileOptions& o = constraint.grammar;
+  absl::StatusOr<grammar::Grammar> g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
+  if (!g.ok()) return ConvertError(g.status());
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  grammar::GrammarIndex::Options index_options = o.index;
+  index_options.earley.regex_limits = options.regex;
+  index_options.earley.dfa_options = options.dfa;
+  auto index = grammar::GrammarIndex::Create(*g, std::move(vocab), index_options);
+  if (!index.ok()) return index.status();
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  CompiledConstraint out;
+  out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
+  return out;
+}
+
 }  // namespace
+
+std::string_view ConstraintKindName(ConstraintKind kind) {
+  switch (kind) {
+    case ConstraintKind::kRegex: return "regex";
+    case ConstraintKind::kJsonSchema: return "json_schema";
+    case ConstraintKind::kGrammar: return "grammar";
+  }
+  return "unknown";
+}
 
 absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
                                                      std::shared_ptr<const Vocabulary> vocab,
                                                      const CompileOptions& options) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  if (constraint.kind == ConstraintKind::kGrammar) {
+    return CompileGrammar(constraint, std::move(vocab), options);
+  }
   CompiledConstraint out;
   if (constraint.kind == ConstraintKind::kRegex) {
     auto index = CompileRegex(constraint.text, std::move(vocab), options);
     if (!index.ok()) return index.status();
-    out.index = *std::move(index);
+    out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
     return out;
   }
 
@@ -46,11 +82,7 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
   budget.max_states = std::min(budget.max_states, options.dfa.max_states);
   budget.max_nfa_states = std::min(budget.max_nfa_states, options.dfa.max_nfa_states);
   auto converted = JsonSchemaToRegex(constraint.text, schema_options);
-  if (!converted.ok()) {
-    absl::Status error = converted.status();
-    error.SetPayload(kStagePayload, absl::Cord("convert"));
-    return error;
-  }
+  if (!converted.ok()) return ConvertError(converted.status());
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   // Converted regexes are large by construction (every open object carries an
   // any-value automaton); the converter has already bounded this one.
@@ -59,7 +91,7 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
       std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
   auto index = CompileRegex(converted->regex, std::move(vocab), regex_options);
   if (!index.ok()) return index.status();
-  out.index = *std::move(index);
+  out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
   out.warnings = std::move(converted->warnings);
   return out;
 }

@@ -2,7 +2,7 @@
 // then CompileRegex with the schema route's regex limit), its budget (deadline
 // and cancel before each stage and inside the schema conversion, state caps
 // reaching the converter's own DFAs) and its size limits.
-#include "index/compile.h"
+#include "constraint/compile.h"
 
 #include <atomic>
 #include <chrono>
@@ -50,7 +50,7 @@ TEST(CompileConstraint, RegexGivesCompileRegexsIndex) {
     EXPECT_TRUE(compiled->warnings.empty());
     auto old = CompileRegex(regex, vocab);
     ASSERT_TRUE(old.ok()) << old.status();
-    ExpectSameMasks(*compiled->index, **old);
+    ExpectSameMasks(*compiled->index->token_index(), **old);
   }
 }
 
@@ -79,7 +79,7 @@ TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
       regex_options.regex.max_pattern_bytes = options.max_regex_bytes;
       auto old = CompileRegex(converted->regex, vocab, regex_options);
       ASSERT_TRUE(old.ok()) << old.status();
-      ExpectSameMasks(*compiled->index, **old);
+      ExpectSameMasks(*compiled->index->token_index(), **old);
       EXPECT_EQ(compiled->warnings, converted->warnings);
     }
   }
@@ -96,7 +96,7 @@ TEST(CompileConstraint, EagerPrecomputesEveryReachableState) {
       CompileConstraint(Constraint::JsonSchema(R"({"enum":["yes","no"]})"), BundledVocabulary(),
                         options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
-  EXPECT_GT(compiled->index->num_computed_states(), 1u);
+  EXPECT_GT(compiled->index->token_index()->num_computed_states(), 1u);
 }
 
 // A schema whose conversion takes seconds: `n` string properties, each with a
@@ -189,15 +189,15 @@ TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
   auto vocab = BundledVocabulary();
   auto filtered = CompileConstraint(Constraint::JsonSchema(schema), vocab);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
-  EXPECT_TRUE(filtered->index->dfa().Matches(R"("ab")"));
-  EXPECT_FALSE(filtered->index->dfa().Matches(R"("abcd")"));
+  EXPECT_TRUE(filtered->index->token_index()->dfa().Matches(R"("ab")"));
+  EXPECT_FALSE(filtered->index->token_index()->dfa().Matches(R"("abcd")"));
 
   CompileOptions capped;
   capped.dfa.max_states = 12;  // the result needs 8 states, the filter 43
   auto kept = CompileConstraint(Constraint::JsonSchema(schema), vocab, capped);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  EXPECT_TRUE(kept->index->dfa().Matches(R"("ab")"));
-  EXPECT_TRUE(kept->index->dfa().Matches(R"("abcd")"));
+  EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("ab")"));
+  EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("abcd")"));
 
   JsonSchemaOptions low;
   low.budget.max_states = 12;
@@ -261,7 +261,7 @@ TEST(CompileConstraint, SchemaRouteTakesTheConvertersRegexLimit) {
             absl::StatusCode::kResourceExhausted);
   auto r = CompileConstraint(Constraint::JsonSchema(schema), vocab, options);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->index->dfa().Matches(R"({"a": "x", "b": 1})"));
+  EXPECT_TRUE(r->index->token_index()->dfa().Matches(R"({"a": "x", "b": 1})"));
   // The same text as a regex is held to max_pattern_bytes.
   EXPECT_EQ(CompileConstraint(Constraint::Regex(converted->regex), vocab, options).status().code(),
             absl::StatusCode::kResourceExhausted);

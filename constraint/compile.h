@@ -1,0 +1,119 @@
+// CompileConstraint: the one way a constraint becomes a ConstraintIndex.
+//
+// A Constraint is a regex (index/regex.h), a JSON Schema document
+// (index/json_schema.h, converted to a regex first) or a context-free grammar
+// in Lark, GBNF or XGrammar EBNF (grammar/, docs/grammars.md). Regexes and
+// schemas end in the same Regex::Parse -> Dfa::Compile -> TokenIndex::Create
+// (+ Precompute when eager) as CompileRegex, so a schema and the regex it
+// converts to give the same index (route kRegex). A grammar is parsed by its
+// front end and compiled into a GrammarIndex (route kGrammar); `eager` has no
+// effect on it (its masks are computed per parser state, at each step).
+//
+// Budget: CompileOptions bounds every stage, the conversion included.
+//  - Time: options.dfa.deadline and options.dfa.cancel are checked before
+//    each stage, inside the schema conversion (at each subschema and inside
+//    its own DFA builds), inside every DFA build (a grammar's terminals
+//    included) and inside the eager precompute; past the deadline the result
+//    is DeadlineExceeded, with the flag set Cancelled.
+//  - Size, in the order applied: a schema's bytes
+//    (JsonSchemaOptions::max_schema_bytes), the converted regex's bytes
+//    (JsonSchemaOptions::max_regex_bytes); a regex's bytes
+//    (options.regex.max_pattern_bytes, which a converted regex may exceed up
+//    to max_regex_bytes), its nodes and repeats (RegexLimits), the DFA's and
+//    NFA's states (options.dfa, which also cap the converter's own DFAs); a
+//    grammar's text, rules, terminals, symbols, nesting and repeats
+//    (GrammarLimits), each terminal's regex (options.regex) and DFA
+//    (options.dfa). Each is ResourceExhausted naming the limit.
+// Other errors are InvalidArgument naming the problem (bad regex syntax, a
+// schema keyword that cannot be enforced, a grammar error with its line and
+// column, a constraint matching no text).
+// Thread-safe: concurrent calls share only the vocabulary.
+#ifndef MASKD_CONSTRAINT_COMPILE_H_
+#define MASKD_CONSTRAINT_COMPILE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "constraint/constraint_index.h"
+#include "grammar/grammar.h"
+#include "grammar/grammar_index.h"
+#include "grammar/grammar_text.h"
+#include "index/json_schema.h"
+#include "index/token_index.h"
+#include "index/vocabulary.h"
+
+namespace maskd {
+
+enum class ConstraintKind { kRegex, kJsonSchema, kGrammar };
+std::string_view ConstraintKindName(ConstraintKind kind);  // "regex", "json_schema", "grammar"
+
+using grammar::GrammarFormat;
+using grammar::GrammarFormatName;
+
+// How a grammar is read and run (kGrammar only).
+struct GrammarCompileOptions {
+  GrammarFormat format = GrammarFormat::kLark;
+  grammar::GrammarLimits limits;
+  // Its earley.regex_limits and earley.dfa_options are replaced by
+  // CompileOptions' regex and dfa.
+  grammar::GrammarIndex::Options index;
+};
+
+struct Constraint {
+  ConstraintKind kind = ConstraintKind::kRegex;
+  // The regex pattern, the JSON Schema document's text, or the grammar's.
+  std::string text;
+  // kJsonSchema only. Its budget's deadline and cancel flag are replaced by
+  // CompileOptions::dfa's, its state caps lowered to CompileOptions::dfa's.
+  JsonSchemaOptions json_schema;
+  // kGrammar only.
+  GrammarCompileOptions grammar;
+
+  static Constraint Regex(std::string pattern) {
+    Constraint c;
+    c.text = std::move(pattern);
+    return c;
+  }
+  static Constraint JsonSchema(std::string schema, JsonSchemaOptions options = {}) {
+    Constraint c;
+    c.kind = ConstraintKind::kJsonSchema;
+    c.text = std::move(schema);
+    c.json_schema = std::move(options);
+    return c;
+  }
+  static Constraint Grammar(std::string text, GrammarFormat format,
+                            GrammarCompileOptions options = {}) {
+    Constraint c;
+    c.kind = ConstraintKind::kGrammar;
+    c.text = std::move(text);
+    c.grammar = std::move(options);
+    c.grammar.format = format;
+    return c;
+  }
+};
+
+struct CompiledConstraint {
+  std::shared_ptr<const ConstraintIndex> index;  // never null
+  // The schema keywords not enforced (JsonSchemaRegex::warnings); empty for
+  // a regex or a grammar.
+  std::vector<std::string> warnings;
+};
+
+absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
+                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     const CompileOptions& options = {});
+
+// Where a CompileConstraint error arose: kConvert for the JSON Schema
+// conversion (the schema is not expressible, or over a converter limit, or
+// its budget ran out while converting) and for a grammar's front end (syntax
+// errors, GrammarLimits), kIndex for every other stage.
+enum class CompileStage { kConvert, kIndex };
+CompileStage FailedStage(const absl::Status& error);
+
+}  // namespace maskd
+
+#endif  // MASKD_CONSTRAINT_COMPILE_H_

@@ -1,0 +1,152 @@
+#include "constraint/constraint_guide.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace maskd {
+namespace {
+
+absl::Status RollbackPastStart(size_t rollback, size_t accepted) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("rollback of ", rollback, " tokens, only ", accepted, " accepted"));
+}
+
+}  // namespace
+
+absl::StatusOr<ConstraintGuide> ConstraintGuide::Create(std::shared_ptr<const ConstraintIndex> index,
+                                                        size_t rollback_window) {
+  if (index == nullptr) return absl::InvalidArgumentError("ConstraintGuide needs an index");
+  if (index->token_index() != nullptr) {
+    Guide guide(index->token_index(), rollback_window);
+    return ConstraintGuide(std::move(index), std::move(guide));
+  }
+  auto guide = grammar::GrammarGuide::Create(index->grammar_index());
+  if (!guide.ok()) return guide.status();
+  return ConstraintGuide(std::move(index), *std::move(guide));
+}
+
+absl::StatusOr<ConstraintGuide> ConstraintGuide::Replay(std::shared_ptr<const ConstraintIndex> index,
+                                                        absl::Span<const uint32_t> tokens) {
+  auto guide = Create(std::move(index));
+  if (!guide.ok()) return guide.status();
+  if (absl::Status s = guide->Advance(tokens); !s.ok()) return s;
+  return guide;
+}
+
+absl::Status ConstraintGuide::Step(size_t rollback, absl::Span<const uint32_t> tokens,
+                                   absl::Span<uint32_t> row, uint32_t max_tokens_left) {
+  absl::Status s;
+  if (row.size() < num_words()) {
+    s = absl::InvalidArgumentError(absl::StrCat("mask row holds ", row.size(),
+                                                " words; the vocabulary needs ", num_words()));
+  } else if (rollback > num_tokens()) {
+    s = RollbackPastStart(rollback, num_tokens());
+  } else if (Guide* g = std::get_if<Guide>(&state_)) {
+    s = StepRegex(*g, rollback, tokens, row, max_tokens_left);
+  } else if (max_tokens_left > 0) {
+    s = absl::UnimplementedError(
+        "max_tokens_left: token budgets are not supported on grammar constraints");
+  } else {
+    s = StepGrammar(std::get<grammar::GrammarGuide>(state_), rollback, tokens, row);
+  }
+  if (!s.ok()) {
+    std::fill(row.begin(), row.end(), 0u);
+    return s;
+  }
+  std::fill(row.begin() + num_words(), row.end(), 0u);
+  return s;
+}
+
+absl::Status ConstraintGuide::StepRegex(Guide& g, size_t rollback,
+                                        absl::Span<const uint32_t> tokens,
+                                        absl::Span<uint32_t> row, uint32_t max_tokens_left) {
+  absl::Status s;
+  if (rollback > g.rollback_available()) {
+    s = g.Rollback(rollback);  // OUT_OF_RANGE: past the window
+  } else if (rollback == 0) {
+    s = g.Advance(tokens);
+  } else if (tokens.empty()) {
+    s = g.Rollback(rollback);
+  } else {
+    s = g.RollbackAndAdvance(rollback, tokens);
+  }
+  if (!s.ok()) return s;
+  g.WriteMaskUnchecked(row.data());
+  if (max_tokens_left > 0) g.ApplyTokenBudget(max_tokens_left, row.data());
+  return s;
+}
+
+absl::Status ConstraintGuide::StepGrammar(grammar::GrammarGuide& g, size_t rollback,
+                                          absl::Span<const uint32_t> tokens,
+                                          absl::Span<uint32_t> row) {
+  absl::Span<const uint32_t> advanced = g.tokens();
+  undone_.assign(advanced.end() - static_cast<ptrdiff_t>(rollback), advanced.end());
+  if (absl::Status s = g.RollbackAndAdvance(rollback, tokens); !s.ok()) return s;
+  absl::Status s = g.WriteMask(row);
+  if (!s.ok()) {
+    // Back to the state before the step: the same tokens from the same
+    // parser state are accepted as before.
+    (void)g.Rollback(tokens.size());
+    if (absl::Status redo = g.Advance(undone_); !redo.ok()) {
+      return absl::InternalError(absl::StrCat("step not undone: ", redo.message()));
+    }
+  }
+  return s;
+}
+
+absl::Status ConstraintGuide::WriteMask(absl::Span<uint32_t> words) {
+  if (Guide* g = std::get_if<Guide>(&state_)) return g->WriteMask(words);
+  return std::get<grammar::GrammarGuide>(state_).WriteMask(words);
+}
+
+void ConstraintGuide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
+  if (const Guide* g = std::get_if<Guide>(&state_)) g->ApplyTokenBudget(tokens_left, words);
+}
+
+absl::Status ConstraintGuide::Advance(absl::Span<const uint32_t> tokens) {
+  if (Guide* g = std::get_if<Guide>(&state_)) return g->Advance(tokens);
+  return std::get<grammar::GrammarGuide>(state_).Advance(tokens);
+}
+
+absl::Status ConstraintGuide::Rollback(size_t n) {
+  if (Guide* g = std::get_if<Guide>(&state_)) return g->Rollback(n);
+  return std::get<grammar::GrammarGuide>(state_).Rollback(n);
+}
+
+bool ConstraintGuide::IsAccepting() const {
+  return std::visit([](const auto& g) { return g.IsAccepting(); }, state_);
+}
+
+bool ConstraintGuide::IsFinished() const {
+  return std::visit([](const auto& g) { return g.IsFinished(); }, state_);
+}
+
+size_t ConstraintGuide::num_tokens() const {
+  return std::visit([](const auto& g) { return g.num_tokens(); }, state_);
+}
+
+size_t ConstraintGuide::rollback_available() const {
+  if (const Guide* g = std::get_if<Guide>(&state_)) return g->rollback_available();
+  return num_tokens();
+}
+
+size_t ConstraintGuide::history_bytes() const {
+  if (const Guide* g = std::get_if<Guide>(&state_)) return g->history_bytes();
+  return num_tokens() * 2 * sizeof(uint32_t);
+}
+
+uint32_t ConstraintGuide::MinBytesToFinish() const {
+  if (const Guide* g = std::get_if<Guide>(&state_)) return g->MinBytesToFinish();
+  return IsAccepting() || IsFinished() ? 0 : 1;
+}
+
+std::string ConstraintGuide::ForcedContinuation(size_t max_bytes) {
+  if (Guide* g = std::get_if<Guide>(&state_)) return g->ForcedContinuation(max_bytes);
+  absl::StatusOr<std::string> forced =
+      std::get<grammar::GrammarGuide>(state_).ForcedContinuation(max_bytes);
+  return forced.ok() ? *std::move(forced) : std::string();
+}
+
+}  // namespace maskd

@@ -1,0 +1,107 @@
+// ConstraintGuide: the constraint state of one generated sequence over a
+// shared ConstraintIndex, whatever its route: a Guide (index/guide.h) on the
+// regex route, a GrammarGuide (grammar/grammar_guide.h) on the grammar route.
+// Sessions hold one; it is the only place the two are told apart.
+//
+// Semantics are Guide's (advance, rollback, EOS finishes the sequence), with
+// the differences of the grammar route:
+//  - Rollback window: a grammar guide can always roll back to its start
+//    (rollback_available() == num_tokens()); its memory is bounded by the
+//    parser's max_chart_items instead of the window.
+//  - Mask writes can fail (RESOURCE_EXHAUSTED past a parser or mask-work
+//    limit); Step undoes its advance then, so the state is unchanged.
+//  - Token budgets (ApplyTokenBudget) are regex-only: Step refuses them on a
+//    grammar with UNIMPLEMENTED, before any change.
+//  - MinBytesToFinish is exact on the regex route; on the grammar route it
+//    is a lower bound: 0 when accepting or finished, else 1.
+// Not thread-safe (a grammar guide's mask methods use its own parser);
+// distinct guides over one index are independent.
+#ifndef MASKD_CONSTRAINT_CONSTRAINT_GUIDE_H_
+#define MASKD_CONSTRAINT_CONSTRAINT_GUIDE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "constraint/constraint_index.h"
+#include "grammar/grammar_guide.h"
+#include "index/guide.h"
+
+namespace maskd {
+
+class ConstraintGuide {
+ public:
+  static constexpr size_t kUnboundedHistory = Guide::kUnboundedHistory;
+
+  // A guide at the start. `rollback_window` as Guide's (regex route only).
+  // Fails only when a grammar's start set passes a parser limit.
+  static absl::StatusOr<ConstraintGuide> Create(std::shared_ptr<const ConstraintIndex> index,
+                                                size_t rollback_window = kUnboundedHistory);
+  // The guide reached from the start by `tokens` (stateless replay).
+  static absl::StatusOr<ConstraintGuide> Replay(std::shared_ptr<const ConstraintIndex> index,
+                                                absl::Span<const uint32_t> tokens);
+
+  const ConstraintIndex& index() const { return *index_; }
+  uint32_t num_words() const { return index_->num_words(); }
+
+  // One decoding step, all or nothing: undoes `rollback` tokens, advances by
+  // `tokens` and writes the next mask into `row` (row.size() >= num_words();
+  // words past it are zeroed); `max_tokens_left` > 0 applies a token budget
+  // (Guide::ApplyTokenBudget). On error the state is unchanged and every word
+  // of `row` is zero. Errors: INVALID_ARGUMENT for a rollback past the start
+  // or a bad token id, OUT_OF_RANGE past the rollback window,
+  // FAILED_PRECONDITION for a token not allowed, RESOURCE_EXHAUSTED past a
+  // grammar limit, UNIMPLEMENTED for a budget on the grammar route.
+  absl::Status Step(size_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
+                    uint32_t max_tokens_left = 0);
+
+  // The current mask, as Guide::WriteMask (words past num_words() zeroed).
+  absl::Status WriteMask(absl::Span<uint32_t> words);
+  // Budget mode on a mask just written (regex route; no-op on a grammar).
+  void ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
+  bool SupportsTokenBudget() const { return std::holds_alternative<Guide>(state_); }
+
+  // All or nothing; messages as Guide's.
+  absl::Status Advance(absl::Span<const uint32_t> tokens);
+  absl::Status Rollback(size_t n);
+
+  bool IsAccepting() const;
+  bool IsFinished() const;
+  size_t num_tokens() const;
+  size_t rollback_available() const;
+  // Bytes of per-token history held (the regex route's rollback ring, the
+  // grammar route's token records; the parser's chart is not counted).
+  size_t history_bytes() const;
+  uint32_t MinBytesToFinish() const;
+  // Jump-forward bytes, as Guide's; empty when a grammar's look-ahead would
+  // pass a parser limit.
+  std::string ForcedContinuation(size_t max_bytes = 256);
+
+  // An independent copy (shares the index).
+  ConstraintGuide Fork() const { return *this; }
+
+ private:
+  ConstraintGuide(std::shared_ptr<const ConstraintIndex> index, Guide guide)
+      : index_(std::move(index)), state_(std::move(guide)) {}
+  ConstraintGuide(std::shared_ptr<const ConstraintIndex> index, grammar::GrammarGuide guide)
+      : index_(std::move(index)), state_(std::move(guide)) {}
+
+  absl::Status StepRegex(Guide& g, size_t rollback, absl::Span<const uint32_t> tokens,
+                         absl::Span<uint32_t> row, uint32_t max_tokens_left);
+  absl::Status StepGrammar(grammar::GrammarGuide& g, size_t rollback,
+                           absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row);
+
+  std::shared_ptr<const ConstraintIndex> index_;
+  std::variant<Guide, grammar::GrammarGuide> state_;
+  std::vector<uint32_t> undone_;  // StepGrammar's scratch: the tokens rolled back
+};
+
+}  // namespace maskd
+
+#endif  // MASKD_CONSTRAINT_CONSTRAINT_GUIDE_H_

@@ -1,0 +1,243 @@
+// ConstraintGuide over both routes: on the regex route it steps exactly as
+// Guide does; on the grammar route its masks are brute force over
+// GrammarGuide::IsAllowed, and every failing Step leaves the state as it was.
+#include "constraint/constraint_guide.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "constraint/compile.h"
+#include "gmock/gmock.h"
+#include "grammar/grammar_guide.h"
+#include "gtest/gtest.h"
+#include "index/guide.h"
+#include "tests/index/test_util.h"
+
+namespace maskd {
+namespace {
+
+using ::maskd::testing::BundledVocabulary;
+using ::testing::HasSubstr;
+
+constexpr char kJsonishGbnf[] = R"(root ::= "{" ws pair (ws "," ws pair)* ws "}"
+pair ::= "\"" [a-z]+ "\"" ws ":" ws value
+value ::= [0-9]+ | "true" | "false" | root
+ws ::= [ ]*
+)";
+
+std::shared_ptr<const ConstraintIndex> Compile(const Constraint& c,
+                                               const CompileOptions& options = {}) {
+  auto compiled = CompileConstraint(c, BundledVocabulary(), options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  return compiled.ok() ? compiled->index : nullptr;
+}
+
+std::shared_ptr<const ConstraintIndex> CompileGbnf(const std::string& text,
+                                                   GrammarCompileOptions options = {}) {
+  return Compile(Constraint::Grammar(text, GrammarFormat::kGbnf, std::move(options)));
+}
+
+// The id of the token whose bytes are `text`.
+uint32_t TokenOf(const std::string& text) {
+  const Vocabulary& v = *BundledVocabulary();
+  for (uint32_t t = 0; t < v.size(); ++t) {
+    if (v.has_token(t) && !v.is_special(t) && v.bytes(t) == text) return t;
+  }
+  ADD_FAILURE() << "no token for " << text;
+  return 0;
+}
+
+std::vector<uint32_t> Allowed(const std::vector<uint32_t>& row, uint32_t vocab_size) {
+  std::vector<uint32_t> out;
+  for (uint32_t t = 0; t < vocab_size; ++t) {
+    if (row[t >> 5] >> (t & 31) & 1) out.push_back(t);
+  }
+  return out;
+}
+
+TEST(ConstraintGuide, RegexRouteStepsAsGuide) {
+  auto index = Compile(Constraint::Regex("(ab|cd)+[0-9]{1,3}"));
+  ASSERT_NE(index, nullptr);
+  ASSERT_EQ(index->route(), ConstraintRoute::kRegex);
+  auto guide = ConstraintGuide::Create(index, 8);
+  ASSERT_TRUE(guide.ok());
+  Guide reference(index->token_index(), 8);
+  std::vector<uint32_t> row(index->num_words() + 3, 0xFFFFFFFFu), want(index->num_words());
+  std::mt19937 rng(7);
+  for (int step = 0; step < 12; ++step) {
+    reference.WriteMaskUnchecked(want.data());
+    std::vector<uint32_t> allowed = Allowed(want, index->vocabulary().size());
+    ASSERT_FALSE(allowed.empty());
+    const uint32_t t = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(reference.Advance(t).ok());
+    ASSERT_TRUE(guide->Step(0, {t}, absl::MakeSpan(row)).ok());
+    reference.WriteMaskUnchecked(want.data());
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), row.begin())) << "step " << step;
+    EXPECT_EQ(row[index->num_words()], 0u);  // padding zeroed
+    EXPECT_EQ(guide->IsAccepting(), reference.IsAccepting());
+    EXPECT_EQ(guide->MinBytesToFinish(), reference.MinBytesToFinish());
+    EXPECT_EQ(guide->num_tokens(), reference.num_tokens());
+    if (reference.IsFinished()) break;
+  }
+  // Past the window: OUT_OF_RANGE, row zeroed, state kept.
+  const size_t n = guide->num_tokens();
+  absl::Status s = guide->Step(9, {}, absl::MakeSpan(row));
+  EXPECT_EQ(s.code(), n > 8 ? absl::StatusCode::kOutOfRange : absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(guide->num_tokens(), n);
+  EXPECT_THAT(row, ::testing::Each(0u));
+}
+
+TEST(ConstraintGuide, GrammarRouteMasksAreBruteForce) {
+  auto index = CompileGbnf(kJsonishGbnf);
+  ASSERT_NE(index, nullptr);
+  ASSERT_EQ(index->route(), ConstraintRoute::kGrammar);
+  EXPECT_GT(index->num_dfa_states(), 0u);
+  EXPECT_GT(index->MemoryBytes(), 0u);
+  auto guide = ConstraintGuide::Create(index);
+  ASSERT_TRUE(guide.ok()) << guide.status();
+  auto oracle = grammar::GrammarGuide::Create(index->grammar_index());
+  ASSERT_TRUE(oracle.ok());
+  const uint32_t vocab_size = index->vocabulary().size();
+  std::vector<uint32_t> row(index->num_words());
+  std::mt19937 rng(11);
+  ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
+  for (int step = 0; step < 25 && !guide->IsFinished(); ++step) {
+    std::vector<uint32_t> allowed = Allowed(row, vocab_size);
+    std::vector<uint32_t> brute;
+    for (uint32_t t = 0; t < vocab_size; ++t) {
+      auto ok = oracle->IsAllowed(t);
+      ASSERT_TRUE(ok.ok());
+      if (*ok) brute.push_back(t);
+    }
+    ASSERT_EQ(allowed, brute) << "step " << step;
+    ASSERT_FALSE(allowed.empty());
+    const uint32_t t = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(oracle->Advance(t).ok());
+    ASSERT_TRUE(guide->Step(0, {t}, absl::MakeSpan(row)).ok());
+    EXPECT_EQ(guide->IsAccepting(), oracle->IsAccepting());
+    EXPECT_EQ(guide->MinBytesToFinish(), guide->IsAccepting() ? 0u : 1u);
+  }
+  EXPECT_EQ(guide->rollback_available(), guide->num_tokens());
+}
+
+TEST(ConstraintGuide, GrammarStepIsAllOrNothing) {
+  auto index = CompileGbnf(kJsonishGbnf);
+  ASSERT_NE(index, nullptr);
+  auto guide = ConstraintGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  std::vector<uint32_t> row(index->num_words()), before(index->num_words());
+  const std::vector<uint32_t> prefix = {TokenOf("{"), TokenOf("\""), TokenOf("a"), TokenOf("\"")};
+  ASSERT_TRUE(guide->Step(0, prefix, absl::MakeSpan(before)).ok());
+  // Roll back two tokens, then a token not allowed there: nothing changes.
+  absl::Status s = guide->Step(2, {TokenOf("}")}, absl::MakeSpan(row));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("tokens[0]"));
+  EXPECT_THAT(row, ::testing::Each(0u));
+  EXPECT_EQ(guide->num_tokens(), prefix.size());
+  ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(row, before);
+  // Rolling back past the start, or a budget: refused before any change.
+  EXPECT_EQ(guide->Step(5, {}, absl::MakeSpan(row)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(guide->Step(0, {TokenOf(":")}, absl::MakeSpan(row), 10).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(guide->num_tokens(), prefix.size());
+  // A rollback that is replaced: the same as stepping there directly.
+  ASSERT_TRUE(guide->Step(1, {TokenOf("\":")}, absl::MakeSpan(row)).ok());
+  auto direct = ConstraintGuide::Replay(index, {prefix[0], prefix[1], prefix[2], TokenOf("\":")});
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  std::vector<uint32_t> want(index->num_words());
+  ASSERT_TRUE(direct->WriteMask(absl::MakeSpan(want)).ok());
+  EXPECT_EQ(row, want);
+  // Forks are independent.
+  ConstraintGuide fork = guide->Fork();
+  ASSERT_TRUE(fork.Step(2, {}, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(fork.num_tokens(), 2u);
+  EXPECT_EQ(guide->num_tokens(), 4u);
+}
+
+// A mask that passes max_mask_work fails the step; the tokens it advanced
+// are undone, so the guide is where it was. Searches the limits for one that
+// admits some mask of a walk and refuses the next.
+TEST(ConstraintGuide, GrammarMaskOverWorkUndoesTheStep) {
+  const std::vector<uint32_t> walk = {TokenOf("{"),  TokenOf("\""), TokenOf("ab"), TokenOf("\":"),
+                                      TokenOf("{"),  TokenOf("\""), TokenOf("c"),  TokenOf("\":"),
+                                      TokenOf("1"),  TokenOf("}"),   TokenOf("}")};
+  int found = 0;
+  for (size_t work = 1; work <= (size_t{1} << 22); work *= 2) {
+    GrammarCompileOptions options;
+    options.index.max_mask_work = work;
+    auto index = CompileGbnf(kJsonishGbnf, options);
+    ASSERT_NE(index, nullptr);
+    auto guide = ConstraintGuide::Create(index);
+    ASSERT_TRUE(guide.ok());
+    std::vector<uint32_t> row(index->num_words()), before(index->num_words());
+    if (!guide->Step(0, {}, absl::MakeSpan(before)).ok()) continue;  // start mask over the limit
+    for (size_t i = 0; i < walk.size(); ++i) {
+      std::fill(row.begin(), row.end(), 0xFFFFFFFFu);
+      absl::Status s = guide->Step(0, {walk[i]}, absl::MakeSpan(row));
+      if (s.ok()) {
+        before = row;
+        continue;
+      }
+      ++found;
+      EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+      EXPECT_THAT(s.message(), HasSubstr("max_mask_work"));
+      EXPECT_THAT(row, ::testing::Each(0u));
+      EXPECT_EQ(guide->num_tokens(), i);
+      ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
+      EXPECT_EQ(row, before);
+      break;
+    }
+  }
+  EXPECT_GT(found, 0) << "no max_mask_work admits one mask of the walk and refuses the next";
+}
+
+TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {
+  auto vocab = BundledVocabulary();
+  auto bad = CompileConstraint(Constraint::Grammar("root ::= [z-a]\n", GrammarFormat::kGbnf), vocab);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("line 1, column"));
+  EXPECT_EQ(FailedStage(bad.status()), CompileStage::kConvert);
+
+  GrammarCompileOptions small;
+  small.limits.max_text_bytes = 8;
+  auto big = CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf, small),
+                               vocab);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(big.status().message(), HasSubstr("max_text_bytes"));
+
+  CompileOptions capped;
+  capped.dfa.max_states = 2;
+  auto states = CompileConstraint(
+      Constraint::Grammar("start: /[a-z]{1,20}/\n", GrammarFormat::kLark), vocab, capped);
+  EXPECT_EQ(states.status().code(), absl::StatusCode::kResourceExhausted) << states.status();
+
+  std::atomic<bool> cancel{true};
+  CompileOptions cancelled;
+  cancelled.dfa.cancel = &cancel;
+  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), vocab,
+                              cancelled)
+                .status()
+                .code(),
+            absl::StatusCode::kCancelled);
+  CompileOptions expired;
+  expired.dfa.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), vocab,
+                              expired)
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  for (auto [format, text] : {std::pair{GrammarFormat::kLark, "start: \"a\" | \"b\"\n"},
+                              std::pair{GrammarFormat::kGbnf, "root ::= \"a\" | \"b\"\n"},
+                              std::pair{GrammarFormat::kEbnf, "root ::= \"a\" | \"b\"\n"}}) {
+    auto ok = CompileConstraint(Constraint::Grammar(text, format), vocab);
+    ASSERT_TRUE(ok.ok()) << GrammarFormatName(format) << ": " << ok.status();
+    EXPECT_EQ(ok->index->route(), ConstraintRoute::kGrammar);
+    EXPECT_TRUE(ok->warnings.empty());
+  }
+}
+
+}  // namespace
+}  // namespace maskd

@@ -1,0 +1,271 @@
+// Grammars through the real maskd binary: Compile with a grammar, sessions
+// that Step, roll back and fork, the stateless Mask, limits and errors. Every
+// mask the server returns is compared with an in-process GrammarGuide on the
+// same (bundled) tokenizer, a separate compilation of the same grammar.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "constraint/compile.h"
+#include "constraint/constraint_guide.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/index/test_util.h"
+#include "tests/service/server_harness.h"
+
+namespace maskd {
+namespace {
+
+using ::maskd::testing::MaskdProcess;
+using ::maskd::testing::MetricValue;
+using ::testing::HasSubstr;
+
+constexpr char kArithmeticGbnf[] = R"g(root ::= expr
+expr ::= term (("+" | "-") term)*
+term ::= factor (("*" | "/") factor)*
+factor ::= [0-9]+ | "(" expr ")"
+)g";
+
+constexpr char kCallsLark[] = R"g(start: call (";" call)*
+call: NAME "(" [args] ")"
+args: arg ("," arg)*
+?arg: NUMBER | ESCAPED_STRING | call
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.ESCAPED_STRING
+%import common.WS
+%ignore WS
+)g";
+
+v1::CompileRequest GrammarRequest(const std::string& text, v1::Grammar::Format format) {
+  v1::CompileRequest req;
+  req.set_tokenizer("qwen3");
+  req.mutable_grammar()->set_text(text);
+  req.mutable_grammar()->set_format(format);
+  req.set_wait(true);
+  return req;
+}
+
+std::vector<uint32_t> AllowedIds(absl::Span<const uint32_t> row, uint32_t vocab_size) {
+  std::vector<uint32_t> out;
+  for (uint32_t t = 0; t < vocab_size; ++t) {
+    if (Allowed(row, t)) out.push_back(t);
+  }
+  return out;
+}
+
+class GrammarServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new MaskdProcess({"--max-grammar-bytes=4096", "--max-sessions=50"});
+    ASSERT_TRUE(server_->ok()) << server_->Log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(server_ && server_->ok());
+    client_ = server_->Connect();
+  }
+
+  // Walks `steps` random tokens through a server session and an in-process
+  // guide, comparing every mask; then rolls back and forks.
+  void WalkAndCompare(const std::string& text, v1::Grammar::Format format, GrammarFormat local,
+                      uint32_t seed) {
+    auto compiled = client_->Compile(GrammarRequest(text, format));
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_EQ(compiled->route(), "grammar");
+    EXPECT_GT(compiled->dfa_states(), 0u);
+    auto session = client_->CreateSession(compiled->index_id());
+    ASSERT_TRUE(session.ok()) << session.status();
+    const uint64_t id = session->session_id();
+
+    auto vocab = ::maskd::testing::BundledVocabulary();
+    auto index = CompileConstraint(Constraint::Grammar(text, local), vocab);
+    ASSERT_TRUE(index.ok()) << index.status();
+    auto guide = ConstraintGuide::Create(index->index);
+    ASSERT_TRUE(guide.ok());
+    std::vector<uint32_t> want(index->index->num_words());
+
+    std::mt19937 rng(seed);
+    std::vector<uint32_t> taken;
+    uint32_t next = 0;
+    bool have_next = false;
+    for (int step = 0; step < 30; ++step) {
+      v1::StepRequest req;
+      auto* e = req.add_entries();
+      e->set_session_id(id);
+      if (have_next) e->add_tokens(next);
+      v1::StepResponse resp;
+      ASSERT_TRUE(client_->Step(req, &resp).ok());
+      ASSERT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
+      if (have_next) {
+        ASSERT_TRUE(guide->Advance({next}).ok());
+        taken.push_back(next);
+      }
+      ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(want)).ok());
+      absl::Span<const uint32_t> row = MaskRow(resp, 0);
+      ASSERT_TRUE(std::equal(want.begin(), want.end(), row.begin())) << "step " << step;
+      EXPECT_EQ(resp.results(0).accepting(), guide->IsAccepting());
+      EXPECT_EQ(resp.results(0).num_tokens(), taken.size());
+      EXPECT_EQ(resp.results(0).forced(), guide->ForcedContinuation());
+      if (resp.results(0).finished()) break;
+      std::vector<uint32_t> allowed = AllowedIds(row, vocab->size());
+      ASSERT_FALSE(allowed.empty());
+      // Prefer text tokens; EOS only late.
+      next = allowed[rng() % allowed.size()];
+      if (vocab->is_eos(next) && step < 20 && allowed.size() > 1) {
+        next = allowed[0] == next ? allowed[1] : allowed[0];
+      }
+      have_next = true;
+    }
+    EXPECT_GE(taken.size(), 5u);
+    // The stateless Mask agrees with the session.
+    auto stateless = client_->Mask(compiled->index_id(), taken);
+    ASSERT_TRUE(stateless.ok()) << stateless.status();
+    ASSERT_TRUE(guide->WriteMask(absl::MakeSpan(want)).ok());
+    EXPECT_EQ(stateless->mask(), std::string(reinterpret_cast<const char*>(want.data()),
+                                             want.size() * 4));
+    // Roll back half, fork, and step the fork: the original does not move.
+    const uint32_t back = static_cast<uint32_t>(taken.size() / 2);
+    auto left = client_->Rollback(id, back);
+    ASSERT_TRUE(left.ok()) << left.status();
+    EXPECT_EQ(*left, taken.size() - back);
+    auto fork = client_->ForkSession(id);
+    ASSERT_TRUE(fork.ok());
+    taken.resize(taken.size() - back);
+    auto replayed = ConstraintGuide::Replay(index->index, taken);
+    ASSERT_TRUE(replayed.ok());
+    ASSERT_TRUE(replayed->WriteMask(absl::MakeSpan(want)).ok());
+    v1::StepRequest req;
+    req.add_entries()->set_session_id(*fork);
+    v1::StepResponse resp;
+    ASSERT_TRUE(client_->Step(req, &resp).ok());
+    absl::Span<const uint32_t> row = MaskRow(resp, 0);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), row.begin()));
+    EXPECT_TRUE(client_->CloseSession(id).ok());
+    EXPECT_TRUE(client_->CloseSession(*fork).ok());
+  }
+
+  static MaskdProcess* server_;
+  std::unique_ptr<Client> client_;
+};
+
+MaskdProcess* GrammarServiceTest::server_ = nullptr;
+
+TEST_F(GrammarServiceTest, GbnfSessionsMatchTheEngine) {
+  WalkAndCompare(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF, GrammarFormat::kGbnf, 1);
+}
+
+TEST_F(GrammarServiceTest, EbnfSessionsMatchTheEngine) {
+  WalkAndCompare(kArithmeticGbnf, v1::Grammar::FORMAT_EBNF, GrammarFormat::kEbnf, 2);
+}
+
+TEST_F(GrammarServiceTest, LarkWithIgnoreSessionsMatchTheEngine) {
+  WalkAndCompare(kCallsLark, v1::Grammar::FORMAT_LARK, GrammarFormat::kLark, 3);
+}
+
+TEST_F(GrammarServiceTest, CacheKeysAndErrors) {
+  auto a = client_->Compile(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  auto b = client_->Compile(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  auto c = client_->Compile(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_EBNF));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->index_id(), b->index_id());
+  EXPECT_TRUE(b->cache_hit());
+  EXPECT_NE(a->index_id(), c->index_id());  // the format is part of the key
+
+  auto syntax = client_->Compile(GrammarRequest("root ::= \"a\" |\n  [z-a]\n",
+                                                v1::Grammar::FORMAT_GBNF));
+  EXPECT_EQ(syntax.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(syntax.status().message(), HasSubstr("line 2, column"));
+
+  auto no_format = client_->Compile(GrammarRequest("root ::= \"a\"\n", v1::Grammar::FORMAT_UNSPECIFIED));
+  EXPECT_EQ(no_format.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_format.status().message(), HasSubstr("FORMAT_LARK"));
+
+  std::string big = "root ::= \"a\"\n";
+  while (big.size() <= 4096) big += "# padding padding padding padding padding\n";
+  auto too_big = client_->Compile(GrammarRequest(big, v1::Grammar::FORMAT_GBNF));
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(too_big.status().message(), HasSubstr("--max-grammar-bytes"));
+
+  // A token budget on a grammar session: UNIMPLEMENTED for that entry, the
+  // session unchanged; the stateless Mask refuses it the same way.
+  auto session = client_->CreateSession(a->index_id());
+  ASSERT_TRUE(session.ok());
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session->session_id());
+  e->set_max_tokens_left(10);
+  v1::StepResponse resp;
+  ASSERT_TRUE(client_->Step(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(absl::StatusCode::kUnimplemented));
+  EXPECT_EQ(resp.masks(), std::string(resp.masks().size(), '\0'));
+  v1::MaskRequest mask;
+  mask.set_index_id(a->index_id());
+  mask.set_max_tokens_left(10);
+  grpc::ClientContext ctx;
+  v1::MaskResponse mask_resp;
+  EXPECT_EQ(client_->stub()->Mask(&ctx, mask, &mask_resp).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+  // The server is still serving, and the metrics count grammars apart.
+  ASSERT_TRUE(client_->Ping().ok());
+  auto metrics = server_->Metrics();
+  EXPECT_GE(MetricValue(metrics, "maskd_compile_seconds_count{kind=\"grammar\",result=\"ok\"}"), 2)
+      << metrics;
+  EXPECT_GE(MetricValue(metrics, "maskd_compile_seconds_count{kind=\"grammar\",result=\"invalid_argument\"}"), 1);
+}
+
+// An ambiguous grammar whose Earley sets grow with the text, on a server with
+// a small per-set limit: the step that passes it fails with
+// RESOURCE_EXHAUSTED naming the limit, the session stays where it was, and
+// the server keeps serving.
+TEST(GrammarServiceLimits, ParserLimitRefusesTheStepNotTheServer) {
+  MaskdProcess server({"--max-grammar-set-items=64"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto compiled = client->Compile(
+      GrammarRequest("root ::= root root | \"a\"\n", v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto session = client->CreateSession(compiled->index_id());
+  ASSERT_TRUE(session.ok()) << session.status();
+  constexpr uint32_t kA = 64;  // "a" in Qwen3
+  ASSERT_EQ(*client->Detokenize("qwen3", std::vector<uint32_t>{kA}), "a");
+  uint64_t accepted = 0;
+  bool refused = false;
+  for (int i = 0; i < 200 && !refused; ++i) {
+    v1::StepRequest req;
+    auto* e = req.add_entries();
+    e->set_session_id(session->session_id());
+    e->add_tokens(kA);
+    v1::StepResponse resp;
+    ASSERT_TRUE(client->Step(req, &resp).ok());
+    const auto& r = resp.results(0);
+    if (r.status().code() == 0) {
+      accepted = r.num_tokens();
+      continue;
+    }
+    refused = true;
+    EXPECT_EQ(r.status().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+    EXPECT_THAT(r.status().message(), HasSubstr("max_items_per_position"));
+    EXPECT_EQ(r.num_tokens(), accepted);
+  }
+  ASSERT_TRUE(refused) << "200 tokens without reaching 64 items in a set";
+  EXPECT_GT(accepted, 3u);
+  // The session is usable where it stopped: a rollback and a step from there.
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session->session_id());
+  e->set_rollback(2);
+  v1::StepResponse resp;
+  ASSERT_TRUE(client->Step(req, &resp).ok());
+  EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
+  EXPECT_EQ(resp.results(0).num_tokens(), accepted - 2);
+  EXPECT_TRUE(client->Ping().ok());
+}
+
+}  // namespace
+}  // namespace maskd
