@@ -37,7 +37,7 @@
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
 #   grammar           grammar_bench (bundled qwen3, llama3, qwen3); bench/tables/grammar.py; ~1 min
 #   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
-#                     (PEER_ENGINES); bench/tables/grammar_peers.py; ~10-15 min (xgrammar's
+#                     (PEER_ENGINES); bench/tables/grammar_peers.py; ~15-25 min (xgrammar's
 #                     masks take up to 0.5 s per token on sql)
 #
 # Knobs (environment): ONLY, SKIP (comma-separated NAMEs); for coldpath/others:
