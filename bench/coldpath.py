@@ -5,7 +5,8 @@ For each (tokenizer, regex) of bench/data/cold_regexes.json, every engine runs
 in its own new process (--repeats times; medians are reported, never minima):
   - maskd: build/bin/maskd_coldpath (bench/coldpath/coldpath_main.cc);
   - peers (optional, from a virtualenv, never in the default tests; see
-    scripts/bench_venv.sh): llguidance, xgrammar and outlines-core, each fed
+    scripts/bench_venv.sh), each run by bench/peers.py: llguidance, xgrammar
+    and outlines-core, each fed
     the exact token bytes maskd loads (`maskctl vocab --dump`), walked with the
     very tokens maskd's seeded walk chose, and their mask compared with
     maskd's on every step.
@@ -36,236 +37,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-STUBS = os.path.join(ROOT, "bench", "peer_stubs")
+PEERS = os.path.join(ROOT, "bench", "peers.py")  # one peer, one case, per process
 
-
-# --------------------------------------------------------------------------
-# Peer side: one engine, one case, in this (fresh) process.
-
-def load_dump(maskctl, tok_dir, cache_dir):
-    """(vocab_size, eos ids, {id: bytes}, special ids) exactly as maskd loads them."""
-    os.makedirs(cache_dir, exist_ok=True)
-    path = os.path.join(cache_dir, os.path.basename(tok_dir.rstrip("/")) + ".vocab.json")
-    if not os.path.exists(path):
-        info = json.loads(subprocess.check_output([maskctl, "vocab", "--tokenizer", tok_dir]))
-        tokens, special = {}, []
-        for line in subprocess.check_output(
-                [maskctl, "vocab", "--tokenizer", tok_dir, "--dump"]).splitlines():
-            d = json.loads(line)
-            tokens[d["id"]] = d["hex"]
-            if d["special"]:
-                special.append(d["id"])
-        with open(path + ".tmp", "w") as f:
-            json.dump({"vocab_size": info["vocab_size"], "eos": info["eos"], "tokens": tokens,
-                       "special": special}, f)
-        os.replace(path + ".tmp", path)
-    with open(path) as f:
-        d = json.load(f)
-    tokens = {int(k): bytes.fromhex(v) for k, v in d["tokens"].items()}
-    return d["vocab_size"], d["eos"], tokens, set(d["special"])
-
-
-# Each peer: compile(regex); mask_into(np.uint32 array); advance(token); reset().
-class LLGuidancePeer:
-    def __init__(self, vocab_size, eos, tokens, special):
-        import llguidance
-        import numpy as np
-        self.ll = llguidance
-        self.np = np
-
-        by_bytes = {}
-        for i in sorted(tokens):
-            if i not in special and tokens[i]:
-                by_bytes.setdefault(tokens[i], i)
-        max_len = max(len(b) for b in by_bytes)
-
-        class Wrapper:
-            def __init__(self):
-                self.eos_token_id = eos[0]
-                self.bos_token_id = None
-                # llguidance marks special tokens by id; holes are special too.
-                self.tokens = [tokens.get(i, b"") if i not in special else b"\xff" + tokens.get(i, b"")
-                               for i in range(vocab_size)]
-                self.special_token_ids = sorted(set(special) | {i for i in range(vocab_size)
-                                                                if i not in tokens})
-
-            def __call__(self, s):
-                # Greedy longest match over the same bytes. llguidance
-                # tokenizes forced text with it, so it must be a real
-                # tokenizer of this vocabulary (not BPE-exact: forced tokens
-                # may then differ from the tokenizer's own).
-                b = s.encode() if isinstance(s, str) else s
-                out, i = [], 0
-                while i < len(b):
-                    for n in range(min(max_len, len(b) - i), 0, -1):
-                        t = by_bytes.get(b[i:i + n])
-                        if t is not None:
-                            out.append(t)
-                            i += n
-                            break
-                    else:
-                        i += 1  # a byte no token spells: skipped
-                return out
-
-        self.tok = llguidance.LLTokenizer(llguidance.TokenizerWrapper(Wrapper()), n_vocab=vocab_size,
-                                          eos_token=list(eos))
-
-    def compile(self, regex):
-        self.m = self.ll.LLMatcher(self.tok, self.ll.LLMatcher.grammar_from_regex(regex), log_level=0)
-        if self.m.is_error():
-            raise RuntimeError(self.m.get_error())
-
-    def mask_into(self, arr):
-        self.m.unsafe_compute_mask_ptr(arr.ctypes.data, arr.nbytes)
-
-    def reset(self):
-        self.m.reset()
-
-    def advance(self, t):
-        if not self.m.consume_token(t):
-            raise RuntimeError("llguidance refused token %d: %s" % (t, self.m.get_error()))
-
-
-class XGrammarPeer:
-    def __init__(self, vocab_size, eos, tokens, special):
-        sys.path.insert(0, STUBS)  # torch/transformers: imported, never used here
-        import numpy as np
-        import xgrammar as xgr
-        self.xgr = xgr
-        # Specials and holes as empty strings: xgrammar treats those as special.
-        vocab = [b"" if (i in special or i not in tokens) else tokens[i] for i in range(vocab_size)]
-        self.info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=vocab_size,
-                                      stop_token_ids=list(eos))
-        self.np = np
-
-    def compile(self, regex):
-        c = self.xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
-        self.m = self.xgr.GrammarMatcher(c.compile_regex(regex))
-
-    def mask_into(self, arr):
-        self.m.fill_next_token_bitmask(arr.view(self.np.int32).reshape(1, -1))
-
-    def reset(self):
-        self.m.reset()
-
-    def advance(self, t):
-        if not self.m.accept_token(t):
-            raise RuntimeError("xgrammar refused token %d" % t)
-
-
-class OutlinesPeer:
-    def __init__(self, vocab_size, eos, tokens, special):
-        import outlines_core
-        self.oc = outlines_core
-        m = {}
-        for i, b in tokens.items():
-            if i in special or i in eos:
-                continue
-            m.setdefault(b, []).append(i)
-        # outlines-core takes one EOS id.
-        self.vocab = outlines_core.Vocabulary(eos[0], m)
-
-    def compile(self, regex):
-        self.g = self.oc.Guide(self.oc.Index(regex, self.vocab))
-
-    def mask_into(self, arr):
-        self.g.write_mask_into(arr.ctypes.data, arr.size, 4)
-
-    def reset(self):
-        self.g.reset()
-
-    def advance(self, t):
-        self.g.advance(t, return_tokens=False)
-
-
-PEERS = {"llguidance": LLGuidancePeer, "xgrammar": XGrammarPeer, "outlines": OutlinesPeer}
-
-
-def describe_diff(mine, theirs, tokens, limit=3):
-    import numpy as np
-    diff = np.bitwise_xor(mine, theirs)
-    out = []
-    for w in np.nonzero(diff)[0]:
-        bits = int(diff[w])
-        while bits and len(out) < limit:
-            b = (bits & -bits).bit_length() - 1
-            bits &= bits - 1
-            t = int(w) * 32 + b
-            who = "maskd" if (int(mine[w]) >> b) & 1 else "peer"
-            out.append("%d %r only %s" % (t, tokens.get(t, b""), who))
-    return out, int(sum(bin(int(x)).count("1") for x in diff))
-
-
-def run_peer(args):
-    import numpy as np
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    vocab_size, eos, tokens, special = load_dump(args.maskctl, args.tokenizer, args.cache)
-    peer = PEERS[args.peer](vocab_size, eos, tokens, special)
-    with open(args.case) as f:
-        case = json.load(f)
-    regex, walk = case["regex"], case["tokens"]
-    nw = (vocab_size + 31) // 32
-    arr = np.zeros(nw, dtype=np.uint32)
-    out = {"engine": args.peer}
-    t0 = clock()
-    peer.compile(regex)
-    out["compile_ms"] = (clock() - t0) * 1e3
-    t1 = clock()
-    peer.mask_into(arr)
-    out["first_mask_ms"] = (clock() - t1) * 1e3
-    out["ttfm_ms"] = (clock() - t0) * 1e3
-    # The first walk (the first mask again, now as step 0, as maskd does).
-    masks = []
-    walk_s = 0.0
-    for step in range(len(walk) + 1):
-        arr[:] = 0
-        s0 = clock()
-        peer.mask_into(arr)
-        walk_s += clock() - s0
-        masks.append(arr.copy())
-        if step == len(walk):
-            break
-        s0 = clock()
-        peer.advance(walk[step])
-        walk_s += clock() - s0
-    out["walk_ms"] = walk_s * 1e3
-    # Warm: replays of the same walk on a fresh matcher over the same compiled
-    # constraint (llguidance and xgrammar keep their caches in it).
-    per_step = []
-    for _ in range(args.warm_reps if walk else 0):
-        peer.reset()
-        s0 = clock()
-        for t in walk:
-            peer.mask_into(arr)
-            peer.advance(t)
-        per_step.append((clock() - s0) * 1e6 / len(walk))
-    out["warm_step_us"] = statistics.median(per_step) if per_step else 0.0
-    # Agreement with maskd's masks (bits past the vocabulary ignored).
-    mine = np.fromfile(case["masks"], dtype=np.uint32).reshape(-1, nw)
-    agree, diffs = 0, []
-    tail = vocab_size % 32
-    for i, m in enumerate(masks[:len(mine)]):
-        a, b = mine[i].copy(), m.copy()
-        if tail:
-            a[-1] &= (1 << tail) - 1
-            b[-1] &= (1 << tail) - 1
-        if np.array_equal(a, b):
-            agree += 1
-        elif len(diffs) < 2:
-            ex, n = describe_diff(a, b, tokens)
-            diffs.append({"step": i, "tokens_differing": n, "examples": ex})
-    out["agree"] = agree
-    out["compared"] = min(len(mine), len(masks))
-    out["diffs"] = diffs
-    print(json.dumps(out))
-
-
-# --------------------------------------------------------------------------
-# Driver side.
 
 def median_of(runs, key):
     vals = [r[key] for r in runs if key in r]
@@ -306,14 +82,14 @@ def run_case(args, tok, name, regex, tmp):
     res["engines"]["maskd"] = m
     case = os.path.join(tmp, "case.json")
     with open(case, "w") as f:
-        json.dump({"regex": regex, "tokens": runs[0]["tokens"], "masks": masks}, f)
+        json.dump({"kind": "regex", "constraint": regex, "tokens": runs[0]["tokens"], "masks": masks}, f)
     for eng in args.engines:
         if eng == "maskd":
             continue
         pruns, err = [], None
         for _ in range(args.repeats):
             try:
-                p = subprocess.run([sys.executable, __file__, "--peer", eng, "--tokenizer", tok_dir,
+                p = subprocess.run([sys.executable, PEERS, "--peer", eng, "--tokenizer", tok_dir,
                                     "--case", case, "--maskctl", args.maskctl, "--cache", args.cache,
                                     "--warm-reps", str(args.warm_reps), "--clock", args.clock],
                                    capture_output=True, text=True, timeout=args.timeout_s)
@@ -422,9 +198,6 @@ def markdown(results, engines, eager):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peer", help=argparse.SUPPRESS)
-    ap.add_argument("--case", help=argparse.SUPPRESS)
-    ap.add_argument("--tokenizer", help=argparse.SUPPRESS)
     ap.add_argument("--tokenizers", default="llama3,qwen3,gemma3")
     ap.add_argument("--tokenizer-root", default=os.path.join(SHARED, "tokenizers"))
     ap.add_argument("--regex-file", default=os.path.join(ROOT, "bench", "data", "cold_regexes.json"))
@@ -448,9 +221,6 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
-    if args.peer:
-        run_peer(args)
-        return
     if args.render:
         with open(args.render) as f:
             results = [json.loads(l) for l in f if l.startswith("{")]

@@ -36,6 +36,9 @@
 #   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
 #   grammar           grammar_bench (bundled qwen3, llama3, qwen3); bench/tables/grammar.py; ~1 min
+#   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
+#                     (PEER_ENGINES); bench/tables/grammar_peers.py; ~15-25 min (xgrammar's
+#                     masks take up to 0.5 s per token on sql)
 #
 # Knobs (environment): ONLY, SKIP (comma-separated NAMEs); for coldpath/others:
 # REPEATS (3), CLOCK (cpu: each process's CPU time, which a loaded machine
@@ -65,7 +68,8 @@ if smoke; then
   REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
-        vocab_load shm_demo maskbench maskbench_limit json_schema_suite dfa_construction adapters adapters_idle budget grammar)
+        vocab_load shm_demo maskbench maskbench_limit json_schema_suite dfa_construction adapters adapters_idle budget grammar
+        grammar_peers)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -222,6 +226,18 @@ table_grammar() {
   local extra=()
   smoke && extra=(--reps 1 --walks 1 --steps 8)
   lines grammar grammar.py "" build/bin/grammar_bench --tokenizers bundled,llama3,qwen3 "${extra[@]}"
+}
+
+table_grammar_peers() {
+  [ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
+  build maskd_grammar_coldpath maskctl
+  local cmd=(.venv-bench/bin/python bench/grammar_peers.py --tokenizers llama3,qwen3 --engines "$PEER_ENGINES"
+             --repeats "$REPEATS" --clock "$CLOCK")
+  smoke && cmd=(.venv-bench/bin/python bench/grammar_peers.py --tokenizers qwen3 --grammars json
+                --engines "$PEER_ENGINES" --repeats 1 --warm-reps 1 --clock "$CLOCK")
+  nice "${cmd[@]}" --json "$out/grammar_peers.json" 2> "$out/grammar_peers.log" || { tail -3 "$out/grammar_peers.log" >&2; return 1; }
+  emit grammar_peers "$(show "${cmd[@]}")" grammar_peers.py "$out/grammar_peers.json" \
+    "Medians of ${REPEATS} fresh processes per engine and case; clock $CLOCK."
 }
 
 table_vocab_load() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv-bench with the peers bench/coldpath.py compares maskd with
+# Creates .venv-bench with the peers bench/coldpath.py and bench/grammar_peers.py compare maskd with
 # (PyPI, pinned). Never used by the default tests. xgrammar is installed
 # without its torch/transformers/triton dependencies: it imports them only at
 # import time, and bench/peer_stubs stands in for them (PyPI's torch wheel does

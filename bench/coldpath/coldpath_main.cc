@@ -35,7 +35,6 @@
 // after the last token) are written there as little-endian uint32 words,
 // num_words each, for bench/coldpath.py to compare with other engines'.
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +44,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/coldpath/coldpath_util.h"
 #include "constraint/compile.h"
 #include "index/dfa.h"
 #include "index/guide.h"
@@ -54,41 +54,15 @@
 
 namespace {
 
-// Wall time (steady clock), or with --clock cpu this process's CPU time (all
-// threads): on a loaded machine, CPU time leaves out the time other
-// processes held the cores.
-bool g_cpu_clock = false;
+using maskd::coldpath::JsonEscape;
+using maskd::coldpath::MsSince;
 
 struct Clock {
   using time_point = double;  // ms
-  static time_point now() {
-    timespec ts;
-    clock_gettime(g_cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-  }
+  static time_point now() { return maskd::coldpath::NowMs(); }
 };
 
-double MsSince(Clock::time_point t0) { return Clock::now() - t0; }
-
-[[noreturn]] void Die(const std::string& msg) {
-  std::fprintf(stderr, "maskd_coldpath: %s\n", msg.c_str());
-  std::exit(2);
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
-}
+[[noreturn]] void Die(const std::string& msg) { maskd::coldpath::Die("maskd_coldpath", msg); }
 
 }  // namespace
 
@@ -122,7 +96,7 @@ int main(int argc, char** argv) {
     } else if (a == "--clock") {
       const std::string c = value();
       if (c != "cpu" && c != "wall") Die("--clock is cpu or wall");
-      g_cpu_clock = c == "cpu";
+      maskd::coldpath::UseCpuClock(c == "cpu");
     } else if (a == "--no-share-loops") {
       share_loops = false;
     } else if (a == "--eager") {
@@ -157,7 +131,7 @@ int main(int argc, char** argv) {
         "\"eager_states\": %u, \"dfa_states\": %u, \"share_loops\": %s, \"clock\": \"%s\", "
         "\"regex\": \"%s\"}\n",
         vocab_load_ms, compile_ms, eager_ms, threads, index->num_computed_states(),
-        index->dfa().num_states(), share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall",
+        index->dfa().num_states(), share_loops ? "true" : "false", maskd::coldpath::ClockName(),
         JsonEscape(regex).c_str());
     return 0;
   }
@@ -286,13 +260,9 @@ int main(int argc, char** argv) {
       "\"regex\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
       tokens.size(), warm_step_us, write_ns, memcpy_ns, advance_ns, scratch_mask_us, index->dfa().num_states(),
-      share_loops ? "true" : "false", g_cpu_clock ? "cpu" : "wall", toks.c_str(), JsonEscape(regex).c_str());
+      share_loops ? "true" : "false", maskd::coldpath::ClockName(), toks.c_str(), JsonEscape(regex).c_str());
   if (!masks_out.empty()) {
-    std::FILE* f = std::fopen(masks_out.c_str(), "wb");
-    if (f == nullptr || std::fwrite(all_masks.data(), 4, all_masks.size(), f) != all_masks.size() ||
-        std::fclose(f) != 0) {
-      Die("cannot write " + masks_out);
-    }
+    if (!maskd::coldpath::WriteMasks(masks_out, all_masks)) Die("cannot write " + masks_out);
   }
   return 0;
 }

@@ -169,3 +169,62 @@ def test_grammar_rows_and_ratio_over_memcpy():
         assert row[0] == "`%s`" % l["grammar"]
         ratio = l["warm_step_us"]["p50"] / l["memcpy_us"]
         assert row[10] == ("%.0f×" % ratio if ratio >= 100 else "%.1f×" % ratio)
+
+
+def test_grammar_peers_tables_and_goals_from_the_raw_results():
+    rc, md = run("grammar_peers.py", "grammar_peers.json")
+    assert rc == 0
+    results = json.loads((DATA / "grammar_peers.json").read_text())
+    body = rows(md)
+    n = len(results)
+
+    def fig(x: float, digits: int) -> str:
+        return "%.0f" % x if x >= 100 else "%.*f" % (digits, x)
+
+    # Time to first mask: one row per case; the ratio is maskd's over llguidance's.
+    ttfm = body[1:1 + n]
+    for row, r in zip(ttfm, results):
+        m, ll = r["engines"]["maskd"]["ttfm_ms"], r["engines"]["llguidance"]["ttfm_ms"]
+        assert row[:3] == ["`%s`" % r["grammar"], r["tokenizer"], fig(m, 2)]
+        assert row[5:7] == [fig(r["engines"]["maskd"]["compile_ms"], 2), fig(r["engines"]["maskd"]["first_mask_ms"], 2)]
+        assert row[7] == "%.2f×" % (m / ll)
+    # First walk: "mean / p99" per engine; a failed engine is "err".
+    first = body[2 + n:2 + 2 * n]
+    for row, r in zip(first, results):
+        assert row[2] == str(r["engines"]["maskd"]["walk_steps"])
+        s = r["engines"]["llguidance"]["step_us"]
+        assert row[4] == "%s / %s" % (fig(s["mean"], 1), fig(s["p99"], 1))
+        assert row[5] == ("err" if "error" in r["engines"]["xgrammar"] else "%s / %s" % (
+            fig(r["engines"]["xgrammar"]["step_us"]["mean"], 1), fig(r["engines"]["xgrammar"]["step_us"]["p99"], 1)))
+    # Warm: maskd's replay summary is warm_step_us, the peers' warm_us.
+    warm = body[3 + 2 * n:3 + 3 * n]
+    for row, r in zip(warm, results):
+        w = r["engines"]["maskd"]["warm_step_us"]
+        assert row[3] == "%s / %s" % (fig(w["mean"], 1), fig(w["p99"], 1))
+    agree = body[4 + 3 * n:4 + 4 * n]
+    for row, r in zip(agree, results):
+        ll = r["engines"]["llguidance"]
+        assert row[2] == "%d / %d" % (ll["agree"], ll["compared"]) + (
+            " (refused step %d)" % ll["refused"]["step"] if "refused" in ll else "")
+    goals = {r[0]: r[1:] for r in body[5 + 4 * n:]}
+    ok = [r for r in results if "error" not in r["engines"]["xgrammar"]]
+    faster = [r for r in ok if r["engines"]["maskd"]["step_us"]["mean"] <= r["engines"]["xgrammar"]["step_us"]["mean"]]
+    assert goals["per-token mean ≤ XGrammar's"][0] == "%d of %d" % (len(faster), len(ok))
+    first_ok = [r for r in results if r["engines"]["maskd"]["ttfm_ms"] <= r["engines"]["llguidance"]["ttfm_ms"]]
+    assert goals["time to first mask ≤ llguidance's"][0] == "%d of %d" % (len(first_ok), n)
+    for r in results:
+        if r not in first_ok:
+            assert "`%s`/%s" % (r["grammar"], r["tokenizer"]) in goals["time to first mask ≤ llguidance's"][1]
+    p99 = [r for r in results if r["engines"]["maskd"]["step_us"]["p99"] <= 100]
+    assert goals["per-token p99 ≤ 100 µs"][0] == "%d of %d" % (len(p99), n)
+    same = [r for r in results if r["engines"]["llguidance"]["agree"] == r["engines"]["llguidance"]["compared"]
+            and "refused" not in r["engines"]["llguidance"]]
+    assert goals["masks equal to llguidance's"][0] == "%d of %d cases" % (len(same), n)
+    # Every described differing step, refusal and error is listed.
+    listed = [l for l in md.splitlines() if l.startswith("- ")]
+    diffs = sum(len(e.get("diffs", [])) for r in results for e in r["engines"].values())
+    refused = [r for r in results for e in r["engines"].values() if "refused" in e]
+    errors = [e["error"] for r in results for e in r["engines"].values() if "error" in e]
+    assert refused and len(listed) == diffs + len(refused) + len(errors)
+    assert any("refused maskd's token 129" in l for l in listed)
+    assert all(any(err in l for l in listed) for err in errors)

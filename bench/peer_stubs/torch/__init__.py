@@ -1,4 +1,4 @@
-# Import-time stand-in (bench/coldpath.py): xgrammar imports torch and
+# Import-time stand-in (bench/peers.py): xgrammar imports torch and
 # transformers at import time only; the CPU paths used here take NumPy arrays
 # through DLPack and a raw token list.
 class _Any(type):
