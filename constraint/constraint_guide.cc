@@ -13,13 +13,13 @@ absl::Status RollbackPastStart(size_t rollback, size_t accepted) {
       absl::StrCat("rollback of ", rollback, " tokens, only ", accepted, " accepted"));
 }
 
-}  // namespace
-
 absl::Status ChartOverBudget(const MaskBudget& budget) {
   return absl::ResourceExhaustedError(
       absl::StrCat("the parser charts of grammar sessions would exceed their budget of ",
                    budget.max_bytes(), " bytes (--max-grammar-chart-bytes)"));
 }
+
+}  // namespace
 
 absl::StatusOr<ConstraintGuide> ConstraintGuide::Create(std::shared_ptr<const ConstraintIndex> index,
                                                         size_t rollback_window,
