@@ -40,11 +40,11 @@
 
 #include "benchmark/benchmark.h"
 #include "constraint/compile.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
 #include "index/random_walk.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
 

@@ -1,6 +1,6 @@
 // CompileConstraint: the one way a constraint becomes a ConstraintIndex.
 //
-// A Constraint is a regex (index/regex.h), a JSON Schema document
+// A Constraint is a regex (automaton/regex.h), a JSON Schema document
 // (index/json_schema.h, converted to a regex first), a context-free grammar
 // in Lark, GBNF or XGrammar EBNF (grammar/, docs/grammars.md), or a
 // structural tag (constraint/structural_tag.h: free text with tagged,

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/regex_language.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 namespace {

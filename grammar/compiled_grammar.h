@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
-#include "index/dfa.h"
-#include "index/regex.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 

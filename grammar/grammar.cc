@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "grammar/regex_language.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 namespace {

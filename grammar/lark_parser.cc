@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "grammar/python_regex.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grammar/python_re_tables.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -27,8 +27,8 @@
 #include <cstddef>
 
 #include "grammar/grammar.h"
-#include "index/dfa.h"
-#include "index/regex.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 

@@ -22,7 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/json_scan.h"
 #include "index/json_schema_internal.h"
 

@@ -16,7 +16,7 @@
 // (checked at each subschema and inside the converter's own DFA builds).
 //
 // The regex syntax is the common subset of Python's `re`, RE2 and maskd's
-// parser (index/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
+// parser (automaton/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
 // non-ASCII characters appear as raw UTF-8; control characters as \xHH.
 #ifndef MASKD_INDEX_JSON_SCHEMA_H_
 #define MASKD_INDEX_JSON_SCHEMA_H_
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 namespace maskd {
 

@@ -48,7 +48,7 @@
 #include "absl/time/time.h"
 #include "constraint/compile.h"
 #include "index/json_schema.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
 

@@ -46,7 +46,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/coldpath/coldpath_util.h"
 #include "constraint/compile.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"

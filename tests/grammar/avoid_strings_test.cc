@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 namespace maskd::grammar {
 namespace {

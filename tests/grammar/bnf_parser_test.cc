@@ -18,7 +18,7 @@
 #include "grammar/earley.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 namespace maskd::grammar {
 namespace {

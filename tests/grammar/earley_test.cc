@@ -25,7 +25,7 @@
 #include "grammar/bnf_parser.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "nlohmann/json.hpp"
 
 namespace maskd::grammar {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/json_schema.h"
 #include "index/json_schema_internal.h"
 

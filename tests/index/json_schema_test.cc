@@ -27,7 +27,7 @@
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/json_schema_internal.h"
 
 // Passing rate (%) of tests/data/maskbench_slice.jsonl, set a little below

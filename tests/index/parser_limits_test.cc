@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/json_schema.h"
 #include "index/json_schema_internal.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 #include "index/tokenizer_json.h"
 #include "index/vocabulary.h"
 
@@ -274,7 +274,7 @@ TEST(ErrorMessages, LongDocumentContentIsCut) {
 }
 
 // ---------------------------------------------------------------------------
-// The regex parser (index/regex.cc) and what walks its tree.
+// The regex parser (automaton/regex.cc) and what walks its tree.
 
 TEST(RegexDepth, DeepGroupsAreRefusedWithOffset) {
   RegexLimits limits;

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "tests/index/regex_corpus.h"
 
 namespace maskd {

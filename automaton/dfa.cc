@@ -1,4 +1,4 @@
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 #include <algorithm>
 #include <array>
