@@ -14,7 +14,7 @@
 #include "fuzz/expect_status.h"
 #include "absl/time/clock.h"
 #include "automaton/dfa.h"
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 #include "automaton/regex.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "automaton/dfa.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
-#include "automaton/dfa.h"
 
 namespace maskd::grammar {
 

@@ -26,9 +26,9 @@
 
 #include <cstddef>
 
-#include "grammar/grammar.h"
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
+#include "grammar/grammar.h"
 
 namespace maskd::grammar {
 

@@ -31,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "automaton/dfa.h"
-#include "index/mask_budget.h"
 #include "automaton/regex.h"
+#include "index/mask_budget.h"
 #include "index/vocabulary.h"
 
 namespace maskd {

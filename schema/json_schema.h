@@ -18,8 +18,8 @@
 // The regex syntax is the common subset of Python's `re`, RE2 and maskd's
 // parser (automaton/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
 // non-ASCII characters appear as raw UTF-8; control characters as \xHH.
-#ifndef MASKD_INDEX_JSON_SCHEMA_H_
-#define MASKD_INDEX_JSON_SCHEMA_H_
+#ifndef MASKD_SCHEMA_JSON_SCHEMA_H_
+#define MASKD_SCHEMA_JSON_SCHEMA_H_
 
 #include <cstddef>
 #include <string>
@@ -135,4 +135,4 @@ std::string JsonSchemaOptionsKey(const JsonSchemaOptions& options);
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_JSON_SCHEMA_H_
+#endif  // MASKD_SCHEMA_JSON_SCHEMA_H_

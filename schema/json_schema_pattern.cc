@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "index/json_schema_internal.h"
 #include "automaton/unicode_property.h"
+#include "schema/internal/json_schema_internal.h"
 
 namespace maskd::json_schema_internal {
 namespace {

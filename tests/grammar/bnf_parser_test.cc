@@ -14,11 +14,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
-#include "automaton/dfa.h"
 
 namespace maskd::grammar {
 namespace {
