@@ -1,7 +1,9 @@
 #include "grammar/python_regex.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,9 +16,29 @@ namespace maskd::grammar {
 namespace {
 
 CodepointSet FromTable(const python_re::CodepointRange* r, size_t n) {
+  CodepointSet::Ranges ranges;
+  ranges.reserve(n);
+  for (size_t i = 0; i < n; ++i) ranges.emplace_back(r[i].lo, r[i].hi);
   CodepointSet s;
-  for (size_t i = 0; i < n; ++i) s.AddRange(r[i].lo, r[i].hi);
+  s.AddRanges(ranges);  // one sort and merge, not one per range
   return s;
+}
+
+// (codepoint, case group) for every member of a case group, sorted: the
+// groups of a few codepoints by binary search instead of a scan of all groups.
+const std::vector<std::pair<uint32_t, uint32_t>>& CaseGroupOf() {
+  static const auto* index = [] {
+    using namespace python_re;
+    auto* v = new std::vector<std::pair<uint32_t, uint32_t>>;
+    for (size_t g = 0; g < kCaseGroupCount; ++g) {
+      for (uint32_t i = kCaseGroupStarts[g]; i < kCaseGroupStarts[g + 1]; ++i) {
+        v->emplace_back(kCaseGroupMembers[i], static_cast<uint32_t>(g));
+      }
+    }
+    std::sort(v->begin(), v->end());
+    return v;
+  }();
+  return *index;
 }
 
 const CodepointSet& Table(int which) {
@@ -91,16 +113,32 @@ CodepointSet CaseFold(const CodepointSet& s, bool ascii) {
     return out;
   }
   using namespace python_re;
-  for (size_t g = 0; g < kCaseGroupCount; ++g) {
-    bool hit = false;
-    for (uint32_t i = kCaseGroupStarts[g]; i < kCaseGroupStarts[g + 1] && !hit; ++i) {
-      hit = s.Contains(kCaseGroupMembers[i]);
-    }
-    if (!hit) continue;
+  CodepointSet::Ranges added;
+  auto add_group = [&](size_t g) {
     for (uint32_t i = kCaseGroupStarts[g]; i < kCaseGroupStarts[g + 1]; ++i) {
-      out.AddRange(kCaseGroupMembers[i], kCaseGroupMembers[i]);
+      added.emplace_back(kCaseGroupMembers[i], kCaseGroupMembers[i]);
+    }
+  };
+  uint64_t size = 0;
+  for (const auto& [lo, hi] : s.ranges()) size += hi - lo + 1;
+  if (size <= 256) {  // a few codepoints: look each one up
+    const auto& groups = CaseGroupOf();
+    for (const auto& [lo, hi] : s.ranges()) {
+      for (uint32_t c = lo; c <= hi; ++c) {
+        auto it = std::lower_bound(groups.begin(), groups.end(), std::make_pair(c, uint32_t{0}));
+        for (; it != groups.end() && it->first == c; ++it) add_group(it->second);
+      }
+    }
+  } else {
+    for (size_t g = 0; g < kCaseGroupCount; ++g) {
+      bool hit = false;
+      for (uint32_t i = kCaseGroupStarts[g]; i < kCaseGroupStarts[g + 1] && !hit; ++i) {
+        hit = s.Contains(kCaseGroupMembers[i]);
+      }
+      if (hit) add_group(g);
     }
   }
+  out.AddRanges(added);
   return out;
 }
 
