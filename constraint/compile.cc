@@ -52,6 +52,7 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
   if (constraint.kind == ConstraintKind::kStructuralTag) {
     StructuralTagOptions tag_options = constraint.structural_tag;
     tag_options.json_schema = BudgetedSchemaOptions(constraint, options);
+    tag_options.grammar = o.limits;
     g = StructuralTagGrammar(constraint.text, tag_options);
     // Converted schemas are large by construction (see below).
     terminal_options.regex.max_pattern_bytes =

@@ -13,10 +13,17 @@ absl::Status RollbackPastStart(size_t rollback, size_t accepted) {
       absl::StrCat("rollback of ", rollback, " tokens, only ", accepted, " accepted"));
 }
 
+absl::Status ChartOverBudget(const MaskBudget& budget) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the parser charts of grammar sessions would exceed their budget of ",
+                   budget.max_bytes(), " bytes (--max-grammar-chart-bytes)"));
+}
+
 }  // namespace
 
 absl::StatusOr<ConstraintGuide> ConstraintGuide::Create(std::shared_ptr<const ConstraintIndex> index,
-                                                        size_t rollback_window) {
+                                                        size_t rollback_window,
+                                                        std::shared_ptr<MaskBudget> chart_budget) {
   if (index == nullptr) return absl::InvalidArgumentError("ConstraintGuide needs an index");
   if (index->token_index() != nullptr) {
     Guide guide(index->token_index(), rollback_window);
@@ -24,7 +31,53 @@ absl::StatusOr<ConstraintGuide> ConstraintGuide::Create(std::shared_ptr<const Co
   }
   auto guide = grammar::GrammarGuide::Create(index->grammar_index());
   if (!guide.ok()) return guide.status();
-  return ConstraintGuide(std::move(index), *std::move(guide));
+  ConstraintGuide out(std::move(index), *std::move(guide));
+  out.chart_budget_ = std::move(chart_budget);
+  if (!out.Recharge()) return ChartOverBudget(*out.chart_budget_);
+  return out;
+}
+
+ConstraintGuide::ConstraintGuide(ConstraintGuide&& other) noexcept
+    : index_(std::move(other.index_)),
+      state_(std::move(other.state_)),
+      undone_(std::move(other.undone_)),
+      chart_budget_(std::move(other.chart_budget_)),
+      charged_(std::exchange(other.charged_, 0)) {}
+
+ConstraintGuide& ConstraintGuide::operator=(ConstraintGuide&& other) noexcept {
+  if (this != &other) {
+    if (chart_budget_ != nullptr) chart_budget_->Release(charged_);
+    index_ = std::move(other.index_);
+    state_ = std::move(other.state_);
+    undone_ = std::move(other.undone_);
+    chart_budget_ = std::move(other.chart_budget_);
+    charged_ = std::exchange(other.charged_, 0);
+  }
+  return *this;
+}
+
+ConstraintGuide::~ConstraintGuide() {
+  if (chart_budget_ != nullptr) chart_budget_->Release(charged_);
+}
+
+absl::StatusOr<ConstraintGuide> ConstraintGuide::Fork() const {
+  ConstraintGuide copy(index_, state_);
+  copy.chart_budget_ = chart_budget_;
+  if (!copy.Recharge()) return ChartOverBudget(*chart_budget_);
+  return copy;
+}
+
+bool ConstraintGuide::Recharge() {
+  const grammar::GrammarGuide* g = std::get_if<grammar::GrammarGuide>(&state_);
+  if (chart_budget_ == nullptr || g == nullptr) return true;
+  const size_t bytes = g->chart_bytes();
+  if (bytes > charged_) {
+    if (!chart_budget_->TryCharge(bytes - charged_)) return false;
+  } else {
+    chart_budget_->Release(charged_ - bytes);
+  }
+  charged_ = bytes;
+  return true;
 }
 
 absl::StatusOr<ConstraintGuide> ConstraintGuide::Replay(std::shared_ptr<const ConstraintIndex> index,
@@ -85,6 +138,7 @@ absl::Status ConstraintGuide::StepGrammar(grammar::GrammarGuide& g, size_t rollb
   undone_.assign(advanced.end() - static_cast<ptrdiff_t>(rollback), advanced.end());
   if (absl::Status s = g.RollbackAndAdvance(rollback, tokens); !s.ok()) return s;
   absl::Status s = g.WriteMask(row);
+  if (s.ok() && !Recharge()) s = ChartOverBudget(*chart_budget_);
   if (!s.ok()) {
     // Back to the state before the step: the same tokens from the same
     // parser state are accepted as before.
@@ -92,6 +146,7 @@ absl::Status ConstraintGuide::StepGrammar(grammar::GrammarGuide& g, size_t rollb
     if (absl::Status redo = g.Advance(undone_); !redo.ok()) {
       return absl::InternalError(absl::StrCat("step not undone: ", redo.message()));
     }
+    (void)Recharge();  // the chart as before the step: fits what was charged
   }
   return s;
 }
@@ -107,12 +162,20 @@ void ConstraintGuide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) co
 
 absl::Status ConstraintGuide::Advance(absl::Span<const uint32_t> tokens) {
   if (Guide* g = std::get_if<Guide>(&state_)) return g->Advance(tokens);
-  return std::get<grammar::GrammarGuide>(state_).Advance(tokens);
+  grammar::GrammarGuide& g = std::get<grammar::GrammarGuide>(state_);
+  if (absl::Status s = g.Advance(tokens); !s.ok()) return s;
+  if (!Recharge()) {
+    (void)g.Rollback(tokens.size());
+    return ChartOverBudget(*chart_budget_);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ConstraintGuide::Rollback(size_t n) {
   if (Guide* g = std::get_if<Guide>(&state_)) return g->Rollback(n);
-  return std::get<grammar::GrammarGuide>(state_).Rollback(n);
+  absl::Status s = std::get<grammar::GrammarGuide>(state_).Rollback(n);
+  (void)Recharge();  // shrinks: always fits
+  return s;
 }
 
 bool ConstraintGuide::IsAccepting() const {

@@ -14,6 +14,12 @@
 //    grammar with UNIMPLEMENTED, before any change.
 //  - MinBytesToFinish is exact on the regex route; on the grammar route it
 //    is a lower bound: 0 when accepting or finished, else 1.
+//  - Chart budget: given one, a grammar guide charges its parser chart's
+//    bytes (GrammarGuide::chart_bytes) to it after each step and releases
+//    them as the chart shrinks and when destroyed; a step whose chart would
+//    not fit fails with RESOURCE_EXHAUSTED and is undone, and so does a Fork
+//    (its copy of the chart is charged too). One budget shared by every
+//    session bounds all grammar sessions' memory together.
 // Not thread-safe (a grammar guide's mask methods use its own parser);
 // distinct guides over one index are independent.
 #ifndef MASKD_CONSTRAINT_CONSTRAINT_GUIDE_H_
@@ -32,6 +38,7 @@
 #include "constraint/constraint_index.h"
 #include "grammar/grammar_guide.h"
 #include "index/guide.h"
+#include "index/mask_budget.h"
 
 namespace maskd {
 
@@ -39,10 +46,12 @@ class ConstraintGuide {
  public:
   static constexpr size_t kUnboundedHistory = Guide::kUnboundedHistory;
 
-  // A guide at the start. `rollback_window` as Guide's (regex route only).
-  // Fails only when a grammar's start set passes a parser limit.
+  // A guide at the start. `rollback_window` as Guide's (regex route only);
+  // `chart_budget` (may be null; grammar route only) as above. Fails only when
+  // a grammar's start set passes a parser limit or the budget.
   static absl::StatusOr<ConstraintGuide> Create(std::shared_ptr<const ConstraintIndex> index,
-                                                size_t rollback_window = kUnboundedHistory);
+                                                size_t rollback_window = kUnboundedHistory,
+                                                std::shared_ptr<MaskBudget> chart_budget = nullptr);
   // The guide reached from the start by `tokens` (stateless replay).
   static absl::StatusOr<ConstraintGuide> Replay(std::shared_ptr<const ConstraintIndex> index,
                                                 absl::Span<const uint32_t> tokens);
@@ -83,23 +92,34 @@ class ConstraintGuide {
   // pass a parser limit.
   std::string ForcedContinuation(size_t max_bytes = 256);
 
-  // An independent copy (shares the index).
-  ConstraintGuide Fork() const { return *this; }
+  // An independent copy (shares the index and the chart budget).
+  // ResourceExhausted when the copy's chart does not fit the budget.
+  absl::StatusOr<ConstraintGuide> Fork() const;
+
+  ConstraintGuide(const ConstraintGuide&) = delete;
+  ConstraintGuide& operator=(const ConstraintGuide&) = delete;
+  ConstraintGuide(ConstraintGuide&& other) noexcept;
+  ConstraintGuide& operator=(ConstraintGuide&& other) noexcept;
+  ~ConstraintGuide();
 
  private:
-  ConstraintGuide(std::shared_ptr<const ConstraintIndex> index, Guide guide)
-      : index_(std::move(index)), state_(std::move(guide)) {}
-  ConstraintGuide(std::shared_ptr<const ConstraintIndex> index, grammar::GrammarGuide guide)
-      : index_(std::move(index)), state_(std::move(guide)) {}
+  ConstraintGuide(std::shared_ptr<const ConstraintIndex> index,
+                  std::variant<Guide, grammar::GrammarGuide> state)
+      : index_(std::move(index)), state_(std::move(state)) {}
 
   absl::Status StepRegex(Guide& g, size_t rollback, absl::Span<const uint32_t> tokens,
                          absl::Span<uint32_t> row, uint32_t max_tokens_left);
   absl::Status StepGrammar(grammar::GrammarGuide& g, size_t rollback,
                            absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row);
+  // Charges or releases the difference between the chart's bytes and those
+  // charged; false (nothing charged) when the budget refuses.
+  bool Recharge();
 
   std::shared_ptr<const ConstraintIndex> index_;
   std::variant<Guide, grammar::GrammarGuide> state_;
   std::vector<uint32_t> undone_;  // StepGrammar's scratch: the tokens rolled back
+  std::shared_ptr<MaskBudget> chart_budget_;  // null: none
+  size_t charged_ = 0;                        // bytes charged to chart_budget_
 };
 
 }  // namespace maskd

@@ -1,5 +1,6 @@
 #include "constraint/structural_tag.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,42 @@ absl::StatusOr<bool> BoolField(const Json& doc, const char* key) {
   return it->get<bool>();
 }
 
+// Parses the tag's grammar {"format", "text"} and appends its terminals and
+// rules to `g` (names prefixed "TAG<i>."); returns its start rule.
+absl::StatusOr<Symbol> MergeGrammar(const Json& spec, const std::string& where, size_t i,
+                                    const StructuralTagOptions& options, Grammar* g) {
+  if (!spec.is_object()) return Invalid(where, "expected {\"format\": ..., \"text\": ...}");
+  auto format_name = StringField(spec, "format", where, true);
+  if (!format_name.ok()) return format_name.status();
+  auto text = StringField(spec, "text", where, true);
+  if (!text.ok()) return text.status();
+  auto format = grammar::GrammarFormatNamed(*format_name);
+  if (!format) return Invalid(absl::StrCat(where, ".format"), "expected lark, gbnf or ebnf");
+  auto sub = grammar::ParseGrammarText(*text, *format, options.grammar);
+  if (!sub.ok()) {
+    return absl::Status(sub.status().code(),
+                        absl::StrCat("structural tag: ", where, ": ", sub.status().message()));
+  }
+  if (!sub->ignore.empty()) {
+    return Invalid(where, "%ignore is not supported inside a structural tag");
+  }
+  const auto terminal_base = static_cast<uint32_t>(g->terminals.size());
+  const auto rule_base = static_cast<uint32_t>(g->rules.size());
+  const std::string prefix = absl::StrCat("TAG", i, ".");
+  for (grammar::Terminal& t : sub->terminals) {
+    t.name = prefix + t.name;
+    g->terminals.push_back(std::move(t));
+  }
+  for (grammar::Rule& r : sub->rules) {
+    r.name = prefix + r.name;
+    for (auto& alternative : r.alternatives) {
+      for (Symbol& s : alternative) s.id += s.is_terminal() ? terminal_base : rule_base;
+    }
+    g->rules.push_back(std::move(r));
+  }
+  return Symbol::Rule(rule_base + sub->start);
+}
+
 }  // namespace
 
 absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
@@ -93,9 +130,10 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
     const std::string where = absl::StrCat("tags[", i, "]");
     if (!tag.is_object()) return Invalid(where, "expected an object");
     for (auto it = tag.begin(); it != tag.end(); ++it) {
-      if (it.key() != "begin" && it.key() != "end" && it.key() != "schema" && it.key() != "regex") {
+      if (it.key() != "begin" && it.key() != "end" && it.key() != "schema" && it.key() != "regex" &&
+          it.key() != "grammar") {
         return Invalid(absl::StrCat(where, ".", it.key()),
-                       "unknown field (expected begin, schema or regex, end)");
+                       "unknown field (expected begin, schema, regex or grammar, end)");
       }
     }
     auto begin = StringField(tag, "begin", where, true);
@@ -104,9 +142,17 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
     auto end = StringField(tag, "end", where, false);
     if (!end.ok()) return end.status();
     std::string content;
-    const bool has_schema = tag.contains("schema"), has_regex = tag.contains("regex");
-    if (has_schema == has_regex) return Invalid(where, "give exactly one of schema or regex");
-    if (has_regex) {
+    std::optional<Symbol> content_rule;
+    const bool has_schema = tag.contains("schema"), has_regex = tag.contains("regex"),
+               has_grammar = tag.contains("grammar");
+    if (has_schema + has_regex + has_grammar != 1) {
+      return Invalid(where, "give exactly one of schema, regex or grammar");
+    }
+    if (has_grammar) {
+      auto rule = MergeGrammar(tag["grammar"], absl::StrCat(where, ".grammar"), i, options, &g);
+      if (!rule.ok()) return rule.status();
+      content_rule = *rule;
+    } else if (has_regex) {
       auto regex = StringField(tag, "regex", where, true);
       if (!regex.ok()) return regex.status();
       content = *std::move(regex);
@@ -123,7 +169,11 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
     }
     std::vector<Symbol> seq = {AddTerminal(&g, absl::StrCat("\"", *begin, "\""),
                                            grammar::LiteralRegex(*begin), *begin)};
-    if (!content.empty()) seq.push_back(AddTerminal(&g, absl::StrCat("TAG", i, "_CONTENT"), content));
+    if (content_rule) {
+      seq.push_back(*content_rule);
+    } else if (!content.empty()) {
+      seq.push_back(AddTerminal(&g, absl::StrCat("TAG", i, "_CONTENT"), content));
+    }
     if (!end->empty()) {
       seq.push_back(AddTerminal(&g, absl::StrCat("\"", *end, "\""), grammar::LiteralRegex(*end), *end));
     }
@@ -131,6 +181,13 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
     begins.push_back(*std::move(begin));
   }
 
+  if (g.rules.size() > options.grammar.max_rules ||
+      g.terminals.size() > options.grammar.max_terminals) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "structural tag: its tags' grammars have ", g.rules.size(), " rules and ",
+        g.terminals.size(), " terminals together, more than ", options.grammar.max_rules,
+        " (max_rules) or ", options.grammar.max_terminals, " (max_terminals)"));
+  }
   std::vector<std::string> triggers;
   if (auto it = doc.find("triggers"); it != doc.end()) {
     if (!it->is_array() || it->empty()) return Invalid("triggers", "expected a non-empty array");

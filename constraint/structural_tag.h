@@ -4,18 +4,20 @@
 // `<function=name>{...}</function>`, ...); XGrammar's "structural tags".
 //
 // A structural tag is a JSON document:
-//   {"tags": [{"begin": "<tool_call>", "schema": {...} | "regex": "...",
+//   {"tags": [{"begin": "<tool_call>",
+//              "schema": {...} | "regex": "..." | "grammar": {"format": F, "text": T},
 //              "end": "</tool_call>"}, ...],
 //    "triggers": ["<tool_call>"],     (optional; default: every tag's begin)
 //    "at_least_one": false,            (optional: a tag must appear)
 //    "stop_after_first": false}        (optional: nothing after the first tag)
 // Every tag's begin starts with a trigger; a schema may be an object or its
-// text. Language: FREE (TAG FREE)*, where FREE is any UTF-8 text containing
+// text; a grammar's format is lark, gbnf or ebnf (grammar/grammar_text.h) and
+// it may not %ignore (its rules and terminals join the tag's grammar). Language: FREE (TAG FREE)*, where FREE is any UTF-8 text containing
 // no trigger (grammar/avoid_strings.h) and TAG is begin, content, end, for
 // any tag whose begin comes next; with at_least_one, FREE TAG (FREE TAG)*
 // FREE; with stop_after_first, FREE or FREE TAG (FREE TAG with both). A
 // trigger in the text therefore always opens a tag, and a tag's content is
-// exactly its schema's (or regex's) language. Schemas are converted to
+// exactly its schema's (regex's, grammar's) language. Schemas are converted to
 // regexes (schema/json_schema.h), so each must fit the regex route.
 #ifndef MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
 #define MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
@@ -25,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
+#include "grammar/grammar_text.h"
 #include "schema/json_schema.h"
 
 namespace maskd {
@@ -33,6 +36,7 @@ struct StructuralTagOptions {
   size_t max_tags = 64;
   JsonSchemaOptions json_schema;  // for each tag's schema
   grammar::AvoidLimits triggers;  // the triggers' size and free text's regex
+  grammar::GrammarLimits grammar;  // for each tag's grammar
 };
 
 // The grammar of a structural tag. InvalidArgument naming the problem and

@@ -64,6 +64,8 @@ class GrammarGuide {
   absl::Span<const uint32_t> tokens() const { return tokens_; }
   // Text bytes taken so far.
   size_t num_bytes() const { return parser_.num_sets() - 1; }
+  // Bytes of the parser's chart (its Earley items) for the text so far.
+  size_t chart_bytes() const { return parser_.num_items() * sizeof(EarleyItem); }
 
   // The bytes every accepted text must continue with from here, up to the
   // first branch or accepting point, at most `max_bytes` (jump-forward).

@@ -157,6 +157,9 @@ ABSL_FLAG(uint32_t, max_grammar_repeat, 1000, "Largest counted repetition {m,n} 
 ABSL_FLAG(uint64_t, max_grammar_chart_items, uint64_t{1} << 20,
           "Per grammar session: Earley items in all its sets (about 12 bytes each; also its "
           "tokens at most)");
+ABSL_FLAG(uint64_t, max_grammar_chart_bytes, uint64_t{2} << 30,
+          "All grammar sessions' parser charts together, in bytes; a step or fork past it is "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint64_t, max_grammar_set_items, uint64_t{1} << 18,
           "Earley items at most in one set (one text position)");
 ABSL_FLAG(uint64_t, max_grammar_mask_work, uint64_t{1} << 22,
@@ -368,6 +371,8 @@ int Run(int argc, char** argv) {
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
   session_options.rollback_window = absl::GetFlag(FLAGS_rollback_window);
+  session_options.grammar_chart_budget =
+      std::make_shared<MaskBudget>(absl::GetFlag(FLAGS_max_grammar_chart_bytes));
   session_options.on_sweep = [c = cache.get()] { c->Maintain(); };  // sessions die before cache
   auto sessions = std::make_unique<SessionTable>(session_options, &metrics);
   metrics.SetSessionsMax(session_options.max_sessions);

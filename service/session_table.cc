@@ -45,8 +45,9 @@ struct RandomBatch {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<Session>> Session::Create(std::shared_ptr<IndexLease> lease,
-                                                         size_t rollback_window) {
-  auto guide = ConstraintGuide::Create(lease->index(), rollback_window);
+                                                         size_t rollback_window,
+                                                         std::shared_ptr<MaskBudget> chart_budget) {
+  auto guide = ConstraintGuide::Create(lease->index(), rollback_window, std::move(chart_budget));
   if (!guide.ok()) return guide.status();
   return std::make_shared<Session>(std::move(lease), *std::move(guide));
 }
@@ -63,9 +64,11 @@ size_t Session::history_bytes() const {
   return guide_.history_bytes();
 }
 
-std::shared_ptr<Session> Session::Clone() const {
+absl::StatusOr<std::shared_ptr<Session>> Session::Clone() const {
   absl::MutexLock lock(&mu_);
-  return std::make_shared<Session>(lease_, guide_.Fork());
+  auto guide = guide_.Fork();
+  if (!guide.ok()) return guide.status();
+  return std::make_shared<Session>(lease_, *std::move(guide));
 }
 
 void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed); }
@@ -150,7 +153,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<In
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
-  auto s = Session::Create(std::move(lease), options_.rollback_window);
+  auto s = Session::Create(std::move(lease), options_.rollback_window,
+                           options_.grammar_chart_budget);
   if (!s.ok()) {
     count_.fetch_sub(1);
     return s.status();
@@ -167,7 +171,12 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
   from->Touch();
-  return Insert(from->Clone());
+  auto clone = from->Clone();
+  if (!clone.ok()) {
+    count_.fetch_sub(1);
+    return clone.status();
+  }
+  return Insert(*std::move(clone));
 }
 
 absl::Status SessionTable::Close(uint64_t id) {

@@ -11,6 +11,8 @@
 //    session on the grammar route can roll back to its start; its memory is
 //    bounded by the grammar's max_chart_items (constraint/constraint_guide.h).
 //  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that).
+//  - Grammar sessions' parser charts together stay within
+//    `grammar_chart_budget` (a step or fork past it is RESOURCE_EXHAUSTED).
 //  - A session unused for `ttl` is removed by the sweeper thread and counted
 //    as expired; later calls on it get NOT_FOUND.
 //  - Every session holds a lease on its index (IndexLease): a live session's
@@ -49,6 +51,9 @@ struct SessionTableOptions {
   // history is at most 4 bytes times this.
   size_t rollback_window = 4096;
   absl::Duration ttl = absl::Minutes(10);  // --session-ttl
+  // The parser charts of all grammar sessions together
+  // (--max-grammar-chart-bytes; ConstraintGuide's chart budget); null: none.
+  std::shared_ptr<MaskBudget> grammar_chart_budget;
   // Sweeper period; zero: min(ttl / 4, 1 s).
   absl::Duration sweep_period = absl::ZeroDuration();
   // Run by the sweeper thread after each sweep (e.g. IndexCache::Maintain,
@@ -72,10 +77,13 @@ class Session {
   // passes a parser limit.
   static absl::StatusOr<std::shared_ptr<Session>> Create(
       std::shared_ptr<IndexLease> lease,
-      size_t rollback_window = ConstraintGuide::kUnboundedHistory);
+      size_t rollback_window = ConstraintGuide::kUnboundedHistory,
+      std::shared_ptr<MaskBudget> chart_budget = nullptr);
   Session(std::shared_ptr<IndexLease> lease, ConstraintGuide guide);
   // A new session in this one's state (fork), id 0 until inserted.
-  std::shared_ptr<Session> Clone() const;
+  // ResourceExhausted when its copy of a grammar chart does not fit the
+  // chart budget.
+  absl::StatusOr<std::shared_ptr<Session>> Clone() const;
 
   uint64_t id() const { return id_; }
   const std::string& index_id() const { return lease_->id(); }

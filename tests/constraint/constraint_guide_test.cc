@@ -150,9 +150,10 @@ TEST(ConstraintGuide, GrammarStepIsAllOrNothing) {
   ASSERT_TRUE(direct->WriteMask(absl::MakeSpan(want)).ok());
   EXPECT_EQ(row, want);
   // Forks are independent.
-  ConstraintGuide fork = guide->Fork();
-  ASSERT_TRUE(fork.Step(2, {}, absl::MakeSpan(row)).ok());
-  EXPECT_EQ(fork.num_tokens(), 2u);
+  auto fork = guide->Fork();
+  ASSERT_TRUE(fork.ok());
+  ASSERT_TRUE(fork->Step(2, {}, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(fork->num_tokens(), 2u);
   EXPECT_EQ(guide->num_tokens(), 4u);
 }
 
@@ -191,6 +192,51 @@ TEST(ConstraintGuide, GrammarMaskOverWorkUndoesTheStep) {
     }
   }
   EXPECT_GT(found, 0) << "no max_mask_work admits one mask of the walk and refuses the next";
+}
+
+// Grammar guides charge their charts to a shared budget: the step that would
+// pass it fails and is undone, forks are charged, and everything is released.
+TEST(ConstraintGuide, ChartBudgetBoundsGrammarGuidesTogether) {
+  auto index = CompileGbnf(kJsonishGbnf);
+  ASSERT_NE(index, nullptr);
+  const std::vector<uint32_t> walk = {TokenOf("{"), TokenOf("\""), TokenOf("ab"), TokenOf("\":"),
+                                      TokenOf("{"), TokenOf("\""), TokenOf("c"), TokenOf("\":")};
+  // What the whole walk's chart takes, measured with an unbounded budget.
+  auto unbounded = std::make_shared<MaskBudget>(uint64_t{1} << 40);
+  uint64_t full = 0, start = 0;
+  {
+    auto g = ConstraintGuide::Create(index, ConstraintGuide::kUnboundedHistory, unbounded);
+    ASSERT_TRUE(g.ok());
+    start = unbounded->used();
+    EXPECT_GT(start, 0u);
+    std::vector<uint32_t> row(index->num_words());
+    ASSERT_TRUE(g->Step(0, walk, absl::MakeSpan(row)).ok());
+    full = unbounded->used();
+    EXPECT_GT(full, start);
+    ASSERT_TRUE(g->Rollback(walk.size()).ok());
+    EXPECT_EQ(unbounded->used(), start);  // released as the chart shrinks
+  }
+  EXPECT_EQ(unbounded->used(), 0u);  // and when the guide goes
+
+  // A budget that holds the whole walk's chart, but not beside a fork's.
+  auto budget = std::make_shared<MaskBudget>(full + start - 1);
+  auto g = ConstraintGuide::Create(index, ConstraintGuide::kUnboundedHistory, budget);
+  ASSERT_TRUE(g.ok());
+  std::vector<uint32_t> row(index->num_words(), 0xFFFFFFFFu);
+  auto fork = g->Fork();  // charged: two start charts
+  ASSERT_TRUE(fork.ok());
+  EXPECT_EQ(budget->used(), 2 * start);
+  absl::Status s = g->Step(0, walk, absl::MakeSpan(row));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("--max-grammar-chart-bytes"));
+  EXPECT_THAT(row, ::testing::Each(0u));
+  EXPECT_EQ(g->num_tokens(), 0u);
+  EXPECT_EQ(budget->used(), 2 * start);
+  // Without the fork there is room.
+  *fork = std::move(*g);  // releases the fork's chart, takes g's charge
+  EXPECT_EQ(budget->used(), start);
+  EXPECT_TRUE(fork->Step(0, walk, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(budget->used(), full);
 }
 
 TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {

@@ -156,6 +156,57 @@ TEST(StructuralTag, SampledOutputsHoldValidCalls) {
   EXPECT_GE(finished, 1);
 }
 
+// A tag whose content is a context-free grammar (balanced parentheses around
+// y), checked against a direct recursive oracle on random texts.
+bool Balanced(const std::string& s) {  // "(" * n + "y" + ")" * n
+  const size_t y = s.find('y');
+  if (y == std::string::npos || s.size() != 2 * y + 1) return false;
+  return s.find_first_not_of('(') == y && s.find_first_not_of(')', y + 1) == std::string::npos;
+}
+
+bool BalancedTagsAccept(const std::string& text, size_t pos = 0) {
+  const size_t at = text.find("<p>", pos);
+  if (at == std::string::npos) return true;
+  for (size_t end = text.find("</p>", at + 3); end != std::string::npos;
+       end = text.find("</p>", end + 1)) {
+    if (Balanced(text.substr(at + 3, end - at - 3)) && BalancedTagsAccept(text, end + 4)) return true;
+  }
+  return false;
+}
+
+TEST(StructuralTag, GrammarContentMatchesTheOracle) {
+  const std::string doc = R"({"tags": [{"begin": "<p>", "end": "</p>",
+      "grammar": {"format": "gbnf", "text": "root ::= \"(\" root \")\" | \"y\"\n"}}]})";
+  auto g = StructuralTagGrammar(doc);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto recognizer = grammar::EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(recognizer.ok()) << recognizer.status();
+  const std::vector<std::string> pieces = {"a", "<", "p", ">", "<p>", "</p>", "(", ")", "y", "((y))"};
+  std::mt19937 rng(17);
+  int tagged = 0;
+  for (int n = 0; n < 3000; ++n) {
+    std::string text;
+    const int len = static_cast<int>(rng() % 10);
+    for (int i = 0; i < len; ++i) text += pieces[rng() % pieces.size()];
+    auto got = recognizer->Accepts(text);
+    ASSERT_TRUE(got.ok());
+    const bool want = BalancedTagsAccept(text);
+    ASSERT_EQ(*got, want) << "text '" << text << "'";
+    tagged += want && text.find("<p>") != std::string::npos;
+  }
+  EXPECT_GT(tagged, 5);
+  // Its own errors and %ignore are refused with the tag's place.
+  auto bad = StructuralTagGrammar(
+      R"({"tags": [{"begin": "<p>", "grammar": {"format": "gbnf", "text": "root ::= [z-a]"}}]})");
+  EXPECT_THAT(bad.status().message(), HasSubstr("tags[0].grammar: line 1"));
+  auto ignore = StructuralTagGrammar(
+      R"({"tags": [{"begin": "<p>", "grammar": {"format": "lark", "text": "start: \"a\"\n%ignore \" \"\n"}}]})");
+  EXPECT_THAT(ignore.status().message(), HasSubstr("%ignore is not supported"));
+  auto format = StructuralTagGrammar(
+      R"({"tags": [{"begin": "<p>", "grammar": {"format": "yaml", "text": "x"}}]})");
+  EXPECT_THAT(format.status().message(), HasSubstr("tags[0].grammar.format"));
+}
+
 TEST(StructuralTag, ErrorsNameTheirPlace) {
   struct Case {
     std::string doc, message;
@@ -163,7 +214,7 @@ TEST(StructuralTag, ErrorsNameTheirPlace) {
       {"not json", "not valid JSON"},
       {R"({"tags": []})", "tags: expected a non-empty array"},
       {R"({"tags": [{"begin": "<a>", "regex": "x"}], "colour": 1})", "colour: unknown field"},
-      {R"({"tags": [{"begin": "<a>"}]})", "tags[0]: give exactly one of schema or regex"},
+      {R"({"tags": [{"begin": "<a>"}]})", "tags[0]: give exactly one of schema, regex or grammar"},
       {R"({"tags": [{"begin": "<a>", "regex": "x", "schema": {}}]})", "exactly one"},
       {R"({"tags": [{"begin": "", "regex": "x"}]})", "tags[0].begin: must not be empty"},
       {R"({"tags": [{"begin": "<a>", "regex": "x"}], "triggers": ["<b"]})",

@@ -5,10 +5,8 @@
 // language; the same expression as a regex must accept the same strings).
 #include "grammar/bnf_parser.h"
 
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,18 +17,14 @@
 #include "grammar/earley.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
+#include "tests/grammar/grammar_test_util.h"
 
 namespace maskd::grammar {
 namespace {
 
+using ::maskd::testing::ReadGrammar;
 using ::testing::HasSubstr;
 
-std::string ReadGrammar(const std::string& name) {
-  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/grammars/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 EarleyRecognizer MustRecognizer(const absl::StatusOr<Grammar>& g) {
   EXPECT_TRUE(g.ok()) << g.status();

@@ -8,14 +8,12 @@
 #include "grammar/earley.h"
 
 #include <bitset>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,18 +25,14 @@
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/grammar/grammar_test_util.h"
 
 namespace maskd::grammar {
 namespace {
 
+using ::maskd::testing::ReadGrammar;
 using ::testing::HasSubstr;
 
-std::string ReadGrammar(const std::string& name) {
-  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/grammars/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 EarleyRecognizer MustCreate(const Grammar& g, const EarleyOptions& options = {}) {
   auto r = EarleyRecognizer::Create(g, options);

@@ -10,10 +10,8 @@
 // (advance, rollback, fork, EOS, errors, limits, forced continuations).
 #include "grammar/grammar_guide.h"
 
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,21 +20,17 @@
 #include "grammar/bnf_parser.h"
 #include "grammar/earley.h"
 #include "grammar/grammar_index.h"
-#include "grammar/lark_parser.h"
 #include "gtest/gtest.h"
+#include "tests/grammar/grammar_test_util.h"
 #include "tests/index/test_util.h"
 
 namespace maskd::grammar {
 namespace {
 
+using ::maskd::testing::Allowed;
+using ::maskd::testing::Bit;
+using ::maskd::testing::BruteForceMask;
 using ::testing::HasSubstr;
-
-std::string ReadGrammar(const std::string& name) {
-  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/grammars/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Ambiguous and left-recursive: s s splits every way.
 constexpr char kAmbiguous[] = R"gbnf(
@@ -45,14 +39,8 @@ s ::= s s | "a" | "ab" | "b" | "ba"
 )gbnf";
 
 Grammar Parse(const std::string& name) {
-  absl::StatusOr<Grammar> g;
-  if (name.size() > 5 && name.substr(name.size() - 5) == ".lark") {
-    g = ParseLark(ReadGrammar(name));
-  } else if (name == "ambiguous.gbnf") {
-    g = ParseGbnf(kAmbiguous);
-  } else {
-    g = ParseGbnf(ReadGrammar(name));
-  }
+  absl::StatusOr<Grammar> g =
+      name == "ambiguous.gbnf" ? ParseGbnf(kAmbiguous) : testing::ParseGrammarFile(name);
   EXPECT_TRUE(g.ok()) << name << ": " << g.status();
   return g.ok() ? *g : Grammar();
 }
@@ -64,45 +52,6 @@ std::shared_ptr<const GrammarIndex> MustIndex(const Grammar& g,
   return index.ok() ? *index : nullptr;
 }
 
-bool Bit(const std::vector<uint32_t>& words, uint32_t t) { return (words[t >> 5] >> (t & 31)) & 1; }
-
-// The mask by definition: each text token's bytes pushed on a copy of `parser`.
-std::vector<uint32_t> BruteForceMask(const GrammarIndex& index, const EarleyParser& parser) {
-  const Vocabulary& vocab = index.vocab();
-  std::vector<uint32_t> words(index.num_words(), 0);
-  EarleyParser p = parser;
-  const size_t base = p.num_sets();
-  for (uint32_t t = 0; t < vocab.size(); ++t) {
-    if (!vocab.has_token(t)) continue;
-    if (vocab.is_special(t)) {
-      if (vocab.is_eos(t) && p.IsAccepting()) words[t >> 5] |= 1u << (t & 31);
-      continue;
-    }
-    bool live = !vocab.bytes(t).empty();
-    for (char c : vocab.bytes(t)) {
-      auto ok = p.Push(static_cast<uint8_t>(c));
-      EXPECT_TRUE(ok.ok()) << ok.status();
-      if (!ok.ok() || !*ok) {
-        live = false;
-        break;
-      }
-    }
-    p.PopTo(base);
-    if (live) words[t >> 5] |= 1u << (t & 31);
-  }
-  return words;
-}
-
-std::vector<uint32_t> Allowed(const std::vector<uint32_t>& words) {
-  std::vector<uint32_t> out;
-  for (uint32_t w = 0; w < words.size(); ++w) {
-    for (uint32_t b = 0; b < 32; ++b) {
-      if ((words[w] >> b) & 1) out.push_back(w * 32 + b);
-    }
-  }
-  return out;
-}
-
 class GrammarWalkTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
@@ -112,9 +61,10 @@ TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
   auto reference = EarleyRecognizer::Create(g);
   ASSERT_TRUE(reference.ok()) << reference.status();
   const Vocabulary& vocab = index->vocab();
+  const std::vector<uint32_t> order = testing::TextTokensByBytes(vocab);
   std::mt19937 rng(1234);
   // sql.lark's Earley sets are large (keywords that are also names, %ignore
-  // copies): its brute force costs ~1 s a step.
+  // copies): its steps are the slowest (about 0.4 s each).
   const bool heavy = GetParam() == "sql.lark";
   const int walks = heavy ? 1 : testing::Scaled(3, 1);
   const int steps = heavy ? testing::Scaled(12, 4) : testing::Scaled(25, 8);
@@ -128,7 +78,7 @@ TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
       auto parser = index->NewParser();
       ASSERT_TRUE(parser.ok());
       for (char c : text) ASSERT_TRUE(*parser->Push(static_cast<uint8_t>(c)));
-      const std::vector<uint32_t> expected = BruteForceMask(*index, *parser);
+      const std::vector<uint32_t> expected = BruteForceMask(*index, *parser, order);
       ASSERT_EQ(Allowed(mask), Allowed(expected))
           << GetParam() << " walk " << walk << " step " << step << " after \"" << text << "\"";
       // The reference recognizer on sampled tokens, allowed ones and any.

@@ -10,11 +10,18 @@ Four parts (docs/grammars.md, "Lark", "Tests"):
      re.fullmatch of the pattern lark compiles;
   3. --grammars N: mutated grammars: both load or both refuse, and agree on
      texts where both load;
-  4. --common N: each of lark's common terminals alone.
+  4. --common N: each of lark's common terminals alone;
+  5. --engine-samples N: texts the token-mask engine generates (`maskctl
+     sample --grammar`: uniform walks over GrammarGuide's masks) on the
+     bundled tokenizer and on ../shared/tokenizers/llama2 when present, for
+     the grammars above, calls.lark, sql.lark and Outlines' JSON and
+     arithmetic grammars (tests/data/grammars): every finished sample must
+     be UTF-8 that lark accepts; plus Outlines' CFG samples
+     (../shared/corpora/outlines/cfg_samples), which both sides must accept.
 Not in the default suite (needs lark from PyPI):
 
   python3 -m venv ~/.cache/maskd-lark && ~/.cache/maskd-lark/bin/pip install lark
-  cmake --build build --target lark_accepts
+  cmake --build build --target lark_accepts maskctl
   ~/.cache/maskd-lark/bin/python tests/grammar/lark_oracle.py [--count N] [--seed S]
 
 Disagreements recognised as the documented greedy line-comment %ignore
@@ -30,8 +37,17 @@ import re
 import subprocess
 import sys
 import tempfile
+from typing import List, Optional, Tuple
 
 import lark
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.normpath(os.path.join(HERE, "../.."))
+SHARED_DIR = os.path.normpath(os.path.join(SOURCE_DIR, "../shared"))
+# Grammar files of tests/data/grammars sampled with the engine besides GRAMMARS.
+ENGINE_GRAMMAR_FILES = ["calls.lark", "sql.lark", "outlines_json.lark", "outlines_arithmetic.lark"]
+# Outlines' CFG samples: folder under cfg_samples -> the grammar file they are for.
+OUTLINES_SAMPLES = {"json": "outlines_json.lark", "arithmetic": "outlines_arithmetic.lark"}
 
 GRAMMARS = {
     "json": (r'''
@@ -429,6 +445,138 @@ def check_common(driver, rng, texts_per):
     return agree == total
 
 
+def engine_tokenizers() -> List[str]:
+    """The bundled tokenizer, and a shared one (llama2: SentencePiece with
+    byte fallback, unlike the bundled byte-level BPE) when ../shared exists."""
+    out = [os.path.join(SOURCE_DIR, "data/tokenizers/qwen3")]
+    shared = os.path.join(SHARED_DIR, "tokenizers/llama2")
+    if os.path.exists(os.path.join(shared, "tokenizer.json")):
+        out.append(shared)
+    return out
+
+
+def engine_grammars() -> List[Tuple[str, str]]:
+    """(name, Lark text) of every grammar the engine samples."""
+    out = [(name, grammar) for name, (grammar, _) in GRAMMARS.items()]
+    for name in ENGINE_GRAMMAR_FILES:
+        with open(os.path.join(SOURCE_DIR, "tests/data/grammars", name), encoding="utf-8") as f:
+            out.append((name, f.read()))
+    return out
+
+
+def maskctl_sample(maskctl: str, tokenizer: str, grammar_path: str, seed: int, max_tokens: int,
+                   timeout_s: float) -> Tuple[Optional[dict], str]:
+    """One `maskctl sample --grammar` walk: its JSON line, or None and why
+    ("timeout" past timeout_s)."""
+    try:
+        run = subprocess.run([maskctl, "sample", "--tokenizer", tokenizer, "--grammar", grammar_path,
+                              "--format", "lark", "--seed", str(seed), "--max-tokens", str(max_tokens)],
+                             capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    if run.returncode != 0:
+        return None, "exit %d: %s%s" % (run.returncode, run.stdout.strip(), run.stderr.strip())
+    try:
+        return json.loads(run.stdout.strip().split("\n")[-1]), ""
+    except ValueError:
+        return None, "bad output: %r" % run.stdout
+
+
+def check_engine_samples(maskctl: str, rng: random.Random, per_grammar: int, max_tokens: int,
+                         timeout_s: float) -> bool:
+    """Texts the engine generates with each grammar must parse with lark. A
+    walk slower than timeout_s is reported (with the command that repeats it)
+    and ends that grammar's walks on that tokenizer; it fails nothing."""
+    keep = tempfile.mkdtemp(prefix="maskd-lark-oracle-")
+    ok = True
+    shown = 0
+    slow: List[str] = []
+    for tokenizer in engine_tokenizers():
+        samples = finished = accepted = known = failures = 0
+        grammars = engine_grammars()
+        for name, grammar in grammars:
+            parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+            path = os.path.join(keep, name if name.endswith(".lark") else name + ".lark")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(grammar)
+            for _ in range(per_grammar):
+                seed = rng.randrange(1 << 30)
+                command = "%s sample --tokenizer %s --grammar %s --format lark --seed %d --max-tokens %d" % (
+                    maskctl, tokenizer, path, seed, max_tokens)
+                out, why = maskctl_sample(maskctl, tokenizer, path, seed, max_tokens, timeout_s)
+                if why == "timeout":
+                    slow.append("%s on %s: over %g s\n      %s" % (name, os.path.basename(tokenizer), timeout_s,
+                                                                 command))
+                    break
+                samples += 1
+                problem = ""
+                if out is None:
+                    problem = why
+                elif out["finished"]:
+                    finished += 1
+                    raw = bytes.fromhex(out["text_hex"])
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = None
+                        problem = "not UTF-8: %r" % raw
+                    if text is not None:
+                        if lark_accepts(parser, text):
+                            accepted += 1
+                        elif greedy_ignore_difference(parser, grammar, text):
+                            known += 1
+                        else:
+                            problem = "lark rejects %r" % text
+                if problem:
+                    failures += 1
+                    ok = False
+                    if shown < 10:
+                        shown += 1
+                        print("    %s on %s: %s\n      %s" % (name, os.path.basename(tokenizer), problem, command))
+        print("engine samples     %-6s %d grammars, %d walks of <= %d tokens: %d finished with EOS, "
+              "%d accepted by lark, %d known (greedy line-comment %%ignore), %d disagreements"
+              % (os.path.basename(tokenizer), len(grammars), samples, max_tokens, finished, accepted,
+                 known, failures))
+    for line in slow:
+        print("    slow walk, the grammar's other walks skipped: " + line)
+    if ok and not slow:
+        for name in os.listdir(keep):
+            os.unlink(os.path.join(keep, name))
+        os.rmdir(keep)
+    else:
+        print("    grammars kept in %s" % keep)
+    return ok
+
+
+def check_outlines_samples(driver: str) -> bool:
+    """Outlines' CFG samples: lark and maskd both accept each with its grammar."""
+    root = os.path.join(SHARED_DIR, "corpora/outlines/cfg_samples")
+    if not os.path.isdir(root):
+        print("outlines samples   skipped: %s is absent" % root)
+        return True
+    total = agree = 0
+    for folder, grammar_name in sorted(OUTLINES_SAMPLES.items()):
+        with open(os.path.join(SOURCE_DIR, "tests/data/grammars", grammar_name), encoding="utf-8") as f:
+            grammar = f.read()
+        parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+        texts = []
+        for name in sorted(os.listdir(os.path.join(root, folder))):
+            with open(os.path.join(root, folder, name), encoding="utf-8") as f:
+                text = f.read()
+            # The arithmetic grammar has no newline; its samples end in one.
+            texts.append(text.rstrip("\n ") if folder == "arithmetic" else text)
+        rc, lines = run_driver(driver, grammar, texts)
+        for text, m in zip(texts, lines[1:] if lines and lines[0] == "OK" else ["refused"] * len(texts)):
+            total += 1
+            want = lark_accepts(parser, text)
+            if want and m == "1":
+                agree += 1
+            else:
+                print("    %s sample %r: lark %s, maskd %s" % (folder, text[:60], want, m))
+    print("outlines samples   %d texts, both accept %d/%d" % (total, agree, total))
+    return agree == total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default=os.path.join(os.path.dirname(__file__), "../../build/bin/lark_accepts"))
@@ -438,6 +586,11 @@ def main():
     ap.add_argument("--regexes", type=int, default=300, help="random regexes to check (0: none)")
     ap.add_argument("--grammars", type=int, default=300, help="mutated grammars to check (0: none)")
     ap.add_argument("--common", type=int, default=400, help="texts per common terminal (0: none)")
+    ap.add_argument("--maskctl", default=os.path.join(SOURCE_DIR, "build/bin/maskctl"))
+    ap.add_argument("--engine-samples", type=int, default=20,
+                    help="maskctl sample walks per grammar and tokenizer (0: none)")
+    ap.add_argument("--engine-max-tokens", type=int, default=64)
+    ap.add_argument("--engine-timeout", type=float, default=60, help="seconds one maskctl sample may take")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     total = agree = known_total = 0
@@ -505,6 +658,10 @@ def main():
         failed |= not check_mutated_grammars(args.driver, rng, args.grammars, 30)
     if args.common:
         failed |= not check_common(args.driver, rng, args.common)
+    if args.engine_samples:
+        failed |= not check_outlines_samples(args.driver)
+        failed |= not check_engine_samples(args.maskctl, rng, args.engine_samples, args.engine_max_tokens,
+                                           args.engine_timeout)
     return 1 if failed else 0
 
 

@@ -267,5 +267,54 @@ TEST(GrammarServiceLimits, ParserLimitRefusesTheStepNotTheServer) {
   EXPECT_TRUE(client->Ping().ok());
 }
 
+// All grammar sessions' charts together within --max-grammar-chart-bytes: the
+// step past it fails (session unchanged), a fork that would pass it too, and
+// closing a session gives its bytes back.
+TEST(GrammarServiceLimits, ChartBudgetIsSharedBySessions) {
+  MaskdProcess server({"--max-grammar-chart-bytes=6000"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto compiled = client->Compile(GrammarRequest("root ::= \"x\" [a-z]*\n", v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  constexpr uint32_t kA = 64, kX = 87;  // "a", "x" in Qwen3
+  ASSERT_EQ(*client->Detokenize("qwen3", std::vector<uint32_t>{kX}), "x");
+  auto step = [&](uint64_t id, std::vector<uint32_t> tokens) {
+    v1::StepRequest req;
+    auto* e = req.add_entries();
+    e->set_session_id(id);
+    for (uint32_t t : tokens) e->add_tokens(t);
+    v1::StepResponse resp;
+    EXPECT_TRUE(client->Step(req, &resp).ok());
+    return resp.results(0);
+  };
+  auto first = client->CreateSession(compiled->index_id());
+  ASSERT_TRUE(first.ok());
+  const uint64_t a = first->session_id();
+  ASSERT_EQ(step(a, {kX}).status().code(), 0);
+  uint64_t accepted = 1;
+  bool refused = false;
+  for (int i = 0; i < 2000 && !refused; ++i) {
+    auto r = step(a, {kA});
+    if (r.status().code() == 0) {
+      accepted = r.num_tokens();
+      continue;
+    }
+    refused = true;
+    EXPECT_EQ(r.status().code(), static_cast<int>(absl::StatusCode::kResourceExhausted));
+    EXPECT_THAT(r.status().message(), HasSubstr("--max-grammar-chart-bytes"));
+    EXPECT_EQ(r.num_tokens(), accepted);
+  }
+  ASSERT_TRUE(refused);
+  EXPECT_GT(accepted, 10u);
+  // Full: a fork of it does not fit, a new session at the start neither
+  // needs much nor gets refused until its own chart grows.
+  EXPECT_EQ(client->ForkSession(a).status().code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(client->Rollback(a, accepted - 2).ok());  // gives bytes back
+  auto fork = client->ForkSession(a);
+  EXPECT_TRUE(fork.ok()) << fork.status();
+  EXPECT_TRUE(client->CloseSession(a).ok());
+  EXPECT_TRUE(client->Ping().ok());
+}
+
 }  // namespace
 }  // namespace maskd
