@@ -38,13 +38,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "benchmark/benchmark.h"
 #include "constraint/compile.h"
-#include "index/dfa.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
 #include "index/random_walk.h"
-#include "index/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
 

@@ -1,7 +1,7 @@
 // CompileConstraint: the one way a constraint becomes a ConstraintIndex.
 //
-// A Constraint is a regex (index/regex.h), a JSON Schema document
-// (index/json_schema.h, converted to a regex first), a context-free grammar
+// A Constraint is a regex (automaton/regex.h), a JSON Schema document
+// (schema/json_schema.h, converted to a regex first), a context-free grammar
 // in Lark, GBNF or XGrammar EBNF (grammar/, docs/grammars.md), or a
 // structural tag (constraint/structural_tag.h: free text with tagged,
 // schema-constrained segments, compiled as a grammar). Regexes and
@@ -45,9 +45,9 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
-#include "index/json_schema.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
+#include "schema/json_schema.h"
 
 namespace maskd {
 

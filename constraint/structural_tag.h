@@ -18,7 +18,7 @@
 // FREE; with stop_after_first, FREE or FREE TAG (FREE TAG with both). A
 // trigger in the text therefore always opens a tag, and a tag's content is
 // exactly its schema's (regex's, grammar's) language. Schemas are converted to
-// regexes (index/json_schema.h), so each must fit the regex route.
+// regexes (schema/json_schema.h), so each must fit the regex route.
 #ifndef MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
 #define MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
 
@@ -28,7 +28,7 @@
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_text.h"
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 
 namespace maskd {
 

@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
 #include "absl/time/clock.h"
-#include "index/dfa.h"
-#include "index/json_schema.h"
-#include "index/regex.h"
+#include "automaton/dfa.h"
+#include "schema/json_schema.h"
+#include "automaton/regex.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

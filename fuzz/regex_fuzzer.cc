@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
 #include "absl/time/clock.h"
-#include "index/dfa.h"
-#include "index/regex.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view pattern(reinterpret_cast<const char*>(data), size);

@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "automaton/regex.h"
 #include "grammar/regex_language.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "grammar/grammar.h"
-#include "index/dfa.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 

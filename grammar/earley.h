@@ -2,7 +2,7 @@
 //
 // The correctness oracle for grammar engines, not a fast path: it decides
 // membership in the language grammar.h defines, byte by byte, with no lexer.
-// Each terminal is compiled to an index/dfa.h Dfa and scanned inside Earley
+// Each terminal is compiled to an automaton/dfa.h Dfa and scanned inside Earley
 // items (terminal, DFA state, origin), so every split of the text into
 // terminals counts; %ignore terminals may match before, after and between the
 // symbols of every alternative (each dot position may absorb ignored
@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "automaton/dfa.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
-#include "index/dfa.h"
 
 namespace maskd::grammar {
 

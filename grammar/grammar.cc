@@ -6,8 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex.h"
 #include "grammar/regex_language.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex.h"
 #include "grammar/python_regex.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "automaton/regex.h"
 #include "grammar/python_re_tables.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 namespace {

@@ -4,7 +4,7 @@
 #ifndef MASKD_GRAMMAR_REGEX_LANGUAGE_H_
 #define MASKD_GRAMMAR_REGEX_LANGUAGE_H_
 
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd::grammar {
 

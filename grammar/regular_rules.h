@@ -26,9 +26,9 @@
 
 #include <cstddef>
 
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "grammar/grammar.h"
-#include "index/dfa.h"
-#include "index/regex.h"
 
 namespace maskd::grammar {
 

@@ -53,7 +53,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 #include "index/token_trie.h"
 
 namespace maskd {

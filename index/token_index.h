@@ -30,9 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "index/mask_budget.h"
-#include "index/regex.h"
 #include "index/vocabulary.h"
 
 namespace maskd {

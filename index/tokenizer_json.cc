@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "index/json_scan.h"
+#include "json/json_scan.h"
 #include "nlohmann/json.hpp"
 #include "simdjson.h"
 

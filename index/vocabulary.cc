@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "index/json_blank.h"
 #include "index/json_file.h"
-#include "index/json_scan.h"
 #include "index/loop_masks.h"
 #include "index/token_trie.h"
 #include "index/tokenizer_json.h"
+#include "json/json_scan.h"
 
 namespace maskd {
 

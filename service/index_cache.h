@@ -46,11 +46,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "automaton/regex.h"
 #include "constraint/compile.h"
-#include "index/json_schema.h"
-#include "index/regex.h"
 #include "index/token_index.h"
 #include "index/vocabulary.h"
+#include "schema/json_schema.h"
 
 namespace maskd {
 

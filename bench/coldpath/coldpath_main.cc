@@ -44,9 +44,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "automaton/dfa.h"
 #include "bench/coldpath/coldpath_util.h"
 #include "constraint/compile.h"
-#include "index/dfa.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"

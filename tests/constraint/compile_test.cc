@@ -15,8 +15,8 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/json_schema.h"
 #include "index/token_index.h"
+#include "schema/json_schema.h"
 #include "tests/index/test_util.h"
 
 namespace maskd {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "automaton/dfa.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
 
 namespace maskd::grammar {
 namespace {

@@ -12,11 +12,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
 #include "tests/grammar/grammar_test_util.h"
 
 namespace maskd::grammar {

@@ -19,11 +19,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
 #include "gmock/gmock.h"
 #include "grammar/bnf_parser.h"
 #include "grammar/grammar.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
 #include "nlohmann/json.hpp"
 #include "tests/grammar/grammar_test_util.h"
 

@@ -1,6 +1,6 @@
 // Regex parsing and DFA construction: error paths and limits, exact minimal
 // sizes, and a differential test against RE2 on random regexes and texts.
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 #include <atomic>
 #include <map>
@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 #include "re2/re2.h"
 #include "tests/index/test_util.h"
 

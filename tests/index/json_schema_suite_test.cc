@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "automaton/dfa.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
-#include "index/json_schema.h"
-#include "index/json_schema_internal.h"
+#include "schema/internal/json_schema_internal.h"
+#include "schema/json_schema.h"
 
 namespace maskd {
 namespace {

@@ -5,7 +5,7 @@
 // MASKD_MASKBENCH_DIR=/path/to/maskbench-dev runs the MaskBench check over
 // every *.jsonl there too and prints a failure breakdown (not in the default
 // suite's time budget).
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 
 #include <re2/re2.h>
 
@@ -27,8 +27,8 @@
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "index/dfa.h"
-#include "index/json_schema_internal.h"
+#include "automaton/dfa.h"
+#include "schema/internal/json_schema_internal.h"
 
 // Passing rate (%) of tests/data/maskbench_slice.jsonl, set a little below
 // the measured rate.

@@ -12,14 +12,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
-#include "index/json_schema.h"
-#include "index/json_schema_internal.h"
-#include "index/regex.h"
 #include "index/tokenizer_json.h"
 #include "index/vocabulary.h"
+#include "schema/internal/json_schema_internal.h"
+#include "schema/json_schema.h"
 
 namespace maskd {
 namespace {
@@ -57,7 +57,7 @@ JsonSchemaOptions BigOptions() {
 }
 
 // ---------------------------------------------------------------------------
-// The ECMA `pattern` translator (index/json_schema_pattern.cc).
+// The ECMA `pattern` translator (schema/json_schema_pattern.cc).
 
 std::string DeepPatternSchema(size_t depth) {
   return absl::StrCat(R"({"type":"string","pattern":"^)", Nest("(", "a", ")", depth), R"($"})");
@@ -102,7 +102,7 @@ TEST(PatternDepth, ModerateNestingStillWorks) {
 }
 
 // ---------------------------------------------------------------------------
-// The schema converter's walk over nested schema JSON (index/json_schema.cc)
+// The schema converter's walk over nested schema JSON (schema/json_schema.cc)
 // and the JSON library under it.
 
 TEST(SchemaDepth, DeepJsonDocumentsAreRefusedWithOffset) {
@@ -274,7 +274,7 @@ TEST(ErrorMessages, LongDocumentContentIsCut) {
 }
 
 // ---------------------------------------------------------------------------
-// The regex parser (index/regex.cc) and what walks its tree.
+// The regex parser (automaton/regex.cc) and what walks its tree.
 
 TEST(RegexDepth, DeepGroupsAreRefusedWithOffset) {
   RegexLimits limits;

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "automaton/dfa.h"
 #include "gtest/gtest.h"
-#include "index/dfa.h"
 #include "tests/index/regex_corpus.h"
 
 namespace maskd {

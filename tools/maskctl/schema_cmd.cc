@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/schema_options.h"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 #include "tools/maskctl/args.h"
 
 namespace maskctl {

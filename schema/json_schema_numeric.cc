@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "index/json_schema_internal.h"
+#include "schema/internal/json_schema_internal.h"
 
 namespace maskd::json_schema_internal {
 namespace {

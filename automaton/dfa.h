@@ -4,8 +4,8 @@
 // state (no continuation can match); every other state can still reach an
 // accepting state. Bytes are grouped into equivalence classes: two bytes in one
 // class have the same transition from every state.
-#ifndef MASKD_INDEX_DFA_H_
-#define MASKD_INDEX_DFA_H_
+#ifndef MASKD_AUTOMATON_DFA_H_
+#define MASKD_AUTOMATON_DFA_H_
 
 #include <atomic>
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 namespace maskd {
 
@@ -94,4 +94,4 @@ class Dfa {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_DFA_H_
+#endif  // MASKD_AUTOMATON_DFA_H_

@@ -1,12 +1,12 @@
 // Unicode property classes (\p{...}) and simple case folding over the tables
-// of index/unicode_tables.h, shared by the regex parser and the JSON Schema
+// of automaton/unicode_tables.h, shared by the regex parser and the JSON Schema
 // `pattern` translator.
 //
 // Names match loosely (UAX #44 LM3 without the "is" prefix): case, spaces,
 // '_' and '-' are ignored, so "Lu", "lu", "Uppercase_Letter" and
 // "uppercase letter" are one value.
-#ifndef MASKD_INDEX_UNICODE_PROPERTY_H_
-#define MASKD_INDEX_UNICODE_PROPERTY_H_
+#ifndef MASKD_AUTOMATON_UNICODE_PROPERTY_H_
+#define MASKD_AUTOMATON_UNICODE_PROPERTY_H_
 
 #include <cstdint>
 #include <string_view>
@@ -47,4 +47,4 @@ void AppendCaseVariants(const CodepointRanges& ranges, CodepointRanges* out);
 
 }  // namespace maskd::unicode
 
-#endif  // MASKD_INDEX_UNICODE_PROPERTY_H_
+#endif  // MASKD_AUTOMATON_UNICODE_PROPERTY_H_

@@ -2,15 +2,15 @@
 //
 // The syntax is what Outlines, Python's `re`, RE2 and JSON-Schema-to-regex
 // converters emit (see docs/regex.md), with Unicode property classes (\p{Lu},
-// \p{Greek}; index/unicode_property.h) and the inline flags i, s, x (m, u and
+// \p{Greek}; automaton/unicode_property.h) and the inline flags i, s, x (m, u and
 // U accepted, meaning nothing to a whole-text match). A constraint always
 // matches the whole generated text as UTF-8: there is no search, so `^` and `$`
 // are accepted only at the very ends and ignored. What a DFA cannot express
 // (backreferences, lookaround, word boundaries) is an InvalidArgument error
 // naming the construct and its byte offset in the pattern; exceeding a
 // RegexLimits limit is ResourceExhausted.
-#ifndef MASKD_INDEX_REGEX_H_
-#define MASKD_INDEX_REGEX_H_
+#ifndef MASKD_AUTOMATON_REGEX_H_
+#define MASKD_AUTOMATON_REGEX_H_
 
 #include <cstdint>
 #include <memory>
@@ -102,4 +102,4 @@ class Regex {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_REGEX_H_
+#endif  // MASKD_AUTOMATON_REGEX_H_

@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "index/json_schema_internal.h"
-#include "index/unicode_property.h"
+#include "automaton/unicode_property.h"
+#include "schema/internal/json_schema_internal.h"
 
 namespace maskd::json_schema_internal {
 namespace {
@@ -404,7 +404,7 @@ class PatternParser {
   }
 
   // \p{...} or \P{...} (ECMA-262 with the u flag: General_Category and
-  // Script values, gc=/sc= forms; index/unicode_property.h, whose loose
+  // Script values, gc=/sc= forms; automaton/unicode_property.h, whose loose
   // matching accepts more spellings than ECMA's exact names), pos_ after the
   // 'p' or 'P'.
   Ranges Property(bool negate) {

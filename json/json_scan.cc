@@ -1,4 +1,4 @@
-#include "index/json_scan.h"
+#include "json/json_scan.h"
 
 #include <cstdint>
 #include <vector>

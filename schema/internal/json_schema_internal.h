@@ -1,6 +1,6 @@
 // Internals of the JSON Schema converter, exposed for tests.
-#ifndef MASKD_INDEX_JSON_SCHEMA_INTERNAL_H_
-#define MASKD_INDEX_JSON_SCHEMA_INTERNAL_H_
+#ifndef MASKD_SCHEMA_INTERNAL_JSON_SCHEMA_INTERNAL_H_
+#define MASKD_SCHEMA_INTERNAL_JSON_SCHEMA_INTERNAL_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "index/json_schema.h"
+#include "schema/json_schema.h"
 
 namespace maskd::json_schema_internal {
 
@@ -80,4 +80,4 @@ const std::string& JsonCharRegex();
 
 }  // namespace maskd::json_schema_internal
 
-#endif  // MASKD_INDEX_JSON_SCHEMA_INTERNAL_H_
+#endif  // MASKD_SCHEMA_INTERNAL_JSON_SCHEMA_INTERNAL_H_

@@ -1,8 +1,8 @@
 // Unicode Character Database data behind \p{...} and (?i), generated into
-// unicode_tables.cc by index/gen_unicode_tables.py (the .cc header and
-// kUcdVersion name the UCD version). Readers use index/unicode_property.h.
-#ifndef MASKD_INDEX_UNICODE_TABLES_H_
-#define MASKD_INDEX_UNICODE_TABLES_H_
+// unicode_tables.cc by automaton/gen_unicode_tables.py (the .cc header and
+// kUcdVersion name the UCD version). Readers use automaton/unicode_property.h.
+#ifndef MASKD_AUTOMATON_UNICODE_TABLES_H_
+#define MASKD_AUTOMATON_UNICODE_TABLES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -45,4 +45,4 @@ extern const size_t kCaseOrbitSize;
 
 }  // namespace maskd::unicode
 
-#endif  // MASKD_INDEX_UNICODE_TABLES_H_
+#endif  // MASKD_AUTOMATON_UNICODE_TABLES_H_

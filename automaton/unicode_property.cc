@@ -1,4 +1,4 @@
-#include "index/unicode_property.h"
+#include "automaton/unicode_property.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "index/unicode_tables.h"
+#include "automaton/unicode_tables.h"
 
 namespace maskd::unicode {
 namespace {

@@ -16,10 +16,10 @@
 // (checked at each subschema and inside the converter's own DFA builds).
 //
 // The regex syntax is the common subset of Python's `re`, RE2 and maskd's
-// parser (index/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
+// parser (automaton/regex.h): escaped literals, classes, (?:...), |, * + ? {n,m};
 // non-ASCII characters appear as raw UTF-8; control characters as \xHH.
-#ifndef MASKD_INDEX_JSON_SCHEMA_H_
-#define MASKD_INDEX_JSON_SCHEMA_H_
+#ifndef MASKD_SCHEMA_JSON_SCHEMA_H_
+#define MASKD_SCHEMA_JSON_SCHEMA_H_
 
 #include <cstddef>
 #include <string>
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "index/dfa.h"
+#include "automaton/dfa.h"
 
 namespace maskd {
 
@@ -135,4 +135,4 @@ std::string JsonSchemaOptionsKey(const JsonSchemaOptions& options);
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_JSON_SCHEMA_H_
+#endif  // MASKD_SCHEMA_JSON_SCHEMA_H_

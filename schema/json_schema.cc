@@ -1,5 +1,5 @@
-// JSON Schema -> regex. See index/json_schema.h and docs/json-schema.md.
-#include "index/json_schema.h"
+// JSON Schema -> regex. See schema/json_schema.h and docs/json-schema.md.
+#include "schema/json_schema.h"
 
 #include <algorithm>
 #include <atomic>
@@ -22,14 +22,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "index/dfa.h"
-#include "index/json_scan.h"
-#include "index/json_schema_internal.h"
+#include "automaton/dfa.h"
+#include "json/json_scan.h"
+#include "schema/internal/json_schema_internal.h"
 
 namespace maskd {
 namespace {
 
-// Limits of the structural pre-scan (index/json_scan.h). The deepest schema
+// Limits of the structural pre-scan (json/json_scan.h). The deepest schema
 // in MaskBench nests 63 levels of arrays and objects and its largest object
 // has 600 members.
 // (Nesting: JsonSchemaOptions::max_schema_nesting.)

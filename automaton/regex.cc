@@ -1,4 +1,4 @@
-#include "index/regex.h"
+#include "automaton/regex.h"
 
 #include <algorithm>
 #include <iterator>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "index/unicode_property.h"
+#include "automaton/unicode_property.h"
 
 namespace maskd {
 

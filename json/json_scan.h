@@ -1,6 +1,7 @@
 // A structural pre-scan of untrusted JSON text, run before any parser builds a
 // tree from it: how deep arrays and objects nest, how many members an object
-// has, and where the document ends. Private to the index library.
+// has, and where the document ends. Used by the JSON Schema front end
+// (schema/) and the tokenizer loader (index/); not part of the public API.
 //
 // Why: the trees that JSON parsers build are then walked, copied, compared and
 // serialized by recursive code (nlohmann::json's copy constructor and dump(),
@@ -10,8 +11,8 @@
 // NUL byte as if the text ended there, accepting "{}\0garbage"; this scan
 // finds the real end. Limits bound stack use, which an operator cannot raise:
 // callers pass their maximum or a lower configured value.
-#ifndef MASKD_INDEX_JSON_SCAN_H_
-#define MASKD_INDEX_JSON_SCAN_H_
+#ifndef MASKD_JSON_JSON_SCAN_H_
+#define MASKD_JSON_JSON_SCAN_H_
 
 #include <cstddef>
 #include <string>
@@ -48,4 +49,4 @@ std::string Excerpt(std::string_view s, size_t max = 200);
 
 }  // namespace maskd::internal
 
-#endif  // MASKD_INDEX_JSON_SCAN_H_
+#endif  // MASKD_JSON_JSON_SCAN_H_

@@ -1,0 +1,29 @@
+// The stop check that every stage of a DFA build polls. Internal to
+// maskd_automaton.
+#ifndef MASKD_AUTOMATON_INTERNAL_BUILD_ABORT_H_
+#define MASKD_AUTOMATON_INTERNAL_BUILD_ABORT_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "automaton/dfa.h"
+
+namespace maskd::automaton_internal {
+
+// Cancelled when options.cancel is set and true, DeadlineExceeded past
+// options.deadline, OK otherwise. Reads the clock only when a deadline is set.
+inline absl::Status CheckBuildAbort(const DfaOptions& options) {
+  if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("regex compilation cancelled");
+  }
+  if (options.deadline != absl::InfiniteFuture() && absl::Now() > options.deadline) {
+    return absl::DeadlineExceededError("regex compilation exceeded its deadline");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace maskd::automaton_internal
+
+#endif  // MASKD_AUTOMATON_INTERNAL_BUILD_ABORT_H_

@@ -1,0 +1,262 @@
+#include "automaton/internal/nfa.h"
+
+#include <array>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
+#include "automaton/internal/build_abort.h"
+#include "automaton/internal/span_interner.h"
+#include "automaton/internal/utf8_ranges.h"
+
+namespace maskd::automaton_internal {
+namespace {
+
+// Structural ids for syntax tree nodes: two subtrees get the same id exactly
+// when they are equal. Nodes are numbered in preorder; the children of node
+// `i` start at i + 1 and child j + 1 starts size(child j) after child j.
+class NodeIds {
+ public:
+  explicit NodeIds(const RegexNode& root) { Visit(root); }
+  uint32_t id(uint32_t pre) const { return ids_[pre]; }
+  uint32_t subtree_size(uint32_t pre) const { return sizes_[pre]; }
+
+ private:
+  void Visit(const RegexNode& n) {
+    const uint32_t pre = static_cast<uint32_t>(ids_.size());
+    ids_.push_back(0);
+    sizes_.push_back(0);
+    for (const auto& c : n.children) Visit(*c);
+    // Key: kind, min, max, child count, child ids, set ranges.
+    key_.clear();
+    key_.push_back(static_cast<uint32_t>(n.kind));
+    key_.push_back(n.min);
+    key_.push_back(n.max);
+    key_.push_back(static_cast<uint32_t>(n.children.size()));
+    uint32_t c = pre + 1;
+    for (size_t j = 0; j < n.children.size(); ++j) {
+      key_.push_back(ids_[c]);
+      c += sizes_[c];
+    }
+    for (const auto& [lo, hi] : n.set.ranges()) {
+      key_.push_back(lo);
+      key_.push_back(hi);
+    }
+    uint64_t h = SpanInterner::Hash(key_);
+    uint32_t id = keys_.Find(key_, h);
+    if (id == SpanInterner::kNone) id = keys_.Add(key_, h);
+    ids_[pre] = id;
+    sizes_[pre] = static_cast<uint32_t>(ids_.size()) - pre;
+  }
+
+  std::vector<uint32_t> ids_;    // preorder index -> structural id
+  std::vector<uint32_t> sizes_;  // preorder index -> nodes in the subtree
+  std::vector<uint32_t> key_;
+  SpanInterner keys_;
+};
+
+// Thompson NFA over bytes, built backwards: Build(n, out) returns a state
+// whose language is L(n)·L(out). A state is never given more edges once a
+// Build call has returned it, so Build is a function of (structure of n, out)
+// and is memoized on that pair: equal subexpressions with the same
+// continuation share their states. JSON-Schema regexes repeat the same string
+// and value patterns in front of the same continuation many times, and the
+// sharing keeps the NFA, and the DFA built from it, close to minimal.
+class NfaBuilder {
+ public:
+  struct ByteEdge {
+    uint32_t from, to;
+    uint8_t lo, hi;  // byte range, inclusive
+  };
+
+  NfaBuilder(const DfaOptions& options, const RegexNode& root)
+      : options_(options), root_(root), ids_(root) {}
+
+  absl::StatusOr<uint32_t> NewState() {
+    if (num_states_ >= options_.max_nfa_states) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "regex: the automaton needs more than %d NFA states (limit max_nfa_states)",
+          options_.max_nfa_states));
+    }
+    return num_states_++;
+  }
+
+  // Builds the whole regex in front of `out`; returns the start state.
+  absl::StatusOr<uint32_t> BuildRoot(uint32_t out) { return Build(root_, 0, out); }
+
+  uint32_t num_states() const { return num_states_; }
+  const std::vector<std::pair<uint32_t, uint32_t>>& eps() const { return eps_; }
+  const std::vector<ByteEdge>& edges() const { return edges_; }
+
+ private:
+  // `pre` is n's preorder index (see NodeIds).
+  absl::StatusOr<uint32_t> Build(const RegexNode& n, uint32_t pre, uint32_t out) {
+    if (n.kind == RegexNode::Kind::kEmpty) return out;
+    const uint64_t key = (static_cast<uint64_t>(ids_.id(pre)) << 32) | out;
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    if (++steps_ % 4096 == 0) {
+      if (auto s = CheckBuildAbort(options_); !s.ok()) return s;
+    }
+    uint32_t in = out;
+    switch (n.kind) {
+      case RegexNode::Kind::kEmpty:
+        break;
+      case RegexNode::Kind::kSet: {
+        auto s = AddSet(n.set, out);
+        if (!s.ok()) return s;
+        in = *s;
+        break;
+      }
+      case RegexNode::Kind::kConcat: {
+        // Children back to front, each in front of the next one's start.
+        const size_t base = child_pre_.size();
+        for (uint32_t j = 0, c = pre + 1; j < n.children.size(); ++j) {
+          child_pre_.push_back(c);
+          c += ids_.subtree_size(c);
+        }
+        for (size_t j = n.children.size(); j-- > 0;) {
+          auto s = Build(*n.children[j], child_pre_[base + j], in);
+          if (!s.ok()) return s;
+          in = *s;
+        }
+        child_pre_.resize(base);
+        break;
+      }
+      case RegexNode::Kind::kAlternate: {
+        auto s = NewState();
+        if (!s.ok()) return s;
+        in = *s;
+        for (uint32_t j = 0, c = pre + 1; j < n.children.size(); ++j) {
+          auto cin = Build(*n.children[j], c, out);
+          if (!cin.ok()) return cin;
+          eps_.emplace_back(in, *cin);
+          c += ids_.subtree_size(c);
+        }
+        break;
+      }
+      case RegexNode::Kind::kRepeat: {
+        const RegexNode& body = *n.children[0];
+        const uint32_t body_pre = pre + 1;
+        if (n.max == RegexNode::kUnbounded) {
+          // loop: epsilon to `out` and to the body, which returns to loop.
+          auto loop = NewState();
+          if (!loop.ok()) return loop;
+          auto bin = Build(body, body_pre, *loop);
+          if (!bin.ok()) return bin;
+          eps_.emplace_back(*loop, *bin);
+          eps_.emplace_back(*loop, out);
+          in = *loop;
+        } else {
+          // Optional copies, innermost first: x{0,2} is (x(x)?)?.
+          for (uint32_t i = n.min; i < n.max; ++i) {
+            auto opt = NewState();
+            if (!opt.ok()) return opt;
+            auto bin = Build(body, body_pre, in);
+            if (!bin.ok()) return bin;
+            eps_.emplace_back(*opt, *bin);
+            eps_.emplace_back(*opt, out);
+            in = *opt;
+          }
+        }
+        for (uint32_t i = 0; i < n.min; ++i) {
+          auto bin = Build(body, body_pre, in);
+          if (!bin.ok()) return bin;
+          in = *bin;
+        }
+        break;
+      }
+    }
+    memo_.emplace(key, in);
+    return in;
+  }
+
+  // A state matching one codepoint of `set` (as UTF-8) and then L(out).
+  absl::StatusOr<uint32_t> AddSet(const CodepointSet& set, uint32_t out) {
+    seqs_.clear();
+    for (const auto& [lo, hi] : set.ranges()) Utf8Sequences(lo, hi, &seqs_);
+    auto in = NewState();
+    if (!in.ok()) return in;
+    for (const ByteSeq& q : seqs_) {
+      uint32_t t = out;
+      for (int i = q.len - 1; i >= 1; --i) {
+        auto s = Tail(q.lo[i], q.hi[i], t);
+        if (!s.ok()) return s;
+        t = *s;
+      }
+      edges_.push_back({*in, t, q.lo[0], q.hi[0]});
+    }
+    return in;
+  }
+
+  // The shared state whose only edge is [lo, hi] -> t.
+  absl::StatusOr<uint32_t> Tail(uint8_t lo, uint8_t hi, uint32_t t) {
+    const uint64_t key = (static_cast<uint64_t>(t) << 16) | (lo << 8) | hi;
+    if (auto it = tails_.find(key); it != tails_.end()) return it->second;
+    auto s = NewState();
+    if (!s.ok()) return s;
+    edges_.push_back({*s, t, lo, hi});
+    tails_.emplace(key, *s);
+    return s;
+  }
+
+  const DfaOptions& options_;
+  const RegexNode& root_;
+  NodeIds ids_;
+  uint32_t num_states_ = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> eps_;  // (from, to)
+  std::vector<ByteEdge> edges_;
+  absl::flat_hash_map<uint64_t, uint32_t> memo_;   // (node id, out) -> in
+  absl::flat_hash_map<uint64_t, uint32_t> tails_;  // (t, lo, hi) -> state
+  std::vector<uint32_t> child_pre_;                // stack for kConcat
+  std::vector<ByteSeq> seqs_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<CompactNfa> BuildNfa(const Regex& regex, const DfaOptions& options) {
+  NfaBuilder builder(options, regex.root());
+  if (auto s = CheckBuildAbort(options); !s.ok()) return s;
+  auto match = builder.NewState();
+  if (!match.ok()) return match.status();
+  auto start = builder.BuildRoot(*match);
+  if (!start.ok()) return start.status();
+
+  CompactNfa nfa;
+  // Byte classes from the NFA's range boundaries.
+  std::array<uint8_t, 257> boundary{};
+  boundary[0] = 1;
+  for (const auto& e : builder.edges()) {
+    boundary[e.lo] = 1;
+    boundary[e.hi + 1] = 1;
+  }
+  int num_classes = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (boundary[b]) ++num_classes;
+    nfa.byte_class[b] = static_cast<uint8_t>(num_classes - 1);
+  }
+  nfa.num_classes = static_cast<uint32_t>(num_classes);
+  const uint8_t* cls = nfa.byte_class;
+
+  // Compressed rows of byte edges (as class ranges) and epsilon edges.
+  nfa.num_states = builder.num_states();
+  nfa.start = *start;
+  nfa.match = *match;
+  const uint32_t ns = nfa.num_states;
+  nfa.edge_begin.assign(ns + 1, 0);
+  for (const auto& e : builder.edges()) ++nfa.edge_begin[e.from + 1];
+  for (uint32_t s = 0; s < ns; ++s) nfa.edge_begin[s + 1] += nfa.edge_begin[s];
+  nfa.edges.resize(builder.edges().size());
+  std::vector<uint32_t> fill(nfa.edge_begin.begin(), nfa.edge_begin.end() - 1);
+  for (const auto& e : builder.edges()) nfa.edges[fill[e.from]++] = {e.to, cls[e.lo], cls[e.hi]};
+
+  nfa.eps_begin.assign(ns + 1, 0);
+  for (const auto& [from, to] : builder.eps()) ++nfa.eps_begin[from + 1];
+  for (uint32_t s = 0; s < ns; ++s) nfa.eps_begin[s + 1] += nfa.eps_begin[s];
+  nfa.eps_to.resize(builder.eps().size());
+  fill.assign(nfa.eps_begin.begin(), nfa.eps_begin.end() - 1);
+  for (const auto& [from, to] : builder.eps()) nfa.eps_to[fill[from]++] = to;
+  return nfa;
+}
+
+}  // namespace maskd::automaton_internal
