@@ -18,6 +18,19 @@ PAD = 151643
 
 REGEX = r"[0-9]{3}-[0-9]{4}( ext\. [0-9]{1,3})?"
 CHOICES = ["red", "green", "blue", "dark blue", "yellow"]
+# Nested lists of integers (a context-free language), as a Lark grammar: every finished
+# output is a JSON list whose leaves are ints (int_lists, with json.loads, checks it).
+LIST_LARK = r"""
+start: list
+list: "[" [value ("," value)*] "]"
+?value: list | NUM
+NUM: /0|[1-9][0-9]*/
+"""
+
+
+def int_lists(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, int) or int_lists(x) for x in v)
+
 SCHEMA = {
     "type": "object",
     "properties": {

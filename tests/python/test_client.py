@@ -19,6 +19,7 @@ from maskd.masks import allowed_tokens, apply_mask, is_allowed, unpack_mask
 from maskd.shm import ShmLogits
 
 from conftest import REPO, TOKENIZER_DIR, need
+from models import LIST_LARK, int_lists
 
 RX = "(cat|dog)s?"
 
@@ -300,20 +301,6 @@ def test_cli_health_compile_generate(addr):
     assert r.returncode == 2 and r.stderr
 
 
-# Nested lists of integers, as Lark: every finished text is a JSON list whose leaves
-# are ints (checked by json.loads, an independent parser).
-LIST_LARK = r"""
-start: list
-list: "[" [value ("," value)*] "]"
-?value: list | NUM
-NUM: /0|[1-9][0-9]*/
-"""
-
-
-def _int_lists(v) -> bool:
-    return isinstance(v, list) and all(isinstance(x, int) or _int_lists(x) for x in v)
-
-
 def test_grammar_compile_session_and_errors(client):
     r = client.compile("qwen3", grammar=LIST_LARK)
     assert r.route == "grammar" and r.dfa_states > 0
@@ -336,7 +323,7 @@ def test_grammar_compile_session_and_errors(client):
             if t in eos:
                 assert reply.results[0].finished
                 text = client.detokenize("qwen3", tokens).decode()
-                assert _int_lists(json.loads(text)), text
+                assert int_lists(json.loads(text)), text
                 finished += 1
                 break
             tokens.append(t)
@@ -416,7 +403,7 @@ def test_cli_grammar_compile_generate(addr, tmp_path):
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         if out["finished"]:
-            assert _int_lists(json.loads(bytes.fromhex(out["text_hex"]).decode()))
+            assert int_lists(json.loads(bytes.fromhex(out["text_hex"]).decode()))
             done += 1
     assert done >= 1
     maskctl = REPO / "build" / "bin" / "maskctl"

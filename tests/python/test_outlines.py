@@ -9,8 +9,8 @@ from typing import Literal
 import pytest
 
 from conftest import need
-from models import (CHOICES, EOS, PROMPTS, REGEX, hf_tokenizer, llama, mlx_llama, mlx_tokenizer,
-                    pydantic_person)
+from models import (CHOICES, EOS, LIST_LARK, PROMPTS, REGEX, hf_tokenizer, int_lists, llama,
+                    mlx_llama, mlx_tokenizer, pydantic_person)
 
 outlines = need("outlines")
 torch = need("torch")
@@ -93,22 +93,8 @@ def test_outlines_mlxlm(addr, mlx_model, kind):
     gen.close()
 
 
-# Nested lists of integers (a context-free language), as an Outlines CFG: every output
-# is a JSON list with int leaves (json.loads is the independent check).
-LIST_CFG = r"""
-start: list
-list: "[" [value ("," value)*] "]"
-?value: list | NUM
-NUM: /0|[1-9][0-9]*/
-"""
-
-
-def _int_lists(v) -> bool:
-    return isinstance(v, list) and all(isinstance(x, int) or _int_lists(x) for x in v)
-
-
 def test_cfg_output_type_is_a_maskd_grammar(addr, hf_model):
-    gen = Generator(hf_model, outlines.types.CFG(LIST_CFG), client=addr, tokenizer="qwen3")
+    gen = Generator(hf_model, outlines.types.CFG(LIST_LARK), client=addr, tokenizer="qwen3")
     ended = 0
     for seed in range(4):
         torch.manual_seed(seed)
@@ -118,7 +104,7 @@ def test_cfg_output_type_is_a_maskd_grammar(addr, hf_model):
         flat = [t for row in out for t in (row if isinstance(row, list) else [row])]
         for text, ids in zip(flat, last.ids.tolist()):
             if any(t in EOS for t in ids[-60:]):
-                assert _int_lists(json.loads(text)), text
+                assert int_lists(json.loads(text)), text
                 ended += 1
             else:  # cut by max_new_tokens: still a viable prefix
                 assert text.startswith("["), text
