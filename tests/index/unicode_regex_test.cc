@@ -480,13 +480,30 @@ TEST(UnicodeRegex, BigClassesBuildSmallDfas) {
   }
 }
 
-// Repeated big classes share their ranges: a 1 MiB pattern of them parses in
-// well under a second (10 s allows for a loaded machine; folding each copy
-// anew took 50 s); distinct big classes stop at max_set_ranges.
+// Repeated big classes share their ranges (one copy of \p{L}'s ~660 ranges
+// however often it is written; folding each copy anew made a 1 MiB pattern
+// take 50 s): the sets of repeated classes are one storage. Long patterns of
+// them parse (their parse time is printed, not asserted); distinct big
+// classes stop at max_set_ranges.
 TEST(UnicodeRegex, LongPatternsOfBigClasses) {
-  auto repeat = [](const std::string& unit, const std::string& open, const std::string& close) {
+  for (const char* pattern : {"\\p{L}\\p{L}\\p{L}", "(?i)\\p{L}(?i)\\p{L}", "\\P{L}\\P{L}"}) {
+    auto re = Regex::Parse(pattern);
+    ASSERT_TRUE(re.ok()) << re.status();
+    const RegexNode& root = re->root();
+    ASSERT_EQ(root.kind, RegexNode::Kind::kConcat) << pattern;
+    std::vector<const RegexNode*> sets;
+    for (const auto& child : root.children) {
+      if (child->kind == RegexNode::Kind::kSet) sets.push_back(child.get());
+    }
+    ASSERT_GE(sets.size(), 2u) << pattern;
+    for (const RegexNode* n : sets) {
+      EXPECT_EQ(n->set.storage(), sets[0]->set.storage()) << pattern << ": a copy of the ranges";
+    }
+  }
+  const size_t size = testing::Scaled(1 << 20, 1 << 16);
+  auto repeat = [size](const std::string& unit, const std::string& open, const std::string& close) {
     std::string p = open;
-    while (p.size() + unit.size() + close.size() <= (1u << 20)) p += unit;
+    while (p.size() + unit.size() + close.size() <= size) p += unit;
     return p + close;
   };
   for (const std::string& p :
@@ -497,7 +514,6 @@ TEST(UnicodeRegex, LongPatternsOfBigClasses) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%.20s... (%zu bytes): parsed in %.2f s\n", p.c_str(), p.size(), seconds);
     EXPECT_TRUE(re.ok()) << re.status();
-    EXPECT_LT(seconds, 10.0);
   }
   RegexLimits limits;
   limits.max_set_ranges = 1000;
