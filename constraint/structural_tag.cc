@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "grammar/python_regex.h"
 
 namespace maskd {
 namespace {
@@ -168,14 +169,15 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
       content = std::move(converted->regex);
     }
     std::vector<Symbol> seq = {AddTerminal(&g, absl::StrCat("\"", *begin, "\""),
-                                           grammar::LiteralRegex(*begin), *begin)};
+                                           grammar::LiteralRegex(*begin, /*ignore_case=*/false), *begin)};
     if (content_rule) {
       seq.push_back(*content_rule);
     } else if (!content.empty()) {
       seq.push_back(AddTerminal(&g, absl::StrCat("TAG", i, "_CONTENT"), content));
     }
     if (!end->empty()) {
-      seq.push_back(AddTerminal(&g, absl::StrCat("\"", *end, "\""), grammar::LiteralRegex(*end), *end));
+      seq.push_back(AddTerminal(&g, absl::StrCat("\"", *end, "\""),
+                                grammar::LiteralRegex(*end, /*ignore_case=*/false), *end));
     }
     tag_alternatives.push_back(std::move(seq));
     begins.push_back(*std::move(begin));

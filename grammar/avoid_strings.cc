@@ -58,14 +58,6 @@ std::string Star(const Re& a) { return !a || a->empty() ? "" : Group(*a) + "*"; 
 
 }  // namespace
 
-std::string LiteralRegex(std::string_view text) {
-  std::vector<uint32_t> cps;
-  if (!DecodeUtf8(text, &cps)) return "[^\\x{0}-\\x{10ffff}]";  // matches nothing
-  std::string out;
-  for (uint32_t cp : cps) out += Escape(cp);
-  return out;
-}
-
 absl::StatusOr<std::string> RegexAvoiding(const std::vector<std::string>& strings,
                                           const AvoidLimits& limits) {
   // The trie of the strings, by code point.

@@ -29,9 +29,6 @@ struct AvoidLimits {
 absl::StatusOr<std::string> RegexAvoiding(const std::vector<std::string>& strings,
                                           const AvoidLimits& limits = {});
 
-// `text` as a maskd regex matching exactly it (every code point escaped).
-std::string LiteralRegex(std::string_view text);
-
 }  // namespace maskd::grammar
 
 #endif  // MASKD_GRAMMAR_AVOID_STRINGS_H_
