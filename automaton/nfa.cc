@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "automaton/internal/build_abort.h"
@@ -17,16 +18,38 @@ namespace {
 // `i` start at i + 1 and child j + 1 starts size(child j) after child j.
 class NodeIds {
  public:
-  explicit NodeIds(const RegexNode& root) { Visit(root); }
+  explicit NodeIds(const RegexNode& root) {
+    // Postorder over an explicit stack: trees nest as deep as the parser's
+    // max_nesting allows, deeper than a recursive walk's frames fit in a
+    // default thread's stack under the sanitizers.
+    struct Frame {
+      const RegexNode* node;
+      uint32_t pre;
+      size_t next_child;
+    };
+    std::vector<Frame> stack;
+    auto enter = [&](const RegexNode& n) {
+      stack.push_back({&n, static_cast<uint32_t>(ids_.size()), 0});
+      ids_.push_back(0);
+      sizes_.push_back(0);
+    };
+    enter(root);
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next_child < f.node->children.size()) {
+        enter(*f.node->children[f.next_child++]);
+        continue;
+      }
+      Number(*f.node, f.pre);
+      stack.pop_back();
+    }
+  }
   uint32_t id(uint32_t pre) const { return ids_[pre]; }
   uint32_t subtree_size(uint32_t pre) const { return sizes_[pre]; }
 
  private:
-  void Visit(const RegexNode& n) {
-    const uint32_t pre = static_cast<uint32_t>(ids_.size());
-    ids_.push_back(0);
-    sizes_.push_back(0);
-    for (const auto& c : n.children) Visit(*c);
+  // Gives node n (preorder index `pre`), whose children are numbered, its id.
+  void Number(const RegexNode& n, uint32_t pre) {
     // Key: kind, min, max, child count, child ids, set ranges.
     key_.clear();
     key_.push_back(static_cast<uint32_t>(n.kind));
@@ -72,7 +95,7 @@ class NfaBuilder {
   NfaBuilder(const DfaOptions& options, const RegexNode& root)
       : options_(options), root_(root), ids_(root) {}
 
-  absl::StatusOr<uint32_t> NewState() {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> NewState() {
     if (num_states_ >= options_.max_nfa_states) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "regex: the automaton needs more than %d NFA states (limit max_nfa_states)",
@@ -89,33 +112,29 @@ class NfaBuilder {
   const std::vector<ByteEdge>& edges() const { return edges_; }
 
  private:
-  // `pre` is n's preorder index (see NodeIds).
+  // `pre` is n's preorder index (see NodeIds). Recursive to the tree's depth
+  // (the parser's max_nesting bounds it), so its frame holds only what the
+  // recursion needs; the rest is in out-of-line helpers.
   absl::StatusOr<uint32_t> Build(const RegexNode& n, uint32_t pre, uint32_t out) {
     if (n.kind == RegexNode::Kind::kEmpty) return out;
     const uint64_t key = (static_cast<uint64_t>(ids_.id(pre)) << 32) | out;
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    if (++steps_ % 4096 == 0) {
-      if (auto s = CheckBuildAbort(options_); !s.ok()) return s;
-    }
+    if (uint32_t in = FindMemo(key); in != kNoState) return in;
+    if (auto tick = Tick(); !tick.ok()) return tick;
+    absl::StatusOr<uint32_t> s = out;
     uint32_t in = out;
     switch (n.kind) {
       case RegexNode::Kind::kEmpty:
         break;
-      case RegexNode::Kind::kSet: {
-        auto s = AddSet(n.set, out);
+      case RegexNode::Kind::kSet:
+        s = AddSet(n.set, out);
         if (!s.ok()) return s;
         in = *s;
         break;
-      }
       case RegexNode::Kind::kConcat: {
         // Children back to front, each in front of the next one's start.
-        const size_t base = child_pre_.size();
-        for (uint32_t j = 0, c = pre + 1; j < n.children.size(); ++j) {
-          child_pre_.push_back(c);
-          c += ids_.subtree_size(c);
-        }
+        const size_t base = PushChildren(n, pre);
         for (size_t j = n.children.size(); j-- > 0;) {
-          auto s = Build(*n.children[j], child_pre_[base + j], in);
+          s = Build(*n.children[j], child_pre_[base + j], in);
           if (!s.ok()) return s;
           in = *s;
         }
@@ -123,13 +142,13 @@ class NfaBuilder {
         break;
       }
       case RegexNode::Kind::kAlternate: {
-        auto s = NewState();
+        s = NewState();
         if (!s.ok()) return s;
         in = *s;
         for (uint32_t j = 0, c = pre + 1; j < n.children.size(); ++j) {
-          auto cin = Build(*n.children[j], c, out);
-          if (!cin.ok()) return cin;
-          eps_.emplace_back(in, *cin);
+          s = Build(*n.children[j], c, out);
+          if (!s.ok()) return s;
+          AddEps(in, *s);
           c += ids_.subtree_size(c);
         }
         break;
@@ -139,39 +158,66 @@ class NfaBuilder {
         const uint32_t body_pre = pre + 1;
         if (n.max == RegexNode::kUnbounded) {
           // loop: epsilon to `out` and to the body, which returns to loop.
-          auto loop = NewState();
-          if (!loop.ok()) return loop;
-          auto bin = Build(body, body_pre, *loop);
-          if (!bin.ok()) return bin;
-          eps_.emplace_back(*loop, *bin);
-          eps_.emplace_back(*loop, out);
-          in = *loop;
+          s = NewState();
+          if (!s.ok()) return s;
+          const uint32_t loop = *s;
+          s = Build(body, body_pre, loop);
+          if (!s.ok()) return s;
+          AddEps(loop, *s);
+          AddEps(loop, out);
+          in = loop;
         } else {
           // Optional copies, innermost first: x{0,2} is (x(x)?)?.
           for (uint32_t i = n.min; i < n.max; ++i) {
-            auto opt = NewState();
-            if (!opt.ok()) return opt;
-            auto bin = Build(body, body_pre, in);
-            if (!bin.ok()) return bin;
-            eps_.emplace_back(*opt, *bin);
-            eps_.emplace_back(*opt, out);
-            in = *opt;
+            s = NewState();
+            if (!s.ok()) return s;
+            const uint32_t opt = *s;
+            s = Build(body, body_pre, in);
+            if (!s.ok()) return s;
+            AddEps(opt, *s);
+            AddEps(opt, out);
+            in = opt;
           }
         }
         for (uint32_t i = 0; i < n.min; ++i) {
-          auto bin = Build(body, body_pre, in);
-          if (!bin.ok()) return bin;
-          in = *bin;
+          s = Build(body, body_pre, in);
+          if (!s.ok()) return s;
+          in = *s;
         }
         break;
       }
     }
-    memo_.emplace(key, in);
+    SaveMemo(key, in);
     return in;
   }
 
+  static constexpr uint32_t kNoState = ~uint32_t{0};
+
+  ABSL_ATTRIBUTE_NOINLINE uint32_t FindMemo(uint64_t key) const {
+    auto it = memo_.find(key);
+    return it == memo_.end() ? kNoState : it->second;
+  }
+  ABSL_ATTRIBUTE_NOINLINE void SaveMemo(uint64_t key, uint32_t in) { memo_.emplace(key, in); }
+  ABSL_ATTRIBUTE_NOINLINE void AddEps(uint32_t from, uint32_t to) { eps_.emplace_back(from, to); }
+
+  // The build's abort check (deadline, cancellation), every 4096 calls.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status Tick() {
+    return ++steps_ % 4096 == 0 ? CheckBuildAbort(options_) : absl::OkStatus();
+  }
+
+  // Pushes the preorder indices of n's children onto child_pre_; returns
+  // where they start.
+  ABSL_ATTRIBUTE_NOINLINE size_t PushChildren(const RegexNode& n, uint32_t pre) {
+    const size_t base = child_pre_.size();
+    for (uint32_t j = 0, c = pre + 1; j < n.children.size(); ++j) {
+      child_pre_.push_back(c);
+      c += ids_.subtree_size(c);
+    }
+    return base;
+  }
+
   // A state matching one codepoint of `set` (as UTF-8) and then L(out).
-  absl::StatusOr<uint32_t> AddSet(const CodepointSet& set, uint32_t out) {
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> AddSet(const CodepointSet& set, uint32_t out) {
     seqs_.clear();
     for (const auto& [lo, hi] : set.ranges()) Utf8Sequences(lo, hi, &seqs_);
     auto in = NewState();
