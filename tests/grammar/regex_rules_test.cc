@@ -1,0 +1,207 @@
+// GrammarFromRegexRules: regexes naming each other, lowered to a Grammar.
+// The oracle for non-recursive rules is the regex route itself: a reference
+// replaced by its rule's text in a group must give the same language, checked
+// with maskd's DFA against the reference Earley recognizer on random strings.
+// Recursive rules are checked against languages decided by hand-written code.
+
+#include "grammar/regex_rules.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "automaton/dfa.h"
+#include "gmock/gmock.h"
+#include "grammar/earley.h"
+#include "gtest/gtest.h"
+
+namespace maskd::grammar {
+namespace {
+
+using ::testing::HasSubstr;
+
+EarleyRecognizer Recognizer(const std::vector<RegexRule>& rules) {
+  auto g = GrammarFromRegexRules(rules, 0, GrammarLimits{});
+  EXPECT_TRUE(g.ok()) << g.status();
+  auto r = EarleyRecognizer::Create(*g);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return *std::move(r);
+}
+
+bool Accepts(const EarleyRecognizer& r, std::string_view text) {
+  auto a = r.Accepts(text);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() && *a;
+}
+
+// Balanced parentheses, possibly empty: the classic non-regular language.
+bool Balanced(std::string_view s) {
+  int depth = 0;
+  for (char c : s) {
+    if (c == '(') ++depth;
+    else if (c == ')' && --depth < 0) return false;
+    else if (c != '(' && c != ')') return false;
+  }
+  return depth == 0;
+}
+
+TEST(RegexRules, RecursionIsExact) {
+  // 0 := (?:\((?&0)\))*  — balanced parentheses.
+  const EarleyRecognizer r = Recognizer({{"balanced", "(?:\\((?&0)\\))*"}});
+  std::mt19937 rng(7);
+  int balanced = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string s(rng() % 13, ' ');
+    for (char& c : s) c = rng() % 2 ? '(' : ')';
+    balanced += Balanced(s);
+    EXPECT_EQ(Accepts(r, s), Balanced(s)) << s;
+  }
+  EXPECT_GT(balanced, 50);  // the sample reaches both verdicts
+  EXPECT_TRUE(Accepts(r, std::string(200, '(') + std::string(200, ')')));
+  EXPECT_FALSE(Accepts(r, std::string(200, '(') + std::string(199, ')')));
+}
+
+TEST(RegexRules, MutualRecursionAndTerminalsAroundReferences) {
+  // A JSON-like list of numbers or nested lists.
+  const EarleyRecognizer r = Recognizer({{"value", "[0-9]+|(?&1)"},
+                                         {"list", "\\[(?:(?&0)(?:, (?&0))*)?\\]"}});
+  for (const char* ok : {"7", "[]", "[1, 22]", "[[], [3, [4]]]", "[[[[[[[[1]]]]]]]]"}) {
+    EXPECT_TRUE(Accepts(r, ok)) << ok;
+  }
+  for (const char* bad : {"", "[", "[1,2]", "[1, ]", "[[]", "a", "[1] "}) {
+    EXPECT_FALSE(Accepts(r, bad)) << bad;
+  }
+}
+
+TEST(RegexRules, ReferenceFreeRunsBecomeOneTerminal) {
+  auto g = GrammarFromRegexRules({{"r", "ab[cd]*(?&1)e{2}|x"}, {"s", "y"}}, 0, GrammarLimits{});
+  ASSERT_TRUE(g.ok()) << g.status();
+  // "ab[cd]*", "e{2}", "x", "y": one terminal each; the literal ones marked.
+  std::vector<std::string> regexes;
+  for (const Terminal& t : g->terminals) regexes.push_back(t.regex);
+  EXPECT_THAT(regexes, ::testing::UnorderedElementsAre("ab[cd]*", "e{2}", "x", "y"));
+  for (const Terminal& t : g->terminals) {
+    if (t.regex == "x" || t.regex == "y") EXPECT_EQ(t.literal, t.regex);
+    if (t.regex == "ab[cd]*") EXPECT_FALSE(t.literal.has_value());
+  }
+}
+
+TEST(RegexRules, EscapesClassesAndQuantifiersAreNotStructure) {
+  // '(' '|' ')' inside classes and escapes, a leading ']' in a class, a
+  // counted repeat of a reference, a lazy quantifier.
+  const EarleyRecognizer r =
+      Recognizer({{"r", "[]()|]\\((?&1){2,3}\\|[^)]??"}, {"s", "\\x41|\\u0042"}});
+  EXPECT_TRUE(Accepts(r, "](AB|"));
+  EXPECT_TRUE(Accepts(r, "|(AAA|x"));
+  EXPECT_FALSE(Accepts(r, "](A|"));
+  EXPECT_FALSE(Accepts(r, "](AAAA|"));
+  EXPECT_FALSE(Accepts(r, "](AB|)"));
+}
+
+TEST(RegexRules, RuleWithoutStringsDropsItsAlternatives) {
+  // Rule 1 matches nothing; rule 2 only the empty string.
+  const EarleyRecognizer r =
+      Recognizer({{"r", "a(?&1)|b(?&2)c"}, {"nothing", "[^\\x00-\\x{10FFFF}]"}, {"empty", "(?:)"}});
+  EXPECT_TRUE(Accepts(r, "bc"));
+  EXPECT_FALSE(Accepts(r, "a"));
+  auto none = GrammarFromRegexRules({{"r", "a(?&1)"}, {"nothing", "[^\\x00-\\x{10FFFF}]"}}, 0,
+                                    GrammarLimits{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.status().message(), HasSubstr("derives no string"));
+}
+
+TEST(RegexRules, ErrorsNameTheRuleAndOffset) {
+  struct Case {
+    std::vector<RegexRule> rules;
+    absl::StatusCode code;
+    const char* says;
+  } cases[] = {
+      {{{"a", "x(?&3)"}}, absl::StatusCode::kInvalidArgument, "regex rule 'a' at byte 1: reference to rule 3 of 1"},
+      {{{"a", "x(?&)"}}, absl::StatusCode::kInvalidArgument, "bad rule reference"},
+      {{{"a", "(x(?&0)"}}, absl::StatusCode::kInvalidArgument, "at byte 0: missing ')'"},
+      {{{"a", "x)"}}, absl::StatusCode::kInvalidArgument, "at byte 1: unbalanced ')'"},
+      {{{"a", "[x"}}, absl::StatusCode::kInvalidArgument, "missing ']'"},
+      {{{"a", "(?i)x(?&0)?"}}, absl::StatusCode::kInvalidArgument, "inline flag group beside a rule reference"},
+      {{{"a", "(?i:x(?&0))?"}}, absl::StatusCode::kInvalidArgument, "inline flag group around"},
+      {{{"a", "(?&0){2000}"}}, absl::StatusCode::kResourceExhausted, "max_repeat"},
+      {{{"a", "x{"}, {"b", "(?&0"}}, absl::StatusCode::kInvalidArgument, "regex rule 'b'"},
+      {{{"a", "(x"}}, absl::StatusCode::kInvalidArgument, "missing ')'"},
+  };
+  for (const Case& c : cases) {
+    auto g = GrammarFromRegexRules(c.rules, 0, GrammarLimits{});
+    ASSERT_FALSE(g.ok()) << c.rules[0].regex;
+    EXPECT_EQ(g.status().code(), c.code) << g.status();
+    EXPECT_THAT(g.status().message(), HasSubstr(c.says));
+  }
+  EXPECT_EQ(GrammarFromRegexRules({{"a", "x"}}, 1, GrammarLimits{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RegexRules, LimitsAreEnforced) {
+  GrammarLimits few;
+  few.max_rules = 3;
+  auto g = GrammarFromRegexRules({{"a", "(?:x(?&0)y)*(?:z(?&0))*(?:w(?&0))*"}}, 0, few);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(g.status().message(), HasSubstr("max_rules"));
+  GrammarLimits small;
+  small.max_text_bytes = 8;
+  EXPECT_EQ(GrammarFromRegexRules({{"a", "0123456789"}}, 0, small).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  GrammarLimits shallow;
+  shallow.max_nesting = 4;
+  auto deep = GrammarFromRegexRules({{"a", "((((((x))))))"}}, 0, shallow);
+  EXPECT_EQ(deep.status().code(), absl::StatusCode::kResourceExhausted) << deep.status();
+}
+
+// Random regexes over {a, b} built from classes, groups, alternation and
+// quantifiers, some naming rule 1 (itself a random reference-free regex).
+std::string RandomRegex(std::mt19937& rng, int depth, bool refs) {
+  switch (depth <= 0 ? rng() % 3 : rng() % 8) {
+    case 0: return "a";
+    case 1: return "[ab]";
+    case 2: return refs && rng() % 2 ? "(?&1)" : "b";
+    case 3:
+    case 4: return RandomRegex(rng, depth - 1, refs) + RandomRegex(rng, depth - 1, refs);
+    case 5: return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs), "|", RandomRegex(rng, depth - 1, refs), ")");
+    case 6: {
+      static const char* kQuantifiers[] = {"*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"};
+      return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs), ")", kQuantifiers[rng() % 7]);
+    }
+    default: return absl::StrCat(RandomRegex(rng, depth - 1, refs), "|", RandomRegex(rng, depth - 1, refs));
+  }
+}
+
+TEST(RegexRules, SameLanguageAsTheInlinedRegex) {
+  std::mt19937 rng(2026);
+  int compared = 0, accepted = 0;
+  for (int round = 0; round < 150; ++round) {
+    const std::string inner = RandomRegex(rng, 2, false);
+    const std::string outer = RandomRegex(rng, 4, true);
+    const std::string inlined = absl::StrReplaceAll(outer, {{"(?&1)", absl::StrCat("(?:", inner, ")")}});
+    auto dfa = Dfa::FromPattern(inlined);
+    ASSERT_TRUE(dfa.ok()) << inlined << ": " << dfa.status();
+    auto g = GrammarFromRegexRules({{"outer", outer}, {"inner", inner}}, 0, GrammarLimits{});
+    ASSERT_TRUE(g.ok()) << outer << " / " << inner << ": " << g.status();
+    auto r = EarleyRecognizer::Create(*g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (int i = 0; i < 60; ++i) {
+      std::string s(rng() % 9, 'a');
+      for (char& c : s) c = rng() % 2 ? 'a' : 'b';
+      const bool want = (*dfa)->Matches(s);
+      auto got = r->Accepts(s);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(*got, want) << "outer " << outer << " inner " << inner << " text '" << s << "'";
+      ++compared;
+      accepted += want;
+    }
+  }
+  EXPECT_GT(accepted, compared / 20);  // both verdicts are exercised
+  EXPECT_LT(accepted, compared);
+}
+
+}  // namespace
+}  // namespace maskd::grammar
