@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "grammar/regex_rules.h"
 
 namespace maskd {
 namespace {
@@ -42,30 +43,19 @@ JsonSchemaOptions BudgetedSchemaOptions(const Constraint& constraint, const Comp
   return schema_options;
 }
 
-// A grammar or a structural tag (whose grammar is built, not parsed).
-absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
-                                                  std::shared_ptr<const Vocabulary> vocab,
-                                                  const CompileOptions& options) {
-  const GrammarCompileOptions& o = constraint.grammar;
-  CompileOptions terminal_options = options;
-  absl::StatusOr<grammar::Grammar> g;
-  if (constraint.kind == ConstraintKind::kStructuralTag) {
-    StructuralTagOptions tag_options = constraint.structural_tag;
-    tag_options.json_schema = BudgetedSchemaOptions(constraint, options);
-    tag_options.grammar = o.limits;
-    g = StructuralTagGrammar(constraint.text, tag_options);
-    // Converted schemas are large by construction (see below).
-    terminal_options.regex.max_pattern_bytes =
-        std::max(options.regex.max_pattern_bytes, tag_options.json_schema.max_regex_bytes);
-  } else {
-    g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
-  }
-  if (!g.ok()) return ConvertError(g.status());
+// `g` compiled against `vocab`; `max_terminal_bytes` raises the regex limit
+// for its terminals (converted schemas are large by construction).
+absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const Constraint& constraint,
+                                                std::shared_ptr<const Vocabulary> vocab,
+                                                const CompileOptions& options,
+                                                size_t max_terminal_bytes) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
-  grammar::GrammarIndex::Options index_options = o.index;
-  index_options.earley.regex_limits = terminal_options.regex;
+  grammar::GrammarIndex::Options index_options = constraint.grammar.index;
+  index_options.earley.regex_limits = options.regex;
+  index_options.earley.regex_limits.max_pattern_bytes =
+      std::max(options.regex.max_pattern_bytes, max_terminal_bytes);
   index_options.earley.dfa_options = options.dfa;
-  auto index = grammar::GrammarIndex::Create(*g, std::move(vocab), index_options);
+  auto index = grammar::GrammarIndex::Create(g, std::move(vocab), index_options);
   if (!index.ok()) return index.status();
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   CompiledConstraint out;
@@ -73,7 +63,123 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
   return out;
 }
 
+// A grammar or a structural tag (whose grammar is built, not parsed).
+absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
+                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  const CompileOptions& options) {
+  const GrammarCompileOptions& o = constraint.grammar;
+  absl::StatusOr<grammar::Grammar> g;
+  size_t max_terminal_bytes = 0;
+  if (constraint.kind == ConstraintKind::kStructuralTag) {
+    StructuralTagOptions tag_options = constraint.structural_tag;
+    tag_options.json_schema = BudgetedSchemaOptions(constraint, options);
+    tag_options.grammar = o.limits;
+    g = StructuralTagGrammar(constraint.text, tag_options);
+    max_terminal_bytes = tag_options.json_schema.max_regex_bytes;
+  } else {
+    g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
+  }
+  if (!g.ok()) return ConvertError(g.status());
+  return IndexGrammar(*g, constraint, std::move(vocab), options, max_terminal_bytes);
+}
+
+// A JSON Schema on the regex route.
+absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
+                                                      const JsonSchemaOptions& schema_options,
+                                                      std::shared_ptr<const Vocabulary> vocab,
+                                                      const CompileOptions& options) {
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  // Converted regexes are large by construction (every open object carries an
+  // any-value automaton); the converter has already bounded this one.
+  CompileOptions regex_options = options;
+  regex_options.regex.max_pattern_bytes =
+      std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
+  auto index = CompileRegex(converted.regex, std::move(vocab), regex_options);
+  if (!index.ok()) return index.status();
+  CompiledConstraint out;
+  out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
+  out.warnings = converted.warnings;
+  return out;
+}
+
+// A JSON Schema on the grammar route.
+absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constraint,
+                                                        const JsonSchemaOptions& schema_options,
+                                                        std::shared_ptr<const Vocabulary> vocab,
+                                                        const CompileOptions& options) {
+  auto rules = JsonSchemaToRules(constraint.text, schema_options);
+  if (!rules.ok()) return ConvertError(rules.status());
+  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
+  std::vector<grammar::RegexRule> regex_rules;
+  regex_rules.reserve(rules->rules.size());
+  for (JsonSchemaRule& r : rules->rules) {
+    regex_rules.push_back({std::move(r.name), std::move(r.regex)});
+  }
+  grammar::GrammarLimits limits = constraint.grammar.limits;
+  limits.max_text_bytes = std::max(limits.max_text_bytes, schema_options.max_regex_bytes);
+  auto g = grammar::GrammarFromRegexRules(regex_rules, 0, limits);
+  if (!g.ok()) return ConvertError(g.status());
+  auto out = IndexGrammar(*g, constraint, std::move(vocab), options, schema_options.max_regex_bytes);
+  if (out.ok()) out->warnings = std::move(rules->warnings);
+  return out;
+}
+
+bool IsBudgetError(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kDeadlineExceeded || s.code() == absl::StatusCode::kCancelled;
+}
+
+// `grammar_error`, naming the regex route's error too when it differs.
+absl::Status BothRoutesFailed(const absl::Status& regex_error, absl::Status grammar_error) {
+  if (regex_error.message() == grammar_error.message()) return grammar_error;
+  absl::Status s(grammar_error.code(),
+                 absl::StrCat(grammar_error.message(), " (on the regex route: ", regex_error.message(), ")"));
+  if (auto stage = grammar_error.GetPayload(kStagePayload)) s.SetPayload(kStagePayload, *stage);
+  return s;
+}
+
+absl::StatusOr<CompiledConstraint> CompileSchema(const Constraint& constraint,
+                                                 std::shared_ptr<const Vocabulary> vocab,
+                                                 const CompileOptions& options) {
+  const JsonSchemaOptions schema_options = BudgetedSchemaOptions(constraint, options);
+  if (constraint.schema_route == SchemaRoute::kGrammar) {
+    return CompileSchemaGrammar(constraint, schema_options, std::move(vocab), options);
+  }
+  auto converted = JsonSchemaToRegex(constraint.text, schema_options);
+  if (constraint.schema_route == SchemaRoute::kRegex) {
+    if (!converted.ok()) return ConvertError(converted.status());
+    return CompileSchemaRegex(*converted, schema_options, std::move(vocab), options);
+  }
+  // kAuto.
+  absl::Status regex_error;
+  if (converted.ok()) {
+    if (!converted->truncated_recursion) {
+      auto out = CompileSchemaRegex(*converted, schema_options, vocab, options);
+      if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
+      regex_error = out.status();
+    }
+  } else {
+    regex_error = ConvertError(converted.status());
+    if (IsBudgetError(regex_error)) return regex_error;
+  }
+  auto out = CompileSchemaGrammar(constraint, schema_options, vocab, options);
+  if (out.ok() || IsBudgetError(out.status())) return out;
+  if (regex_error.ok()) {
+    // Recursion cut short on the regex route: better than nothing.
+    return CompileSchemaRegex(*converted, schema_options, std::move(vocab), options);
+  }
+  return BothRoutesFailed(regex_error, out.status());
+}
+
 }  // namespace
+
+std::string_view SchemaRouteName(SchemaRoute route) {
+  switch (route) {
+    case SchemaRoute::kAuto: return "auto";
+    case SchemaRoute::kRegex: return "regex";
+    case SchemaRoute::kGrammar: return "grammar";
+  }
+  return "unknown";
+}
 
 std::string_view ConstraintKindName(ConstraintKind kind) {
   switch (kind) {
@@ -101,20 +207,7 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
     return out;
   }
 
-  const JsonSchemaOptions schema_options = BudgetedSchemaOptions(constraint, options);
-  auto converted = JsonSchemaToRegex(constraint.text, schema_options);
-  if (!converted.ok()) return ConvertError(converted.status());
-  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
-  // Converted regexes are large by construction (every open object carries an
-  // any-value automaton); the converter has already bounded this one.
-  CompileOptions regex_options = options;
-  regex_options.regex.max_pattern_bytes =
-      std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
-  auto index = CompileRegex(converted->regex, std::move(vocab), regex_options);
-  if (!index.ok()) return index.status();
-  out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
-  out.warnings = std::move(converted->warnings);
-  return out;
+  return CompileSchema(constraint, std::move(vocab), options);
 }
 
 CompileStage FailedStage(const absl::Status& error) {

@@ -67,6 +67,25 @@ struct GrammarCompileOptions {
   grammar::GrammarIndex::Options index;
 };
 
+// The engine a JSON Schema compiles on.
+enum class SchemaRoute {
+  // The regex route when the schema fits it (its masks are the fastest): no
+  // recursive $ref cut short, within every regex, DFA and converter limit.
+  // Otherwise the grammar route; when that fails too, its error (with the
+  // regex route's, when they differ), except that a schema whose recursion
+  // the regex route cut and the grammar route cannot compile takes the
+  // regex route after all.
+  kAuto,
+  // JsonSchemaToRegex: recursion unrolled to max_recursion_depth, any value
+  // nested to any_value_depth.
+  kRegex,
+  // JsonSchemaToRules (schema/json_schema.h): recursion and any-value
+  // nesting exact; masks from the grammar engine.
+  kGrammar,
+};
+// "auto", "regex", "grammar".
+std::string_view SchemaRouteName(SchemaRoute route);
+
 struct Constraint {
   ConstraintKind kind = ConstraintKind::kRegex;
   // The regex pattern, the JSON Schema document's text, the grammar's, or
@@ -76,7 +95,10 @@ struct Constraint {
   // and cancel flag are replaced by CompileOptions::dfa's, its state caps
   // lowered to CompileOptions::dfa's.
   JsonSchemaOptions json_schema;
-  // kGrammar and kStructuralTag (whose format is ignored).
+  // kJsonSchema only. The route taken is the index's route().
+  SchemaRoute schema_route = SchemaRoute::kAuto;
+  // kGrammar and kStructuralTag (whose format is ignored), and a JSON
+  // Schema on the grammar route (its limits and index options).
   GrammarCompileOptions grammar;
   // kStructuralTag only (its json_schema is the field above).
   StructuralTagOptions structural_tag;

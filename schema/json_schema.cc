@@ -161,7 +161,10 @@ bool IsIntegral(const json& v) {
 
 class Converter {
  public:
-  Converter(const json& root, const JsonSchemaOptions& o) : root_(root), o_(o) {
+  // rules: the grammar route (JsonSchemaToRules): $ref targets, the any
+  // value and large subschemas become rules referenced as `(?&k)`.
+  Converter(const json& root, const JsonSchemaOptions& o, bool rules = false)
+      : root_(root), o_(o), rules_mode_(rules) {
     switch (o.whitespace) {
       case JsonWhitespace::kPython:
         item_sep_ = ", ";
@@ -180,6 +183,7 @@ class Converter {
   }
 
   std::string Run() {
+    if (rules_mode_) rules_.push_back({"/", ""});  // rule 0: the root
     Re r = Convert(root_, "");
     if (!r) {
       if (!cut_required_.empty()) {
@@ -188,8 +192,13 @@ class Converter {
       }
       Invalid("schema has no valid instance (it is false or contradictory)");
     }
+    if (rules_mode_) rules_[0].regex = *r;
     return *r;
   }
+
+  // Rules mode: rules_[0] is the root; each regex may reference rules as (?&k).
+  std::vector<JsonSchemaRule> TakeRules() { return std::move(rules_); }
+  bool truncated_recursion() const { return cuts_ > 0; }
 
   std::vector<std::string> warnings() const {
     return std::vector<std::string>(warnings_.begin(), warnings_.end());
@@ -222,7 +231,13 @@ class Converter {
                                                          uint32_t max_states) const {
     DfaOptions dopt = o_.budget;
     dopt.max_states = std::min(max_states, o_.budget.max_states);
-    auto d = Dfa::FromPattern(regex, RegexLimits{}, dopt);
+    std::string expanded;
+    if (rules_mode_) {
+      auto e = ExpandRules(regex);
+      if (!e.ok()) return e.status();
+      expanded = *std::move(e);
+    }
+    auto d = Dfa::FromPattern(rules_mode_ ? expanded : regex, RegexLimits{}, dopt);
     if (d.status().code() == absl::StatusCode::kDeadlineExceeded) Throw(ConversionDeadlineError());
     if (d.status().code() == absl::StatusCode::kCancelled) Throw(ConversionCancelledError());
     return d;
@@ -375,6 +390,7 @@ class Converter {
   Re ConvertRef(const std::string& ref, const std::string& ptr) {
     std::string tptr;
     const json& target = Resolve(ref, ptr, &tptr);
+    if (rules_mode_) return RefRule(target, tptr);
     if (auto it = ref_cache_.find(tptr); it != ref_cache_.end()) return it->second;
     int& count = ref_stack_[tptr];
     if (count >= o_.max_recursion_depth) {
@@ -390,6 +406,100 @@ class Converter {
     if (cuts_ == before) ref_cache_[tptr] = r;
     return r;
   }
+
+  // ---------- rules (grammar route)
+  static std::string RuleRef(size_t k) { return absl::StrCat("(?&", k, ")"); }
+  // A regex matching no string: a rule whose target has no instance.
+  static constexpr char kNoString[] = "[^\\x00-\\x{10FFFF}]";
+
+  // The rule for the $ref target at `tptr`, converted once: references from
+  // inside its own conversion (recursion) name it before it is complete.
+  Re RefRule(const json& target, const std::string& tptr) {
+    auto [it, inserted] = rule_of_ptr_.emplace(tptr, rules_.size());
+    const size_t k = it->second;
+    if (inserted) {
+      rules_.push_back({Where(tptr), kNoString});
+      // If the conversion throws (a caller may catch and go on), the rule
+      // stays matching nothing and the pointer is converted again next time.
+      struct Unregister {
+        std::map<std::string, size_t>& map;
+        const std::string& ptr;
+        bool done = false;
+        ~Unregister() {
+          if (!done) map.erase(ptr);
+        }
+      } unregister{rule_of_ptr_, tptr};
+      in_progress_.insert(k);
+      Re r = Convert(target, tptr);
+      in_progress_.erase(k);
+      unregister.done = true;
+      if (!r) {
+        empty_rules_.insert(k);
+        return std::nullopt;
+      }
+      rules_[k].regex = *std::move(r);
+    }
+    if (empty_rules_.count(k)) return std::nullopt;
+    return RuleRef(k);
+  }
+
+  // Rules mode: `regex` with every (?&k) replaced by rule k's text, so that
+  // the converter's own automata (enum values against sibling keywords,
+  // excluded strings) see the language the regex route would; the any-value
+  // rule becomes the regex route's any value (nested any_value_depth deep).
+  // FailedPrecondition for a rule still being converted (recursion): the
+  // caller falls back as when a DFA is over its cap.
+  absl::StatusOr<std::string> ExpandRules(const std::string& regex, int depth = 0) const {
+    if (depth > 64) return absl::FailedPreconditionError("rules nested too deeply to expand");
+    std::string out;
+    size_t copied = 0;
+    for (size_t i = 0; i < regex.size();) {
+      const char c = regex[i];
+      if (c == '\\') {
+        i += 2;
+      } else if (c == '[') {
+        ++i;
+        if (i < regex.size() && regex[i] == '^') ++i;
+        if (i < regex.size() && regex[i] == ']') ++i;
+        while (i < regex.size() && regex[i] != ']') i += regex[i] == '\\' ? 2 : 1;
+        ++i;
+      } else if (regex.compare(i, 3, "(?&") == 0) {
+        const size_t close = regex.find(')', i);
+        const size_t k = std::stoul(regex.substr(i + 3, close - i - 3));
+        std::string body;
+        if (RuleRef(k) == any_rule_) {
+          body = AnyValueRegex(o_.any_value_depth);
+        } else if (in_progress_.count(k)) {
+          return absl::FailedPreconditionError("a recursive rule has no regex");
+        } else {
+          auto e = ExpandRules(rules_[k].regex, depth + 1);
+          if (!e.ok()) return e;
+          body = *std::move(e);
+        }
+        out.append(regex, copied, i - copied);
+        absl::StrAppend(&out, "(?:", body, ")");
+        if (out.size() > o_.max_regex_bytes) {
+          return absl::ResourceExhaustedError("expanded rules exceed max_regex_bytes");
+        }
+        i = close + 1;
+        copied = i;
+      } else {
+        ++i;
+      }
+    }
+    out.append(regex, copied, std::string::npos);
+    return out;
+  }
+
+  // Rules mode: `r`, or a reference to a rule holding it when it is large
+  // (a large regex is never copied into another).
+  Re SplitLarge(Re r, const std::string& ptr) {
+    if (!rules_mode_ || !r || r->size() <= kRuleSplitBytes) return r;
+    auto [it, inserted] = rule_of_text_.emplace(*r, rules_.size());
+    if (inserted) rules_.push_back({Where(ptr), *r});
+    return RuleRef(it->second);
+  }
+  static constexpr size_t kRuleSplitBytes = 512;
 
   // ---------- allOf merging
   // Merges `s` (at `ptr`) into `acc` (an object schema, or false).
@@ -562,7 +672,7 @@ class Converter {
     } guard{depth_};
     Re r = ConvertInner(s_in, ptr);
     CheckSize(r);
-    return r;
+    return SplitLarge(std::move(r), ptr);
   }
 
   Re ConvertInner(const json& s_in, const std::string& ptr) {
@@ -1337,6 +1447,11 @@ class Converter {
   std::string StringAny() const { return "\"" + JsonCharRegex() + "*\""; }
 
   const std::string& AnyValue(int depth) {
+    if (rules_mode_) return AnyValueRule();
+    return AnyValueRegex(depth);
+  }
+  // Any JSON value, arrays and objects nested at most `depth` deep.
+  const std::string& AnyValueRegex(int depth) const {
     if (depth < 0) depth = 0;
     auto it = any_cache_.find(depth);
     if (it != any_cache_.end()) return it->second;
@@ -1346,13 +1461,29 @@ class Converter {
     if (depth == 0) {
       r = "(?:" + scalars + ")";
     } else {
-      const std::string v = AnyValue(depth - 1);
+      const std::string v = AnyValueRegex(depth - 1);
       std::string arr = absl::StrCat(Open('['), "(?:", v, "(?:", item_sep_, v, ")*)?", Close(']'));
       std::string kv = absl::StrCat(StringAny(), key_sep_, v);
       std::string obj = absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
       r = absl::StrCat("(?:", scalars, "|", arr, "|", obj, ")");
     }
     return any_cache_[depth] = r;
+  }
+
+  // Rules mode: any JSON value, nested without a bound (one recursive rule).
+  const std::string& AnyValueRule() {
+    if (!any_rule_.empty()) return any_rule_;
+    const size_t k = rules_.size();
+    rules_.push_back({"any JSON value", kNoString});
+    any_rule_ = RuleRef(k);
+    const std::string& v = any_rule_;
+    std::string scalars = absl::StrCat("null|true|false|", *NumberRangeRegex({}, false, {}, false),
+                                       "|", StringAny());
+    std::string arr = absl::StrCat(Open('['), "(?:", v, "(?:", item_sep_, v, ")*)?", Close(']'));
+    std::string kv = absl::StrCat(StringAny(), key_sep_, v);
+    std::string obj = absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
+    rules_[k].regex = absl::StrCat(scalars, "|", arr, "|", obj);
+    return any_rule_;
   }
 
   // ---------- numbers
@@ -2082,9 +2213,16 @@ class Converter {
   std::set<std::string> warnings_;
   std::map<std::string, int> ref_stack_;
   std::map<std::string, Re> ref_cache_;
-  std::map<int, std::string> any_cache_;
+  mutable std::map<int, std::string> any_cache_;
   std::map<std::string, std::pair<std::string, const json*>> anchors_;
   bool anchors_built_ = false;
+  const bool rules_mode_;
+  std::vector<JsonSchemaRule> rules_;
+  std::map<std::string, size_t> rule_of_ptr_;   // $ref target pointer -> rule
+  std::map<std::string, size_t> rule_of_text_;  // split-off regex -> rule
+  std::set<size_t> empty_rules_;                // $ref targets without instances
+  std::set<size_t> in_progress_;                // $ref targets being converted
+  std::string any_rule_;                        // "(?&k)" once made
   int cuts_ = 0;
   std::string cut_required_;
   int64_t calls_ = 0;
@@ -2093,8 +2231,10 @@ class Converter {
 
 }  // namespace
 
-absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
-                                                  const JsonSchemaOptions& options) {
+namespace {
+
+// Checks the options and the document's size and nesting, then parses it.
+absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaOptions& options) {
   if (schema_json.size() > options.max_schema_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("schema is ", schema_json.size(),
                                                      " bytes, above max_schema_bytes (",
@@ -2157,17 +2297,16 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
     return ConversionCancelledError();
   }
   if (absl::Now() > options.budget.deadline) return ConversionDeadlineError();
+  return root;
+}
+
+// Runs `fn(converter)` and turns the converter's exceptions into a status.
+template <typename Result, typename Fn>
+absl::StatusOr<Result> RunConverter(const json& root, const JsonSchemaOptions& options, bool rules,
+                                    Fn fn) {
   try {
-    Converter c(root, options);
-    JsonSchemaRegex out;
-    out.regex = c.Run();
-    out.warnings = c.warnings();
-    if (out.regex.size() > options.max_regex_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "regex is ", out.regex.size(), " bytes, above max_regex_bytes (",
-          options.max_regex_bytes, ")"));
-    }
-    return out;
+    Converter c(root, options, rules);
+    return fn(c);
   } catch (const ConvertError& e) {
     if (e.status.message().size() <= kMaxMessageBytes) return e.status;
     const auto m = e.status.message();
@@ -2177,6 +2316,45 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("json schema conversion failed: ", Shown(e.what())));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options) {
+  auto root = ParseSchema(schema_json, options);
+  if (!root.ok()) return root.status();
+  return RunConverter<JsonSchemaRegex>(*root, options, false, [&](Converter& c) -> absl::StatusOr<JsonSchemaRegex> {
+    JsonSchemaRegex out;
+    out.regex = c.Run();
+    out.warnings = c.warnings();
+    out.truncated_recursion = c.truncated_recursion();
+    if (out.regex.size() > options.max_regex_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "regex is ", out.regex.size(), " bytes, above max_regex_bytes (",
+          options.max_regex_bytes, ")"));
+    }
+    return out;
+  });
+}
+
+absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options) {
+  auto root = ParseSchema(schema_json, options);
+  if (!root.ok()) return root.status();
+  return RunConverter<JsonSchemaRules>(*root, options, true, [&](Converter& c) -> absl::StatusOr<JsonSchemaRules> {
+    c.Run();
+    JsonSchemaRules out;
+    out.rules = c.TakeRules();
+    out.warnings = c.warnings();
+    size_t bytes = 0;
+    for (const JsonSchemaRule& r : out.rules) bytes += r.regex.size();
+    if (bytes > options.max_regex_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "rules are ", bytes, " bytes, above max_regex_bytes (", options.max_regex_bytes, ")"));
+    }
+    return out;
+  });
 }
 
 std::string JsonSchemaOptionsKey(const JsonSchemaOptions& o) {

@@ -121,6 +121,10 @@ struct JsonSchemaRegex {
   // Keywords not enforced, one line each with the schema location, e.g.
   // "uniqueItems at /properties/tags: not enforced". Sorted, no duplicates.
   std::vector<std::string> warnings;
+  // Whether a recursive $ref was cut at max_recursion_depth somewhere: the
+  // regex then holds only the instances recursing less deeply (the grammar
+  // route, JsonSchemaToRules, holds them all).
+  bool truncated_recursion = false;
 };
 
 // InvalidArgument: bad JSON (with the parse error position), unsupported
@@ -128,6 +132,30 @@ struct JsonSchemaRegex {
 // ResourceExhausted: schema or regex over its byte limit, schema too complex.
 // DeadlineExceeded, Cancelled: options.budget's deadline or cancel flag.
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options = {});
+
+// JSON Schema -> regex rules: the grammar route. rules[0] is the root; each
+// rule's regex is in the syntax above, plus `(?&k)` standing for rules[k]'s
+// language (grammar/regex_rules.h lowers them into a grammar). Same keywords,
+// layout and errors as JsonSchemaToRegex, except:
+//  - each $ref target is one rule: recursion is exact, at any depth
+//    (max_recursion_depth is not used);
+//  - any JSON value (`{}`, `true`, open additionalProperties, absent items)
+//    is one recursive rule, nested without a bound (any_value_depth is not
+//    used);
+//  - a subschema whose regex is over 512 bytes becomes its own rule, so no
+//    large regex is copied into another (open objects and repeated
+//    subschemas stay small); max_regex_bytes bounds all rules together.
+// A rule whose target has no instance matches no string.
+struct JsonSchemaRule {
+  std::string name;   // the subschema's JSON pointer, or "any JSON value"
+  std::string regex;
+};
+struct JsonSchemaRules {
+  std::vector<JsonSchemaRule> rules;
+  std::vector<std::string> warnings;  // as JsonSchemaRegex::warnings
+};
+absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(std::string_view schema_json,
                                                   const JsonSchemaOptions& options = {});
 
 // A stable text of the options for cache keys (every field, fixed order).

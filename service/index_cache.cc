@@ -23,6 +23,7 @@ struct IndexCache::Entry {
   std::shared_ptr<const Vocabulary> vocab;
   ConstraintKind kind = ConstraintKind::kRegex;
   GrammarFormat grammar_format = GrammarFormat::kLark;
+  SchemaRoute schema_route = SchemaRoute::kAuto;
   std::string constraint;  // cleared once compiled
   bool eager = false;
   std::string client;      // whose share of the queue it counts against
@@ -248,6 +249,7 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
   };
   add(std::string(ConstraintKindName(spec.kind)));
   if (spec.kind == ConstraintKind::kGrammar) add(std::string(GrammarFormatName(spec.grammar_format)));
+  if (spec.kind == ConstraintKind::kJsonSchema) add(std::string(SchemaRouteName(spec.schema_route)));
   // The converter's defaults, not the server's options: the server sets only
   // limits, which refuse a schema rather than change its regex (except a
   // --max-dfa-states under the converter's own DFA cap, one per server).
@@ -301,6 +303,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->vocab = spec.vocab;
   e->kind = spec.kind;
   e->grammar_format = spec.grammar_format;
+  e->schema_route = spec.schema_route;
   e->constraint = spec.constraint;
   e->eager = spec.eager;
   e->client = spec.client;
@@ -434,6 +437,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     constraint.text = e->constraint;
     constraint.json_schema = o.json_schema;
     constraint.grammar.format = e->grammar_format;
+    constraint.schema_route = e->schema_route;
     constraint.grammar.limits = o.grammar;
     constraint.grammar.index = o.grammar_index;
     constraint.grammar.index.budget = shared_->mask_budget;

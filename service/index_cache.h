@@ -92,6 +92,7 @@ struct CompileSpec {
   ConstraintKind kind = ConstraintKind::kRegex;
   std::string constraint;
   GrammarFormat grammar_format = GrammarFormat::kLark;  // kGrammar only
+  SchemaRoute schema_route = SchemaRoute::kAuto;       // kJsonSchema only
   bool eager = false;
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
   // Who asks (the service passes the peer's identity); the queues are shared

@@ -291,6 +291,15 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
   spec.tokenizer = tok->name;
   spec.vocab = tok->vocab;
   spec.eager = req.options().eager();
+  switch (req.options().schema_route()) {
+    case v1::SCHEMA_ROUTE_AUTO: spec.schema_route = SchemaRoute::kAuto; break;
+    case v1::SCHEMA_ROUTE_REGEX: spec.schema_route = SchemaRoute::kRegex; break;
+    case v1::SCHEMA_ROUTE_GRAMMAR: spec.schema_route = SchemaRoute::kGrammar; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.schema_route ", req.options().schema_route(),
+          ": expected SCHEMA_ROUTE_AUTO, SCHEMA_ROUTE_REGEX or SCHEMA_ROUTE_GRAMMAR"));
+  }
   spec.timeout = absl::Milliseconds(req.options().timeout_ms());
   return spec;
 }

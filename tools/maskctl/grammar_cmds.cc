@@ -47,9 +47,15 @@ absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
   return g;
 }
 
+// The prebuilt index, else --grammar FILE's.
 absl::StatusOr<std::shared_ptr<const maskd::grammar::GrammarIndex>> IndexFlag(
     const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab, size_t* rules,
-    size_t* terminals) {
+    size_t* terminals, const PrebuiltGrammar* prebuilt) {
+  if (prebuilt != nullptr) {
+    *rules = prebuilt->index->grammar()->num_rules();
+    *terminals = prebuilt->index->grammar()->num_terminals();
+    return prebuilt->index;
+  }
   auto g = ReadGrammarFlag(args);
   if (!g.ok()) return g.status();
   *rules = g->rules.size();
@@ -69,10 +75,11 @@ const std::set<std::string>& GrammarValueFlags() {
   return *flags;
 }
 
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+                      const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
-  const Clock::time_point t0 = Clock::now();
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  const Clock::time_point t0 = prebuilt != nullptr ? prebuilt->started : Clock::now();
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("compile", std::string(index.status().message()));
   const double compile_ms = MsSince(t0);
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
@@ -91,9 +98,9 @@ int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary>
 }
 
 int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
-                   const std::vector<uint32_t>& tokens, bool full) {
+                   const std::vector<uint32_t>& tokens, bool full, const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
   if (!guide.ok()) return Fail("walk", std::string(guide.status().message()));
@@ -129,9 +136,9 @@ int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vo
 }
 
 int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
-                     uint64_t seed, uint64_t max_tokens) {
+                     uint64_t seed, uint64_t max_tokens, const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals);
+  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
   if (!guide.ok()) return Fail("sample", std::string(guide.status().message()));

@@ -6,26 +6,38 @@
 #ifndef MASKD_TOOLS_MASKCTL_GRAMMAR_CMDS_H_
 #define MASKD_TOOLS_MASKCTL_GRAMMAR_CMDS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "grammar/grammar_index.h"
 #include "index/vocabulary.h"
 #include "tools/maskctl/args.h"
 
 namespace maskctl {
 
+// A grammar index compiled before the command ran (a JSON Schema that took
+// the grammar route), and when its compilation started.
+struct PrebuiltGrammar {
+  std::shared_ptr<const maskd::grammar::GrammarIndex> index;
+  std::chrono::steady_clock::time_point started;
+};
+
 // The value flags the grammar forms read: add them to Args::Parse's set.
 const std::set<std::string>& GrammarValueFlags();
 
 // Each prints its lines and returns the exit status (errors: Fail()).
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab);
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+                      const PrebuiltGrammar* prebuilt = nullptr);
 int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
-                   const std::vector<uint32_t>& tokens, bool full);
+                   const std::vector<uint32_t>& tokens, bool full,
+                   const PrebuiltGrammar* prebuilt = nullptr);
 int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
-                     uint64_t seed, uint64_t max_tokens);
+                     uint64_t seed, uint64_t max_tokens,
+                     const PrebuiltGrammar* prebuilt = nullptr);
 
 }  // namespace maskctl
 

@@ -59,9 +59,10 @@ absl::Status OneConstraintFlag(const Args& args) {
 }
 
 // The index of a command's constraint: --regex R, or --json-schema FILE
-// (with the converter's default options). A schema's warnings go to stderr,
-// one per line; its conversion errors name the file.
-absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
+// (with the converter's default options, on --route auto|regex|grammar,
+// default auto). A schema's warnings go to stderr, one per line; its
+// conversion errors name the file.
+absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintFlag(
     const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
@@ -73,6 +74,17 @@ absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
     std::stringstream text;
     text << in.rdbuf();
     constraint = maskd::Constraint::JsonSchema(text.str());
+    const std::string route = args.Get("route").value_or("auto");
+    if (route == "regex") {
+      constraint.schema_route = maskd::SchemaRoute::kRegex;
+    } else if (route == "grammar") {
+      constraint.schema_route = maskd::SchemaRoute::kGrammar;
+    } else if (route != "auto") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--route ", route, ": expected auto, regex or grammar"));
+    }
+  } else if (args.Has("route")) {
+    return absl::InvalidArgumentError("--route applies to --json-schema only");
   }
   auto compiled = maskd::CompileConstraint(constraint, std::move(vocab));
   if (!compiled.ok()) {
@@ -83,7 +95,8 @@ absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
     return compiled.status();
   }
   for (const auto& w : compiled->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  return compiled->index->token_index();
+  std::fprintf(stderr, "route: %s\n", std::string(maskd::ConstraintRouteName(compiled->index->route())).c_str());
+  return compiled->index;
 }
 
 int RunCompile(const Context& ctx) {
@@ -91,7 +104,7 @@ int RunCompile(const Context& ctx) {
   if (!ctx.addr.empty()) return RunOnlineCompile(ctx);
 #endif
   if (!ctx.addr.empty()) return Fail("compile", "this maskctl was built without the client library");
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "threads"}), {"eager"});
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "threads"}), {"eager"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
   auto vocab = LoadTokenizerFlag(*args);
   if (!vocab.ok()) return Fail("compile", std::string(vocab.status().message()));
@@ -101,8 +114,13 @@ int RunCompile(const Context& ctx) {
   if (args->Has("grammar")) return RunGrammarCompile(*args, *vocab);
 
   Clock::time_point t0 = Clock::now();
-  auto index = CompileConstraintFlag(*args, *vocab);
-  if (!index.ok()) return Fail("compile", std::string(index.status().message()));
+  auto compiled = CompileConstraintFlag(*args, *vocab);
+  if (!compiled.ok()) return Fail("compile", std::string(compiled.status().message()));
+  if ((*compiled)->grammar_index()) {
+    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), t0};
+    return RunGrammarCompile(*args, *vocab, &prebuilt);
+  }
+  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   double compile_ms = MsSince(t0);
   std::vector<uint32_t> mask((*index)->num_words());
   maskd::Guide guide(*index);
@@ -123,7 +141,7 @@ int RunCompile(const Context& ctx) {
 }
 
 int RunWalk(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "tokens"}), {"full"});
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "tokens"}), {"full"});
   if (!args.ok()) return Fail("walk", std::string(args.status().message()));
   auto vocab = LoadTokenizerFlag(*args);
   if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
@@ -131,8 +149,13 @@ int RunWalk(const Context& ctx) {
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
   if (args->Has("grammar")) return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"));
-  auto index = CompileConstraintFlag(*args, *vocab);
-  if (!index.ok()) return Fail("walk", std::string(index.status().message()));
+  auto compiled = CompileConstraintFlag(*args, *vocab);
+  if (!compiled.ok()) return Fail("walk", std::string(compiled.status().message()));
+  if ((*compiled)->grammar_index()) {
+    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
+    return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"), &prebuilt);
+  }
+  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
 
   const bool full = args->Has("full");
   maskd::Guide guide(*index);
@@ -164,7 +187,7 @@ int RunWalk(const Context& ctx) {
 }
 
 int RunSample(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "seed", "max-tokens"}), {});
+  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "seed", "max-tokens"}), {});
   if (!args.ok()) return Fail("sample", std::string(args.status().message()));
   auto vocab = LoadTokenizerFlag(*args);
   if (!vocab.ok()) return Fail("sample", std::string(vocab.status().message()));
@@ -174,8 +197,13 @@ int RunSample(const Context& ctx) {
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
   if (args->Has("grammar")) return RunGrammarSample(*args, *vocab, *seed, *max_tokens);
-  auto index = CompileConstraintFlag(*args, *vocab);
-  if (!index.ok()) return Fail("sample", std::string(index.status().message()));
+  auto compiled = CompileConstraintFlag(*args, *vocab);
+  if (!compiled.ok()) return Fail("sample", std::string(compiled.status().message()));
+  if ((*compiled)->grammar_index()) {
+    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
+    return RunGrammarSample(*args, *vocab, *seed, *max_tokens, &prebuilt);
+  }
+  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
   PrintLine({{"tokens", walk->tokens}, {"text_hex", Hex(walk->text)}, {"finished", walk->finished}});
@@ -185,16 +213,16 @@ int RunSample(const Context& ctx) {
 }  // namespace
 
 MASKCTL_COMMAND("compile",
-                "compile --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format "
+                "compile --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format "
                 "lark|gbnf|ebnf]) [--eager [--threads N]] "
                 "[--vocab-size N] [--eos IDS]   (with --addr: compile on a server, --tokenizer NAME)",
                 RunCompile);
 MASKCTL_COMMAND("walk",
-                "walk --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format F]) "
+                "walk --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format F]) "
                 "--tokens 12,345,6 [--full]",
                 RunWalk);
 MASKCTL_COMMAND("sample",
-                "sample --tokenizer T (--regex R | --json-schema FILE | --grammar FILE [--format F]) "
+                "sample --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format F]) "
                 "--seed S --max-tokens N",
                 RunSample);
 

@@ -1,0 +1,285 @@
+// JSON Schema routes: the grammar route (JsonSchemaToRules + GrammarFromRegexRules)
+// against the regex route on the bundled MaskBench slice, and CompileConstraint's
+// automatic choice between them.
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
+#include "constraint/compile.h"
+#include "constraint/constraint_guide.h"
+#include "gmock/gmock.h"
+#include "grammar/earley.h"
+#include "grammar/regex_rules.h"
+#include "gtest/gtest.h"
+#include "re2/re2.h"
+#include "schema/json_schema.h"
+#include "tests/index/test_util.h"
+
+namespace maskd {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<grammar::Grammar> SchemaGrammar(const std::string& schema, const JsonSchemaOptions& o) {
+  auto rules = JsonSchemaToRules(schema, o);
+  if (!rules.ok()) return rules.status();
+  std::vector<grammar::RegexRule> rr;
+  for (const JsonSchemaRule& r : rules->rules) rr.push_back({r.name, r.regex});
+  grammar::GrammarLimits limits;
+  limits.max_text_bytes = o.max_regex_bytes;
+  return grammar::GrammarFromRegexRules(rr, 0, limits);
+}
+
+// Every test text of every slice schema gets the same verdict from both
+// routes where both compile, except where the regex route's any-value depth
+// cap (2 by default) refuses a deeper value: there the regex route with the
+// cap raised to the text's nesting depth, matched by RE2, must agree.
+TEST(SchemaRoutes, GrammarRouteAgreesWithRegexRouteOnTheMaskBenchSlice) {
+  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/maskbench_slice.jsonl");
+  ASSERT_TRUE(in) << "tests/data/maskbench_slice.jsonl";
+  JsonSchemaOptions o;
+  std::string line;
+  int deeper = 0, unverified = 0, schemas = 0, both = 0, grammar_only = 0, regex_only = 0, texts = 0, valid_ok = 0, valid = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::ordered_json::parse(line);  // keeps property order
+    const std::string schema = row["schema"].dump();
+    ++schemas;
+    auto regex = JsonSchemaToRegex(schema, o);
+    std::shared_ptr<const Dfa> dfa;
+    if (regex.ok() && !regex->truncated_recursion) {
+      RegexLimits rl;
+      rl.max_pattern_bytes = o.max_regex_bytes;
+      auto d = Dfa::FromPattern(regex->regex, rl);
+      if (d.ok()) dfa = *d;
+    }
+    auto g = SchemaGrammar(schema, o);
+    std::optional<grammar::EarleyRecognizer> recognizer;
+    if (g.ok()) {
+      auto r = grammar::EarleyRecognizer::Create(*g);
+      ASSERT_TRUE(r.ok()) << row["file"] << ": " << r.status();
+      recognizer = *std::move(r);
+    } else {
+      // The routes share the converter: a schema it refuses fails both.
+      EXPECT_TRUE(dfa == nullptr) << row["file"] << ": " << g.status();
+    }
+    if (!dfa && !recognizer) continue;
+    if (!dfa) {
+      ++grammar_only;
+    } else if (!recognizer) {
+      ++regex_only;
+    } else {
+      ++both;
+    }
+    for (const auto& test : row["tests"]) {
+      const std::string text = test["text"].get<std::string>();
+      if (recognizer) {
+        auto accepts = recognizer->Accepts(text);
+        ASSERT_TRUE(accepts.ok()) << accepts.status();
+        if (dfa) {
+          bool want = dfa->Matches(text);
+          if (want != *accepts) {
+            ++deeper;
+            // The text's own nesting depth bounds what any value in it needs;
+            // RE2 (independent of maskd's automata) matches the larger regex.
+            int depth = 0, max_depth = 0;
+            for (char c : text) {
+              if (c == '{' || c == '[') max_depth = std::max(max_depth, ++depth);
+              if (c == '}' || c == ']') --depth;
+            }
+            JsonSchemaOptions deep = o;
+            deep.any_value_depth = std::min(8, max_depth);
+            deep.max_regex_bytes = 64 << 20;
+            auto deep_regex = JsonSchemaToRegex(schema, deep);
+            ASSERT_TRUE(deep_regex.ok()) << deep_regex.status();
+            RegexLimits rl;
+            rl.max_pattern_bytes = deep.max_regex_bytes;
+            // Past 1 MiB neither automaton fits in a test's time.
+            const bool small = deep_regex->regex.size() <= (1 << 20);
+            absl::StatusOr<std::shared_ptr<const Dfa>> deep_dfa =
+                small ? Dfa::FromPattern(deep_regex->regex, rl)
+                      : absl::ResourceExhaustedError("regex over 1 MiB");
+            RE2::Options re2_options;
+            re2_options.set_max_mem(int64_t{1} << 30);
+            re2_options.set_log_errors(false);
+            RE2 re(deep_dfa.ok() || !small ? "[^\\x00-\\x{10FFFF}]" : deep_regex->regex, re2_options);
+            if (deep_dfa.ok()) {
+              want = (*deep_dfa)->Matches(text);
+            } else if (small && re.ok()) {
+              want = RE2::FullMatch(text, re);
+            } else {
+              // Too large for either automaton: the direction at least must
+              // be the one a deeper cap explains.
+              ++unverified;
+              EXPECT_TRUE(*accepts && max_depth > o.any_value_depth) << row["file"] << " text " << text;
+              want = *accepts;
+            }
+          }
+          EXPECT_EQ(*accepts, want) << row["file"] << " text " << text;
+          ++texts;
+        }
+        if (test["valid"].get<bool>()) {
+          ++valid;
+          valid_ok += *accepts;
+        }
+      }
+    }
+  }
+  std::printf("%d schemas: both routes %d, grammar only %d, regex only %d; %d texts compared "
+              "(%d nest deeper than the regex route's any-value cap, %d of them too deep to check); "
+              "grammar route accepts %d of %d valid texts\n",
+              schemas, both, grammar_only, regex_only, texts, deeper, unverified, valid_ok, valid);
+  EXPECT_EQ(regex_only, 0);
+  EXPECT_GT(both, schemas * 3 / 4);
+  EXPECT_GT(texts, 800);
+  EXPECT_LT(deeper, texts / 10);
+  EXPECT_LE(unverified, 6);  // measured: 5
+}
+
+constexpr char kTree[] = R"({"type":"object","properties":{"name":{"type":"string"},
+  "children":{"type":"array","items":{"$ref":"#"}}},"required":["name","children"],
+  "additionalProperties":false})";
+
+// A tree `depth` levels deep, as json.dumps writes it.
+std::string TreeText(int depth) {
+  if (depth == 0) return R"({"name": "leaf", "children": []})";
+  return absl::StrCat(R"({"name": "n)", depth, R"(", "children": [)", TreeText(depth - 1), ", ",
+                      TreeText(0), "]}");
+}
+
+// Advances `guide` through `text` one single-byte token at a time (the
+// bundled tokenizer has one per byte); false at the first refused byte.
+bool Spell(ConstraintGuide& guide, const Vocabulary& vocab, const std::string& text) {
+  std::vector<uint32_t> byte_token(256, UINT32_MAX);
+  for (uint32_t t = 0; t < vocab.num_tokens(); ++t) {
+    if (vocab.bytes(t).size() == 1) byte_token[static_cast<uint8_t>(vocab.bytes(t)[0])] = t;
+  }
+  for (unsigned char c : text) {
+    if (byte_token[c] == UINT32_MAX) return false;
+    const uint32_t t = byte_token[c];
+    if (!guide.Advance({&t, 1}).ok()) return false;
+  }
+  return true;
+}
+
+TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
+  auto vocab = testing::BundledVocabulary();
+  auto c = CompileConstraint(
+      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"type":"integer"}}})"), vocab);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
+}
+
+TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
+  auto vocab = testing::BundledVocabulary();
+  auto c = CompileConstraint(Constraint::JsonSchema(kTree), vocab);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
+  EXPECT_TRUE(c->warnings.empty());
+  // Deeper than the regex route's recursion depth (3).
+  for (int depth : {0, 2, 6}) {
+    auto guide = ConstraintGuide::Create(c->index);
+    ASSERT_TRUE(guide.ok());
+    ASSERT_TRUE(Spell(*guide, *vocab, TreeText(depth))) << depth;
+    EXPECT_TRUE(guide->IsAccepting()) << depth;
+  }
+  auto guide = ConstraintGuide::Create(c->index);
+  ASSERT_TRUE(guide.ok());
+  EXPECT_FALSE(Spell(*guide, *vocab, R"({"name": "x", "children": [{"name": 1)"));
+
+  // Forced onto the regex route: recursion cut, with a warning; the deep tree
+  // is refused there.
+  Constraint regex_route = Constraint::JsonSchema(kTree);
+  regex_route.schema_route = SchemaRoute::kRegex;
+  auto r = CompileConstraint(regex_route, vocab);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->index->route(), ConstraintRoute::kRegex);
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_THAT(r->warnings[0], HasSubstr("cut at depth 3"));
+  auto rg = ConstraintGuide::Create(r->index);
+  ASSERT_TRUE(rg.ok());
+  EXPECT_FALSE(Spell(*rg, *vocab, TreeText(6)));
+}
+
+TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
+  auto vocab = testing::BundledVocabulary();
+  Constraint grammar_route = Constraint::JsonSchema(R"({"type":"object"})");
+  grammar_route.schema_route = SchemaRoute::kGrammar;
+  auto c = CompileConstraint(grammar_route, vocab);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
+  std::string deep = "1";
+  for (int i = 0; i < 12; ++i) deep = absl::StrCat(i % 2 ? "[" : "{\"k\": ", deep, i % 2 ? "]" : "}");
+  deep = absl::StrCat("{\"x\": ", deep, "}");
+  auto guide = ConstraintGuide::Create(c->index);
+  ASSERT_TRUE(guide.ok());
+  ASSERT_TRUE(Spell(*guide, *vocab, deep)) << deep;
+  EXPECT_TRUE(guide->IsAccepting());
+  // The regex route (the automatic choice here) nests any value 2 deep.
+  auto auto_route = CompileConstraint(Constraint::JsonSchema(R"({"type":"object"})"), vocab);
+  ASSERT_TRUE(auto_route.ok());
+  EXPECT_EQ(auto_route->index->route(), ConstraintRoute::kRegex);
+  auto rg = ConstraintGuide::Create(auto_route->index);
+  ASSERT_TRUE(rg.ok());
+  EXPECT_FALSE(Spell(*rg, *vocab, deep));
+}
+
+TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
+  // 40 open objects: each carries the any-value automaton on the regex
+  // route; on the grammar route they share one rule.
+  std::string props;
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&props, i ? "," : "", "\"p", i, "\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\"}}}");
+  }
+  const std::string schema = absl::StrCat(R"({"type":"object","properties":{)", props, "}}");
+  JsonSchemaOptions o;
+  o.max_regex_bytes = 32 << 10;
+  auto regex = JsonSchemaToRegex(schema, o);
+  ASSERT_FALSE(regex.ok());
+  EXPECT_EQ(regex.status().code(), absl::StatusCode::kResourceExhausted);
+  auto vocab = testing::BundledVocabulary();
+  auto c = CompileConstraint(Constraint::JsonSchema(schema, o), vocab);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
+  auto guide = ConstraintGuide::Create(c->index);
+  ASSERT_TRUE(guide.ok());
+  ASSERT_TRUE(Spell(*guide, *vocab, R"({"p0": {"q": "x", "extra": [1, {"y": null}]}, "p7": {}})"));
+  EXPECT_TRUE(guide->IsAccepting());
+}
+
+TEST(SchemaRoutes, ErrorsOfBothRoutes) {
+  auto vocab = testing::BundledVocabulary();
+  // Refused by the converter: the same message once, not twice.
+  auto bad = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","format":"bogus-x"})"), vocab);
+  if (!bad.ok()) {
+    EXPECT_THAT(std::string(bad.status().message()), ::testing::Not(HasSubstr("on the regex route")));
+  }
+  auto unsupported = CompileConstraint(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})"), vocab);
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_EQ(unsupported.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FailedStage(unsupported.status()), CompileStage::kConvert);
+  EXPECT_THAT(std::string(unsupported.status().message()), ::testing::Not(HasSubstr("on the regex route")));
+  // A recursion without a base case has no instance on either route.
+  auto endless = CompileConstraint(
+      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})"),
+      vocab);
+  ASSERT_FALSE(endless.ok());
+  EXPECT_EQ(endless.status().code(), absl::StatusCode::kInvalidArgument);
+  // A deadline that has passed ends the compilation, on whichever route.
+  for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kRegex, SchemaRoute::kGrammar}) {
+    Constraint c = Constraint::JsonSchema(kTree);
+    c.schema_route = route;
+    CompileOptions late;
+    late.dfa.deadline = absl::Now() - absl::Seconds(1);
+    auto r = CompileConstraint(c, vocab, late);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << SchemaRouteName(route);
+  }
+}
+
+}  // namespace
+}  // namespace maskd
