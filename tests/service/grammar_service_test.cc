@@ -74,7 +74,10 @@ class GrammarServiceTest : public ::testing::Test {
   // guide, comparing every mask; then rolls back and forks.
   void WalkAndCompare(const std::string& text, v1::Grammar::Format format, GrammarFormat local,
                       uint32_t seed) {
-    auto compiled = client_->Compile(GrammarRequest(text, format));
+    WalkAndCompare(GrammarRequest(text, format), Constraint::Grammar(text, local), seed);
+  }
+  void WalkAndCompare(const v1::CompileRequest& request, const Constraint& local, uint32_t seed) {
+    auto compiled = client_->Compile(request);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     EXPECT_EQ(compiled->route(), "grammar");
     EXPECT_GT(compiled->dfa_states(), 0u);
@@ -83,7 +86,7 @@ class GrammarServiceTest : public ::testing::Test {
     const uint64_t id = session->session_id();
 
     auto vocab = ::maskd::testing::BundledVocabulary();
-    auto index = CompileConstraint(Constraint::Grammar(text, local), vocab);
+    auto index = CompileConstraint(local, vocab);
     ASSERT_TRUE(index.ok()) << index.status();
     auto guide = ConstraintGuide::Create(index->index);
     ASSERT_TRUE(guide.ok());
@@ -165,6 +168,46 @@ TEST_F(GrammarServiceTest, EbnfSessionsMatchTheEngine) {
 
 TEST_F(GrammarServiceTest, LarkWithIgnoreSessionsMatchTheEngine) {
   WalkAndCompare(kCallsLark, v1::Grammar::FORMAT_LARK, GrammarFormat::kLark, 3);
+}
+
+constexpr char kTreeSchema[] = R"({"type":"object","properties":{"name":{"type":"string"},
+  "children":{"type":"array","items":{"$ref":"#"}}},"required":["name","children"],
+  "additionalProperties":false})";
+
+v1::CompileRequest SchemaRequest(const std::string& schema, v1::SchemaRoute route) {
+  v1::CompileRequest req;
+  req.set_tokenizer("qwen3");
+  req.set_json_schema(schema);
+  req.mutable_options()->set_schema_route(route);
+  req.set_wait(true);
+  return req;
+}
+
+TEST_F(GrammarServiceTest, RecursiveSchemaSessionsMatchTheEngine) {
+  // SCHEMA_ROUTE_AUTO (the default) takes the grammar route for a recursive $ref.
+  WalkAndCompare(SchemaRequest(kTreeSchema, v1::SCHEMA_ROUTE_AUTO), Constraint::JsonSchema(kTreeSchema), 4);
+}
+
+TEST_F(GrammarServiceTest, SchemaRoutesAreReportedAndKeyed) {
+  auto automatic = client_->Compile(SchemaRequest(kTreeSchema, v1::SCHEMA_ROUTE_AUTO));
+  auto regex = client_->Compile(SchemaRequest(kTreeSchema, v1::SCHEMA_ROUTE_REGEX));
+  auto plain = client_->Compile(SchemaRequest(R"({"type":"integer"})", v1::SCHEMA_ROUTE_AUTO));
+  auto forced = client_->Compile(SchemaRequest(R"({"type":"integer"})", v1::SCHEMA_ROUTE_GRAMMAR));
+  ASSERT_TRUE(automatic.ok() && regex.ok() && plain.ok() && forced.ok());
+  EXPECT_EQ(automatic->route(), "grammar");
+  EXPECT_EQ(regex->route(), "regex");
+  EXPECT_EQ(plain->route(), "regex");
+  EXPECT_EQ(forced->route(), "grammar");
+  EXPECT_NE(automatic->index_id(), regex->index_id());  // the route is part of the key
+  EXPECT_NE(plain->index_id(), forced->index_id());
+  auto bad = client_->Compile(SchemaRequest(kTreeSchema, static_cast<v1::SchemaRoute>(7)));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("schema_route 7"));
+  // No instance on either route: one clean error.
+  auto endless = client_->Compile(SchemaRequest(
+      R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})", v1::SCHEMA_ROUTE_AUTO));
+  EXPECT_EQ(endless.status().code(), absl::StatusCode::kInvalidArgument) << endless.status();
+  ASSERT_TRUE(client_->Ping().ok());
 }
 
 TEST_F(GrammarServiceTest, CacheKeysAndErrors) {
