@@ -355,6 +355,49 @@ TOOL_TAG = {"tags": [{"begin": "<tool_call>", "end": "</tool_call>",
             "at_least_one": True, "stop_after_first": True}
 
 
+TREE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"},
+                                                "children": {"type": "array", "items": {"$ref": "#"}}},
+               "required": ["name", "children"], "additionalProperties": False}
+
+
+def _depth(tree: dict) -> int:
+    return 1 + max((_depth(c) for c in tree["children"]), default=0)
+
+
+def test_schema_routes(client):
+    auto = client.compile("qwen3", json_schema=TREE_SCHEMA)
+    assert auto.route == "grammar"  # recursive: exact on the grammar route
+    assert client.compile("qwen3", json_schema=TREE_SCHEMA, schema_route="regex").route == "regex"
+    assert client.compile("qwen3", json_schema={"type": "integer"}).route == "regex"
+    assert client.compile("qwen3", json_schema={"type": "integer"},
+                          schema_route="grammar").route == "grammar"
+    with pytest.raises(ValueError, match="schema_route"):
+        client.compile("qwen3", json_schema=TREE_SCHEMA, schema_route="fast")
+    # A tree deeper than the regex route's recursion depth (3), spelled one
+    # byte token at a time: every byte allowed, EOS allowed at the end.
+    tree: dict = {"name": "leaf", "children": []}
+    for i in range(5):
+        tree = {"name": f"n{i}", "children": [tree]}
+    assert _depth(tree) == 6
+    text = json.dumps(tree).encode()
+    vocab = client.tokenizer("qwen3")
+    byte_token = {}
+    for t in range(256 * 4):
+        b = client.detokenize("qwen3", [t])
+        if len(b) == 1 and b[0] not in byte_token:
+            byte_token[b[0]] = t
+    sid = client.create_session(auto.index_id).session_id
+    reply = client.step([(sid, [])])
+    for byte in text:
+        t = byte_token[byte]
+        assert t in set(int(x) for x in allowed_tokens(reply.masks[0])), (text, byte)
+        reply = client.step([(sid, [t])])
+        assert reply.results[0].status.code == 0
+    assert reply.results[0].accepting
+    assert set(vocab.eos_ids) & set(int(x) for x in allowed_tokens(reply.masks[0]))
+    client.close_session(sid)
+
+
 def test_structural_tag_tool_call(client, qwen3_dir):
     tokenizers = need("tokenizers")
     tok = tokenizers.Tokenizer.from_file(str(qwen3_dir / "tokenizer.json"))

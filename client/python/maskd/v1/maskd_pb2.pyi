@@ -7,12 +7,21 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SchemaRoute(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEMA_ROUTE_AUTO: _ClassVar[SchemaRoute]
+    SCHEMA_ROUTE_REGEX: _ClassVar[SchemaRoute]
+    SCHEMA_ROUTE_GRAMMAR: _ClassVar[SchemaRoute]
+
 class IndexState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     INDEX_STATE_UNSPECIFIED: _ClassVar[IndexState]
     INDEX_STATE_COMPILING: _ClassVar[IndexState]
     INDEX_STATE_READY: _ClassVar[IndexState]
     INDEX_STATE_FAILED: _ClassVar[IndexState]
+SCHEMA_ROUTE_AUTO: SchemaRoute
+SCHEMA_ROUTE_REGEX: SchemaRoute
+SCHEMA_ROUTE_GRAMMAR: SchemaRoute
 INDEX_STATE_UNSPECIFIED: IndexState
 INDEX_STATE_COMPILING: IndexState
 INDEX_STATE_READY: IndexState
@@ -121,12 +130,14 @@ class DetokenizeResponse(_message.Message):
     def __init__(self, text: _Optional[bytes] = ...) -> None: ...
 
 class CompileOptions(_message.Message):
-    __slots__ = ("eager", "timeout_ms")
+    __slots__ = ("eager", "timeout_ms", "schema_route")
     EAGER_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ROUTE_FIELD_NUMBER: _ClassVar[int]
     eager: bool
     timeout_ms: int
-    def __init__(self, eager: _Optional[bool] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    schema_route: SchemaRoute
+    def __init__(self, eager: _Optional[bool] = ..., timeout_ms: _Optional[int] = ..., schema_route: _Optional[_Union[SchemaRoute, str]] = ...) -> None: ...
 
 class Grammar(_message.Message):
     __slots__ = ("format", "text")
