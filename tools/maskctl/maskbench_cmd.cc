@@ -40,6 +40,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "constraint/compile.h"
+#include "constraint/constraint_guide.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
 #include "index/token_index.h"
@@ -72,6 +73,7 @@ double UsSince(Clock::time_point t0) { return Clock::now() - t0; }
 
 struct Totals {
   int64_t schemas = 0, compiled = 0, passing = 0;
+  int64_t grammar_route = 0;  // of compiled: schemas on the grammar route
   int64_t valid = 0, valid_accepted = 0, invalid = 0, invalid_rejected = 0;
   std::vector<double> ttfm_us, tbm_us;
 
@@ -79,6 +81,7 @@ struct Totals {
     schemas += o.schemas;
     compiled += o.compiled;
     passing += o.passing;
+    grammar_route += o.grammar_route;
     valid += o.valid;
     valid_accepted += o.valid_accepted;
     invalid += o.invalid;
@@ -106,6 +109,7 @@ void PrintTotals(const std::string& file, const Totals& t) {
   j["schemas"] = t.schemas;
   j["compiled"] = t.compiled;
   j["passing"] = t.passing;
+  if (t.grammar_route > 0) j["grammar_route"] = t.grammar_route;  // --route auto|grammar
   j["valid"] = t.valid;
   j["valid_accepted"] = t.valid_accepted;
   j["invalid"] = t.invalid;
@@ -143,16 +147,25 @@ class TokenLookup {
   }
   // The longest token allowed by `g` that is a prefix of `rest`; -1 if none.
   int64_t LongestAllowed(const maskd::Guide& g, std::string_view rest) const {
+    return LongestWhere([&](uint32_t id) { return g.IsAllowed(id); }, rest);
+  }
+  // The same, with the allowed tokens given by a mask row.
+  int64_t LongestAllowed(const std::vector<uint32_t>& mask, std::string_view rest) const {
+    return LongestWhere([&](uint32_t id) { return (mask[id >> 5] >> (id & 31)) & 1; }, rest);
+  }
+
+ private:
+  template <typename Allowed>
+  int64_t LongestWhere(Allowed allowed, std::string_view rest) const {
     for (size_t len = std::min(max_len_, rest.size()); len > 0; --len) {
       auto it = map_.find(rest.substr(0, len));
       if (it == map_.end()) continue;
       for (uint32_t id : it->second)
-        if (g.IsAllowed(id)) return id;
+        if (allowed(id)) return id;
     }
     return -1;
   }
 
- private:
   absl::flat_hash_map<std::string_view, std::vector<uint32_t>> map_;
   size_t max_len_ = 0;
 };
@@ -175,7 +188,7 @@ std::string ReasonKey(const std::string& msg) {
 int RunMaskbench(const Context& ctx) {
   std::set<std::string> value_flags = TokenizerValueFlags();
   value_flags.insert(SchemaValueFlags().begin(), SchemaValueFlags().end());
-  value_flags.insert("timeout-s");
+  value_flags.insert({"timeout-s", "route"});
   std::set<std::string> bool_flags = SchemaBoolFlags();
   bool_flags.insert({"verbose", "no-share-loops", "fresh", "require-text", "cpu-time"});
   auto args = Args::Parse(ctx.args, value_flags, bool_flags);
@@ -186,6 +199,13 @@ int RunMaskbench(const Context& ctx) {
   maskd::JsonSchemaOptions options;
   if (auto s = ParseSchemaOptions(*args, &options); !s.ok()) {
     return Fail("maskbench", std::string(s.message()));
+  }
+  // The regex route by default: the figures in docs/benchmarks.md are its.
+  maskd::SchemaRoute route = maskd::SchemaRoute::kRegex;
+  if (auto r = args->Get("route")) {
+    if (*r == "auto") route = maskd::SchemaRoute::kAuto;
+    else if (*r == "grammar") route = maskd::SchemaRoute::kGrammar;
+    else if (*r != "regex") return Fail("maskbench", "--route: expected auto, regex or grammar");
   }
   bool verbose = args->Has("verbose");
   const bool fresh = args->Has("fresh");
@@ -244,8 +264,9 @@ int RunMaskbench(const Context& ctx) {
       maskd::CompileOptions copt;
       copt.index.share_loops = !args->Has("no-share-loops");
       copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
-      auto compiled = maskd::CompileConstraint(maskd::Constraint::JsonSchema(schema_text, options),
-                                               *vocab, copt);
+      maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, options);
+      constraint.schema_route = route;
+      auto compiled = maskd::CompileConstraint(constraint, *vocab, copt);
       if (!compiled.ok()) {
         std::string msg(compiled.status().message());
         if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
@@ -254,6 +275,69 @@ int RunMaskbench(const Context& ctx) {
           fail(absl::StrCat("compile: ", absl::StatusCodeToString(compiled.status().code())),
                "compile: " + msg.substr(0, 300));
         }
+        continue;
+      }
+      if (compiled->index->route() == maskd::ConstraintRoute::kGrammar) {
+        ++tot.grammar_route;
+        // Per step: the mask, then the token (the longest the mask allows
+        // that spells the text), then the advance; both timed.
+        auto walk = [&](const std::string& text, std::vector<double>* times, size_t* pos) {
+          auto g = maskd::ConstraintGuide::Create(compiled->index);
+          if (!g.ok()) return false;
+          mask.assign(compiled->index->num_words(), 0);
+          for (;;) {
+            auto s0 = Clock::now();
+            if (!g->WriteMask(absl::MakeSpan(mask)).ok()) return false;
+            const double mask_us = UsSince(s0);
+            if (*pos == text.size()) break;
+            const int64_t id = lookup.LongestAllowed(mask, std::string_view(text).substr(*pos));
+            if (id < 0) return false;
+            const uint32_t token = static_cast<uint32_t>(id);
+            auto s1 = Clock::now();
+            if (!g->Advance({&token, 1}).ok()) return false;
+            times->push_back(mask_us + UsSince(s1));
+            *pos += (*vocab)->bytes(token).size();
+          }
+          bool eos_ok = eos.empty() && g->IsAccepting();
+          for (uint32_t e : eos) eos_ok |= (mask[e >> 5] >> (e & 31)) & 1;
+          return eos_ok;
+        };
+        {
+          auto g = maskd::ConstraintGuide::Create(compiled->index);
+          mask.assign(compiled->index->num_words(), 0);
+          if (!g.ok() || !g->WriteMask(absl::MakeSpan(mask)).ok()) {
+            fail("compile: first mask", "first mask failed");
+            continue;
+          }
+        }
+        tot.ttfm_us.push_back(UsSince(t0));
+        ++tot.compiled;
+        bool pass = true;
+        if (doc.contains("tests")) {
+          for (auto& t : doc["tests"]) {
+            const bool valid = t.value("valid", false);
+            const std::string text = t.value("text", "");
+            std::vector<double> times;
+            size_t pos = 0;
+            const bool ok = walk(text, &times, &pos);
+            if (valid) {
+              tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
+              if (ok) {
+                ++tot.valid_accepted;
+              } else {
+                pass = false;
+                fail("valid instance rejected",
+                     absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
+              }
+            } else if (!ok) {
+              ++tot.invalid_rejected;
+            } else {
+              pass = false;
+              fail("invalid instance accepted", absl::StrCat("invalid accepted: ", text.substr(0, 200)));
+            }
+          }
+        }
+        if (pass) ++tot.passing;
         continue;
       }
       const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index->token_index();
@@ -343,7 +427,7 @@ int RunMaskbench(const Context& ctx) {
 
 MASKCTL_COMMAND("maskbench",
                 "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
-                "[--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--whitespace W] [--recursion-depth N] "
+                "[--route regex|auto|grammar] [--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--whitespace W] [--recursion-depth N] "
                 "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
                 RunMaskbench);
 
