@@ -44,7 +44,7 @@ JsonSchemaOptions BudgetedSchemaOptions(const Constraint& constraint, const Comp
 
 // A grammar or a structural tag (whose grammar is built, not parsed).
 absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
-                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  std::shared_ptr<const TokenizerContext> context,
                                                   const CompileOptions& options) {
   const GrammarCompileOptions& o = constraint.grammar;
   CompileOptions terminal_options = options;
@@ -65,7 +65,7 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
   grammar::GrammarIndex::Options index_options = o.index;
   index_options.earley.regex_limits = terminal_options.regex;
   index_options.earley.dfa_options = options.dfa;
-  auto index = grammar::GrammarIndex::Create(*g, std::move(vocab), index_options);
+  auto index = grammar::GrammarIndex::Create(*g, std::move(context), index_options);
   if (!index.ok()) return index.status();
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   CompiledConstraint out;
@@ -86,16 +86,16 @@ std::string_view ConstraintKindName(ConstraintKind kind) {
 }
 
 absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
-                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     std::shared_ptr<const TokenizerContext> context,
                                                      const CompileOptions& options) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   if (constraint.kind == ConstraintKind::kGrammar ||
       constraint.kind == ConstraintKind::kStructuralTag) {
-    return CompileGrammar(constraint, std::move(vocab), options);
+    return CompileGrammar(constraint, std::move(context), options);
   }
   CompiledConstraint out;
   if (constraint.kind == ConstraintKind::kRegex) {
-    auto index = CompileRegex(constraint.text, std::move(vocab), options);
+    auto index = CompileRegex(constraint.text, std::move(context), options);
     if (!index.ok()) return index.status();
     out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
     return out;
@@ -110,7 +110,7 @@ absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constrain
   CompileOptions regex_options = options;
   regex_options.regex.max_pattern_bytes =
       std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
-  auto index = CompileRegex(converted->regex, std::move(vocab), regex_options);
+  auto index = CompileRegex(converted->regex, std::move(context), regex_options);
   if (!index.ok()) return index.status();
   out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
   out.warnings = std::move(converted->warnings);

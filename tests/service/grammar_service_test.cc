@@ -83,7 +83,8 @@ class GrammarServiceTest : public ::testing::Test {
     const uint64_t id = session->session_id();
 
     auto vocab = ::maskd::testing::BundledVocabulary();
-    auto index = CompileConstraint(Constraint::Grammar(text, local), vocab);
+    auto index =
+        CompileConstraint(Constraint::Grammar(text, local), ::maskd::testing::BundledTokenizer());
     ASSERT_TRUE(index.ok()) << index.status();
     auto guide = ConstraintGuide::Create(index->index);
     ASSERT_TRUE(guide.ok());

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "tools/maskctl/args.h"
 
 namespace maskctl {
@@ -21,10 +21,10 @@ namespace maskctl {
 const std::set<std::string>& GrammarValueFlags();
 
 // Each prints its lines and returns the exit status (errors: Fail()).
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab);
-int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context);
+int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                    const std::vector<uint32_t>& tokens, bool full);
-int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                      uint64_t seed, uint64_t max_tokens);
 
 }  // namespace maskctl

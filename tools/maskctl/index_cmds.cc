@@ -62,7 +62,7 @@ absl::Status OneConstraintFlag(const Args& args) {
 // (with the converter's default options). A schema's warnings go to stderr,
 // one per line; its conversion errors name the file.
 absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
-    const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
+    const Args& args, std::shared_ptr<const maskd::TokenizerContext> context) {
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
   if (absl::Status s = OneConstraintFlag(args); !s.ok()) return s;
@@ -74,7 +74,7 @@ absl::StatusOr<std::shared_ptr<const maskd::TokenIndex>> CompileConstraintFlag(
     text << in.rdbuf();
     constraint = maskd::Constraint::JsonSchema(text.str());
   }
-  auto compiled = maskd::CompileConstraint(constraint, std::move(vocab));
+  auto compiled = maskd::CompileConstraint(constraint, std::move(context));
   if (!compiled.ok()) {
     if (schema_file && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
       return absl::Status(compiled.status().code(),
@@ -93,15 +93,15 @@ int RunCompile(const Context& ctx) {
   if (!ctx.addr.empty()) return Fail("compile", "this maskctl was built without the client library");
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "threads"}), {"eager"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("compile", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("compile", std::string(context.status().message()));
   auto threads = args->GetUint("threads", 1);
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("compile", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarCompile(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarCompile(*args, *context);
 
   Clock::time_point t0 = Clock::now();
-  auto index = CompileConstraintFlag(*args, *vocab);
+  auto index = CompileConstraintFlag(*args, *context);
   if (!index.ok()) return Fail("compile", std::string(index.status().message()));
   double compile_ms = MsSince(t0);
   std::vector<uint32_t> mask((*index)->num_words());
@@ -125,13 +125,13 @@ int RunCompile(const Context& ctx) {
 int RunWalk(const Context& ctx) {
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "tokens"}), {"full"});
   if (!args.ok()) return Fail("walk", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("walk", std::string(context.status().message()));
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"));
-  auto index = CompileConstraintFlag(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarWalk(*args, *context, *tokens, args->Has("full"));
+  auto index = CompileConstraintFlag(*args, *context);
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
 
   const bool full = args->Has("full");
@@ -166,15 +166,15 @@ int RunWalk(const Context& ctx) {
 int RunSample(const Context& ctx) {
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "seed", "max-tokens"}), {});
   if (!args.ok()) return Fail("sample", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("sample", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("sample", std::string(context.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarSample(*args, *vocab, *seed, *max_tokens);
-  auto index = CompileConstraintFlag(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarSample(*args, *context, *seed, *max_tokens);
+  auto index = CompileConstraintFlag(*args, *context);
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
