@@ -35,7 +35,8 @@
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
 #include "grammar/lark_parser.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 #include "nlohmann/json.hpp"
 
 namespace maskd::grammar {
@@ -132,6 +133,7 @@ int Run(int argc, char** argv) {
       fprintf(stderr, "skipping %s: %s\n", tok.c_str(), std::string(vocab.status().message()).c_str());
       continue;
     }
+    const auto context = TokenizerContext::Create(*vocab);
     std::vector<uint32_t> src((*vocab)->size() / 32 + 1, 0x5a5a5a5a), dst(src.size());
     for (const std::string& name : grammars) {
       auto g = ParseFile(name);
@@ -142,7 +144,7 @@ int Run(int argc, char** argv) {
       std::vector<double> compile_ms, first_ms, memcpy_us;
       for (int r = 0; r < reps; ++r) {
         const auto t0 = Clock::now();
-        auto index = GrammarIndex::Create(*g, *vocab);
+        auto index = GrammarIndex::Create(*g, context);
         const auto t1 = Clock::now();
         if (!index.ok()) {
           fprintf(stderr, "%s: %s\n", name.c_str(), std::string(index.status().message()).c_str());
@@ -164,7 +166,7 @@ int Run(int argc, char** argv) {
         const auto m1 = Clock::now();
         memcpy_us.push_back(Micros(m1 - m0) / kCopies);
       }
-      auto index = GrammarIndex::Create(*g, *vocab);
+      auto index = GrammarIndex::Create(*g, context);
       std::vector<double> cold, warm;
       for (int w = 0; w < walks; ++w) {
         if (!Walk(*index, 1000 + w, steps, &cold)) return 1;

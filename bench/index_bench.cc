@@ -46,7 +46,7 @@
 #include "index/loop_masks.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 
 namespace maskd {
 namespace {
@@ -62,8 +62,8 @@ std::map<std::string, std::string> BenchRegexes() {
   return out;
 }
 
-std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<const Vocabulary>> cache;
+std::shared_ptr<const TokenizerContext> LoadShared(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const TokenizerContext>> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   auto v = Vocabulary::Load(std::string(MASKD_SHARED_DIR) + "/tokenizers/" + name);
@@ -71,14 +71,14 @@ std::shared_ptr<const Vocabulary> LoadShared(const std::string& name) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), v.status().ToString().c_str());
     std::exit(1);
   }
-  return cache[name] = *v;
+  return cache[name] = TokenizerContext::Create(*std::move(v));
 }
 
 // A regex's index through the compile path the service takes (index/compile.h).
-absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(const std::string& regex,
-                                                               std::shared_ptr<const Vocabulary> vocab,
-                                                               const CompileOptions& options = {}) {
-  auto compiled = CompileConstraint(Constraint::Regex(regex), std::move(vocab), options);
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(
+    const std::string& regex, std::shared_ptr<const TokenizerContext> context,
+    const CompileOptions& options = {}) {
+  auto compiled = CompileConstraint(Constraint::Regex(regex), std::move(context), options);
   if (!compiled.ok()) return compiled.status();
   return compiled->index->token_index();
 }
@@ -87,9 +87,9 @@ absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(const std::string
 // start state's mask into `mask`, the index kept in `*index` (destroyed by the
 // caller outside the timed region). False (the benchmark skipped) on error.
 bool TimedFirstMask(benchmark::State& state, const std::string& regex,
-                    std::shared_ptr<const Vocabulary> vocab,
+                    std::shared_ptr<const TokenizerContext> context,
                     std::shared_ptr<const TokenIndex>* index, std::vector<uint32_t>* mask) {
-  auto compiled = CompileIndex(regex, std::move(vocab));
+  auto compiled = CompileIndex(regex, std::move(context));
   if (!compiled.ok()) {
     state.SkipWithError(std::string(compiled.status().message()).c_str());
     return false;
@@ -107,12 +107,12 @@ bool TimedFirstMask(benchmark::State& state, const std::string& regex,
 // whether the memo was warm.
 void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex,
                       bool cold_memo) {
-  auto vocab = LoadShared(tokenizer);
-  LoopMasks& memo = vocab->loop_masks();
-  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  auto context = LoadShared(tokenizer);
+  LoopMasks& memo = context->loop_masks();
+  std::vector<uint32_t> mask((context->vocabulary().size() + 31) / 32);
   std::shared_ptr<const TokenIndex> index;
   if (!cold_memo) {  // warm the memo with this very regex, untimed
-    auto warm = CompileIndex(regex, vocab);
+    auto warm = CompileIndex(regex, context);
     if (warm.ok()) (*warm)->WriteMask((*warm)->start(), mask.data());
   }
   uint64_t hits = 0, misses = 0;
@@ -127,7 +127,7 @@ void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::strin
       memo.Clear();
       state.ResumeTiming();
     }
-    if (!TimedFirstMask(state, regex, vocab, &index, &mask)) return;
+    if (!TimedFirstMask(state, regex, context, &index, &mask)) return;
   }
   const LoopMasks::Stats after = memo.stats();
   if (cold_memo) {
@@ -142,14 +142,15 @@ void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::strin
   state.counters["memo_misses"] = static_cast<double>(misses) / n;
 }
 
-// Regex -> first mask on a Vocabulary loaded for this iteration alone
-// (untimed): nothing of the vocabulary (memo, trie pages) was used before.
+// Regex -> first mask on a Vocabulary loaded (and its TokenizerContext built)
+// for this iteration alone (untimed): nothing of the vocabulary (memo, trie
+// pages) was used before.
 // Loading costs 10-200 ms, so this runs a fixed, small number of iterations;
 // it checks that CompileFirstMaskColdMemo (Clear() instead of a new load)
 // measures the same thing.
 void CompileFirstMaskFreshVocab(benchmark::State& state, std::string tokenizer, std::string regex) {
   const std::string path = std::string(MASKD_SHARED_DIR) + "/tokenizers/" + tokenizer;
-  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const TokenizerContext> context;
   std::shared_ptr<const TokenIndex> index;
   std::vector<uint32_t> mask;
   for (auto _ : state) {
@@ -160,21 +161,21 @@ void CompileFirstMaskFreshVocab(benchmark::State& state, std::string tokenizer, 
       state.SkipWithError(std::string(loaded.status().message()).c_str());
       return;
     }
-    vocab = *std::move(loaded);
-    mask.assign((vocab->size() + 31) / 32, 0);
+    context = TokenizerContext::Create(*std::move(loaded));
+    mask.assign((context->vocabulary().size() + 31) / 32, 0);
     state.ResumeTiming();
-    if (!TimedFirstMask(state, regex, vocab, &index, &mask)) return;
+    if (!TimedFirstMask(state, regex, context, &index, &mask)) return;
   }
 }
 
 void CompileReady(benchmark::State& state, std::string tokenizer, std::string regex, int threads) {
-  auto vocab = LoadShared(tokenizer);
+  auto context = LoadShared(tokenizer);
   CompileOptions options;
   options.eager = true;
   options.threads = threads;
   size_t bytes = 0, states = 0;
   for (auto _ : state) {
-    auto index = CompileIndex(regex, vocab, options);
+    auto index = CompileIndex(regex, context, options);
     if (!index.ok()) {
       state.SkipWithError(std::string(index.status().message()).c_str());
       return;
@@ -239,24 +240,24 @@ std::vector<Dfa::State> SampleWalkStates(const std::shared_ptr<const TokenIndex>
 // twice is computed once, as in serving). Time per walk; counters: steps and
 // the distinct states among them.
 void FirstVisitWriteMask(benchmark::State& state, std::string tokenizer, std::string regex) {
-  auto vocab = LoadShared(tokenizer);
+  auto context = LoadShared(tokenizer);
   auto dfa = Dfa::FromPattern(regex);
   if (!dfa.ok()) {
     state.SkipWithError(std::string(dfa.status().message()).c_str());
     return;
   }
-  const std::vector<Dfa::State> states = SampleWalkStates(TokenIndex::Create(*dfa, vocab));
+  const std::vector<Dfa::State> states = SampleWalkStates(TokenIndex::Create(*dfa, context));
   if (states.empty()) {
     state.SkipWithError("the sample walk failed");
     return;
   }
-  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  std::vector<uint32_t> mask((context->vocabulary().size() + 31) / 32);
   std::shared_ptr<const TokenIndex> index;
   for (auto _ : state) {
     state.PauseTiming();
     index.reset();
-    vocab->loop_masks().Clear();
-    index = TokenIndex::Create(*dfa, vocab);
+    context->loop_masks().Clear();
+    index = TokenIndex::Create(*dfa, context);
     state.ResumeTiming();
     for (Dfa::State s : states) {
       index->WriteMask(s, mask.data());
@@ -288,8 +289,8 @@ void WriteMaskReady(benchmark::State& state, std::string tokenizer, std::string 
 }
 
 void Memcpy(benchmark::State& state, std::string tokenizer) {
-  auto vocab = LoadShared(tokenizer);
-  const size_t words = (vocab->size() + 31) / 32;
+  auto context = LoadShared(tokenizer);
+  const size_t words = (context->vocabulary().size() + 31) / 32;
   // Several sources, as WriteMask reads several distinct masks.
   std::vector<std::vector<uint32_t>> src(8, std::vector<uint32_t>(words, 0x5a5a5a5a));
   std::vector<uint32_t> dst(words);
@@ -392,11 +393,11 @@ void RegexMemcpy(benchmark::State& state, std::string regex) {
 
 // The first mask of a JSON string's content state, on a fresh index each
 // iteration (so always a first visit): `shared` takes the loop part from the
-// vocabulary's LoopMasks (warm after the first iteration), `plain` walks the
+// tokenizer context's LoopMasks (warm after the first iteration), `plain` walks the
 // whole trie (the baseline, same process).
 void FirstStringMask(benchmark::State& state, std::string tokenizer, std::string regex,
                      bool shared) {
-  auto vocab = LoadShared(tokenizer);
+  auto context = LoadShared(tokenizer);
   auto dfa = Dfa::FromPattern(regex);
   if (!dfa.ok()) {
     state.SkipWithError(std::string(dfa.status().message()).c_str());
@@ -413,9 +414,9 @@ void FirstStringMask(benchmark::State& state, std::string tokenizer, std::string
   }
   TokenIndex::Options options;
   options.share_loops = shared;
-  std::vector<uint32_t> mask((vocab->size() + 31) / 32);
+  std::vector<uint32_t> mask((context->vocabulary().size() + 31) / 32);
   for (auto _ : state) {
-    auto index = TokenIndex::Create(*dfa, vocab, options);
+    auto index = TokenIndex::Create(*dfa, context, options);
     index->WriteMask(s, mask.data());
     benchmark::DoNotOptimize(mask.data());
   }

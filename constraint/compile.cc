@@ -43,10 +43,10 @@ JsonSchemaOptions BudgetedSchemaOptions(const Constraint& constraint, const Comp
   return schema_options;
 }
 
-// `g` compiled against `vocab`; `max_terminal_bytes` raises the regex limit
+// `g` compiled against `context`; `max_terminal_bytes` raises the regex limit
 // for its terminals (converted schemas are large by construction).
 absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const Constraint& constraint,
-                                                std::shared_ptr<const Vocabulary> vocab,
+                                                std::shared_ptr<const TokenizerContext> context,
                                                 const CompileOptions& options,
                                                 size_t max_terminal_bytes) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
@@ -55,7 +55,7 @@ absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const
   index_options.earley.regex_limits.max_pattern_bytes =
       std::max(options.regex.max_pattern_bytes, max_terminal_bytes);
   index_options.earley.dfa_options = options.dfa;
-  auto index = grammar::GrammarIndex::Create(g, std::move(vocab), index_options);
+  auto index = grammar::GrammarIndex::Create(g, std::move(context), index_options);
   if (!index.ok()) return index.status();
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   CompiledConstraint out;
@@ -65,7 +65,7 @@ absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const
 
 // A grammar or a structural tag (whose grammar is built, not parsed).
 absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
-                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  std::shared_ptr<const TokenizerContext> context,
                                                   const CompileOptions& options) {
   const GrammarCompileOptions& o = constraint.grammar;
   absl::StatusOr<grammar::Grammar> g;
@@ -80,13 +80,13 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Constraint& constraint,
     g = grammar::ParseGrammarText(constraint.text, o.format, o.limits);
   }
   if (!g.ok()) return ConvertError(g.status());
-  return IndexGrammar(*g, constraint, std::move(vocab), options, max_terminal_bytes);
+  return IndexGrammar(*g, constraint, std::move(context), options, max_terminal_bytes);
 }
 
 // A JSON Schema on the regex route.
 absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
                                                       const JsonSchemaOptions& schema_options,
-                                                      std::shared_ptr<const Vocabulary> vocab,
+                                                      std::shared_ptr<const TokenizerContext> context,
                                                       const CompileOptions& options) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   // Converted regexes are large by construction (every open object carries an
@@ -94,7 +94,7 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
   CompileOptions regex_options = options;
   regex_options.regex.max_pattern_bytes =
       std::max(options.regex.max_pattern_bytes, schema_options.max_regex_bytes);
-  auto index = CompileRegex(converted.regex, std::move(vocab), regex_options);
+  auto index = CompileRegex(converted.regex, std::move(context), regex_options);
   if (!index.ok()) return index.status();
   CompiledConstraint out;
   out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
@@ -105,7 +105,7 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
 // A JSON Schema on the grammar route.
 absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constraint,
                                                         const JsonSchemaOptions& schema_options,
-                                                        std::shared_ptr<const Vocabulary> vocab,
+                                                        std::shared_ptr<const TokenizerContext> context,
                                                         const CompileOptions& options) {
   auto rules = JsonSchemaToRules(constraint.text, schema_options);
   if (!rules.ok()) return ConvertError(rules.status());
@@ -119,7 +119,7 @@ absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constr
   limits.max_text_bytes = std::max(limits.max_text_bytes, schema_options.max_regex_bytes);
   auto g = grammar::GrammarFromRegexRules(regex_rules, 0, limits);
   if (!g.ok()) return ConvertError(g.status());
-  auto out = IndexGrammar(*g, constraint, std::move(vocab), options, schema_options.max_regex_bytes);
+  auto out = IndexGrammar(*g, constraint, std::move(context), options, schema_options.max_regex_bytes);
   if (out.ok()) out->warnings = std::move(rules->warnings);
   return out;
 }
@@ -138,22 +138,22 @@ absl::Status BothRoutesFailed(const absl::Status& regex_error, absl::Status gram
 }
 
 absl::StatusOr<CompiledConstraint> CompileSchema(const Constraint& constraint,
-                                                 std::shared_ptr<const Vocabulary> vocab,
+                                                 std::shared_ptr<const TokenizerContext> context,
                                                  const CompileOptions& options) {
   const JsonSchemaOptions schema_options = BudgetedSchemaOptions(constraint, options);
   if (constraint.schema_route == SchemaRoute::kGrammar) {
-    return CompileSchemaGrammar(constraint, schema_options, std::move(vocab), options);
+    return CompileSchemaGrammar(constraint, schema_options, std::move(context), options);
   }
   auto converted = JsonSchemaToRegex(constraint.text, schema_options);
   if (constraint.schema_route == SchemaRoute::kRegex) {
     if (!converted.ok()) return ConvertError(converted.status());
-    return CompileSchemaRegex(*converted, schema_options, std::move(vocab), options);
+    return CompileSchemaRegex(*converted, schema_options, std::move(context), options);
   }
   // kAuto.
   absl::Status regex_error;
   if (converted.ok()) {
     if (!converted->truncated_recursion) {
-      auto out = CompileSchemaRegex(*converted, schema_options, vocab, options);
+      auto out = CompileSchemaRegex(*converted, schema_options, context, options);
       if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
       regex_error = out.status();
     }
@@ -161,11 +161,11 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Constraint& constraint,
     regex_error = ConvertError(converted.status());
     if (IsBudgetError(regex_error)) return regex_error;
   }
-  auto out = CompileSchemaGrammar(constraint, schema_options, vocab, options);
+  auto out = CompileSchemaGrammar(constraint, schema_options, context, options);
   if (out.ok() || IsBudgetError(out.status())) return out;
   if (regex_error.ok()) {
     // Recursion cut short on the regex route: better than nothing.
-    return CompileSchemaRegex(*converted, schema_options, std::move(vocab), options);
+    return CompileSchemaRegex(*converted, schema_options, std::move(context), options);
   }
   return BothRoutesFailed(regex_error, out.status());
 }
@@ -192,22 +192,22 @@ std::string_view ConstraintKindName(ConstraintKind kind) {
 }
 
 absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
-                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     std::shared_ptr<const TokenizerContext> context,
                                                      const CompileOptions& options) {
   if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
   if (constraint.kind == ConstraintKind::kGrammar ||
       constraint.kind == ConstraintKind::kStructuralTag) {
-    return CompileGrammar(constraint, std::move(vocab), options);
+    return CompileGrammar(constraint, std::move(context), options);
   }
   CompiledConstraint out;
   if (constraint.kind == ConstraintKind::kRegex) {
-    auto index = CompileRegex(constraint.text, std::move(vocab), options);
+    auto index = CompileRegex(constraint.text, std::move(context), options);
     if (!index.ok()) return index.status();
     out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
     return out;
   }
 
-  return CompileSchema(constraint, std::move(vocab), options);
+  return CompileSchema(constraint, std::move(context), options);
 }
 
 CompileStage FailedStage(const absl::Status& error) {

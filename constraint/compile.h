@@ -29,7 +29,8 @@
 // Other errors are InvalidArgument naming the problem (bad regex syntax, a
 // schema keyword that cannot be enforced, a grammar error with its line and
 // column, a constraint matching no text).
-// Thread-safe: concurrent calls share only the vocabulary.
+// Thread-safe: concurrent calls share only the tokenizer context (whose
+// loop-mask memo is thread-safe).
 #ifndef MASKD_CONSTRAINT_COMPILE_H_
 #define MASKD_CONSTRAINT_COMPILE_H_
 
@@ -46,7 +47,7 @@
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "schema/json_schema.h"
 
 namespace maskd {
@@ -140,7 +141,7 @@ struct CompiledConstraint {
 };
 
 absl::StatusOr<CompiledConstraint> CompileConstraint(const Constraint& constraint,
-                                                     std::shared_ptr<const Vocabulary> vocab,
+                                                     std::shared_ptr<const TokenizerContext> context,
                                                      const CompileOptions& options = {});
 
 // Where a CompileConstraint error arose: kConvert for the JSON Schema

@@ -18,7 +18,7 @@
 
 #include "grammar/grammar_index.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 

@@ -28,11 +28,12 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace {
 
-const std::shared_ptr<const maskd::Vocabulary>& TinyVocabulary() {
+const std::shared_ptr<const maskd::TokenizerContext>& TinyTokenizer() {
   static const auto* vocab = [] {
     auto v = maskd::Vocabulary::FromJson(maskd::fuzz::TinyTokenizerJson(),
                                          R"({"eos_token":"<|end|>"})", {}, "tiny");
@@ -40,7 +41,8 @@ const std::shared_ptr<const maskd::Vocabulary>& TinyVocabulary() {
       std::fprintf(stderr, "tiny vocabulary: %s\n", v.status().ToString().c_str());
       std::abort();
     }
-    return new std::shared_ptr<const maskd::Vocabulary>(*v);
+    return new std::shared_ptr<const maskd::TokenizerContext>(
+        maskd::TokenizerContext::Create(*std::move(v)));
   }();
   return *vocab;
 }
@@ -54,7 +56,7 @@ void CheckEngine(const maskd::grammar::Grammar& g, const maskd::grammar::EarleyR
   options.earley.max_chart_items = 1 << 16;
   options.max_mask_work = 1 << 16;
   options.max_memo_bytes = 1 << 20;
-  auto index = maskd::grammar::GrammarIndex::Create(g, TinyVocabulary(), options);
+  auto index = maskd::grammar::GrammarIndex::Create(g, TinyTokenizer(), options);
   maskd::fuzz::ExpectClientStatus(index.status(), maskd::fuzz::Deadline::kSet);
   if (!index.ok()) return;
   auto guide = maskd::grammar::GrammarGuide::Create(*index);

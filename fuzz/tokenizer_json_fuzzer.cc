@@ -1,6 +1,7 @@
 // libFuzzer: bytes -> the tokenizer.json loader (Vocabulary::FromJson, which
-// parses with simdjson, maps token strings to bytes and builds the vocabulary)
-// and the tokenizer_config.json EOS reader. The first byte picks options and
+// parses with simdjson, maps token strings to bytes and builds the vocabulary,
+// then the TokenizerContext the server builds on it: trie, loop-mask byte
+// index) and the tokenizer_config.json EOS reader. The first byte picks options and
 // which document the bytes are. Any crash, sanitizer report or hang is a bug;
 // errors must be InvalidArgument (bad content) or ResourceExhausted.
 #include <cstddef>
@@ -12,8 +13,9 @@
 
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
-#include "index/tokenizer_json.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/vocabulary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -30,5 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string config = (knobs & 8) ? R"({"eos_token": "</s>"})" : "";
   auto v = maskd::Vocabulary::FromJson(doc, config, options, "tokenizer.json");
   maskd::fuzz::ExpectClientStatus(v.status());
+  if (v.ok()) maskd::TokenizerContext::Create(*std::move(v));
   return 0;
 }

@@ -28,8 +28,8 @@ absl::Status GrammarIndex::OverBudget() const {
 }
 
 absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
-    const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const Options& options) {
-  if (vocab == nullptr) return absl::InvalidArgumentError("GrammarIndex needs a vocabulary");
+    const Grammar& g, std::shared_ptr<const TokenizerContext> context, const Options& options) {
+  if (context == nullptr) return absl::InvalidArgumentError("GrammarIndex needs a tokenizer");
   auto compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options);
   if (compiled.ok() && options.inline_regular_rules) {
     InlineOptions inline_options;
@@ -42,7 +42,8 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
   if (!compiled.ok()) return compiled.status();
   std::shared_ptr<GrammarIndex> index(new GrammarIndex());
   index->grammar_ = std::move(*compiled);
-  index->vocab_ = std::move(vocab);
+  index->context_ = std::move(context);
+  index->vocab_ = &index->context_->vocabulary();
   index->options_ = options;
   index->num_words_ = (index->vocab_->size() + 31) / 32;
   for (size_t t = 0; t < index->grammar_->num_terminals(); ++t) {
@@ -113,10 +114,10 @@ void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scrat
                            TerminalStateTokens* out) const {
   std::vector<uint32_t> words(num_words_, 0), ends;
   // Visits each trie node at most once: not counted against max_mask_work.
-  WalkDfa(terminal, state, 1, static_cast<uint32_t>(vocab_->trie().num_nodes()), SIZE_MAX, scratch,
-          words.data(), &ends);
+  WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,
+          scratch, words.data(), &ends);
   out->inside = TokenSet::FromWords(std::move(words));
-  out->crossings.Build(vocab_->trie(), ends);
+  out->crossings.Build(context_->trie(), ends);
 }
 
 bool GrammarIndex::Reserve(size_t bytes) const {
@@ -165,12 +166,12 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
   }
   auto fresh = std::make_unique<CrossingTokens>();
   std::vector<uint32_t> words(num_words_, 0), ends;
-  const TokenTrie::Node* nodes = vocab_->trie().nodes();
+  const TokenTrie::Node* nodes = context_->trie().nodes();
   for (uint32_t c : from.crossings.crossings) {
     WalkDfa(u, r, c, nodes[c].next, SIZE_MAX, scratch, words.data(), &ends);
   }
   fresh->tokens = TokenSet::FromWords(std::move(words));
-  fresh->next.Build(vocab_->trie(), ends);
+  fresh->next.Build(context_->trie(), ends);
   const size_t bytes = fresh->MemoryBytes();
   if (!Reserve(bytes)) {
     scratch.unkept_into = std::move(fresh);
@@ -184,7 +185,7 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
 
 absl::Status GrammarIndex::WalkSubtree(EarleyParser& parser, uint32_t node,
                                        MaskScratch& scratch, uint32_t* words) const {
-  const TokenTrie& trie = vocab_->trie();
+  const TokenTrie& trie = context_->trie();
   const TokenTrie::Node* nodes = trie.nodes();
   const size_t base = parser.num_sets();
   const uint32_t depth0 = nodes[node].depth;
@@ -296,7 +297,7 @@ bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, ui
                            size_t budget, MaskScratch& scratch, uint32_t* words,
                            std::vector<uint32_t>* ends) const {
   const Dfa& dfa = grammar_->dfa(terminal);
-  const TokenTrie& trie = vocab_->trie();
+  const TokenTrie& trie = context_->trie();
   const TokenTrie::Node* nodes = trie.nodes();
   scratch.dfa_states.resize(trie.max_depth() + 1);
   uint32_t* states = scratch.dfa_states.data();
@@ -343,7 +344,7 @@ absl::Status GrammarIndex::MarkLevel(EarleyParser& parser, MaskScratch& scratch,
     }
     return absl::OkStatus();
   }
-  const TokenTrie::Node* nodes = vocab_->trie().nodes();
+  const TokenTrie::Node* nodes = context_->trie().nodes();
   MaskScratch::Level& at = scratch.levels[level];
   CollectScanItems(parser, &at.items);
   const size_t base = parser.num_sets();

@@ -48,7 +48,8 @@
 #include "grammar/regular_rules.h"
 #include "index/mask_budget.h"
 #include "index/token_trie.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd::grammar {
 
@@ -144,14 +145,15 @@ class GrammarIndex {
   };
 
   static absl::StatusOr<std::shared_ptr<const GrammarIndex>> Create(
-      const Grammar& g, std::shared_ptr<const Vocabulary> vocab, const Options& options);
+      const Grammar& g, std::shared_ptr<const TokenizerContext> context, const Options& options);
   static absl::StatusOr<std::shared_ptr<const GrammarIndex>> Create(
-      const Grammar& g, std::shared_ptr<const Vocabulary> vocab) {
-    return Create(g, std::move(vocab), Options());
+      const Grammar& g, std::shared_ptr<const TokenizerContext> context) {
+    return Create(g, std::move(context), Options());
   }
   ~GrammarIndex();
 
   const Vocabulary& vocab() const { return *vocab_; }
+  const TokenizerContext& context() const { return *context_; }
   const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
   const Options& options() const { return options_; }
   // Mask width in 32-bit words: ceil(vocab().size() / 32).
@@ -228,7 +230,8 @@ class GrammarIndex {
   bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
 
   std::shared_ptr<const CompiledGrammar> grammar_;
-  std::shared_ptr<const Vocabulary> vocab_;
+  std::shared_ptr<const TokenizerContext> context_;
+  const Vocabulary* vocab_ = nullptr;  // &context_->vocabulary()
   Options options_;
   uint32_t num_words_ = 0;
   size_t base_bytes_ = 0;

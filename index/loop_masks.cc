@@ -6,7 +6,7 @@
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "index/trie_walk.h"
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 
@@ -230,9 +230,8 @@ size_t LoopMasks::Loop::MemoryBytes() const {
          (table.capacity() + words.capacity() + end_states.capacity()) * sizeof(uint32_t);
 }
 
-LoopMasks::LoopMasks(const Vocabulary& vocab) : vocab_(vocab) {
+LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vocab), trie_(trie) {
   // Counts, then fills: each token once per distinct byte it holds.
-  const TokenTrie& trie = vocab_.trie();
   const uint32_t* ids = trie.token_ids();
   const size_t n = trie.num_tokens();
   uint32_t stamp[256];
@@ -383,7 +382,7 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   }
   // Tokens holding a byte of x number at least the most holding any one of
   // them: past the share, refuse without a scan (and remember the refusal).
-  const size_t limit = vocab_.trie().num_tokens() / kMaxExitShare;
+  const size_t limit = trie_.num_tokens() / kMaxExitShare;
   bool too_many = false;
   for (int b = 0; b < 256; ++b) {
     if (Has(x, static_cast<uint8_t>(b)) && tokens_with_byte_[b] > limit) too_many = true;
@@ -431,7 +430,7 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
   // of strings around the string). So the search first cuts candidate exits:
   // the ASCII classes by which the loop's entry leaves to another state,
   // together, then one at a time (rarest first); then nothing.
-  const size_t limit = vocab_.trie().num_tokens() / kMaxExitShare;
+  const size_t limit = trie_.num_tokens() / kMaxExitShare;
   uint32_t widest = 0, self = 0;
   const State widest_successor = dfa.WidestSuccessor(s, &widest, &self);
   const State anchor = self > 0 || widest_successor == Dfa::kDead ? s : widest_successor;

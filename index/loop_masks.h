@@ -20,8 +20,9 @@
 // is walked directly by its index (TokenIndex), which hands the allowed tokens
 // without an exit byte to Complete (walked from s they stay in C, so they are
 // exactly the loop tokens). Exit tries are built from a per-vocabulary index
-// of the tokens holding each byte (built with the LoopMasks, that is at
-// vocabulary load), so their cost is the exit tokens', not the vocabulary's.
+// of the tokens holding each byte (built with the LoopMasks, that is with the
+// vocabulary's TokenizerContext), so their cost is the exit tokens', not the
+// vocabulary's.
 //
 // Any C gives exact masks; the search picks one that is small, whose exits
 // few tokens hold, and that recurs. From s it explores at most kMaxLoopStates
@@ -98,8 +99,12 @@ class LoopMasks {
     size_t MemoryBytes() const;
   };
 
-  // Indexes the tokens of vocab.trie() by byte (two passes over their bytes).
-  explicit LoopMasks(const Vocabulary& vocab);
+  // Memo bound in bytes unless set_max_bytes says otherwise.
+  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;
+
+  // Indexes the tokens of `trie` (vocab's text-token trie, TokenTrie::Build)
+  // by byte (two passes over their bytes). Both must outlive the LoopMasks.
+  LoopMasks(const Vocabulary& vocab, const TokenTrie& trie);
   ~LoopMasks();
   LoopMasks(const LoopMasks&) = delete;
   LoopMasks& operator=(const LoopMasks&) = delete;
@@ -198,7 +203,7 @@ class LoopMasks {
   // vocabulary is being computed, as loops handed out point into the memo.
   void Clear();
 
-  // Memo size bound in bytes (default 64 MiB).
+  // Memo size bound in bytes (default kDefaultMaxBytes, 64 MiB).
   void set_max_bytes(size_t bytes) { max_bytes_.store(bytes, std::memory_order_relaxed); }
   size_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
 
@@ -224,7 +229,8 @@ class LoopMasks {
   const TokenTrie* ExitTrieFor(const ByteSet& x, uint32_t max_len = 0);
 
   const Vocabulary& vocab_;
-  std::atomic<size_t> max_bytes_{size_t{64} << 20};
+  const TokenTrie& trie_;  // vocab_'s text tokens
+  std::atomic<size_t> max_bytes_{kDefaultMaxBytes};
   mutable absl::Mutex mu_;
   absl::flat_hash_map<size_t, std::vector<std::shared_ptr<const Loop>>> loops_
       ABSL_GUARDED_BY(mu_);

@@ -142,10 +142,11 @@ WalkScratch& Scratch() {
 
 }  // namespace
 
-TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab,
-                       const Options& options)
+TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa,
+                       std::shared_ptr<const TokenizerContext> context, const Options& options)
     : dfa_(std::move(dfa)),
-      vocab_(std::move(vocab)),
+      context_(std::move(context)),
+      vocab_(&context_->vocabulary()),
       num_words_((vocab_->size() + 31) / 32),
       options_(options),
       masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
@@ -160,16 +161,16 @@ TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Voc
 
 TokenIndex::~TokenIndex() = default;
 
-std::shared_ptr<const TokenIndex> TokenIndex::Create(std::shared_ptr<const Dfa> dfa,
-                                                     std::shared_ptr<const Vocabulary> vocab) {
-  return Create(std::move(dfa), std::move(vocab), Options());
+std::shared_ptr<const TokenIndex> TokenIndex::Create(
+    std::shared_ptr<const Dfa> dfa, std::shared_ptr<const TokenizerContext> context) {
+  return Create(std::move(dfa), std::move(context), Options());
 }
 
-std::shared_ptr<const TokenIndex> TokenIndex::Create(std::shared_ptr<const Dfa> dfa,
-                                                     std::shared_ptr<const Vocabulary> vocab,
-                                                     const Options& options) {
+std::shared_ptr<const TokenIndex> TokenIndex::Create(
+    std::shared_ptr<const Dfa> dfa, std::shared_ptr<const TokenizerContext> context,
+    const Options& options) {
   return std::shared_ptr<const TokenIndex>(
-      new TokenIndex(std::move(dfa), std::move(vocab), options));
+      new TokenIndex(std::move(dfa), std::move(context), options));
 }
 
 const StateMask& TokenIndex::MaskOf(State s) const {
@@ -182,7 +183,7 @@ TokenIndex::State TokenIndex::ReferenceFor(State s) const {
   // The successor most bytes lead to: the state a key-exclusion or opening
   // quote state hands over to (a string's free content).
   const Dfa& dfa = *dfa_;
-  const TokenTrie& trie = vocab_->trie();
+  const TokenTrie& trie = context_->trie();
   uint32_t best = 0;
   const State ref = dfa.WidestSuccessor(s, &best);
   if (ref == Dfa::kDead || best < LoopMasks::kMinStayBytes) return Dfa::kDead;
@@ -251,7 +252,7 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
   // (at most 1/kMaxExitShare, counted once per byte) hold a byte that leads
   // elsewhere alive: those are walked one by one, the rest is bitmask work.
   const Dfa& dfa = *dfa_;
-  const LoopMasks& index = vocab_->loop_masks();
+  const LoopMasks& index = context_->loop_masks();
   uint32_t stay = 0;
   size_t walked = 0;
   for (int b = 0; b < 0x80; ++b) {
@@ -262,7 +263,7 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
       walked += index.NumTokensWith(static_cast<uint8_t>(b));
     }
   }
-  if (walked * LoopMasks::kMaxExitShare > vocab_->trie().num_tokens()) return false;
+  if (walked * LoopMasks::kMaxExitShare > context_->trie().num_tokens()) return false;
   thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
   *utf8 = Utf8Closed(dfa, s, s, &pairs);
   if (*utf8) {
@@ -278,7 +279,7 @@ bool TokenIndex::SelfLoopWorthIt(State s, bool* utf8) const {
     }
   }
   return stay >= LoopMasks::kMinStayBytes &&
-         walked * LoopMasks::kMaxExitShare <= vocab_->trie().num_tokens();
+         walked * LoopMasks::kMaxExitShare <= context_->trie().num_tokens();
 }
 
 TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8, std::vector<State>* chain) const {
@@ -291,7 +292,7 @@ TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8, std::vector<Stat
   // holding another byte is decided at its first such byte: rejected there
   // unless s lets that byte through.
   const Dfa& dfa = *dfa_;
-  const LoopMasks& index = vocab_->loop_masks();
+  const LoopMasks& index = context_->loop_masks();
   uint32_t widest = 0;
   const State next = dfa.WidestSuccessor(s, &widest);
   if (next == Dfa::kDead || widest < LoopMasks::kMinStayBytes) return Dfa::kDead;
@@ -306,7 +307,7 @@ TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8, std::vector<Stat
   }
   walked += index.LongTokens().size();
   if (stay < LoopMasks::kMinStayBytes ||
-      walked * LoopMasks::kMaxExitShare > vocab_->trie().num_tokens()) {
+      walked * LoopMasks::kMaxExitShare > context_->trie().num_tokens()) {
     return Dfa::kDead;
   }
   thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
@@ -380,7 +381,8 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   LoopMasks::Pending pending;  // a new loop, completed from this state's walk
   if (!self_loop && !early_chain && ref_mask == nullptr && s != Dfa::kDead &&
       options_.share_loops) {
-    loop = vocab_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr, &pending);
+    loop = context_->loop_masks().Find(dfa, s, want_successors ? &w.loop_states : nullptr,
+                                       &pending);
   }
   const bool new_loop = pending.exit_trie != nullptr;
   LoopMasks::Bounded bounded;
@@ -389,7 +391,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
       s != Dfa::kDead && options_.share_loops) {
     uint32_t live = 0;
     for (int b = 0; b < 256; ++b) live += dfa.Next(s, static_cast<uint8_t>(b)) != Dfa::kDead;
-    if (live >= LoopMasks::kMinStayBytes) bounded = vocab_->loop_masks().FindBounded(dfa, s);
+    if (live >= LoopMasks::kMinStayBytes) bounded = context_->loop_masks().FindBounded(dfa, s);
   }
   // Last before a whole-trie walk: a chain (a position in a bounded string
   // no kept loop matched).
@@ -411,7 +413,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   const State stay_target =
       self_loop ? s : chain ? dfa.WidestSuccessor(s, &unused_bytes) : Dfa::kDead;
   if (self_loop || chain) {
-    const LoopMasks& index = vocab_->loop_masks();
+    const LoopMasks& index = context_->loop_masks();
     auto outside = [&](int b) {  // b is a byte outside S
       return (b < 0x80 || !utf8) && dfa.Next(s, static_cast<uint8_t>(b)) != stay_target;
     };
@@ -442,7 +444,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
   if (chain) {
     // Tokens of at most kChainDepth bytes within S are in; the longer ones,
     // and those holding a byte outside S that s lets through, are walked.
-    const LoopMasks& index = vocab_->loop_masks();
+    const LoopMasks& index = context_->loop_masks();
     if (want_successors) {
       // A token within S ends in s_L (L its characters), or inside a
       // character after s_L: one walk per distinct (L, cut-short character).
@@ -497,7 +499,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     // s: so the allowed tokens are those within S (by bitmask: none of the
     // other bytes, and well-formed UTF-8 with `utf8`), plus those holding a
     // byte live outside S, walked one by one.
-    const LoopMasks& index = vocab_->loop_masks();
+    const LoopMasks& index = context_->loop_masks();
     if (want_successors) {
       // Tokens within S end in s, or (cut short inside a character) in a
       // state of the UTF-8 sequences: walk those.
@@ -537,7 +539,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     words.resize(num_words_);
     ref_mask->Write(words.data(), num_words_);
     count = ref_mask->count();
-    const TokenTrie& trie = vocab_->trie();
+    const TokenTrie& trie = context_->trie();
     const uint32_t* token_begin = trie.token_begin();
     const uint32_t* token_ids = trie.token_ids();
     for (int b = 0; b < 256; ++b) {
@@ -577,7 +579,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     uint32_t loop_count = 0;
     w.ends.clear();
     const uint32_t* exit_words = w.exit_words.data();
-    WalkTrie(vocab_->trie(), dfa, s, w.stack,
+    WalkTrie(context_->trie(), dfa, s, w.stack,
              [&](State t, const uint32_t* id, const uint32_t* end) {
                bool loop_end = false;
                count += static_cast<uint32_t>(end - id);
@@ -593,7 +595,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
                if (loop_end && (w.ends.empty() || w.ends.back() != t)) w.ends.push_back(t);
                if (want_successors) add_successor(t);
              });
-    vocab_->loop_masks().Complete(std::move(pending), std::move(loop_words), loop_count, w.ends);
+    context_->loop_masks().Complete(std::move(pending), std::move(loop_words), loop_count, w.ends);
   } else if (loop != nullptr) {
     // Loop tokens (shared) plus the tokens holding an exit byte, walked here.
     words = loop->words;
@@ -610,7 +612,7 @@ const StateMask& TokenIndex::ComputeMask(State s, std::vector<State>* successors
     // The walk's cost is the prefixes it visits, not the vocabulary size:
     // narrow states (a JSON key, a digit) cost little more than the trie's
     // first level.
-    WalkTrie(vocab_->trie(), dfa, s, w.stack,
+    WalkTrie(context_->trie(), dfa, s, w.stack,
              [&](State t, const uint32_t* id, const uint32_t* end) {
                w.ids.insert(w.ids.end(), id, end);
                if (want_successors) add_successor(t);
@@ -772,15 +774,15 @@ size_t TokenIndex::MemoryBytes() const {
          store_->bytes();
 }
 
-absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(std::string_view pattern,
-                                                               std::shared_ptr<const Vocabulary> vocab,
-                                                               const CompileOptions& options) {
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
+    std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
+    const CompileOptions& options) {
   auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa);
   if (!dfa.ok()) return dfa.status();
   if ((*dfa)->start() == Dfa::kDead) {
     return absl::InvalidArgumentError("regex: the pattern matches no text");
   }
-  auto index = TokenIndex::Create(std::move(*dfa), std::move(vocab), options.index);
+  auto index = TokenIndex::Create(std::move(*dfa), std::move(context), options.index);
   if (options.eager) {
     auto status = index->Precompute(options.threads, options.dfa.deadline, options.dfa.cancel);
     if (!status.ok()) return status;

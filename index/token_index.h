@@ -3,14 +3,14 @@
 // A token is allowed in state s when its bytes can be walked from s without
 // reaching the dead state. EOS ids are allowed exactly in accepting states;
 // other special tokens and padding ids never are. Masks are computed on first
-// use by walking the vocabulary's TokenTrie (skipping a subtree at the first
+// use by walking the tokenizer context's TokenTrie (skipping a subtree at the first
 // rejected byte), memoized per state, and shared between identical states.
 // Wide states avoid the whole walk in three exact ways, tried in order:
 //  - reference: mask(s) and mask(t) agree on the tokens whose first byte b has
 //    Next(s, b) == Next(t, b); with t the successor most bytes lead to (a key
 //    exclusion's free content), only the other first bytes are walked;
 //  - loop: a state inside a wide loop (the content of a JSON string) takes the
-//    loop's part from the vocabulary's LoopMasks, computed once for every
+//    loop's part from the tokenizer context's LoopMasks, computed once for every
 //    index, and walks only the tokens that can leave the loop;
 //  - bounded: a state that behaves like a kept loop for every short string (a
 //    position in a string with a maxLength) takes the loop's short tokens and
@@ -33,7 +33,8 @@
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
 #include "index/mask_budget.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 
@@ -44,7 +45,7 @@ class TokenIndex {
   using State = Dfa::State;
 
   struct Options {
-    // Take loop masks from vocabulary().loop_masks() (index/loop_masks.h).
+    // Take loop masks from context().loop_masks() (index/loop_masks.h).
     // Off: every mask is one walk of the whole trie (a baseline for benches).
     bool share_loops = true;
     // Bounds the masks kept, together with every index sharing it; a mask
@@ -52,10 +53,11 @@ class TokenIndex {
     std::shared_ptr<MaskBudget> budget;
   };
 
+  // `context` must not be null; the index holds it.
   static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
-                                                  std::shared_ptr<const Vocabulary> vocab);
+                                                  std::shared_ptr<const TokenizerContext> context);
   static std::shared_ptr<const TokenIndex> Create(std::shared_ptr<const Dfa> dfa,
-                                                  std::shared_ptr<const Vocabulary> vocab,
+                                                  std::shared_ptr<const TokenizerContext> context,
                                                   const Options& options);
   ~TokenIndex();
   TokenIndex(const TokenIndex&) = delete;
@@ -63,6 +65,7 @@ class TokenIndex {
 
   const Dfa& dfa() const { return *dfa_; }
   const Vocabulary& vocabulary() const { return *vocab_; }
+  const TokenizerContext& context() const { return *context_; }
   State start() const { return dfa_->start(); }
   // Words per packed mask row: ceil(vocabulary().size() / 32).
   uint32_t num_words() const { return num_words_; }
@@ -85,12 +88,12 @@ class TokenIndex {
                           const std::atomic<bool>* cancel = nullptr) const;
   // States whose masks have been computed so far.
   uint32_t num_computed_states() const;
-  // DFA plus the masks computed so far (the trie belongs to the vocabulary).
+  // DFA plus the masks computed so far (the trie belongs to the context).
   size_t MemoryBytes() const;
 
  private:
   class MaskStore;
-  TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const Vocabulary> vocab,
+  TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const TokenizerContext> context,
              const Options& options);
   const StateMask& MaskOf(State s) const;
   // Walks the trie from `s`, publishes and returns its mask; when
@@ -118,7 +121,8 @@ class TokenIndex {
   static constexpr uint32_t kMinReferenceShare[2] = {3, 4};
 
   std::shared_ptr<const Dfa> dfa_;
-  std::shared_ptr<const Vocabulary> vocab_;
+  std::shared_ptr<const TokenizerContext> context_;
+  const Vocabulary* vocab_;  // &context_->vocabulary()
   uint32_t num_words_;
   Options options_;
   bool eos_in_trie_ = false;  // some EOS id is also a text token of the trie
@@ -127,7 +131,7 @@ class TokenIndex {
   std::unique_ptr<MaskStore> store_;
 };
 
-// Options for compiling a regex against a vocabulary.
+// Options for compiling a regex against a tokenizer.
 struct CompileOptions {
   RegexLimits regex;
   DfaOptions dfa;      // its deadline and cancel flag also bound Precompute
@@ -138,7 +142,7 @@ struct CompileOptions {
 
 // Parse + Dfa::Compile + TokenIndex::Create (+ Precompute when eager).
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
-    std::string_view pattern, std::shared_ptr<const Vocabulary> vocab,
+    std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options = {});
 
 }  // namespace maskd

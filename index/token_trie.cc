@@ -4,7 +4,7 @@
 #include <numeric>
 #include <string_view>
 
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 

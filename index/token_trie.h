@@ -1,8 +1,8 @@
 // TokenTrie: the vocabulary's text tokens as a flat byte trie in DFS order.
 //
-// Built once per Vocabulary and shared by every index over it. Walking the
-// trie against a DFA visits each distinct token prefix once and skips a whole
-// subtree at the first byte the DFA rejects.
+// Built once per tokenizer (index/tokenizer_context.h) and shared by every
+// index over it. Walking the trie against a DFA visits each distinct token
+// prefix once and skips a whole subtree at the first byte the DFA rejects.
 #ifndef MASKD_INDEX_TOKEN_TRIE_H_
 #define MASKD_INDEX_TOKEN_TRIE_H_
 

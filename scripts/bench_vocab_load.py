@@ -4,7 +4,8 @@
 Times, best of --runs (default 5) each:
   - Python: json.load() of tokenizer.json (parse only: no vocabulary built);
   - maskd: `maskctl vocab --tokenizer DIR` load_ms, the full Vocabulary::Load
-    (read, parse, token bytes, EOS, content hash, token trie), and the wall
+    (read, parse, token bytes, EOS, content hash) and TokenizerContext::Create
+    (token trie, loop-mask byte index), and the wall
     time of the whole maskctl process;
 and prints them with the ratio python / maskd. CPU times are printed too
 (Python: process_time around json.load; maskctl: the child's user+sys, whole

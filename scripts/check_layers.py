@@ -24,14 +24,16 @@ from pathlib import Path
 # (kernels and shm; json and automaton) know nothing of each other.
 LAYERS: dict[str, tuple[str, ...]] = {
     # Checks on untrusted JSON text before any parse (schema/ and the
-    # tokenizer loader in index/ both use them).
+    # tokenizer loader in tokenizer/ both use them).
     "json": (),
     # Regex parsing, Unicode tables, NFA/DFA construction and minimisation.
     "automaton": (),
     # JSON Schema -> regex.
     "schema": ("automaton", "json"),
-    # Tokenizer loading, token trie, loop masks, token index, guide.
-    "index": ("automaton", "json"),
+    # Tokenizer loading: vocabulary data (token bytes, specials, EOS ids).
+    "tokenizer": ("json",),
+    # Tokenizer context (trie, loop masks), token index, guide.
+    "index": ("automaton", "tokenizer"),
     # Context-free grammars over the index's vocabulary and automata.
     "grammar": ("index",),
     # Every kind of constraint behind one compile entry point.
@@ -54,7 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 # are peers. check() refuses a LAYERS edge that does not point downwards.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("json", "automaton"),
-    ("schema",),
+    ("schema", "tokenizer"),
     ("index",),
     ("grammar",),
     ("constraint",),
@@ -198,15 +200,22 @@ def self_test() -> int:
     clean = {
         "automaton/dfa.h": '#include "absl/status/status.h"\n#include "automaton/regex.h"\n',
         "schema/s.cc": '#include "schema/s.h"\n#include "automaton/dfa.h"\n#include "json/json_scan.h"\n',
-        "index/i.h": '#include <vector>\n#include "automaton/dfa.h"\n',
+        "tokenizer/v.cc": '#include "tokenizer/v.h"\n#include "json/json_scan.h"\n',
+        "index/i.h": '#include <vector>\n#include "automaton/dfa.h"\n#include "tokenizer/v.h"\n',
         "constraint/c.cc": '#include "schema/s.h"\n#include "index/i.h"\n#include "automaton/dfa.h"\n',
         "service/v.cc": '#include "maskd/v1/maskd.pb.h"\n#include "constraint/c.h"\n#include "shm/r.h"\n',
         "kernels/k.cu": '#include "kernels/k.h"\n',
     }
     expect("clean tree", clean, [])
     expect("lower includes higher",
-           {**clean, "automaton/nfa.cc": '#include "automaton/dfa.h"\n\n#include "index/vocabulary.h"\n'},
-           [("automaton/nfa.cc", 3, "index/vocabulary.h")])
+           {**clean, "automaton/nfa.cc": '#include "automaton/dfa.h"\n\n#include "index/token_trie.h"\n'},
+           [("automaton/nfa.cc", 3, "index/token_trie.h")])
+    expect("tokenizer includes index", {"tokenizer/v.cc": '#include "index/tokenizer_context.h"\n'},
+           [("tokenizer/v.cc", 1, "index/tokenizer_context.h")])
+    expect("sibling: tokenizer includes automaton", {"tokenizer/v.cc": '#include "automaton/dfa.h"\n'},
+           [("tokenizer/v.cc", 1, "automaton/dfa.h")])
+    expect("sibling: schema includes tokenizer", {"schema/s.cc": '#include "tokenizer/vocabulary.h"\n'},
+           [("schema/s.cc", 1, "tokenizer/vocabulary.h")])
     expect("schema includes index", {"schema/x.h": '// x\n#include "index/token_index.h"\n'},
            [("schema/x.h", 2, "index/token_index.h")])
     expect("sibling: kernels includes shm", {"kernels/a.cc": '#include "shm/region.h"\n'},

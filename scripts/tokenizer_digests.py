@@ -40,7 +40,7 @@ What is checked, for every id from 0 to the highest id:
      both are printed.
   4. Size, EOS (tokenizer_config.json eos_token -> HF token_to_id) and the
      content hash, recomputed here from the Python-derived bytes with the
-     serialization documented in index/vocabulary.h:
+     serialization documented in tokenizer/vocabulary.h:
        "maskd-vocab-v1\\n"; u32 size; per id: u8 flags (1 has token,
        2 special), u32 byte length, bytes; u32 EOS count, u32 EOS ids
        (ascending). Integers little-endian. SHA-256, lowercase hex.
@@ -167,7 +167,7 @@ def run_maskctl(maskctl, path, dump):
 
 
 def content_hash(size, tokens, eos):
-    """tokens: id -> (bytes, special). The serialization of index/vocabulary.h."""
+    """tokens: id -> (bytes, special). The serialization of tokenizer/vocabulary.h."""
     h = hashlib.sha256()
     h.update(b"maskd-vocab-v1\n")
     h.update(struct.pack("<I", size))
@@ -337,7 +337,7 @@ def main():
         out = {
             "comment": "Written by scripts/tokenizer_digests.py after checking every token "
                        "against HF tokenizers; sha256 is maskd's Vocabulary::content_hash "
-                       "(serialization in index/vocabulary.h), recomputed in Python.",
+                       "(serialization in tokenizer/vocabulary.h), recomputed in Python.",
             "tokenizers_version": __import__("tokenizers").__version__,
             "tokenizers": digests,
         }

@@ -20,7 +20,7 @@ namespace maskd {
 struct IndexCache::Entry {
   std::string id;
   std::string tokenizer;
-  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const TokenizerContext> context;
   ConstraintKind kind = ConstraintKind::kRegex;
   GrammarFormat grammar_format = GrammarFormat::kLark;
   SchemaRoute schema_route = SchemaRoute::kAuto;
@@ -122,7 +122,7 @@ struct IndexLease::Shared {
     info.index = e.index;
     info.kind = e.kind;
     info.tokenizer = e.tokenizer;
-    info.vocab_size = e.vocab->size();
+    info.vocab_size = e.context->vocabulary().size();
     if (e.index) {
       info.dfa_states = e.index->num_dfa_states();
       info.memory_bytes = e.index->MemoryBytes();
@@ -256,7 +256,7 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
   if (spec.kind == ConstraintKind::kJsonSchema || spec.kind == ConstraintKind::kStructuralTag) {
     add(JsonSchemaOptionsKey(JsonSchemaOptions()));
   }
-  add(spec.vocab ? spec.vocab->content_hash() : "");
+  add(spec.context ? spec.context->vocabulary().content_hash() : "");
   add(spec.eager ? "eager" : "lazy");
   add(spec.constraint);
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -267,7 +267,7 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
 }
 
 absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback on_done) {
-  if (!spec.vocab) return absl::InvalidArgumentError("no tokenizer");
+  if (!spec.context) return absl::InvalidArgumentError("no tokenizer");
   std::string id = IndexId(spec);
   auto& s = *shared_;
   std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
@@ -300,7 +300,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   auto e = std::make_shared<Entry>();
   e->id = id;
   e->tokenizer = spec.tokenizer;
-  e->vocab = spec.vocab;
+  e->context = spec.context;
   e->kind = spec.kind;
   e->grammar_format = spec.grammar_format;
   e->schema_route = spec.schema_route;
@@ -441,7 +441,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     constraint.grammar.limits = o.grammar;
     constraint.grammar.index = o.grammar_index;
     constraint.grammar.index.budget = shared_->mask_budget;
-    auto compiled = CompileConstraint(constraint, e->vocab, options);
+    auto compiled = CompileConstraint(constraint, e->context, options);
     if (compiled.ok()) {
       index = std::move(compiled->index);
     } else {

@@ -49,7 +49,7 @@
 #include "automaton/regex.h"
 #include "constraint/compile.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "schema/json_schema.h"
 
 namespace maskd {
@@ -88,7 +88,7 @@ struct IndexCacheOptions {
 
 struct CompileSpec {
   std::string tokenizer;  // name, reported back
-  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const TokenizerContext> context;
   ConstraintKind kind = ConstraintKind::kRegex;
   std::string constraint;
   GrammarFormat grammar_format = GrammarFormat::kLark;  // kGrammar only

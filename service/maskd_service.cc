@@ -54,11 +54,12 @@ void FillCompile(const IndexInfo& info, v1::CompileResponse* resp) {
 
 void FillTokenizer(const TokenizerEntry& e, v1::Tokenizer* t) {
   t->set_name(e.name);
-  t->set_content_hash(e.vocab->content_hash());
-  t->set_vocab_size(e.vocab->size());
-  t->set_num_tokens(e.vocab->num_tokens());
-  for (uint32_t id : e.vocab->eos_ids()) t->add_eos_ids(id);
-  t->set_kind(std::string(TokenizerKindName(e.vocab->kind())));
+  const Vocabulary& v = e.vocab();
+  t->set_content_hash(v.content_hash());
+  t->set_vocab_size(v.size());
+  t->set_num_tokens(v.num_tokens());
+  for (uint32_t id : v.eos_ids()) t->add_eos_ids(id);
+  t->set_kind(std::string(TokenizerKindName(v.kind())));
   t->set_source(e.source);
 }
 
@@ -214,7 +215,7 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   }
   auto tok = tokenizers_->Get(req->tokenizer());
   if (!tok.ok()) return Done(ctx, "Detokenize", tok.status());
-  const Vocabulary& v = *tok->vocab;
+  const Vocabulary& v = tok->vocab();
   std::string* text = resp->mutable_text();
   for (uint32_t id : req->tokens()) {
     if (id >= v.size()) {
@@ -289,7 +290,7 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
   auto tok = tokenizers_->Get(req.tokenizer());
   if (!tok.ok()) return tok.status();
   spec.tokenizer = tok->name;
-  spec.vocab = tok->vocab;
+  spec.context = tok->context;
   spec.eager = req.options().eager();
   switch (req.options().schema_route()) {
     case v1::SCHEMA_ROUTE_AUTO: spec.schema_route = SchemaRoute::kAuto; break;

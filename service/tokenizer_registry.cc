@@ -7,7 +7,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "index/loop_masks.h"
 #include "service/quote.h"
 
 namespace maskd {
@@ -64,7 +63,7 @@ absl::StatusOr<std::vector<std::string>> TokenizerRegistry::LoadDir(
       errors->push_back(absl::StrCat("tokenizer '", name, "': ", vocab.status().message()));
       continue;
     }
-    absl::Status s = Add(TokenizerEntry{name, "dir", *std::move(vocab)});
+    absl::Status s = Add(TokenizerEntry{name, "dir", MakeContext(*std::move(vocab))});
     if (!s.ok()) {
       errors->push_back(absl::StrCat("tokenizer '", name, "': ", s.message()));
       continue;
@@ -74,11 +73,18 @@ absl::StatusOr<std::vector<std::string>> TokenizerRegistry::LoadDir(
   return names;
 }
 
+std::shared_ptr<const TokenizerContext> TokenizerRegistry::MakeContext(
+    std::shared_ptr<const Vocabulary> vocab) const {
+  TokenizerContext::Options options;
+  options.loop_mask_bytes = loop_mask_bytes_;
+  return TokenizerContext::Create(std::move(vocab), options);
+}
+
 absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(entry.name);
   if (it != entries_.end()) {
-    if (it->second.vocab->content_hash() == entry.vocab->content_hash()) return absl::OkStatus();
+    if (it->second.vocab().content_hash() == entry.vocab().content_hash()) return absl::OkStatus();
     return absl::AlreadyExistsError(
         absl::StrCat("tokenizer ", QuoteInput(entry.name), " is already registered with other content"));
   }
@@ -86,7 +92,6 @@ absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
   }
-  entry.vocab->loop_masks().set_max_bytes(loop_mask_bytes_);
   std::string name = entry.name;
   entries_.emplace(std::move(name), std::move(entry));
   return absl::OkStatus();
@@ -115,7 +120,7 @@ absl::StatusOr<TokenizerEntry> TokenizerRegistry::Register(absl::string_view nam
     if (vocab.status().code() == absl::StatusCode::kInvalidArgument) return vocab.status();
     return absl::InvalidArgumentError(vocab.status().message());
   }
-  TokenizerEntry entry{std::string(name), "registered", *std::move(vocab)};
+  TokenizerEntry entry{std::string(name), "registered", MakeContext(*std::move(vocab))};
   if (absl::Status s = Add(entry); !s.ok()) return s;
   return Get(name);
 }

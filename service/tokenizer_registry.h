@@ -4,8 +4,10 @@
 // holding tokenizer.json[.gz] and optionally tokenizer_config.json and a
 // `vocab_size` file with the model's logits width as a decimal integer) and
 // extended at run time from tokenizer.json bytes. A name never changes its
-// vocabulary once registered. Thread-safe; lookups take a reader lock (not on
-// the Step path: sessions hold their vocabulary through their index).
+// vocabulary once registered. Each name holds one TokenizerContext (the
+// vocabulary, its token trie and loop-mask memo), shared by every index
+// compiled for it. Thread-safe; lookups take a reader lock (not on the Step
+// path: sessions hold their tokenizer through their index).
 #ifndef MASKD_SERVICE_TOKENIZER_REGISTRY_H_
 #define MASKD_SERVICE_TOKENIZER_REGISTRY_H_
 
@@ -19,23 +21,25 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 
 struct TokenizerEntry {
   std::string name;
   std::string source;  // "dir" or "registered"
-  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const TokenizerContext> context;  // never null
+  const Vocabulary& vocab() const { return context->vocabulary(); }
 };
 
 class TokenizerRegistry {
  public:
   // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that). Each
-  // vocabulary's shared loop masks (index/loop_masks.h) keep at most
+  // tokenizer's shared loop masks (index/loop_masks.h) keep at most
   // `loop_mask_bytes`.
   explicit TokenizerRegistry(size_t max_tokenizers = 64,
-                             size_t loop_mask_bytes = size_t{64} << 20)
+                             size_t loop_mask_bytes = LoopMasks::kDefaultMaxBytes)
       : max_tokenizers_(max_tokenizers), loop_mask_bytes_(loop_mask_bytes) {}
 
   // Loads every subfolder of `dir` (following symlinks). `vocab_sizes`
@@ -63,6 +67,9 @@ class TokenizerRegistry {
 
  private:
   absl::Status Add(TokenizerEntry entry);
+  // `vocab`'s context, its memo bounded by loop_mask_bytes_.
+  std::shared_ptr<const TokenizerContext> MakeContext(
+      std::shared_ptr<const Vocabulary> vocab) const;
 
   const size_t max_tokenizers_;
   const size_t loop_mask_bytes_;

@@ -10,7 +10,8 @@
 //
 // Prints one JSON line (times in ms unless named _us; wall time unless
 // --clock cpu, the process's CPU time, which a loaded machine distorts less):
-//   vocab_load_ms   tokenizer load (not part of any other figure)
+//   vocab_load_ms   tokenizer load and its context (trie, loop-mask byte index;
+//                   not part of any other figure)
 //   compile_ms      parse + DFA + index creation (lazy: no mask yet)
 //   first_mask_ms   the start state's mask, after compile
 //   ttfm_ms         compile_ms + first_mask_ms (regex -> first mask)
@@ -50,7 +51,8 @@
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace {
 
@@ -110,12 +112,13 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   auto vocab = maskd::Vocabulary::Load(tokenizer);
   if (!vocab.ok()) Die(std::string(vocab.status().message()));
+  const auto context = maskd::TokenizerContext::Create(*vocab);
   const double vocab_load_ms = MsSince(t0);
 
   maskd::CompileOptions options;
   options.index.share_loops = share_loops;
   t0 = Clock::now();
-  auto compiled = maskd::CompileConstraint(maskd::Constraint::Regex(regex), *vocab, options);
+  auto compiled = maskd::CompileConstraint(maskd::Constraint::Regex(regex), context, options);
   const double compile_ms = MsSince(t0);
   if (!compiled.ok()) Die(absl::StrCat("compile: ", compiled.status().message()));
   const std::shared_ptr<const maskd::TokenIndex> index = compiled->index->token_index();
@@ -240,7 +243,7 @@ int main(int argc, char** argv) {
     if (!dfa.ok()) Die(std::string(dfa.status().message()));
     std::vector<double> us;
     for (int r = 0; r < scratch_reps; ++r) {
-      auto fresh = maskd::TokenIndex::Create(*dfa, *vocab, options.index);
+      auto fresh = maskd::TokenIndex::Create(*dfa, context, options.index);
       auto s0 = Clock::now();
       fresh->WriteMask(fresh->start(), mask.data());
       us.push_back(MsSince(s0) * 1000.0);

@@ -17,7 +17,8 @@
 //
 // Prints one JSON line (times in ms unless named _us; wall time unless
 // --clock cpu, this process's CPU time):
-//   vocab_load_ms   tokenizer load (not part of any other figure)
+//   vocab_load_ms   tokenizer load and its context (trie, loop-mask byte index;
+//                   not part of any other figure)
 //   compile_ms      grammar text -> GrammarIndex (front end + Create; the
 //                   file is read before the clock starts)
 //   first_mask_ms   GrammarGuide::Create + its first mask
@@ -55,7 +56,8 @@
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
 #include "index/random_walk.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace {
 
@@ -155,13 +157,14 @@ int main(int argc, char** argv) {
   double t0 = NowMs();
   auto vocab = maskd::Vocabulary::Load(tokenizer);
   if (!vocab.ok()) Die(std::string(vocab.status().message()));
+  const auto context = maskd::TokenizerContext::Create(*vocab);
   const double vocab_load_ms = MsSince(t0);
   const maskd::Vocabulary& v = **vocab;
 
   t0 = NowMs();
   auto g = maskd::grammar::ParseGrammarText(grammar_text, *grammar_format);
   if (!g.ok()) Die(absl::StrCat(grammar_path, ": ", g.status().message()));
-  auto index = GrammarIndex::Create(*g, *vocab);
+  auto index = GrammarIndex::Create(*g, context);
   const double compile_ms = MsSince(t0);
   if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
   const uint32_t nw = (*index)->num_words();

@@ -56,7 +56,8 @@
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 #ifdef MASKD_SOAK_WITH_SHM
 #include "client/shm_client.h"
 #endif
@@ -168,9 +169,9 @@ class Oracle {
   absl::Status Init(const std::string& tokenizer_dir) {
     auto vocab = Vocabulary::Load(tokenizer_dir + "/qwen3");
     if (!vocab.ok()) return vocab.status();
-    vocab_ = *vocab;
+    context_ = TokenizerContext::Create(*std::move(vocab));
     for (const char* r : kFixed) {
-      auto ix = CompileRegex(r, vocab_);
+      auto ix = CompileRegex(r, context_);
       if (!ix.ok()) return ix.status();
       fixed_.push_back(*ix);
     }
@@ -178,11 +179,11 @@ class Oracle {
   }
   const std::shared_ptr<const TokenIndex>& fixed(int i) const { return fixed_[i]; }
   absl::StatusOr<std::shared_ptr<const TokenIndex>> Compile(const std::string& regex) const {
-    return CompileRegex(regex, vocab_);
+    return CompileRegex(regex, context_);
   }
 
  private:
-  std::shared_ptr<const Vocabulary> vocab_;
+  std::shared_ptr<const TokenizerContext> context_;
   std::vector<std::shared_ptr<const TokenIndex>> fixed_;
 };
 

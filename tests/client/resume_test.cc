@@ -20,7 +20,8 @@
 #include "gtest/gtest.h"
 #include "index/guide.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 namespace {
@@ -53,8 +54,9 @@ class Offline {
   Offline() {
     auto vocab = Vocabulary::Load(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3");
     EXPECT_TRUE(vocab.ok()) << vocab.status();
+    auto context = TokenizerContext::Create(*vocab);
     for (const char* r : kRegexes) {
-      auto ix = CompileRegex(r, *vocab);
+      auto ix = CompileRegex(r, context);
       EXPECT_TRUE(ix.ok()) << ix.status();
       indexes_.push_back(*ix);
     }

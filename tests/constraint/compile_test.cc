@@ -22,7 +22,7 @@
 namespace maskd {
 namespace {
 
-using ::maskd::testing::BundledVocabulary;
+using ::maskd::testing::BundledTokenizer;
 using ::testing::HasSubstr;
 
 // Masks of the first `max_states` live states agree (both indexes come from
@@ -41,21 +41,21 @@ void ExpectSameMasks(const TokenIndex& a, const TokenIndex& b, uint32_t max_stat
 }
 
 TEST(CompileConstraint, RegexGivesCompileRegexsIndex) {
-  auto vocab = BundledVocabulary();
+  auto context = BundledTokenizer();
   for (const std::string regex : {"[0-9]+", "(cat|dog)s?", R"([a-z]{2,5}@[a-z]+\.(com|org))",
                                   R"re(\{"a": "[^"\\]{0,12}"\})re"}) {
     SCOPED_TRACE(regex);
-    auto compiled = CompileConstraint(Constraint::Regex(regex), vocab);
+    auto compiled = CompileConstraint(Constraint::Regex(regex), context);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     EXPECT_TRUE(compiled->warnings.empty());
-    auto old = CompileRegex(regex, vocab);
+    auto old = CompileRegex(regex, context);
     ASSERT_TRUE(old.ok()) << old.status();
     ExpectSameMasks(*compiled->index->token_index(), **old);
   }
 }
 
 TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
-  auto vocab = BundledVocabulary();
+  auto context = BundledTokenizer();
   const std::string schemas[] = {
       R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
           "age":{"type":"integer","minimum":0,"maximum":150},
@@ -70,20 +70,20 @@ TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
   for (const JsonSchemaOptions& options : {JsonSchemaOptions(), compact}) {
     for (const std::string& schema : schemas) {
       SCOPED_TRACE(schema);
-      auto compiled = CompileConstraint(Constraint::JsonSchema(schema, options), vocab);
+      auto compiled = CompileConstraint(Constraint::JsonSchema(schema, options), context);
       ASSERT_TRUE(compiled.ok()) << compiled.status();
       // The stages by hand, as the service, maskctl and maskbench ran them.
       auto converted = JsonSchemaToRegex(schema, options);
       ASSERT_TRUE(converted.ok()) << converted.status();
       CompileOptions regex_options;
       regex_options.regex.max_pattern_bytes = options.max_regex_bytes;
-      auto old = CompileRegex(converted->regex, vocab, regex_options);
+      auto old = CompileRegex(converted->regex, context, regex_options);
       ASSERT_TRUE(old.ok()) << old.status();
       ExpectSameMasks(*compiled->index->token_index(), **old);
       EXPECT_EQ(compiled->warnings, converted->warnings);
     }
   }
-  auto unique = CompileConstraint(Constraint::JsonSchema(schemas[3]), vocab);
+  auto unique = CompileConstraint(Constraint::JsonSchema(schemas[3]), context);
   ASSERT_TRUE(unique.ok());
   ASSERT_EQ(unique->warnings.size(), 1u);
   EXPECT_THAT(unique->warnings[0], HasSubstr("uniqueItems"));
@@ -93,7 +93,7 @@ TEST(CompileConstraint, EagerPrecomputesEveryReachableState) {
   CompileOptions options;
   options.eager = true;
   auto compiled =
-      CompileConstraint(Constraint::JsonSchema(R"({"enum":["yes","no"]})"), BundledVocabulary(),
+      CompileConstraint(Constraint::JsonSchema(R"({"enum":["yes","no"]})"), BundledTokenizer(),
                         options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_GT(compiled->index->token_index()->num_computed_states(), 1u);
@@ -113,7 +113,7 @@ std::string SlowSchema(int n) {
 }
 
 TEST(CompileConstraint, SpentBudgetStopsBeforeAnyStage) {
-  auto vocab = BundledVocabulary();
+  auto context = BundledTokenizer();
   std::atomic<bool> cancel{true};
   CompileOptions cancelled;
   cancelled.dfa.cancel = &cancel;
@@ -121,9 +121,9 @@ TEST(CompileConstraint, SpentBudgetStopsBeforeAnyStage) {
   expired.dfa.deadline = absl::InfinitePast();
   for (const Constraint& c :
        {Constraint::Regex("[0-9]+"), Constraint::JsonSchema(R"({"type":"integer"})")}) {
-    EXPECT_EQ(CompileConstraint(c, vocab, cancelled).status().code(),
+    EXPECT_EQ(CompileConstraint(c, context, cancelled).status().code(),
               absl::StatusCode::kCancelled);
-    EXPECT_EQ(CompileConstraint(c, vocab, expired).status().code(),
+    EXPECT_EQ(CompileConstraint(c, context, expired).status().code(),
               absl::StatusCode::kDeadlineExceeded);
   }
 }
@@ -133,7 +133,7 @@ TEST(CompileConstraint, DeadlineTripsInsideSchemaConversion) {
   CompileOptions options;
   options.dfa.deadline = absl::Now() + absl::Milliseconds(100);
   const absl::Time start = absl::Now();
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledVocabulary(), options);
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledTokenizer(), options);
   const absl::Duration took = absl::Now() - start;
   ASSERT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   EXPECT_EQ(FailedStage(r.status()), CompileStage::kConvert);
@@ -151,7 +151,7 @@ TEST(CompileConstraint, CancelTripsInsideSchemaConversion) {
     cancel.store(true);
   });
   const absl::Time start = absl::Now();
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledVocabulary(), options);
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledTokenizer(), options);
   const absl::Duration took = absl::Now() - start;
   canceller.join();
   ASSERT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
@@ -186,15 +186,15 @@ TEST(JsonSchemaBudget, DeadlineTripsInsideTheConvertersDfaBuild) {
 // automaton does not fit.
 TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
   const std::string schema = R"({"type":"string","enum":["ab","abcd"],"maxLength":3})";
-  auto vocab = BundledVocabulary();
-  auto filtered = CompileConstraint(Constraint::JsonSchema(schema), vocab);
+  auto context = BundledTokenizer();
+  auto filtered = CompileConstraint(Constraint::JsonSchema(schema), context);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
   EXPECT_TRUE(filtered->index->token_index()->dfa().Matches(R"("ab")"));
   EXPECT_FALSE(filtered->index->token_index()->dfa().Matches(R"("abcd")"));
 
   CompileOptions capped;
   capped.dfa.max_states = 12;  // the result needs 8 states, the filter 43
-  auto kept = CompileConstraint(Constraint::JsonSchema(schema), vocab, capped);
+  auto kept = CompileConstraint(Constraint::JsonSchema(schema), context, capped);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("ab")"));
   EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("abcd")"));
@@ -207,7 +207,7 @@ TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
 }
 
 TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
-  auto vocab = BundledVocabulary();
+  auto context = BundledTokenizer();
   const std::string object_schema =
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}})";
   struct Case {
@@ -239,7 +239,7 @@ TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.constraint.text);
-    auto r = CompileConstraint(c.constraint, vocab, c.options);
+    auto r = CompileConstraint(c.constraint, context, c.options);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
     EXPECT_THAT(r.status().message(), HasSubstr(c.limit));
   }
@@ -248,7 +248,7 @@ TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
 // A converted regex may be as long as max_regex_bytes allows, past the
 // regex parser's max_pattern_bytes for hand-written regexes.
 TEST(CompileConstraint, SchemaRouteTakesTheConvertersRegexLimit) {
-  auto vocab = BundledVocabulary();
+  auto context = BundledTokenizer();
   const std::string schema =
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},
           "required":["a","b"],"additionalProperties":false})";
@@ -257,27 +257,27 @@ TEST(CompileConstraint, SchemaRouteTakesTheConvertersRegexLimit) {
   auto converted = JsonSchemaToRegex(schema);
   ASSERT_TRUE(converted.ok());
   ASSERT_GT(converted->regex.size(), 32u);
-  EXPECT_EQ(CompileRegex(converted->regex, vocab, options).status().code(),
+  EXPECT_EQ(CompileRegex(converted->regex, context, options).status().code(),
             absl::StatusCode::kResourceExhausted);
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), vocab, options);
+  auto r = CompileConstraint(Constraint::JsonSchema(schema), context, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->index->token_index()->dfa().Matches(R"({"a": "x", "b": 1})"));
   // The same text as a regex is held to max_pattern_bytes.
-  EXPECT_EQ(CompileConstraint(Constraint::Regex(converted->regex), vocab, options).status().code(),
+  EXPECT_EQ(CompileConstraint(Constraint::Regex(converted->regex), context, options).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
 
 TEST(CompileConstraint, ErrorsNameTheirStage) {
-  auto vocab = BundledVocabulary();
-  auto bad_schema = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","pattern":"(a)\\1"})"), vocab);
+  auto context = BundledTokenizer();
+  auto bad_schema = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","pattern":"(a)\\1"})"), context);
   ASSERT_EQ(bad_schema.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(bad_schema.status()), CompileStage::kConvert);
-  auto bad_regex = CompileConstraint(Constraint::Regex("(a"), vocab);
+  auto bad_regex = CompileConstraint(Constraint::Regex("(a"), context);
   ASSERT_EQ(bad_regex.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(bad_regex.status()), CompileStage::kIndex);
   CompileOptions tiny;
   tiny.dfa.max_states = 4;
-  auto big = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), vocab, tiny);
+  auto big = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), context, tiny);
   ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(FailedStage(big.status()), CompileStage::kIndex);
 }

@@ -17,6 +17,7 @@
 namespace maskd {
 namespace {
 
+using ::maskd::testing::BundledTokenizer;
 using ::maskd::testing::BundledVocabulary;
 using ::testing::HasSubstr;
 
@@ -28,7 +29,7 @@ ws ::= [ ]*
 
 std::shared_ptr<const ConstraintIndex> Compile(const Constraint& c,
                                                const CompileOptions& options = {}) {
-  auto compiled = CompileConstraint(c, BundledVocabulary(), options);
+  auto compiled = CompileConstraint(c, BundledTokenizer(), options);
   EXPECT_TRUE(compiled.ok()) << compiled.status();
   return compiled.ok() ? compiled->index : nullptr;
 }
@@ -240,8 +241,8 @@ TEST(ConstraintGuide, ChartBudgetBoundsGrammarGuidesTogether) {
 }
 
 TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {
-  auto vocab = BundledVocabulary();
-  auto bad = CompileConstraint(Constraint::Grammar("root ::= [z-a]\n", GrammarFormat::kGbnf), vocab);
+  auto context = BundledTokenizer();
+  auto bad = CompileConstraint(Constraint::Grammar("root ::= [z-a]\n", GrammarFormat::kGbnf), context);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("line 1, column"));
   EXPECT_EQ(FailedStage(bad.status()), CompileStage::kConvert);
@@ -249,27 +250,27 @@ TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {
   GrammarCompileOptions small;
   small.limits.max_text_bytes = 8;
   auto big = CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf, small),
-                               vocab);
+                               context);
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(big.status().message(), HasSubstr("max_text_bytes"));
 
   CompileOptions capped;
   capped.dfa.max_states = 2;
   auto states = CompileConstraint(
-      Constraint::Grammar("start: /[a-z]{1,20}/\n", GrammarFormat::kLark), vocab, capped);
+      Constraint::Grammar("start: /[a-z]{1,20}/\n", GrammarFormat::kLark), context, capped);
   EXPECT_EQ(states.status().code(), absl::StatusCode::kResourceExhausted) << states.status();
 
   std::atomic<bool> cancel{true};
   CompileOptions cancelled;
   cancelled.dfa.cancel = &cancel;
-  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), vocab,
+  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), context,
                               cancelled)
                 .status()
                 .code(),
             absl::StatusCode::kCancelled);
   CompileOptions expired;
   expired.dfa.deadline = absl::Now() - absl::Seconds(1);
-  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), vocab,
+  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), context,
                               expired)
                 .status()
                 .code(),
@@ -278,7 +279,7 @@ TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {
   for (auto [format, text] : {std::pair{GrammarFormat::kLark, "start: \"a\" | \"b\"\n"},
                               std::pair{GrammarFormat::kGbnf, "root ::= \"a\" | \"b\"\n"},
                               std::pair{GrammarFormat::kEbnf, "root ::= \"a\" | \"b\"\n"}}) {
-    auto ok = CompileConstraint(Constraint::Grammar(text, format), vocab);
+    auto ok = CompileConstraint(Constraint::Grammar(text, format), context);
     ASSERT_TRUE(ok.ok()) << GrammarFormatName(format) << ": " << ok.status();
     EXPECT_EQ(ok->index->route(), ConstraintRoute::kGrammar);
     EXPECT_TRUE(ok->warnings.empty());

@@ -167,16 +167,18 @@ bool Spell(ConstraintGuide& guide, const Vocabulary& vocab, const std::string& t
 }
 
 TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
-  auto vocab = testing::BundledVocabulary();
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
   auto c = CompileConstraint(
-      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"type":"integer"}}})"), vocab);
+      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"type":"integer"}}})"), tokenizer);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
 }
 
 TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
-  auto vocab = testing::BundledVocabulary();
-  auto c = CompileConstraint(Constraint::JsonSchema(kTree), vocab);
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  auto c = CompileConstraint(Constraint::JsonSchema(kTree), tokenizer);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   EXPECT_TRUE(c->warnings.empty());
@@ -195,7 +197,7 @@ TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
   // is refused there.
   Constraint regex_route = Constraint::JsonSchema(kTree);
   regex_route.schema_route = SchemaRoute::kRegex;
-  auto r = CompileConstraint(regex_route, vocab);
+  auto r = CompileConstraint(regex_route, tokenizer);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->index->route(), ConstraintRoute::kRegex);
   ASSERT_FALSE(r->warnings.empty());
@@ -206,10 +208,11 @@ TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
 }
 
 TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
-  auto vocab = testing::BundledVocabulary();
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
   Constraint grammar_route = Constraint::JsonSchema(R"({"type":"object"})");
   grammar_route.schema_route = SchemaRoute::kGrammar;
-  auto c = CompileConstraint(grammar_route, vocab);
+  auto c = CompileConstraint(grammar_route, tokenizer);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   std::string deep = "1";
@@ -220,7 +223,7 @@ TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
   ASSERT_TRUE(Spell(*guide, *vocab, deep)) << deep;
   EXPECT_TRUE(guide->IsAccepting());
   // The regex route (the automatic choice here) nests any value 2 deep.
-  auto auto_route = CompileConstraint(Constraint::JsonSchema(R"({"type":"object"})"), vocab);
+  auto auto_route = CompileConstraint(Constraint::JsonSchema(R"({"type":"object"})"), tokenizer);
   ASSERT_TRUE(auto_route.ok());
   EXPECT_EQ(auto_route->index->route(), ConstraintRoute::kRegex);
   auto rg = ConstraintGuide::Create(auto_route->index);
@@ -241,8 +244,9 @@ TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
   auto regex = JsonSchemaToRegex(schema, o);
   ASSERT_FALSE(regex.ok());
   EXPECT_EQ(regex.status().code(), absl::StatusCode::kResourceExhausted);
-  auto vocab = testing::BundledVocabulary();
-  auto c = CompileConstraint(Constraint::JsonSchema(schema, o), vocab);
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  auto c = CompileConstraint(Constraint::JsonSchema(schema, o), tokenizer);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   auto guide = ConstraintGuide::Create(c->index);
@@ -252,13 +256,14 @@ TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
 }
 
 TEST(SchemaRoutes, ErrorsOfBothRoutes) {
-  auto vocab = testing::BundledVocabulary();
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
   // Refused by the converter: the same message once, not twice.
-  auto bad = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","format":"bogus-x"})"), vocab);
+  auto bad = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","format":"bogus-x"})"), tokenizer);
   if (!bad.ok()) {
     EXPECT_THAT(std::string(bad.status().message()), ::testing::Not(HasSubstr("on the regex route")));
   }
-  auto unsupported = CompileConstraint(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})"), vocab);
+  auto unsupported = CompileConstraint(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})"), tokenizer);
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(unsupported.status()), CompileStage::kConvert);
@@ -266,7 +271,7 @@ TEST(SchemaRoutes, ErrorsOfBothRoutes) {
   // A recursion without a base case has no instance on either route.
   auto endless = CompileConstraint(
       Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})"),
-      vocab);
+      tokenizer);
   ASSERT_FALSE(endless.ok());
   EXPECT_EQ(endless.status().code(), absl::StatusCode::kInvalidArgument);
   // A deadline that has passed ends the compilation, on whichever route.
@@ -275,7 +280,7 @@ TEST(SchemaRoutes, ErrorsOfBothRoutes) {
     c.schema_route = route;
     CompileOptions late;
     late.dfa.deadline = absl::Now() - absl::Seconds(1);
-    auto r = CompileConstraint(c, vocab, late);
+    auto r = CompileConstraint(c, tokenizer, late);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << SchemaRouteName(route);
   }

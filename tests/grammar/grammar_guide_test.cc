@@ -47,7 +47,7 @@ Grammar Parse(const std::string& name) {
 
 std::shared_ptr<const GrammarIndex> MustIndex(const Grammar& g,
                                               const GrammarIndex::Options& options = {}) {
-  auto index = GrammarIndex::Create(g, testing::BundledVocabulary(), options);
+  auto index = GrammarIndex::Create(g, testing::BundledTokenizer(), options);
   EXPECT_TRUE(index.ok()) << index.status();
   return index.ok() ? *index : nullptr;
 }

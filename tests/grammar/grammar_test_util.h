@@ -12,7 +12,7 @@
 #include "grammar/earley_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd::testing {
 

@@ -309,12 +309,12 @@ class GrammarVocabulariesTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GrammarVocabulariesTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
   const Case& c = GetParam();
-  std::shared_ptr<const Vocabulary> vocab = testing::SharedVocabulary(c.tokenizer);
-  if (vocab == nullptr) GTEST_SKIP() << "../shared/tokenizers/" << c.tokenizer << " is absent";
+  std::shared_ptr<const TokenizerContext> tokenizer = testing::SharedTokenizer(c.tokenizer);
+  if (tokenizer == nullptr) GTEST_SKIP() << "../shared/tokenizers/" << c.tokenizer << " is absent";
   const auto t0 = std::chrono::steady_clock::now();
   auto g = ParseGrammarFile(c.grammar);
   ASSERT_TRUE(g.ok()) << g.status();
-  auto index = GrammarIndex::Create(*g, vocab);
+  auto index = GrammarIndex::Create(*g, tokenizer);
   ASSERT_TRUE(index.ok()) << index.status();
   auto reference = EarleyRecognizer::Create(*g);
   ASSERT_TRUE(reference.ok()) << reference.status();

@@ -17,7 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::shared_ptr<const TokenIndex> Compile(const std::string& regex) {
-  auto index = CompileRegex(regex, testing::BundledVocabulary());
+  auto index = CompileRegex(regex, testing::BundledTokenizer());
   EXPECT_TRUE(index.ok()) << index.status();
   return *index;
 }

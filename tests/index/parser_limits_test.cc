@@ -16,10 +16,10 @@
 #include "automaton/regex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/tokenizer_json.h"
-#include "index/vocabulary.h"
 #include "schema/internal/json_schema_internal.h"
 #include "schema/json_schema.h"
+#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 namespace {

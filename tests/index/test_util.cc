@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace maskd::testing {
 
@@ -21,36 +22,45 @@ const std::vector<std::string>& SharedTokenizerNames() {
   return *names;
 }
 
-std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name) {
+std::shared_ptr<const TokenizerContext> SharedTokenizer(const std::string& name) {
   static std::mutex mu;
-  static auto* cache = new std::map<std::string, std::shared_ptr<const Vocabulary>>();
+  static auto* cache = new std::map<std::string, std::shared_ptr<const TokenizerContext>>();
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(name);
   if (it != cache->end()) return it->second;
   std::string path = SharedTokenizerPath(name);
-  std::shared_ptr<const Vocabulary> v;
+  std::shared_ptr<const TokenizerContext> context;
   if (!path.empty()) {
     auto loaded = Vocabulary::Load(path);
     if (!loaded.ok()) {
       std::fprintf(stderr, "loading %s: %s\n", path.c_str(), loaded.status().ToString().c_str());
       std::abort();
     }
-    v = *loaded;
+    context = TokenizerContext::Create(*std::move(loaded));
   }
-  (*cache)[name] = v;
-  return v;
+  (*cache)[name] = context;
+  return context;
 }
 
-std::shared_ptr<const Vocabulary> BundledVocabulary() {
-  static std::shared_ptr<const Vocabulary> v = [] {
+std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name) {
+  std::shared_ptr<const TokenizerContext> context = SharedTokenizer(name);
+  return context == nullptr ? nullptr : context->shared_vocabulary();
+}
+
+std::shared_ptr<const TokenizerContext> BundledTokenizer() {
+  static std::shared_ptr<const TokenizerContext> context = [] {
     auto loaded = Vocabulary::Load(BundledTokenizerPath());
     if (!loaded.ok()) {
       std::fprintf(stderr, "loading bundled tokenizer: %s\n", loaded.status().ToString().c_str());
       std::abort();
     }
-    return *loaded;
+    return TokenizerContext::Create(*std::move(loaded));
   }();
-  return v;
+  return context;
+}
+
+std::shared_ptr<const Vocabulary> BundledVocabulary() {
+  return BundledTokenizer()->shared_vocabulary();
 }
 
 int Scaled(int full, int quick) { return std::getenv("MASKD_TEST_QUICK") != nullptr ? quick : full; }

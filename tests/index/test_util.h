@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd::testing {
 
@@ -16,9 +17,16 @@ std::string BundledTokenizerPath();
 std::string SharedTokenizerPath(const std::string& name);
 // The five shared tokenizers' names.
 const std::vector<std::string>& SharedTokenizerNames();
-// Loads (and caches for the process) a shared tokenizer; null when absent.
+// Loads (and caches for the process) a shared tokenizer with its context (one
+// per name and process, so its loop-mask memo is shared as in a server);
+// null when absent.
+std::shared_ptr<const TokenizerContext> SharedTokenizer(const std::string& name);
+// SharedTokenizer(name)'s vocabulary; null when absent.
 std::shared_ptr<const Vocabulary> SharedVocabulary(const std::string& name);
-// Loads (and caches) the bundled tokenizer; aborts the test binary on failure.
+// Loads (and caches) the bundled tokenizer with its context; aborts the test
+// binary on failure.
+std::shared_ptr<const TokenizerContext> BundledTokenizer();
+// BundledTokenizer()'s vocabulary.
 std::shared_ptr<const Vocabulary> BundledVocabulary();
 
 // `full`, or `quick` when MASKD_TEST_QUICK is set in the environment (the

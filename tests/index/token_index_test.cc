@@ -74,9 +74,10 @@ bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {
 
 // Compares the masks of up to `max_states` states reachable through tokens
 // (breadth-first from the start) with a brute-force walk of every token id.
-void CheckAgainstBruteForce(std::shared_ptr<const Vocabulary> vocab, const std::string& regex,
-                            int max_states) {
-  auto index = CompileRegex(regex, vocab);
+void CheckAgainstBruteForce(std::shared_ptr<const TokenizerContext> context,
+                            const std::string& regex, int max_states) {
+  const std::shared_ptr<const Vocabulary>& vocab = context->shared_vocabulary();
+  auto index = CompileRegex(regex, context);
   ASSERT_TRUE(index.ok()) << regex << ": " << index.status();
   const TokenIndex& ix = **index;
   std::vector<uint32_t> mask(ix.num_words());
@@ -118,18 +119,20 @@ void CheckAgainstBruteForce(std::shared_ptr<const Vocabulary> vocab, const std::
 }
 
 TEST(TokenIndex, MasksEqualBruteForceOnBundledTokenizer) {
-  for (const auto& regex : AllRegexes()) CheckAgainstBruteForce(testing::BundledVocabulary(), regex, 12);
+  for (const auto& regex : AllRegexes()) {
+    CheckAgainstBruteForce(testing::BundledTokenizer(), regex, 12);
+  }
 }
 
 TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
   int checked = 0;
   for (const auto& name : testing::SharedTokenizerNames()) {
-    auto vocab = testing::SharedVocabulary(name);
-    if (!vocab) continue;
+    auto context = testing::SharedTokenizer(name);
+    if (!context) continue;
     ++checked;
     for (const auto& regex : AllRegexes()) {
       SCOPED_TRACE(name);
-      CheckAgainstBruteForce(vocab, regex, testing::Scaled(4, 2));
+      CheckAgainstBruteForce(context, regex, testing::Scaled(4, 2));
     }
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
@@ -141,7 +144,7 @@ TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
   options.vocab_size = 151936;  // Qwen3 models pad logits to this width
   auto vocab = Vocabulary::Load(testing::BundledTokenizerPath(), options);
   ASSERT_TRUE(vocab.ok()) << vocab.status();
-  auto index = CompileRegex("[^Z]*", *vocab);
+  auto index = CompileRegex("[^Z]*", TokenizerContext::Create(*vocab));
   ASSERT_TRUE(index.ok());
   std::vector<uint32_t> mask((*index)->num_words());
   (*index)->WriteMask((*index)->start(), mask.data());
@@ -160,13 +163,13 @@ TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
 }
 
 TEST(TokenIndex, EagerAndLazyAgree) {
-  auto vocab = testing::BundledVocabulary();
+  auto context = testing::BundledTokenizer();
   for (const auto& regex : AllRegexes()) {
     CompileOptions eager;
     eager.eager = true;
     eager.threads = 2;
-    auto a = CompileRegex(regex, vocab, eager);
-    auto b = CompileRegex(regex, vocab);
+    auto a = CompileRegex(regex, context, eager);
+    auto b = CompileRegex(regex, context);
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_GT((*a)->num_computed_states(), 0u);
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
@@ -182,14 +185,14 @@ TEST(TokenIndex, EagerAndLazyAgree) {
 // whole-trie walk per state, eagerly (successors come from the loops' end
 // states) and lazily (in an order where references are computed on demand).
 TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
-  auto vocab = testing::BundledVocabulary();
+  auto context = testing::BundledTokenizer();
   for (const auto& regex : AllRegexes()) {
     CompileOptions shared, plain;
     shared.eager = plain.eager = true;
     plain.index.share_loops = false;
-    auto a = CompileRegex(regex, vocab, shared);
-    auto b = CompileRegex(regex, vocab, plain);
-    auto lazy = CompileRegex(regex, vocab);
+    auto a = CompileRegex(regex, context, shared);
+    auto b = CompileRegex(regex, context, plain);
+    auto lazy = CompileRegex(regex, context);
     ASSERT_TRUE(a.ok() && b.ok() && lazy.ok());
     EXPECT_EQ((*a)->num_computed_states(), (*b)->num_computed_states()) << regex;
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words()), ml((*b)->num_words());
@@ -209,15 +212,15 @@ TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
 // share it, and every mask (kept or not, reference states included) equals
 // the unbounded index's; an eager build that does not fit fails cleanly.
 TEST(TokenIndex, MaskBudgetBoundsKeptMasksAndMasksStayExact) {
-  auto vocab = testing::BundledVocabulary();
+  auto context = testing::BundledTokenizer();
   auto budget = std::make_shared<MaskBudget>(64 << 10);  // a few masks
   std::vector<std::shared_ptr<const TokenIndex>> bounded;
   uint32_t unkept_states = 0;
   for (const auto& regex : AllRegexes()) {
     CompileOptions o;
     o.index.budget = budget;
-    auto b = CompileRegex(regex, vocab, o);
-    auto free = CompileRegex(regex, vocab);
+    auto b = CompileRegex(regex, context, o);
+    auto free = CompileRegex(regex, context);
     ASSERT_TRUE(b.ok() && free.ok()) << regex;
     std::vector<uint32_t> mb((*b)->num_words()), mf((*b)->num_words());
     for (int round = 0; round < 2; ++round) {  // the second round: unkept masks again
@@ -242,7 +245,7 @@ TEST(TokenIndex, MaskBudgetBoundsKeptMasksAndMasksStayExact) {
   CompileOptions eager;
   eager.eager = true;
   eager.index.budget = std::make_shared<MaskBudget>(4 << 10);
-  auto e = CompileRegex("[a-z]{1,40}", vocab, eager);
+  auto e = CompileRegex("[a-z]{1,40}", context, eager);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), absl::StatusCode::kResourceExhausted) << e.status();
   EXPECT_NE(e.status().message().find("mask budget"), std::string_view::npos) << e.status();
@@ -259,12 +262,13 @@ Dfa::State After(const TokenIndex& index, const std::string& text) {
 TEST(LoopMasks, StringContentNeedsNoMemo) {
   auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());  // a fresh memo
   ASSERT_TRUE(vocab.ok()) << vocab.status();
+  auto context = TokenizerContext::Create(*vocab);
   const std::string str = R"re("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re";
-  auto first = CompileRegex("\\{\"a\": " + str + "\\}", *vocab);
-  auto second = CompileRegex("\\[(?:" + str + "(?:, " + str + ")*)?\\]", *vocab);
+  auto first = CompileRegex("\\{\"a\": " + str + "\\}", context);
+  auto second = CompileRegex("\\[(?:" + str + "(?:, " + str + ")*)?\\]", context);
   CompileOptions plain_options;
   plain_options.index.share_loops = false;
-  auto plain = CompileRegex("\\[(?:" + str + "(?:, " + str + ")*)?\\]", *vocab, plain_options);
+  auto plain = CompileRegex("\\[(?:" + str + "(?:, " + str + ")*)?\\]", context, plain_options);
   ASSERT_TRUE(first.ok() && second.ok() && plain.ok()) << first.status() << second.status();
   std::vector<uint32_t> mask((*first)->num_words()), want((*first)->num_words());
   const Dfa::State in_first = After(**first, "{\"a\": \"x");
@@ -275,7 +279,7 @@ TEST(LoopMasks, StringContentNeedsNoMemo) {
   (*second)->WriteMask(in_second, mask.data());
   (*plain)->WriteMask(in_second, want.data());
   EXPECT_EQ(mask, want);
-  const LoopMasks::Stats st = (*vocab)->loop_masks().stats();
+  const LoopMasks::Stats st = context->loop_masks().stats();
   EXPECT_EQ(st.misses, 0u);
   EXPECT_EQ(st.loops, 0u);
   // Allowed there: text tokens without a quote, backslash or control byte
@@ -290,12 +294,13 @@ TEST(LoopMasks, StringContentNeedsNoMemo) {
 TEST(LoopMasks, BoundedStringsAreExact) {
   auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());  // a fresh memo
   ASSERT_TRUE(vocab.ok()) << vocab.status();
+  auto context = TokenizerContext::Create(*vocab);
   const std::string chr = R"re((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}))re";
   const std::string regex = "\\{\"a\": \"" + chr + "*\", \"b\": \"" + chr + "{0,40}\"\\}";
-  auto shared = CompileRegex(regex, *vocab);
+  auto shared = CompileRegex(regex, context);
   CompileOptions plain_options;
   plain_options.index.share_loops = false;
-  auto plain = CompileRegex(regex, *vocab, plain_options);
+  auto plain = CompileRegex(regex, context, plain_options);
   ASSERT_TRUE(shared.ok() && plain.ok()) << shared.status();
   std::vector<uint32_t> ma((*shared)->num_words()), mb((*plain)->num_words());
   (*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data());
@@ -324,9 +329,10 @@ TEST(TokenIndex, FirstMaskOfWideStateInFreshProcessEqualsDirectWalk) {
     for (bool share : {true, false}) {
       auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());  // fresh memos
       ASSERT_TRUE(vocab.ok()) << vocab.status();
+      auto context = TokenizerContext::Create(*vocab);
       CompileOptions options;
       options.index.share_loops = share;
-      auto index = CompileRegex(regex, *vocab, options);
+      auto index = CompileRegex(regex, context, options);
       ASSERT_TRUE(index.ok()) << index.status();
       // A wide state: the start, or inside the string.
       Dfa::State s = (*index)->start();
@@ -344,12 +350,13 @@ TEST(TokenIndex, FirstMaskOfWideStateInFreshProcessEqualsDirectWalk) {
 TEST(LoopMasks, MemoBoundIsHonoured) {
   auto vocab = Vocabulary::Load(testing::BundledTokenizerPath());
   ASSERT_TRUE(vocab.ok()) << vocab.status();
-  (*vocab)->loop_masks().set_max_bytes(1);  // room for one exit trie, no loop
+  auto context = TokenizerContext::Create(*vocab);
+  context->loop_masks().set_max_bytes(1);  // room for one exit trie, no loop
   const std::string& regex = LoopRegexes()[0];
-  auto a = CompileRegex(regex, *vocab);
+  auto a = CompileRegex(regex, context);
   CompileOptions plain;
   plain.index.share_loops = false;
-  auto b = CompileRegex(regex, *vocab, plain);
+  auto b = CompileRegex(regex, context, plain);
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
   for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
@@ -357,7 +364,7 @@ TEST(LoopMasks, MemoBoundIsHonoured) {
     (*b)->WriteMask(s, mb.data());
     ASSERT_EQ(ma, mb) << "state " << s;
   }
-  const LoopMasks::Stats st = (*vocab)->loop_masks().stats();
+  const LoopMasks::Stats st = context->loop_masks().stats();
   EXPECT_GT(st.misses, 0u);
   EXPECT_EQ(st.loops, 0u);
   EXPECT_EQ(st.exit_tries, 1u);
@@ -370,14 +377,14 @@ TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
   // here, by racing threads, into one shared memo.
   auto loaded = Vocabulary::Load(testing::BundledTokenizerPath());
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  std::shared_ptr<const Vocabulary> vocab = *loaded;
+  std::shared_ptr<const TokenizerContext> context = TokenizerContext::Create(*loaded);
   // email (several states, large masks), then strings in JSON contexts.
   for (const std::string& regex : {Regexes()[0], LoopRegexes()[0], LoopRegexes()[1]}) {
     CompileOptions plain;
     plain.eager = true;
     plain.index.share_loops = false;
-    auto reference = CompileRegex(regex, vocab, plain);
-    auto lazy = CompileRegex(regex, vocab);
+    auto reference = CompileRegex(regex, context, plain);
+    auto lazy = CompileRegex(regex, context);
     ASSERT_TRUE(reference.ok() && lazy.ok());
     std::atomic<int> mismatches{0};
     std::vector<std::thread> threads;
@@ -407,7 +414,7 @@ TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
 }
 
 TEST(TokenIndex, PrecomputeHonoursDeadlineAndCancel) {
-  auto index = CompileRegex(Regexes()[0], testing::BundledVocabulary());
+  auto index = CompileRegex(Regexes()[0], testing::BundledTokenizer());
   ASSERT_TRUE(index.ok());
   EXPECT_EQ((*index)->Precompute(2, absl::Now() - absl::Seconds(1)).code(),
             absl::StatusCode::kDeadlineExceeded);
@@ -418,17 +425,17 @@ TEST(TokenIndex, PrecomputeHonoursDeadlineAndCancel) {
 }
 
 TEST(TokenIndex, EmptyLanguageIsAnError) {
-  auto index = CompileRegex("[^\\x00-\\x{10FFFF}]", testing::BundledVocabulary());
+  auto index = CompileRegex("[^\\x00-\\x{10FFFF}]", testing::BundledTokenizer());
   ASSERT_FALSE(index.ok());
   EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Random walks: every step's token was allowed (Advance checks it) and every
 // finished text fully matches the regex under RE2, an independent matcher.
-void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_regex) {
+void CheckRandomWalks(std::shared_ptr<const TokenizerContext> context, int walks_per_regex) {
   int finished = 0, total = 0;
   for (const auto& regex : AllRegexes()) {
-    auto index = CompileRegex(regex, vocab);
+    auto index = CompileRegex(regex, context);
     ASSERT_TRUE(index.ok());
     RE2 oracle(regex);
     ASSERT_TRUE(oracle.ok()) << regex;
@@ -450,18 +457,18 @@ void CheckRandomWalks(std::shared_ptr<const Vocabulary> vocab, int walks_per_reg
 }
 
 TEST(TokenIndex, RandomWalksMatchRe2OnBundledTokenizer) {
-  CheckRandomWalks(testing::BundledVocabulary(), testing::Scaled(250, 40));
+  CheckRandomWalks(testing::BundledTokenizer(), testing::Scaled(250, 40));
 }
 
 TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
   int checked = 0;
   for (const auto& name : testing::SharedTokenizerNames()) {
-    auto vocab = testing::SharedVocabulary(name);
-    if (!vocab) continue;
-    if (vocab->eos_ids().empty()) continue;
+    auto context = testing::SharedTokenizer(name);
+    if (!context) continue;
+    if (context->vocabulary().eos_ids().empty()) continue;
     ++checked;
     SCOPED_TRACE(name);
-    CheckRandomWalks(vocab, testing::Scaled(170, 20));
+    CheckRandomWalks(context, testing::Scaled(170, 20));
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
 }

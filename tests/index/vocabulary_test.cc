@@ -3,7 +3,7 @@
 // against tests/data/tokenizer_digests.json (written by
 // scripts/tokenizer_digests.py after a token-by-token check against HF
 // tokenizers), and the `maskctl vocab` output contract.
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/json_blank.h"
 #include "index/token_trie.h"
 #include "nlohmann/json.hpp"
 #include "tests/index/test_util.h"
+#include "tokenizer/json_blank.h"
 
 namespace maskd {
 namespace {
@@ -139,7 +139,8 @@ std::string GzipStored(const std::string& data) {
 }
 
 std::vector<uint32_t> TrieTokenIds(const Vocabulary& v) {
-  const TokenTrie& t = v.trie();
+  const std::unique_ptr<const TokenTrie> trie = TokenTrie::Build(v);
+  const TokenTrie& t = *trie;
   return std::vector<uint32_t>(t.token_ids(), t.token_ids() + t.token_begin()[t.num_nodes()]);
 }
 
@@ -541,7 +542,7 @@ TEST(VocabularyErrorTest, BadIds) {
 }
 
 // ---------------------------------------------------------------------------
-// Blanking "merges" before the parse (index/json_blank.h).
+// Blanking "merges" before the parse (tokenizer/json_blank.h).
 
 // A random JSON value; arrays and strings are full of brackets, quotes and
 // backslashes, so the SIMD scanner's string and escape handling is exercised

@@ -86,7 +86,7 @@ class GrammarServiceTest : public ::testing::Test {
     const uint64_t id = session->session_id();
 
     auto vocab = ::maskd::testing::BundledVocabulary();
-    auto index = CompileConstraint(local, vocab);
+    auto index = CompileConstraint(local, ::maskd::testing::BundledTokenizer());
     ASSERT_TRUE(index.ok()) << index.status();
     auto guide = ConstraintGuide::Create(index->index);
     ASSERT_TRUE(guide.ok());

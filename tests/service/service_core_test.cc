@@ -14,11 +14,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "index/loop_masks.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
 #include "service/tokenizer_registry.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd {
 namespace {
@@ -27,16 +28,16 @@ using ::testing::HasSubstr;
 
 constexpr uint32_t kOne = 16, kTwo = 17, kA = 64;
 
-std::shared_ptr<const Vocabulary> Qwen() {
-  static auto* v = new std::shared_ptr<const Vocabulary>(
-      *Vocabulary::Load(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3"));
+std::shared_ptr<const TokenizerContext> Qwen() {
+  static auto* v = new std::shared_ptr<const TokenizerContext>(TokenizerContext::Create(
+      *Vocabulary::Load(std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3")));
   return *v;
 }
 
 CompileSpec Spec(const std::string& regex, bool eager = false) {
   CompileSpec s;
   s.tokenizer = "qwen3";
-  s.vocab = Qwen();
+  s.context = Qwen();
   s.constraint = regex;
   s.eager = eager;
   return s;
@@ -66,8 +67,8 @@ TEST(TokenizerRegistryTest, LoadDirAndRegister) {
   EXPECT_TRUE(errors.empty());
   auto q = reg.Get("qwen3");
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(q->vocab->size(), 151936u);  // --vocab-size override: padding ids
-  EXPECT_EQ(q->vocab->loop_masks().max_bytes(), 12345u);  // --loop-mask-bytes
+  EXPECT_EQ(q->vocab().size(), 151936u);  // --vocab-size override: padding ids
+  EXPECT_EQ(q->context->loop_masks().max_bytes(), 12345u);  // --loop-mask-bytes
   EXPECT_EQ(reg.Get("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(reg.LoadDir("/nonexistent", {}, &errors).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(TokenizerRegistry::ValidName("a/b"));
@@ -91,7 +92,7 @@ TEST(IndexCacheTest, CompileHitAndIds) {
   ASSERT_EQ(a.state, IndexState::kReady) << a.status;
   EXPECT_FALSE(a.cache_hit);
   EXPECT_GT(a.dfa_states, 1u);
-  EXPECT_EQ(a.vocab_size, Qwen()->size());
+  EXPECT_EQ(a.vocab_size, Qwen()->vocabulary().size());
   IndexInfo b = CompileWait(cache, Spec("[0-9]+"));
   EXPECT_TRUE(b.cache_hit);
   EXPECT_EQ(a.id, b.id);
@@ -199,7 +200,7 @@ TEST(IndexCacheTest, EvictionSparesLeasedAndMostRecent) {
   o.max_bytes = 60000;
   Metrics metrics("test");
   IndexCache cache(o, &metrics);
-  std::vector<uint32_t> row((Qwen()->size() + 31) / 32);
+  std::vector<uint32_t> row((Qwen()->vocabulary().size() + 31) / 32);
   IndexInfo pinned = CompileWait(cache, Spec("[0-9]{3}"));
   ASSERT_EQ(pinned.state, IndexState::kReady);
   auto lease = cache.Lease(pinned.id);
@@ -240,7 +241,7 @@ TEST(IndexCacheTest, LeasedIndexesCannotGrowTheCachePastItsBudget) {
   IndexCacheOptions o;
   o.max_bytes = 150000;
   IndexCache cache(o, nullptr);
-  std::vector<uint32_t> row((Qwen()->size() + 31) / 32);
+  std::vector<uint32_t> row((Qwen()->vocabulary().size() + 31) / 32);
   std::vector<std::shared_ptr<IndexLease>> leases;
   uint64_t largest = 0;
   int refused = 0;
@@ -284,7 +285,7 @@ TEST(IndexCacheTest, LeasedLazyIndexesKeepMasksWithinTheMaskBudget) {
   IndexCacheOptions o;
   o.max_mask_bytes = 200000;
   IndexCache cache(o, nullptr);
-  std::vector<uint32_t> row((Qwen()->size() + 31) / 32), want(row.size());
+  std::vector<uint32_t> row((Qwen()->vocabulary().size() + 31) / 32), want(row.size());
   std::vector<std::shared_ptr<IndexLease>> leases;
   std::vector<std::shared_ptr<const TokenIndex>> indexes;
   for (int i = 0; i < 6; ++i) {

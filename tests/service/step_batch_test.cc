@@ -83,7 +83,7 @@ class StepBatchTest : public ::testing::Test {
     auto t = tokenizers_.Get(tok);
     EXPECT_TRUE(t.ok()) << t.status();
     spec.tokenizer = tok;
-    spec.vocab = t->vocab;
+    spec.context = t->context;
     spec.constraint = regex;
     absl::Notification done;
     IndexInfo out;

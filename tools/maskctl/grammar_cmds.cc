@@ -49,7 +49,7 @@ absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
 
 // The prebuilt index, else --grammar FILE's.
 absl::StatusOr<std::shared_ptr<const maskd::grammar::GrammarIndex>> IndexFlag(
-    const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab, size_t* rules,
+    const Args& args, std::shared_ptr<const maskd::TokenizerContext> context, size_t* rules,
     size_t* terminals, const PrebuiltGrammar* prebuilt) {
   if (prebuilt != nullptr) {
     *rules = prebuilt->index->grammar()->num_rules();
@@ -60,7 +60,7 @@ absl::StatusOr<std::shared_ptr<const maskd::grammar::GrammarIndex>> IndexFlag(
   if (!g.ok()) return g.status();
   *rules = g->rules.size();
   *terminals = g->terminals.size();
-  auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(vocab));
+  auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(context));
   if (!index.ok()) {
     return absl::Status(index.status().code(),
                         absl::StrCat(*args.Get("grammar"), ": ", index.status().message()));
@@ -75,11 +75,11 @@ const std::set<std::string>& GrammarValueFlags() {
   return *flags;
 }
 
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                       const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
   const Clock::time_point t0 = prebuilt != nullptr ? prebuilt->started : Clock::now();
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
+  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("compile", std::string(index.status().message()));
   const double compile_ms = MsSince(t0);
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
@@ -97,10 +97,10 @@ int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary>
   return 0;
 }
 
-int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                    const std::vector<uint32_t>& tokens, bool full, const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
+  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("walk", std::string(index.status().message()));
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
   if (!guide.ok()) return Fail("walk", std::string(guide.status().message()));
@@ -135,10 +135,10 @@ int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vo
   return 0;
 }
 
-int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                      uint64_t seed, uint64_t max_tokens, const PrebuiltGrammar* prebuilt) {
   size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(vocab), &rules, &terminals, prebuilt);
+  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
   if (!index.ok()) return Fail("sample", std::string(index.status().message()));
   auto guide = maskd::grammar::GrammarGuide::Create(*index);
   if (!guide.ok()) return Fail("sample", std::string(guide.status().message()));

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "grammar/grammar_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "tools/maskctl/args.h"
 
 namespace maskctl {
@@ -30,12 +30,12 @@ struct PrebuiltGrammar {
 const std::set<std::string>& GrammarValueFlags();
 
 // Each prints its lines and returns the exit status (errors: Fail()).
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                       const PrebuiltGrammar* prebuilt = nullptr);
-int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                    const std::vector<uint32_t>& tokens, bool full,
                    const PrebuiltGrammar* prebuilt = nullptr);
-int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab,
+int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
                      uint64_t seed, uint64_t max_tokens,
                      const PrebuiltGrammar* prebuilt = nullptr);
 

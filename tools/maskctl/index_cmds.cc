@@ -63,7 +63,7 @@ absl::Status OneConstraintFlag(const Args& args) {
 // default auto). A schema's warnings go to stderr, one per line; its
 // conversion errors name the file.
 absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintFlag(
-    const Args& args, std::shared_ptr<const maskd::Vocabulary> vocab) {
+    const Args& args, std::shared_ptr<const maskd::TokenizerContext> context) {
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
   if (absl::Status s = OneConstraintFlag(args); !s.ok()) return s;
@@ -86,7 +86,7 @@ absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintF
   } else if (args.Has("route")) {
     return absl::InvalidArgumentError("--route applies to --json-schema only");
   }
-  auto compiled = maskd::CompileConstraint(constraint, std::move(vocab));
+  auto compiled = maskd::CompileConstraint(constraint, std::move(context));
   if (!compiled.ok()) {
     if (schema_file && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
       return absl::Status(compiled.status().code(),
@@ -106,19 +106,19 @@ int RunCompile(const Context& ctx) {
   if (!ctx.addr.empty()) return Fail("compile", "this maskctl was built without the client library");
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "threads"}), {"eager"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("compile", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("compile", std::string(context.status().message()));
   auto threads = args->GetUint("threads", 1);
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("compile", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarCompile(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarCompile(*args, *context);
 
   Clock::time_point t0 = Clock::now();
-  auto compiled = CompileConstraintFlag(*args, *vocab);
+  auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("compile", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
     const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), t0};
-    return RunGrammarCompile(*args, *vocab, &prebuilt);
+    return RunGrammarCompile(*args, *context, &prebuilt);
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   double compile_ms = MsSince(t0);
@@ -143,17 +143,17 @@ int RunCompile(const Context& ctx) {
 int RunWalk(const Context& ctx) {
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "tokens"}), {"full"});
   if (!args.ok()) return Fail("walk", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("walk", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("walk", std::string(context.status().message()));
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"));
-  auto compiled = CompileConstraintFlag(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarWalk(*args, *context, *tokens, args->Has("full"));
+  auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("walk", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
     const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
-    return RunGrammarWalk(*args, *vocab, *tokens, args->Has("full"), &prebuilt);
+    return RunGrammarWalk(*args, *context, *tokens, args->Has("full"), &prebuilt);
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
 
@@ -189,19 +189,19 @@ int RunWalk(const Context& ctx) {
 int RunSample(const Context& ctx) {
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "seed", "max-tokens"}), {});
   if (!args.ok()) return Fail("sample", std::string(args.status().message()));
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("sample", std::string(vocab.status().message()));
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("sample", std::string(context.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarSample(*args, *vocab, *seed, *max_tokens);
-  auto compiled = CompileConstraintFlag(*args, *vocab);
+  if (args->Has("grammar")) return RunGrammarSample(*args, *context, *seed, *max_tokens);
+  auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("sample", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
     const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
-    return RunGrammarSample(*args, *vocab, *seed, *max_tokens, &prebuilt);
+    return RunGrammarSample(*args, *context, *seed, *max_tokens, &prebuilt);
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);

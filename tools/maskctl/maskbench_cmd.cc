@@ -44,7 +44,7 @@
 #include "index/guide.h"
 #include "index/loop_masks.h"
 #include "index/token_index.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
 #include "schema/json_schema.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
@@ -212,10 +212,11 @@ int RunMaskbench(const Context& ctx) {
   g_cpu_time = args->Has("cpu-time");
   const bool require_text = args->Has("require-text");
 
-  auto vocab = LoadTokenizerFlag(*args);
-  if (!vocab.ok()) return Fail("maskbench", std::string(vocab.status().message()));
-  TokenLookup lookup(**vocab);
-  const std::vector<uint32_t>& eos = (*vocab)->eos_ids();
+  auto context = LoadTokenizerContextFlag(*args);
+  if (!context.ok()) return Fail("maskbench", std::string(context.status().message()));
+  const maskd::Vocabulary& vocab = (*context)->vocabulary();
+  TokenLookup lookup(vocab);
+  const std::vector<uint32_t>& eos = vocab.eos_ids();
 
   Totals all;
   Reasons reasons;
@@ -245,7 +246,7 @@ int RunMaskbench(const Context& ctx) {
           ++k;
         }
       }
-      if (fresh) (*vocab)->loop_masks().Clear();
+      if (fresh) (*context)->loop_masks().Clear();
       std::string name = doc.value("file", absl::StrCat("line ", line_no));
       std::string schema_text = doc["schema"].dump();
       ++tot.schemas;
@@ -266,7 +267,7 @@ int RunMaskbench(const Context& ctx) {
       copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
       maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, options);
       constraint.schema_route = route;
-      auto compiled = maskd::CompileConstraint(constraint, *vocab, copt);
+      auto compiled = maskd::CompileConstraint(constraint, *context, copt);
       if (!compiled.ok()) {
         std::string msg(compiled.status().message());
         if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
@@ -296,7 +297,7 @@ int RunMaskbench(const Context& ctx) {
             auto s1 = Clock::now();
             if (!g->Advance({&token, 1}).ok()) return false;
             times->push_back(mask_us + UsSince(s1));
-            *pos += (*vocab)->bytes(token).size();
+            *pos += vocab.bytes(token).size();
           }
           bool eos_ok = eos.empty() && g->IsAccepting();
           for (uint32_t e : eos) eos_ok |= (mask[e >> 5] >> (e & 31)) & 1;
@@ -371,7 +372,7 @@ int RunMaskbench(const Context& ctx) {
               break;
             }
             times.push_back(us);
-            pos += (*vocab)->bytes(static_cast<uint32_t>(id)).size();
+            pos += vocab.bytes(static_cast<uint32_t>(id)).size();
           }
           if (ok) {
             bool eos_ok = false;
@@ -406,7 +407,7 @@ int RunMaskbench(const Context& ctx) {
   }
   PrintTotals("all", all);
   if (verbose) {
-    const maskd::LoopMasks::Stats st = (*vocab)->loop_masks().stats();
+    const maskd::LoopMasks::Stats st = (*context)->loop_masks().stats();
     std::fprintf(stderr, "loop memo%s: loops %zu, hits %llu, misses %llu, bounded %llu\n",
                  fresh ? " (last schema)" : "", st.loops, static_cast<unsigned long long>(st.hits),
                  static_cast<unsigned long long>(st.misses),

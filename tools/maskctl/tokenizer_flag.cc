@@ -30,4 +30,11 @@ absl::StatusOr<std::shared_ptr<const maskd::Vocabulary>> LoadTokenizerFlag(const
   return maskd::Vocabulary::Load(*path, options);
 }
 
+absl::StatusOr<std::shared_ptr<const maskd::TokenizerContext>> LoadTokenizerContextFlag(
+    const Args& args) {
+  auto vocab = LoadTokenizerFlag(args);
+  if (!vocab.ok()) return vocab.status();
+  return maskd::TokenizerContext::Create(*std::move(vocab));
+}
+
 }  // namespace maskctl

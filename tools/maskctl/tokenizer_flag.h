@@ -10,7 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 #include "tools/maskctl/args.h"
 
 namespace maskctl {
@@ -21,6 +22,9 @@ const std::set<std::string>& TokenizerValueFlags();
 // Loads the vocabulary the flags name. Errors are the loader's (naming the
 // file) or InvalidArgument naming the bad flag.
 absl::StatusOr<std::shared_ptr<const maskd::Vocabulary>> LoadTokenizerFlag(const Args& args);
+// The same, with its token trie and loop-mask memo (what compiling needs).
+absl::StatusOr<std::shared_ptr<const maskd::TokenizerContext>> LoadTokenizerContextFlag(
+    const Args& args);
 
 }  // namespace maskctl
 

@@ -1,4 +1,5 @@
-// maskctl vocab: loads a tokenizer the way maskd does and prints a summary,
+// maskctl vocab: loads a tokenizer the way maskd does (the vocabulary and its
+// TokenizerContext: trie and loop-mask byte index) and prints a summary,
 // or with --dump every token's bytes. Output contract (scripts depend on it):
 //   summary: {"tokens": N, "vocab_size": N, "eos": [ids], "special": N,
 //             "kind": "byte_level"|"sentencepiece", "sha256": "<hex>",
@@ -12,7 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "index/vocabulary.h"
+#include "index/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/tokenizer_flag.h"
@@ -64,11 +66,12 @@ int RunVocab(const Context& ctx) {
     return Fail("vocab", "unexpected argument '" + args->positional()[0] + "'");
   }
   const auto start = std::chrono::steady_clock::now();
-  auto vocab = LoadTokenizerFlag(*args);
+  auto context = LoadTokenizerContextFlag(*args);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!vocab.ok()) return Fail("vocab", std::string(vocab.status().message()));
-  bool ok = args->Has("dump") ? Dump(**vocab) : Write(Summary(**vocab, load_ms));
+  if (!context.ok()) return Fail("vocab", std::string(context.status().message()));
+  const maskd::Vocabulary& vocab = (*context)->vocabulary();
+  bool ok = args->Has("dump") ? Dump(vocab) : Write(Summary(vocab, load_ms));
   if (!ok || std::fflush(stdout) != 0) return Fail("vocab", "error writing to stdout");
   return 0;
 }

@@ -1,7 +1,7 @@
 // Reading a JSON document from disk, gunzipping it when it is gzip data, into
-// a buffer with the padding simdjson needs. Private to the index library.
-#ifndef MASKD_INDEX_JSON_FILE_H_
-#define MASKD_INDEX_JSON_FILE_H_
+// a buffer with the padding simdjson needs. Private to the tokenizer library.
+#ifndef MASKD_TOKENIZER_JSON_FILE_H_
+#define MASKD_TOKENIZER_JSON_FILE_H_
 
 #include <cstddef>
 #include <memory>
@@ -42,4 +42,4 @@ JsonBuffer CopyToJsonBuffer(std::string_view json);
 
 }  // namespace maskd::internal
 
-#endif  // MASKD_INDEX_JSON_FILE_H_
+#endif  // MASKD_TOKENIZER_JSON_FILE_H_

@@ -1,9 +1,9 @@
 // Blanking a large JSON value the loader never reads, so the parser never
 // builds it: tokenizer.json's "merges" is 75% of gemma3's 33 MB, and a DOM
 // parse pays for every byte of it (tape, strings, page faults).
-// Private to the index library.
-#ifndef MASKD_INDEX_JSON_BLANK_H_
-#define MASKD_INDEX_JSON_BLANK_H_
+// Private to the tokenizer library.
+#ifndef MASKD_TOKENIZER_JSON_BLANK_H_
+#define MASKD_TOKENIZER_JSON_BLANK_H_
 
 #include <cstddef>
 #include <string_view>
@@ -27,4 +27,4 @@ size_t MatchingBracket(const char* json, size_t size, size_t open);
 
 }  // namespace maskd::internal
 
-#endif  // MASKD_INDEX_JSON_BLANK_H_
+#endif  // MASKD_TOKENIZER_JSON_BLANK_H_

@@ -1,4 +1,4 @@
-#include "index/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 
 #include <array>
 #include <limits>

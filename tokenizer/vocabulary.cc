@@ -1,4 +1,4 @@
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 #include <openssl/evp.h>
 
@@ -8,11 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "index/json_blank.h"
-#include "index/json_file.h"
-#include "index/loop_masks.h"
-#include "index/token_trie.h"
-#include "index/tokenizer_json.h"
+#include "tokenizer/json_blank.h"
+#include "tokenizer/json_file.h"
+#include "tokenizer/tokenizer_json.h"
 #include "json/json_scan.h"
 
 namespace maskd {
@@ -243,8 +241,6 @@ absl::StatusOr<std::shared_ptr<const Vocabulary>> VocabularyBuilder::Build(
   if (v->content_hash_.empty()) {
     return absl::InternalError(absl::StrCat(Av(source), ": SHA-256 (OpenSSL EVP) failed"));
   }
-  v->trie_ = TokenTrie::Build(*v);
-  v->loop_masks_ = std::make_unique<LoopMasks>(*v);
   return std::shared_ptr<const Vocabulary>(std::move(v));
 }
 

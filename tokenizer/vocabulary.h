@@ -1,41 +1,19 @@
 // Vocabulary: the exact bytes of every token id of a Hugging Face tokenizer.
 //
-// A Vocabulary is immutable once loaded and safe to share between threads.
-// Token ids run from 0 to size() - 1, where size() is the logits (mask) width:
-// ids without a token (gaps in the tokenizer's id space, or padding ids past
-// the tokenizer's highest id) exist but have no bytes, and are always masked.
+// Plain data: immutable once loaded and safe to share between threads; it
+// knows nothing of automata or masks (index/tokenizer_context.h adds the
+// token trie and the loop-mask memo). Token ids run from 0 to size() - 1,
+// where size() is the logits (mask) width: ids without a token (gaps in the
+// tokenizer's id space, or padding ids past the tokenizer's highest id) exist
+// but have no bytes, and are always masked.
 //
-// What a token's bytes are (the bytes HF `tokenizers` decode gives for the
-// token, token by token; scripts/tokenizer_digests.py checks every token of
-// the shared tokenizers against HF):
-//  - Supported models: BPE (model.vocab is {token: id}) and Unigram
-//    (model.vocab is [[piece, score], ...], id = index). WordPiece and
-//    WordLevel are refused: their decoders join tokens with context-dependent
-//    spaces / "##" prefixes, so a token has no bytes of its own.
-//  - The kind comes from the decoder (or, when it has none, the
-//    pre_tokenizer): ByteLevel -> byte-level; Metaspace, Replace "▁" -> " ",
-//    ByteFallback -> SentencePiece. Other decoders that change bytes are
-//    refused. Fuse, Strip (llama2's "drop the first space of the whole
-//    text") and Metaspace's first-token space removal act on a decoded
-//    sequence's start, not on a token's bytes, and are ignored.
-//  - Byte-level: each character maps back through GPT-2's byte<->unicode
-//    table; a string with a character outside the table keeps its UTF-8
-//    (HF's own fallback). SentencePiece: "▁" is ' '; a whole token "<0xXX>"
-//    is the byte 0xXX when the decoder has ByteFallback. Tokens whose bytes
-//    are not valid UTF-8 on their own are normal.
-//  - added_tokens: ids as written in the file (HF re-derives them and agrees
-//    for well-formed files). An added token replaces a model.vocab entry with
-//    the same id (HF's id_to_token looks at added tokens first). Special ones
-//    keep their content's UTF-8 (for display) and are never text. Non-special
-//    ones are text and go through the decoder like any token, as HF decode
-//    does: gemma3's "▁▁" is two spaces, qwen3's "<think>" is itself.
-//  - EOS: tokenizer_config.json's "eos_token" (a string or {"content": ...}),
-//    looked up among added tokens, then model.vocab; an eos_token that is no
-//    token is an error. No config (or a null eos_token) and no override: no
-//    EOS ids. Multi-EOS models (generation_config.json) pass an override.
-//  - Ids must be < 2^24 (a bound on what a hostile file can make us allocate).
-#ifndef MASKD_INDEX_VOCABULARY_H_
-#define MASKD_INDEX_VOCABULARY_H_
+// A token's bytes are what HF `tokenizers` decode gives for it alone (BPE and
+// Unigram models; byte-level and SentencePiece decoders); the rules, added
+// and special tokens, EOS and the id bounds are in docs/design.md
+// ("Tokenizers"). scripts/tokenizer_digests.py checks every token of the
+// shared tokenizers against HF.
+#ifndef MASKD_TOKENIZER_VOCABULARY_H_
+#define MASKD_TOKENIZER_VOCABULARY_H_
 
 #include <cstdint>
 #include <memory>
@@ -47,9 +25,6 @@
 #include "absl/status/statusor.h"
 
 namespace maskd {
-
-class LoopMasks;
-class TokenTrie;
 
 // How a tokenizer maps token strings to bytes.
 enum class TokenizerKind {
@@ -128,12 +103,6 @@ class Vocabulary {
   // produce equal masks. scripts/tokenizer_digests.py recomputes it.
   const std::string& content_hash() const { return content_hash_; }
 
-  // Trie of the text tokens' bytes, built once at load, shared by all indexes.
-  const TokenTrie& trie() const { return *trie_; }
-  // Mask parts shared by the loops of every index over this vocabulary
-  // (index/loop_masks.h): a thread-safe memo that changes no answer above.
-  LoopMasks& loop_masks() const { return *loop_masks_; }
-
  private:
   Vocabulary();
 
@@ -150,12 +119,10 @@ class Vocabulary {
   std::vector<uint64_t> special_;  // bitset over ids: special token
   std::vector<uint32_t> eos_ids_;  // sorted, unique
   std::string content_hash_;
-  std::unique_ptr<const TokenTrie> trie_;
-  std::unique_ptr<LoopMasks> loop_masks_;
 
   friend class VocabularyBuilder;
 };
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_VOCABULARY_H_
+#endif  // MASKD_TOKENIZER_VOCABULARY_H_

@@ -1,4 +1,4 @@
-#include "index/json_file.h"
+#include "tokenizer/json_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "index/tokenizer_json.h"
+#include "tokenizer/tokenizer_json.h"
 
 namespace maskd::internal {
 namespace {

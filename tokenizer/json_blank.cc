@@ -1,4 +1,4 @@
-#include "index/json_blank.h"
+#include "tokenizer/json_blank.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,6 @@
 // Parsing of Hugging Face tokenizer.json / tokenizer_config.json documents
 // into raw token strings, and the decoder rules that turn a token string into
-// the bytes the tokenizer's decoder produces for it. Private to the index
+// the bytes the tokenizer's decoder produces for it. Private to the tokenizer
 // library: Vocabulary is the public face.
 //
 // Only what a vocabulary needs is read: model.type, model.vocab,
@@ -8,8 +8,8 @@
 // other value (merges, normalizer, post_processor, ...) is skipped
 // structurally, not validated: a syntax error inside a skipped value may go
 // unnoticed, which is harmless since nothing of it is used.
-#ifndef MASKD_INDEX_TOKENIZER_JSON_H_
-#define MASKD_INDEX_TOKENIZER_JSON_H_
+#ifndef MASKD_TOKENIZER_TOKENIZER_JSON_H_
+#define MASKD_TOKENIZER_TOKENIZER_JSON_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "index/vocabulary.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd::internal {
 
@@ -86,4 +86,4 @@ void AppendTokenBytes(const DecoderRules& rules, std::string_view token,
 
 }  // namespace maskd::internal
 
-#endif  // MASKD_INDEX_TOKENIZER_JSON_H_
+#endif  // MASKD_TOKENIZER_TOKENIZER_JSON_H_
