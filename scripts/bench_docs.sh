@@ -30,6 +30,8 @@
 #                     warm run's --verbose output, maskbench_reasons (bench/tables/maskbench_reasons.py)
 #   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
 #                     and 8 MiB; bench/tables/maskbench_limit.py; ~5-10 min
+#   maskbench_routes  maskctl maskbench on every file, --route regex then --route auto;
+#                     bench/tables/maskbench_routes.py; ~20-40 min
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
 #   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
@@ -68,7 +70,7 @@ if smoke; then
   REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
-        vocab_load shm_demo maskbench maskbench_limit json_schema_suite dfa_construction adapters adapters_idle budget grammar
+        vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction adapters adapters_idle budget grammar
         grammar_peers)
 out=build/bench-docs
 mkdir -p "$out"
@@ -277,6 +279,25 @@ table_maskbench_limit() {
   done > "$out/maskbench_limit.txt"
   emit maskbench_limit "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes N $(show "${files[@]}")" \
     maskbench_limit.py "$out/maskbench_limit.txt" "N = 1048576, then 8388608."
+}
+
+table_maskbench_routes() {
+  build maskctl
+  local dir=../shared/corpora/maskbench-dev files=() n
+  if [[ -n ${MASKBENCH_FILES:-} ]]; then
+    IFS=, read -ra names <<< "$MASKBENCH_FILES"
+    for n in "${names[@]}"; do files+=("$dir/$n.jsonl"); done
+  else
+    files=("$dir"/*.jsonl)
+  fi
+  [[ -e ${files[0]} ]] || return 2
+  for n in regex auto; do
+    echo "# route $n"
+    nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time \
+      --route "$n" "${files[@]}"
+  done > "$out/maskbench_routes.txt"
+  emit maskbench_routes "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route R $(show "${files[@]}")" \
+    maskbench_routes.py "$out/maskbench_routes.txt" "R = regex, then auto; warm (one process per route), CPU time."
 }
 
 table_json_schema_suite() {
