@@ -1,0 +1,88 @@
+#include "automaton/codepoint_set.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace maskd {
+
+const CodepointSet::Ranges& CodepointSet::ranges() const {
+  static const Ranges* const kEmpty = new Ranges();
+  return ranges_ ? *ranges_ : *kEmpty;
+}
+
+void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
+  Ranges r = ranges();
+  r.emplace_back(lo, hi);
+  Assign(std::move(r));
+}
+
+void CodepointSet::Add(const CodepointSet& other) {
+  if (other.empty() || other.ranges_ == ranges_) return;
+  if (empty()) {
+    ranges_ = other.ranges_;
+    return;
+  }
+  // Both sorted: a merge, linear in the two sizes.
+  Ranges merged;
+  merged.reserve(ranges().size() + other.ranges().size());
+  std::merge(ranges().begin(), ranges().end(), other.ranges().begin(), other.ranges().end(),
+             std::back_inserter(merged));
+  AssignSorted(std::move(merged));
+}
+
+void CodepointSet::AddRanges(const Ranges& ranges) {
+  Ranges r = this->ranges();
+  r.insert(r.end(), ranges.begin(), ranges.end());
+  Assign(std::move(r));
+}
+
+void CodepointSet::Assign(Ranges ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  AssignSorted(std::move(ranges));
+}
+
+void CodepointSet::AssignSorted(Ranges ranges) {
+  Ranges out;
+  out.reserve(ranges.size());
+  for (const auto& r : ranges) {
+    if (!out.empty() && r.first <= out.back().second + 1) {
+      out.back().second = std::max(out.back().second, r.second);
+    } else {
+      out.push_back(r);
+    }
+  }
+  if (out.empty()) {
+    ranges_.reset();
+  } else {
+    out.shrink_to_fit();
+    ranges_ = std::make_shared<const Ranges>(std::move(out));
+  }
+}
+
+CodepointSet CodepointSet::Complement() const {
+  // Universe: every Unicode scalar value (surrogates cannot be encoded in UTF-8).
+  Ranges out;
+  auto emit = [&](uint32_t lo, uint32_t hi) {
+    if (lo < 0xD800) out.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
+    if (hi > 0xDFFF) out.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
+  };
+  uint32_t next = 0;
+  for (const auto& [lo, hi] : ranges()) {
+    if (lo > next) emit(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCodepoint) emit(next, kMaxCodepoint);
+  CodepointSet set;
+  set.Assign(std::move(out));
+  return set;
+}
+
+bool CodepointSet::Contains(uint32_t cp) const {
+  const Ranges& r = ranges();
+  auto it = std::upper_bound(r.begin(), r.end(), std::make_pair(cp, kMaxCodepoint + 1));
+  if (it == r.begin()) return false;
+  --it;
+  return cp >= it->first && cp <= it->second;
+}
+
+}  // namespace maskd
