@@ -1,14 +1,18 @@
 // libFuzzer: bytes -> JsonSchemaToRegex (including `pattern` through the ECMA
-// translator) -> Regex::Parse -> Dfa::Compile, with small limits. The first
+// translator) -> Regex::Parse -> Dfa::Compile, and the grammar route:
+// JsonSchemaToRules -> GrammarFromRegexRules, with small limits. The first
 // byte picks the options (whitespace layout, recursion depth, object
 // default); the rest is the schema. Any crash, sanitizer report, hang or
 // status other than OK / InvalidArgument / ResourceExhausted is a bug, and so
-// is a generated regex our own parser refuses as malformed.
+// is a generated regex our own parser refuses as malformed, or generated
+// rules that do not lower into a grammar (other than a start rule deriving
+// nothing, or a limit).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
@@ -16,6 +20,7 @@
 #include "automaton/dfa.h"
 #include "schema/json_schema.h"
 #include "automaton/regex.h"
+#include "grammar/regex_rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -33,6 +38,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.max_counted_repeat = 16;
   o.max_schema_bytes = 1 << 16;
   o.max_regex_bytes = 1 << 18;
+  o.budget.deadline = absl::Now() + absl::Seconds(2);
+  auto rules = maskd::JsonSchemaToRules(schema, o);
+  maskd::fuzz::ExpectClientStatus(rules.status(), maskd::fuzz::Deadline::kSet);
+  if (rules.ok()) {
+    std::vector<maskd::grammar::RegexRule> rr;
+    for (const auto& rule : rules->rules) rr.push_back({rule.name, rule.regex});
+    maskd::grammar::GrammarLimits gl;
+    gl.max_text_bytes = o.max_regex_bytes;
+    auto g = maskd::grammar::GrammarFromRegexRules(rr, 0, gl);
+    const bool malformed =
+        !g.ok() && g.status().code() != absl::StatusCode::kResourceExhausted &&
+        g.status().message().find("derives no string") == std::string_view::npos;
+    if (malformed) {
+      fprintf(stderr, "generated rules refused: %s\n", g.status().ToString().c_str());
+      abort();
+    }
+  }
   auto r = maskd::JsonSchemaToRegex(schema, o);
   maskd::fuzz::ExpectClientStatus(r.status(), maskd::fuzz::Deadline::kSet);
   if (!r.ok()) return 0;
