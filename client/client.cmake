@@ -37,4 +37,4 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/maskdConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/maskdConfigVersion.cmake
         DESTINATION ${MASKD_CMAKE_DIR} COMPONENT maskd_client)
 # SharedMemory client (build tree only): see shm_client.cmake.
-include(${CMAKE_CURRENT_SOURCE_DIR}/shm_client.cmake OPTIONAL)
+include(${CMAKE_CURRENT_SOURCE_DIR}/shm_client.cmake)

@@ -58,9 +58,7 @@
 #include "index/token_index.h"
 #include "index/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
-#ifdef MASKD_SOAK_WITH_SHM
 #include "client/shm_client.h"
-#endif
 
 namespace maskd::soak {
 namespace {
@@ -121,9 +119,6 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     std::fprintf(stderr, "maskd_soak: need --seconds > 0 and 1 <= --workers <= 64\n");
     return false;
   }
-#ifndef MASKD_SOAK_WITH_SHM
-  f->shm = false;
-#endif
   return true;
 }
 
@@ -442,7 +437,6 @@ class Worker {
   }
 
   void Shm() {
-#ifdef MASKD_SOAK_WITH_SHM
     if (!sh_->flags.shm) return Generate(false);
     const int n = Uniform(1, 4);
     std::vector<std::unique_ptr<Seq>> seqs;
@@ -551,9 +545,6 @@ class Worker {
     }
     T().generations.fetch_add(1);
     if (failed) T().generations_failed.fetch_add(1);
-#else
-    Generate(false);
-#endif
   }
 
   // Retries `call` while a fault explains its failure, up to 30 s.

@@ -23,9 +23,7 @@
 #include "tools/maskctl/digest.h"
 #include "tools/maskctl/grammar_cmds.h"
 #include "tools/maskctl/tokenizer_flag.h"
-#ifdef MASKD_WITH_CLIENT
 #include "tools/maskctl/online.h"
-#endif
 
 namespace maskctl {
 namespace {
@@ -100,10 +98,7 @@ absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintF
 }
 
 int RunCompile(const Context& ctx) {
-#ifdef MASKD_WITH_CLIENT
   if (!ctx.addr.empty()) return RunOnlineCompile(ctx);
-#endif
-  if (!ctx.addr.empty()) return Fail("compile", "this maskctl was built without the client library");
   auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "threads"}), {"eager"});
   if (!args.ok()) return Fail("compile", std::string(args.status().message()));
   auto context = LoadTokenizerContextFlag(*args);

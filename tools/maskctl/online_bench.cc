@@ -23,17 +23,14 @@
 namespace maskctl {
 namespace {
 
-#ifdef MASKD_WITH_CLIENT
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
   return v[k];
 }
-#endif
 
 int Bench(const Context& ctx) {
-#ifdef MASKD_WITH_CLIENT
   using Clock = std::chrono::steady_clock;
   auto args = Args::Parse(ctx.args,
                           {"tokenizer", "regex", "json-schema", "sessions", "steps", "seed", "pings"},
@@ -154,9 +151,6 @@ int Bench(const Context& ctx) {
   }
   std::printf("}\n");
   return 0;
-#else
-  return Fail("bench", "maskctl was built without the maskd client");
-#endif
 }
 
 }  // namespace

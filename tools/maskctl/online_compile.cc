@@ -8,7 +8,6 @@
 namespace maskctl {
 
 int RunOnlineCompile(const Context& ctx) {
-#ifdef MASKD_WITH_CLIENT
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
                                               "structural-tag", "timeout-ms"},
                           {"eager", "no-wait"});
@@ -34,9 +33,6 @@ int RunOnlineCompile(const Context& ctx) {
       JsonString(resp->index_id()).c_str(), state, JsonString(resp->route()).c_str(),
       resp->dfa_states(), resp->compile_ms());
   return 0;
-#else
-  return Fail("compile", "maskctl was built without the maskd client");
-#endif
 }
 
 }  // namespace maskctl

@@ -18,7 +18,6 @@
 namespace maskctl {
 namespace {
 
-#ifdef MASKD_WITH_CLIENT
 // The output line; `resumes` < 0: not a resumable session (no "resumes").
 int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t id,
                    const std::vector<uint32_t>& tokens, bool finished, int resumes) {
@@ -35,10 +34,8 @@ int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t
               finished ? "true" : "false", extra.c_str());
   return 0;
 }
-#endif
 
 int Generate(const Context& ctx) {
-#ifdef MASKD_WITH_CLIENT
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
                                               "structural-tag", "seed", "max-tokens"},
                           {"resume"});
@@ -99,9 +96,6 @@ int Generate(const Context& ctx) {
   }
   (void)(*client)->CloseSession(id);
   return PrintGenerated(**client, tokenizer, id, tokens, finished, -1);
-#else
-  return Fail("generate", "maskctl was built without the maskd client");
-#endif
 }
 
 }  // namespace

@@ -11,7 +11,6 @@ namespace maskctl {
 namespace {
 
 int Health(const Context& ctx) {
-#ifdef MASKD_WITH_CLIENT
   auto args = Args::Parse(ctx.args, {"service"}, {});
   if (!args.ok()) return Fail("health", std::string(args.status().message()));
   auto client = OnlineConnect(ctx);
@@ -20,9 +19,6 @@ int Health(const Context& ctx) {
   if (!status.ok()) return Fail("health", status.status().ToString());
   std::printf("{\"status\": %s}\n", JsonString(*status).c_str());
   return *status == "SERVING" ? 0 : 3;
-#else
-  return Fail("health", "maskctl was built without the maskd client");
-#endif
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include "tools/maskctl/grammar_flag.h"
 
-#ifdef MASKD_WITH_CLIENT
 
 #include <algorithm>
 #include <bit>
@@ -123,4 +122,3 @@ int64_t RandomAllowed(absl::Span<const uint32_t> row, absl::Span<const uint32_t>
 
 }  // namespace maskctl
 
-#endif  // MASKD_WITH_CLIENT

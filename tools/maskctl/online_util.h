@@ -2,7 +2,6 @@
 #ifndef MASKD_TOOLS_MASKCTL_ONLINE_UTIL_H_
 #define MASKD_TOOLS_MASKCTL_ONLINE_UTIL_H_
 
-#ifdef MASKD_WITH_CLIENT
 
 #include <cstdint>
 #include <memory>
@@ -34,5 +33,4 @@ int64_t RandomAllowed(absl::Span<const uint32_t> row, absl::Span<const uint32_t>
 
 }  // namespace maskctl
 
-#endif  // MASKD_WITH_CLIENT
 #endif  // MASKD_TOOLS_MASKCTL_ONLINE_UTIL_H_

@@ -33,15 +33,12 @@
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/online_util.h"
 
-#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
 #include "client/shm_client.h"
 #include "kernels/apply_mask.h"
-#endif
 
 namespace maskctl {
 namespace {
 
-#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
@@ -93,10 +90,8 @@ struct Cleanup {
     if (!region.empty()) (void)shm->UnregisterRegion(region);
   }
 };
-#endif
 
 int ShmDemo(const Context& ctx) {
-#if defined(MASKD_WITH_CLIENT) && defined(MASKD_WITH_SHM_CLIENT)
   using Clock = std::chrono::steady_clock;
   const char* kCmd = "shm-demo";
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "rows", "steps", "dtype", "seed", "key"},
@@ -273,9 +268,6 @@ int ShmDemo(const Context& ctx) {
               static_cast<unsigned long long>(mismatches), Percentile(apply_us, 0.5),
               Percentile(reply_us, 0.5));
   return 0;
-#else
-  return Fail("shm-demo", "maskctl was built without the maskd shared-memory client");
-#endif
 }
 
 }  // namespace
