@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -15,9 +16,30 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "schema/internal/json_access.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {
+namespace {
+
+// The [keyword, pointer, why] of a kUnsupportedKw marker. A user schema may
+// spell the keyword itself: its value's shape is checked as nlohmann's
+// accessors did (a missing element reads as null).
+struct UnsupportedMarker {
+  std::string keyword, ptr, why;
+};
+absl::StatusOr<UnsupportedMarker> ReadUnsupportedMarker(const json& v) {
+  MASKD_RETURN_IF_ERROR(CheckIndexable(v));
+  const json null_value;
+  auto element = [&](size_t i) -> const json& { return i < v.size() ? v[i] : null_value; };
+  UnsupportedMarker m;
+  MASKD_ASSIGN_OR_RETURN(m.keyword, StringValue(element(0)));
+  MASKD_ASSIGN_OR_RETURN(m.ptr, StringValue(element(1)));
+  MASKD_ASSIGN_OR_RETURN(m.why, StringValue(element(2)));
+  return m;
+}
+
+}  // namespace
 
 Converter::Converter(const json& root, const JsonSchemaOptions& o, bool rules)
     : root_(root), o_(o), rules_mode_(rules) {
@@ -38,15 +60,15 @@ Converter::Converter(const json& root, const JsonSchemaOptions& o, bool rules)
   }
 }
 
-std::string Converter::Run() {
+absl::StatusOr<std::string> Converter::Run() {
   if (rules_mode_) rules_.push_back({"/", ""});  // rule 0: the root
-  Re r = Convert(root_, "");
+  MASKD_ASSIGN_OR_RETURN(Re r, Convert(root_, ""));
   if (!r) {
     if (!cut_required_.empty()) {
-      Invalid(absl::StrCat("schema has no instance within max_recursion_depth ",
-                           o_.max_recursion_depth, ": ", cut_required_));
+      return Invalid(absl::StrCat("schema has no instance within max_recursion_depth ",
+                                  o_.max_recursion_depth, ": ", cut_required_));
     }
-    Invalid("schema has no valid instance (it is false or contradictory)");
+    return Invalid("schema has no valid instance (it is false or contradictory)");
   }
   if (rules_mode_) rules_[0].regex = *r;
   return *r;
@@ -56,27 +78,23 @@ void Converter::Warn(const std::string& keyword, const std::string& ptr, const s
   warnings_.insert(absl::StrCat(keyword, " at ", Where(ptr), ": ", what));
 }
 
-void Converter::Unsupported(const std::string& keyword, const std::string& ptr,
-                            const std::string& why) {
-  Invalid(absl::StrCat("unsupported keyword \"", keyword, "\" at ", Where(ptr),
-                       why.empty() ? "" : ": ", why));
+absl::Status Converter::Unsupported(const std::string& keyword, const std::string& ptr,
+                                    const std::string& why) {
+  return Invalid(absl::StrCat("unsupported keyword \"", keyword, "\" at ", Where(ptr),
+                              why.empty() ? "" : ": ", why));
 }
 
-// Throws Cancelled when the budget's cancel flag is set and, when
-// `check_clock`, DeadlineExceeded past its deadline.
-void Converter::CheckBudget(bool check_clock) const {
+absl::Status Converter::CheckBudget(bool check_clock) const {
   const DfaOptions& b = o_.budget;
   if (b.cancel != nullptr && b.cancel->load(std::memory_order_relaxed)) {
-    Throw(ConversionCancelledError());
+    return ConversionCancelledError();
   }
   if (check_clock && b.deadline != absl::InfiniteFuture() && absl::Now() > b.deadline) {
-    Throw(ConversionDeadlineError());
+    return ConversionDeadlineError();
   }
+  return absl::OkStatus();
 }
 
-// A DFA for `regex` under the budget, with at most `max_states` states (and
-// the budget's own caps). Throws when the deadline or cancel flag trips;
-// any other failure (a cap) is returned for the caller's fallback.
 absl::StatusOr<std::shared_ptr<const Dfa>> Converter::BudgetedDfa(const std::string& regex,
                                                                   uint32_t max_states) const {
   DfaOptions dopt = o_.budget;
@@ -84,13 +102,23 @@ absl::StatusOr<std::shared_ptr<const Dfa>> Converter::BudgetedDfa(const std::str
   std::string expanded;
   if (rules_mode_) {
     auto e = ExpandRules(regex);
-    if (!e.ok()) return e.status();
+    if (!e.ok()) {
+      // A rule still being converted, or expanded rules over the byte
+      // limit: fall back. Anything else (a reference ExpandRules cannot
+      // read) ends the conversion.
+      if (e.status().code() == absl::StatusCode::kFailedPrecondition ||
+          e.status().code() == absl::StatusCode::kResourceExhausted) {
+        return nullptr;
+      }
+      return e.status();
+    }
     expanded = *std::move(e);
   }
   auto d = Dfa::FromPattern(rules_mode_ ? expanded : regex, RegexLimits{}, dopt);
-  if (d.status().code() == absl::StatusCode::kDeadlineExceeded) Throw(ConversionDeadlineError());
-  if (d.status().code() == absl::StatusCode::kCancelled) Throw(ConversionCancelledError());
-  return d;
+  if (d.status().code() == absl::StatusCode::kDeadlineExceeded) return ConversionDeadlineError();
+  if (d.status().code() == absl::StatusCode::kCancelled) return ConversionCancelledError();
+  if (!d.ok()) return nullptr;
+  return *std::move(d);
 }
 
 bool Converter::IsBudgetError(const absl::Status& s) {
@@ -98,11 +126,12 @@ bool Converter::IsBudgetError(const absl::Status& s) {
          s.code() == absl::StatusCode::kCancelled;
 }
 
-void Converter::CheckSize(const Re& r) {
+absl::Status Converter::CheckSize(const Re& r) const {
   if (r && r->size() > o_.max_regex_bytes) {
-    Throw(absl::ResourceExhaustedError(absl::StrCat(
-        "regex exceeds max_regex_bytes (", o_.max_regex_bytes, ")")));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("regex exceeds max_regex_bytes (", o_.max_regex_bytes, ")"));
   }
+  return absl::OkStatus();
 }
 
 std::string Converter::Open(char c) const {
@@ -110,13 +139,15 @@ std::string Converter::Open(char c) const {
 }
 std::string Converter::Close(char c) const { return absl::StrCat(ws_, "\\", std::string(1, c)); }
 
-Re Converter::Convert(const json& s_in, const std::string& ptr) {
-  if (++calls_ > 2000000) Throw(absl::ResourceExhaustedError("schema too complex"));
-  CheckBudget(/*check_clock=*/calls_ % 64 == 1);  // the flag each time, the clock less often
+absl::StatusOr<Re> Converter::Convert(const json& s_in, const std::string& ptr) {
+  if (++calls_ > 2000000) return absl::ResourceExhaustedError("schema too complex");
+  // The flag each time, the clock less often.
+  MASKD_RETURN_IF_ERROR(CheckBudget(/*check_clock=*/calls_ % 64 == 1));
   // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
   // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
+  // Past the limit depth_ stays raised (the error ends the conversion).
   if (++depth_ > o_.max_schema_depth) {
-    Invalid(absl::StrCat("schema nesting too deep (more than ", o_.max_schema_depth,
+    return Invalid(absl::StrCat("schema nesting too deep (more than ", o_.max_schema_depth,
                          " levels of subschemas and $refs: max_schema_depth, maskd "
                          "--max_schema_depth) at ",
                          Where(ptr)));
@@ -125,18 +156,18 @@ Re Converter::Convert(const json& s_in, const std::string& ptr) {
     int& d;
     ~DepthGuard() { --d; }
   } guard{depth_};
-  Re r = ConvertInner(s_in, ptr);
-  CheckSize(r);
+  MASKD_ASSIGN_OR_RETURN(Re r, ConvertInner(s_in, ptr));
+  MASKD_RETURN_IF_ERROR(CheckSize(r));
   return SplitLarge(std::move(r), ptr);
 }
 
-Re Converter::ConvertInner(const json& s_in, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertInner(const json& s_in, const std::string& ptr) {
   if (s_in.is_boolean()) return s_in.get<bool>() ? Re(AnyValue(o_.any_value_depth)) : Re();
   if (!s_in.is_object()) {
-    Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object or a boolean"));
+    return Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object or a boolean"));
   }
   for (auto it = s_in.begin(); it != s_in.end(); ++it) {
-    if (IsUnsupported(it.key())) Unsupported(it.key(), ptr);
+    if (IsUnsupported(it.key())) return Unsupported(it.key(), ptr);
   }
   const json* s = &s_in;
   json normalized;
@@ -146,24 +177,25 @@ Re Converter::ConvertInner(const json& s_in, const std::string& ptr) {
     s = &normalized;
   }
   if (auto it = s->find("$ref"); it != s->end()) {
-    if (!it->is_string()) Invalid(absl::StrCat("$ref at ", Where(ptr), " is not a string"));
+    if (!it->is_string()) return Invalid(absl::StrCat("$ref at ", Where(ptr), " is not a string"));
     if (!HasValidation(*s, {"$ref"})) return ConvertRef(it->get<std::string>(), ptr);
     json acc = json::object();
-    MergeInto(acc, *s, ptr, 0);
+    MASKD_RETURN_IF_ERROR(MergeInto(acc, *s, ptr, 0));
     return Convert(acc, ptr);
   }
   if (auto it = s->find("allOf"); it != s->end()) {
-    if (!it->is_array()) Invalid(absl::StrCat("allOf at ", Where(ptr), " is not an array"));
+    if (!it->is_array()) return Invalid(absl::StrCat("allOf at ", Where(ptr), " is not an array"));
     json acc = json::object();
-    MergeInto(acc, *s, ptr, 0);
+    MASKD_RETURN_IF_ERROR(MergeInto(acc, *s, ptr, 0));
     return Convert(acc, ptr);
   }
-  if (auto lowered = Lower(*s, ptr)) return Convert(*lowered, ptr);
+  MASKD_ASSIGN_OR_RETURN(std::optional<json> lowered, Lower(*s, ptr));
+  if (lowered) return Convert(*lowered, ptr);
   for (const char* key : {"anyOf", "oneOf"}) {
     auto it = s->find(key);
     if (it == s->end()) continue;
     if (!it->is_array() || it->empty()) {
-      Invalid(absl::StrCat(key, " at ", Where(ptr), " is not a non-empty array"));
+      return Invalid(absl::StrCat(key, " at ", Where(ptr), " is not a non-empty array"));
     }
     if (std::string(key) == "oneOf" && it->size() > 1 && !DisjointBranches(*it)) {
       Warn("oneOf", ptr, "exclusivity not enforced (treated as anyOf)");
@@ -176,12 +208,12 @@ Re Converter::ConvertInner(const json& s_in, const std::string& ptr) {
       std::string bptr = Child(ptr, key, i);
       Re r;
       if (plain) {
-        r = Convert((*it)[i], bptr);
+        MASKD_ASSIGN_OR_RETURN(r, Convert((*it)[i], bptr));
       } else {
         json acc = json::object();
-        MergeInto(acc, base, ptr, 0);
-        MergeInto(acc, (*it)[i], bptr, 0);
-        r = Convert(acc, bptr);
+        MASKD_RETURN_IF_ERROR(MergeInto(acc, base, ptr, 0));
+        MASKD_RETURN_IF_ERROR(MergeInto(acc, (*it)[i], bptr, 0));
+        MASKD_ASSIGN_OR_RETURN(r, Convert(acc, bptr));
       }
       if (r) parts.push_back(*r);
     }
@@ -222,7 +254,7 @@ Re UnionRe(const std::vector<std::string>& parts) {
   return Union(parts);
 }
 
-Re Converter::ConvertPlain(const json& s, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertPlain(const json& s, const std::string& ptr) {
   // Allowed types.
   static const std::vector<std::string> kAll = {"null", "boolean", "object", "array",
                                                 "string", "integer", "number"};
@@ -234,22 +266,24 @@ Re Converter::ConvertPlain(const json& s, const std::string& ptr) {
       for (auto& x : *t)
         if (x.is_string()) types.insert(x.get<std::string>());
     } else {
-      Invalid(absl::StrCat("type at ", Where(ptr), " is not a string or array"));
+      return Invalid(absl::StrCat("type at ", Where(ptr), " is not a string or array"));
     }
     for (auto& x : types)
       if (std::find(kAll.begin(), kAll.end(), x) == kAll.end())
-        Invalid(absl::StrCat("unknown type \"", x, "\" at ", Where(ptr)));
+        return Invalid(absl::StrCat("unknown type \"", x, "\" at ", Where(ptr)));
   } else {
     types = InferTypes(s);
   }
   if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>())
     types.insert("null");
   bool non_integer = false;  // numbers must not be integers ("not": integer)
-  if (auto n = s.find("not"); n != s.end()) ApplyNot(*n, Child(ptr, "not"), &types, &non_integer);
+  if (auto n = s.find("not"); n != s.end()) {
+    MASKD_RETURN_IF_ERROR(ApplyNot(*n, Child(ptr, "not"), &types, &non_integer));
+  }
   if (types.count("number")) types.erase("integer");
   if (auto m = s.find(kUnsupportedKw); m != s.end() && !types.empty()) {
-    const json& v = *m;
-    Unsupported(v[0].get<std::string>(), v[1].get<std::string>(), v[2].get<std::string>());
+    MASKD_ASSIGN_OR_RETURN(UnsupportedMarker marker, ReadUnsupportedMarker(*m));
+    return Unsupported(marker.keyword, marker.ptr, marker.why);
   }
 
   if (s.contains("enum") || s.contains("const")) {
@@ -259,15 +293,16 @@ Re Converter::ConvertPlain(const json& s, const std::string& ptr) {
   std::vector<std::string> parts;
   for (const std::string& t : kAll) {
     if (!types.count(t)) continue;
-    Re r;
-    if (t == "null") r = "null";
-    else if (t == "boolean") r = "(?:true|false)";
+    absl::StatusOr<Re> r;
+    if (t == "null") r = Re("null");
+    else if (t == "boolean") r = Re("(?:true|false)");
     else if (t == "object") r = ConvertObject(s, ptr);
     else if (t == "array") r = ConvertArray(s, ptr);
     else if (t == "string") r = ConvertString(s, ptr);
     else if (t == "integer") r = ConvertInteger(s, ptr);
     else if (t == "number") r = non_integer ? ConvertNonInteger(s, ptr) : ConvertNumber(s, ptr);
-    if (r) parts.push_back(*r);
+    if (!r.ok()) return r.status();
+    if (*r) parts.push_back(**r);
   }
   return UnionRe(parts);
 }
@@ -302,33 +337,40 @@ std::set<std::string> Converter::InferTypes(const json& s) const {
 // Numbers that are not integers, as Python writes them: a fraction with a
 // nonzero digit, or d[.ddd]e-XX (below 1e-4). Python writes e+XX only from
 // 1e16 up, where every float is an integer.
-Re Converter::ConvertNonInteger(const json& s, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertNonInteger(const json& s, const std::string& ptr) {
   for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
-    if (s.contains(k)) Unsupported("not", Child(ptr, "not"), absl::StrCat("\"not\": integer beside ", k));
+    if (s.contains(k)) return Unsupported("not", Child(ptr, "not"), absl::StrCat("\"not\": integer beside ", k));
   }
   return std::string(
       "-?(?:(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*|[1-9](?:\\.[0-9]*[1-9])?e-0*[1-9][0-9]*)");
 }
 
-void Converter::ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types,
-                         bool* non_integer) {
+absl::Status Converter::ApplyNot(const json& n, const std::string& ptr,
+                                 std::set<std::string>* types, bool* non_integer) {
   if (n.is_boolean()) {
     if (n.get<bool>()) types->clear();
-    return;
+    return absl::OkStatus();
   }
-  if (!n.is_object()) Unsupported("not", ptr);
+  if (!n.is_object()) return Unsupported("not", ptr);
   if (n.empty()) {
     types->clear();
-    return;
+    return absl::OkStatus();
   }
   bool only_type = true;
   for (auto it = n.begin(); it != n.end(); ++it)
     if (it.key() != "type" && IsValidationKeyword(it.key())) only_type = false;
-  if (!only_type || !n.contains("type")) Unsupported("not", ptr, "only \"not\": {\"type\": ...} is enforced");
+  if (!only_type || !n.contains("type")) {
+    return Unsupported("not", ptr, "only \"not\": {\"type\": ...} is enforced");
+  }
   std::vector<std::string> ts;
-  if (n["type"].is_string()) ts.push_back(n["type"].get<std::string>());
-  else if (n["type"].is_array())
-    for (auto& x : n["type"]) ts.push_back(x.get<std::string>());
+  if (n["type"].is_string()) {
+    ts.push_back(n["type"].get<std::string>());
+  } else if (n["type"].is_array()) {
+    for (auto& x : n["type"]) {
+      MASKD_ASSIGN_OR_RETURN(std::string t, StringValue(x));
+      ts.push_back(std::move(t));
+    }
+  }
   for (auto& t : ts) {
     if (t == "number") {
       types->erase("number");
@@ -340,10 +382,12 @@ void Converter::ApplyNot(const json& n, const std::string& ptr, std::set<std::st
       types->erase(t);
     }
   }
+  return absl::OkStatus();
 }
 
-std::string Converter::Repeat(const std::string& unit, int64_t min, std::optional<int64_t> max,
-                              const std::string& keyword_ptr, const char* max_kw) {
+absl::StatusOr<std::string> Converter::Repeat(const std::string& unit, int64_t min,
+                                              std::optional<int64_t> max,
+                                              const std::string& keyword_ptr, const char* max_kw) {
   if (min < 0) min = 0;
   if (max && *max > o_.max_counted_repeat) {
     Warn(max_kw, keyword_ptr, absl::StrCat("bound ", *max, " above max_counted_repeat (",
@@ -351,10 +395,10 @@ std::string Converter::Repeat(const std::string& unit, int64_t min, std::optiona
     max.reset();
   }
   if (min > o_.max_counted_repeat) {
-    Invalid(absl::StrCat("lower bound ", min, " at ", Where(keyword_ptr),
-                         " above max_counted_repeat"));
+    return Invalid(absl::StrCat("lower bound ", min, " at ", Where(keyword_ptr),
+                                " above max_counted_repeat"));
   }
-  if (max && *max == 0) return "";
+  if (max && *max == 0) return std::string();
   if (!max) {
     if (min == 0) return unit + "*";
     if (min == 1) return unit + "+";
@@ -365,15 +409,16 @@ std::string Converter::Repeat(const std::string& unit, int64_t min, std::optiona
   return absl::StrCat(unit, "{", min, ",", *max, "}");
 }
 
-std::optional<int64_t> Converter::IntKw(const json& s, const char* k, const std::string& ptr) {
+absl::StatusOr<std::optional<int64_t>> Converter::IntKw(const json& s, const char* k,
+                                                        const std::string& ptr) {
   auto it = s.find(k);
-  if (it == s.end()) return std::nullopt;
+  if (it == s.end()) return std::optional<int64_t>();
   if (!it->is_number() || it->get<double>() < 0) {
-    Invalid(absl::StrCat(k, " at ", Where(ptr), " is not a non-negative number"));
+    return Invalid(absl::StrCat(k, " at ", Where(ptr), " is not a non-negative number"));
   }
   double d = it->get<double>();
-  if (d > 1e15) return static_cast<int64_t>(1e15);
-  return static_cast<int64_t>(std::ceil(d));
+  if (d > 1e15) return std::optional<int64_t>(static_cast<int64_t>(1e15));
+  return std::optional<int64_t>(static_cast<int64_t>(std::ceil(d)));
 }
 
 }  // namespace maskd::json_schema_internal

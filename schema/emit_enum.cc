@@ -42,23 +42,25 @@ bool HasNestedObject(const json& v) {
 
 }  // namespace
 
-Re Converter::ConvertEnum(const json& s, const std::string& ptr, const std::set<std::string>& types,
-                          bool non_integer) {
+absl::StatusOr<Re> Converter::ConvertEnum(const json& s, const std::string& ptr,
+                                          const std::set<std::string>& types, bool non_integer) {
   json values = json::array();
   if (auto e = s.find("enum"); e != s.end()) {
-    if (!e->is_array()) Invalid(absl::StrCat("enum at ", Where(ptr), " is not an array"));
+    if (!e->is_array()) return Invalid(absl::StrCat("enum at ", Where(ptr), " is not an array"));
     values = *e;
   }
   if (auto c = s.find("const"); c != s.end()) {
     if (s.contains("enum")) {
-      if (std::find(values.begin(), values.end(), *c) == values.end()) return std::nullopt;
+      if (std::find(values.begin(), values.end(), *c) == values.end()) return Re();
     }
     values = json::array({*c});
   }
   // Other validation keywords beside enum/const (e.g. bounds, or the
   // exclusions a `not` leaves): keep the values the rest of the schema
   // accepts, tested on their json.dumps text against the rest's regex. If
-  // the rest cannot be converted, the values are kept (as before).
+  // the rest cannot be converted, the values are kept, and the warnings and
+  // $ref counts of the failed attempt are undone. Errors that end every
+  // conversion still do: the budget's, a malformed schema, an internal one.
   std::shared_ptr<const Dfa> rest_dfa;
   if (HasValidation(s, {"type", "nullable", "enum", "const", "not"})) {
     json rest = s;
@@ -69,13 +71,14 @@ Re Converter::ConvertEnum(const json& s, const std::string& ptr, const std::set<
     rest["type"] = TypeList(types);
     auto saved_warnings = warnings_;
     auto saved_stack = ref_stack_;
-    try {
-      Re rr = Convert(rest, ptr);
-      if (!rr) return std::nullopt;
-      auto d = BudgetedDfa(*rr, o_.budget.max_states);
-      if (d.ok()) rest_dfa = *d;
-    } catch (const ConvertError& e) {
-      if (IsBudgetError(e.status)) throw;
+    absl::StatusOr<Re> rr = Convert(rest, ptr);
+    if (rr.ok()) {
+      if (!*rr) return Re();
+      MASKD_ASSIGN_OR_RETURN(rest_dfa, BudgetedDfa(**rr, o_.budget.max_states));
+    } else if (IsBudgetError(rr.status()) || IsMalformedSchemaError(rr.status()) ||
+               rr.status().code() == absl::StatusCode::kInternal) {
+      return rr.status();
+    } else {
       warnings_ = saved_warnings;
       ref_stack_ = saved_stack;
     }

@@ -19,30 +19,40 @@ struct Bounds {
   bool lo_ex = false, hi_ex = false;
 };
 
-Bounds ReadBounds(const json& s, const std::string& ptr) {
+absl::StatusOr<Bounds> ReadBounds(const json& s, const std::string& ptr) {
   Bounds b;
-  auto tighten_lo = [&](const json& v, bool ex, const char* kw) {
-    if (!v.is_number()) Invalid(absl::StrCat(kw, " at ", Where(ptr), " is not a number"));
+  auto tighten_lo = [&](const json& v, bool ex, const char* kw) -> absl::Status {
+    if (!v.is_number()) return Invalid(absl::StrCat(kw, " at ", Where(ptr), " is not a number"));
     auto d = DecimalOf(v);
-    if (!d) return;
+    if (!d) return absl::OkStatus();
     if (!b.lo || CompareDecimal(*d, *b.lo) > 0 || (CompareDecimal(*d, *b.lo) == 0 && ex)) {
       b.lo = d;
       b.lo_ex = ex;
     }
+    return absl::OkStatus();
   };
-  auto tighten_hi = [&](const json& v, bool ex, const char* kw) {
-    if (!v.is_number()) Invalid(absl::StrCat(kw, " at ", Where(ptr), " is not a number"));
+  auto tighten_hi = [&](const json& v, bool ex, const char* kw) -> absl::Status {
+    if (!v.is_number()) return Invalid(absl::StrCat(kw, " at ", Where(ptr), " is not a number"));
     auto d = DecimalOf(v);
-    if (!d) return;
+    if (!d) return absl::OkStatus();
     if (!b.hi || CompareDecimal(*d, *b.hi) < 0 || (CompareDecimal(*d, *b.hi) == 0 && ex)) {
       b.hi = d;
       b.hi_ex = ex;
     }
+    return absl::OkStatus();
   };
-  if (auto it = s.find("minimum"); it != s.end()) tighten_lo(*it, false, "minimum");
-  if (auto it = s.find("exclusiveMinimum"); it != s.end()) tighten_lo(*it, true, "exclusiveMinimum");
-  if (auto it = s.find("maximum"); it != s.end()) tighten_hi(*it, false, "maximum");
-  if (auto it = s.find("exclusiveMaximum"); it != s.end()) tighten_hi(*it, true, "exclusiveMaximum");
+  if (auto it = s.find("minimum"); it != s.end()) {
+    MASKD_RETURN_IF_ERROR(tighten_lo(*it, false, "minimum"));
+  }
+  if (auto it = s.find("exclusiveMinimum"); it != s.end()) {
+    MASKD_RETURN_IF_ERROR(tighten_lo(*it, true, "exclusiveMinimum"));
+  }
+  if (auto it = s.find("maximum"); it != s.end()) {
+    MASKD_RETURN_IF_ERROR(tighten_hi(*it, false, "maximum"));
+  }
+  if (auto it = s.find("exclusiveMaximum"); it != s.end()) {
+    MASKD_RETURN_IF_ERROR(tighten_hi(*it, true, "exclusiveMaximum"));
+  }
   return b;
 }
 
@@ -91,8 +101,8 @@ BigInt AddOne(BigInt b, int delta) {  // delta = +1 or -1
 
 }  // namespace
 
-Re Converter::ConvertInteger(const json& s, const std::string& ptr) {
-  Bounds b = ReadBounds(s, ptr);
+absl::StatusOr<Re> Converter::ConvertInteger(const json& s, const std::string& ptr) {
+  MASKD_ASSIGN_OR_RETURN(Bounds b, ReadBounds(s, ptr));
   std::optional<BigInt> lo, hi;
   if (b.lo) {
     lo = b.lo_ex ? AddOne(Floor(*b.lo), +1) : Ceil(*b.lo);
@@ -102,7 +112,7 @@ Re Converter::ConvertInteger(const json& s, const std::string& ptr) {
   }
   Re r;
   if (auto m = s.find("multipleOf"); m != s.end()) {
-    r = IntegerMultiple(*m, lo, hi, ptr);
+    MASKD_ASSIGN_OR_RETURN(r, IntegerMultiple(*m, lo, hi, ptr));
   } else {
     r = IntegerRangeRegex(lo, hi);
   }
@@ -110,17 +120,17 @@ Re Converter::ConvertInteger(const json& s, const std::string& ptr) {
   return absl::StrCat("(?:", *r, ")(?:\\.0)?");
 }
 
-Re Converter::IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
-                              const std::optional<BigInt>& hi, const std::string& ptr) {
+absl::StatusOr<Re> Converter::IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
+                                              const std::optional<BigInt>& hi, const std::string& ptr) {
   auto m = DecimalOf(mv);
   if (!m || m->neg || (m->ip == "0" && m->fp.empty())) {
-    Invalid(absl::StrCat("multipleOf at ", Where(ptr), " is not a positive number"));
+    return Invalid(absl::StrCat("multipleOf at ", Where(ptr), " is not a positive number"));
   }
   if (!m->fp.empty()) {
     // Every integer is a multiple of m when 1/m is an integer (m = 1/k).
     double inv = 1.0 / mv.get<double>();
     if (std::fabs(inv - std::round(inv)) < 1e-9) return IntegerRangeRegex(lo, hi);
-    Unsupported("multipleOf", ptr, "a fractional multipleOf on integers");
+    return Unsupported("multipleOf", ptr, "a fractional multipleOf on integers");
   }
   if (m->ip == "1") return IntegerRangeRegex(lo, hi);
   // Bounded and small: enumerate.
@@ -129,7 +139,7 @@ Re Converter::IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
     long long h = std::stoll(hi->digits) * (hi->neg ? -1 : 1);
     long long step = std::stoll(m->ip);
     long long first = l >= 0 ? ((l + step - 1) / step) * step : -((-l) / step) * step;
-    if (h < first) return std::nullopt;
+    if (h < first) return Re();
     if ((h - first) / step <= 2000) {
       std::vector<std::string> parts;
       for (long long x = first; x <= h; x += step) parts.push_back(std::to_string(x));
@@ -154,15 +164,15 @@ Re Converter::IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
       if (d == "5") return absl::StrCat("(?:", lo->digits == "0" ? "0|" : "", "[1-9][0-9]*[05]|5)");
     }
   }
-  Unsupported("multipleOf", ptr, absl::StrCat("multipleOf ", m->ip, " with these bounds"));
+  return Unsupported("multipleOf", ptr, absl::StrCat("multipleOf ", m->ip, " with these bounds"));
 }
 
-Re Converter::ConvertNumber(const json& s, const std::string& ptr) {
-  Bounds b = ReadBounds(s, ptr);
+absl::StatusOr<Re> Converter::ConvertNumber(const json& s, const std::string& ptr) {
+  MASKD_ASSIGN_OR_RETURN(Bounds b, ReadBounds(s, ptr));
   if (auto mv = s.find("multipleOf"); mv != s.end()) {
     auto m = DecimalOf(*mv);
     if (!m || m->neg || (m->ip == "0" && m->fp.empty())) {
-      Invalid(absl::StrCat("multipleOf at ", Where(ptr), " is not a positive number"));
+      return Invalid(absl::StrCat("multipleOf at ", Where(ptr), " is not a positive number"));
     }
     if (m->fp.empty()) {
       // Integer multiples: the integer regex (with an optional ".0").
@@ -180,7 +190,7 @@ Re Converter::ConvertNumber(const json& s, const std::string& ptr) {
       // Enumerate the grid when small: integer part range x fraction digits.
       Warn("multipleOf", ptr, "fraction digits not enforced together with bounds");
     } else {
-      Unsupported("multipleOf", ptr, absl::StrCat("multipleOf ", NumberText(*mv)));
+      return Unsupported("multipleOf", ptr, absl::StrCat("multipleOf ", NumberText(*mv)));
     }
   }
   return NumberRangeRegex(b.lo, b.lo_ex, b.hi, b.hi_ex);

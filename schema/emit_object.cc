@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -69,7 +70,7 @@ std::string Converter::OtherKeyRegex(const std::vector<std::string>& known) {
   return "\"" + Complement(root) + "\"";
 }
 
-Re Converter::ConvertObject(const json& s, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& ptr) {
   struct Item {
     std::string kv;
     bool required;
@@ -85,12 +86,14 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
   }
   std::vector<std::string> known;
   if (auto p = s.find("properties"); p != s.end()) {
-    if (!p->is_object()) Invalid(absl::StrCat("properties at ", Where(ptr), " is not an object"));
+    if (!p->is_object()) {
+      return Invalid(absl::StrCat("properties at ", Where(ptr), " is not an object"));
+    }
     for (auto it = p->begin(); it != p->end(); ++it) {
       known.push_back(it.key());
       std::string pptr = Child(Child(ptr, "properties"), it.key());
       int cuts_before = cuts_;
-      Re v = Convert(it.value(), pptr);
+      MASKD_ASSIGN_OR_RETURN(Re v, Convert(it.value(), pptr));
       bool req = required.count(it.key()) > 0;
       if (!v) {
         if (req) {
@@ -98,7 +101,7 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
             cut_required_ = absl::StrCat("required property \"", Shown(it.key()), "\" at ", Where(pptr),
                                          " recurses past the limit");
           }
-          return std::nullopt;
+          return Re();
         }
         continue;
       }
@@ -129,14 +132,14 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
       addl_value = AnyValue(o_.any_value_depth);
     }
   } else {
-    addl_value = Convert(*addl, addl_ptr);
+    MASKD_ASSIGN_OR_RETURN(addl_value, Convert(*addl, addl_ptr));
   }
   std::vector<std::string> extra_kvs;
   if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
     for (auto it = pp->begin(); it != pp->end(); ++it) {
       std::string pptr = Child(Child(ptr, "patternProperties"), it.key());
-      std::string key = PatternRegex(it.key(), pptr, "patternProperties");
-      Re v = Convert(it.value(), pptr);
+      MASKD_ASSIGN_OR_RETURN(std::string key, PatternRegex(it.key(), pptr, "patternProperties"));
+      MASKD_ASSIGN_OR_RETURN(Re v, Convert(it.value(), pptr));
       if (v) extra_kvs.push_back("\"" + key + "\"" + key_sep_ + *v);
     }
     if (addl_value && !pp->empty()) {
@@ -148,9 +151,9 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
     std::string key;
     if (auto pn = s.find("propertyNames"); pn != s.end()) {
       json t = json::object();
-      MergeInto(t, *pn, Child(ptr, "propertyNames"), 0);
+      MASKD_RETURN_IF_ERROR(MergeInto(t, *pn, Child(ptr, "propertyNames"), 0));
       if (!t.is_boolean()) t["type"] = "string";
-      Re k = Convert(t, Child(ptr, "propertyNames"));
+      MASKD_ASSIGN_OR_RETURN(Re k, Convert(t, Child(ptr, "propertyNames")));
       if (!k) addl_value.reset();
       else key = *k;
     } else {
@@ -161,7 +164,7 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
   // Required properties not declared: values from additionalProperties.
   for (auto& r : undeclared) {
     if (!addl_value) {
-      if (addl) return std::nullopt;  // additionalProperties: false
+      if (addl) return Re();  // additionalProperties: false
       items.push_back({KeyRegex(r) + key_sep_ + AnyValue(o_.any_value_depth), true});
       continue;
     }
@@ -170,15 +173,18 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
   Re extra = extra_kvs.empty() ? Re() : Re(Union(extra_kvs));
 
   // Counting: state c = properties so far, saturated at cap.
-  int64_t min_p = IntKw(s, "minProperties", ptr).value_or(0);
-  std::optional<int64_t> max_p = IntKw(s, "maxProperties", ptr);
+  MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min_properties, IntKw(s, "minProperties", ptr));
+  MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max_p, IntKw(s, "maxProperties", ptr));
+  int64_t min_p = min_properties.value_or(0);
   int64_t n_req = 0;
   for (auto& it : items) n_req += it.required;
   if (min_p <= n_req) min_p = 0;
   if (max_p && !extra && *max_p >= static_cast<int64_t>(items.size())) max_p.reset();
-  if (max_p && *max_p < n_req) return std::nullopt;
+  if (max_p && *max_p < n_req) return Re();
   int64_t cap = max_p ? *max_p : std::max<int64_t>(min_p, 1);
-  if (cap > 64) Unsupported(max_p ? "maxProperties" : "minProperties", ptr, "bound above 64");
+  if (cap > 64) {
+    return Unsupported(max_p ? "maxProperties" : "minProperties", ptr, "bound above 64");
+  }
   std::vector<Re> q(cap + 1);
   q[0] = "";
   auto add = [&](Re& dst, const std::string& part) {
@@ -206,7 +212,7 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
       }
     }
     q = std::move(nq);
-    for (auto& x : q) CheckSize(x);
+    for (auto& x : q) MASKD_RETURN_IF_ERROR(CheckSize(x));
   }
   // Additional properties after the declared ones.
   std::vector<Re> fin(cap + 1);
@@ -226,10 +232,12 @@ Re Converter::ConvertObject(const json& s, const std::string& ptr) {
       std::string more;
       if (c == 0) {
         if (!last_open) jmax = j - 1;
-        more = *extra + Repeat(rep, j - 1, jmax, ptr, "maxProperties");
+        MASKD_ASSIGN_OR_RETURN(std::string reps, Repeat(rep, j - 1, jmax, ptr, "maxProperties"));
+        more = *extra + reps;
       } else {
         if (!last_open) jmax = j;
-        more = *q[c] + Repeat(rep, j, jmax, ptr, "maxProperties");
+        MASKD_ASSIGN_OR_RETURN(std::string reps, Repeat(rep, j, jmax, ptr, "maxProperties"));
+        more = *q[c] + reps;
       }
       add(fin[t], more);
     }

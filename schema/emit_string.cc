@@ -3,7 +3,9 @@
 // See schema/internal/converter.h.
 #include "schema/internal/converter.h"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,15 +15,15 @@
 
 namespace maskd::json_schema_internal {
 
-Re Converter::ConvertString(const json& s, const std::string& ptr) {
-  auto min_len = IntKw(s, "minLength", ptr);
-  auto max_len = IntKw(s, "maxLength", ptr);
-  if (min_len && max_len && *min_len > *max_len) return std::nullopt;
+absl::StatusOr<Re> Converter::ConvertString(const json& s, const std::string& ptr) {
+  MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min_len, IntKw(s, "minLength", ptr));
+  MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max_len, IntKw(s, "maxLength", ptr));
+  if (min_len && max_len && *min_len > *max_len) return Re();
   if (auto ns = s.find(kNotStrings); ns != s.end()) return ConvertExcludedStrings(s, *ns, ptr);
   std::string content;
   bool has_pattern = false;
   if (auto p = s.find("pattern"); p != s.end()) {
-    if (!p->is_string()) Invalid(absl::StrCat("pattern at ", Where(ptr), " is not a string"));
+    if (!p->is_string()) return Invalid(absl::StrCat("pattern at ", Where(ptr), " is not a string"));
     bool length_applied = false;
     if ((min_len && *min_len > 0) || max_len) {
       auto r = PatternToJsonStringRegex(p->get<std::string>(), false, nullptr,
@@ -31,7 +33,7 @@ Re Converter::ConvertString(const json& s, const std::string& ptr) {
         return "\"" + *r + "\"";
       }
     }
-    content = PatternRegex(p->get<std::string>(), ptr, "pattern");
+    MASKD_ASSIGN_OR_RETURN(content, PatternRegex(p->get<std::string>(), ptr, "pattern"));
     has_pattern = true;
   }
   if (auto f = s.find("format"); f != s.end() && f->is_string()) {
@@ -53,17 +55,20 @@ Re Converter::ConvertString(const json& s, const std::string& ptr) {
     }
     return "\"" + content + "\"";
   }
-  return "\"" + Repeat(JsonCharRegex(), min_len.value_or(0), max_len, ptr, "maxLength") + "\"";
+  MASKD_ASSIGN_OR_RETURN(std::string chars, Repeat(JsonCharRegex(), min_len.value_or(0), max_len,
+                                                   ptr, "maxLength"));
+  return "\"" + chars + "\"";
 }
 
 // Strings of `s` that are none of `excluded` (from a negated enum/const).
 // Exact when `s` has no other string keyword, or when no excluded string
 // satisfies them (the exclusion is then void); otherwise the exclusion is
 // not enforced (warning): a regex cannot subtract from a pattern here.
-Re Converter::ConvertExcludedStrings(const json& s, const json& excluded, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertExcludedStrings(const json& s, const json& excluded,
+                                                     const std::string& ptr) {
   json rest = s;
   rest.erase(kNotStrings);
-  Re base = ConvertString(rest, ptr);
+  MASKD_ASSIGN_OR_RETURN(Re base, ConvertString(rest, ptr));
   if (!base) return base;
   std::vector<std::string> words;
   for (auto& w : excluded)
@@ -72,10 +77,10 @@ Re Converter::ConvertExcludedStrings(const json& s, const json& excluded, const 
   if (!HasValidation(rest, {"type", "nullable", "enum", "const", "not"})) {
     return "\"" + ExcludedStringsRegex(words) + "\"";
   }
-  auto d = BudgetedDfa(*base, o_.budget.max_states);
-  bool void_exclusion = d.ok();
+  MASKD_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa, BudgetedDfa(*base, o_.budget.max_states));
+  bool void_exclusion = dfa != nullptr;
   for (size_t i = 0; void_exclusion && i < words.size(); ++i) {
-    if ((*d)->Matches(PythonJsonString(words[i], o_.ensure_ascii))) void_exclusion = false;
+    if (dfa->Matches(PythonJsonString(words[i], o_.ensure_ascii))) void_exclusion = false;
   }
   if (!void_exclusion) {
     Warn("not", ptr, "excluded strings not enforced together with pattern/format/length");
@@ -86,18 +91,19 @@ Re Converter::ConvertExcludedStrings(const json& s, const json& excluded, const 
 // A pattern's regex over JSON string content. An unanchored pattern
 // (search semantics) whose automaton would be large is anchored instead,
 // with a warning: ".*p.*" can need exponentially many DFA states.
-std::string Converter::PatternRegex(const std::string& pattern, const std::string& ptr,
-                                    const char* keyword) {
+absl::StatusOr<std::string> Converter::PatternRegex(const std::string& pattern,
+                                                    const std::string& ptr, const char* keyword) {
   auto cached = pattern_cache_.find(pattern);
   if (cached == pattern_cache_.end()) {
     bool was_anchored = false;
     auto r = PatternToJsonStringRegex(pattern, false, &was_anchored, {0, -1}, nullptr,
                                       o_.max_pattern_nesting);
-    if (!r.ok()) Unsupported(keyword, ptr, std::string(r.status().message()));
+    if (!r.ok()) return Unsupported(keyword, ptr, std::string(r.status().message()));
     PatternInfo info{*r, false};
     if (!was_anchored) {
-      auto dfa = BudgetedDfa(*r, kMaxUnanchoredPatternStates);
-      if (!dfa.ok()) {
+      MASKD_ASSIGN_OR_RETURN(std::shared_ptr<const Dfa> dfa,
+                             BudgetedDfa(*r, kMaxUnanchoredPatternStates));
+      if (dfa == nullptr) {
         auto anchored = PatternToJsonStringRegex(pattern, true, nullptr, {0, -1}, nullptr,
                                                  o_.max_pattern_nesting);
         if (anchored.ok()) info = PatternInfo{*anchored, true};

@@ -3,6 +3,8 @@
 #include "schema/json_schema.h"
 
 #include <atomic>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -15,12 +17,12 @@
 #include "json/json_scan.h"
 #include "schema/internal/converter.h"
 #include "schema/internal/messages.h"
+#include "schema/internal/status_macros.h"
 
 namespace maskd {
 namespace {
 
 using json_schema_internal::Converter;
-using json_schema_internal::ConvertError;
 using json_schema_internal::ConversionCancelledError;
 using json_schema_internal::ConversionDeadlineError;
 using json_schema_internal::json;
@@ -32,6 +34,63 @@ using json_schema_internal::Shown;
 // has 600 members.
 // (Nesting: JsonSchemaOptions::max_schema_nesting.)
 constexpr size_t kMaxSchemaObjectMembers = 4096;
+
+// Records the first parse error of a document, without building it.
+class ParseErrorRecorder : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&,
+                   const json::exception& e) override {
+    what_ = e.what();
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e)) byte_ = pe->byte;
+    return false;
+  }
+
+  const std::string& what() const { return what_; }
+  // The parse_error's byte offset; nullopt for another error (a number
+  // beyond double: out_of_range).
+  std::optional<std::size_t> byte() const { return byte_; }
+
+ private:
+  std::string what_;
+  std::optional<std::size_t> byte_;
+};
+
+// The InvalidArgument for a document nlohmann refuses, naming the byte offset.
+absl::Status ParseError(std::string_view schema_json) {
+  ParseErrorRecorder recorder;
+  json::sax_parse(schema_json.begin(), schema_json.end(), &recorder);
+  if (recorder.byte()) {
+    return absl::InvalidArgumentError(absl::StrCat("schema is not valid JSON: ",
+                                                   Shown(recorder.what()), " (byte offset ",
+                                                   *recorder.byte(), ")"));
+  }
+  // out_of_range 406: a number beyond double ("1e400"), which the JSON
+  // grammar allows but no schema can mean; its message quotes the number,
+  // found again in the text for its offset.
+  const std::string& what = recorder.what();
+  std::string where;
+  if (size_t q = what.find('\''); q != std::string::npos) {
+    size_t q2 = what.find('\'', q + 1);
+    if (q2 != std::string::npos && q2 > q + 1) {
+      size_t at = schema_json.find(what.substr(q + 1, q2 - q - 1));
+      if (at != std::string_view::npos) where = absl::StrCat(" (byte offset ", at, ")");
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("schema is not valid JSON: ", Shown(what), where));
+}
 
 // Checks the options and the document's size and nesting, then parses it.
 absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaOptions& options) {
@@ -70,28 +129,9 @@ absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaO
       !st.ok()) {
     return st;
   }
-  json root;
-  try {
-    root = json::parse(schema_json.begin(), schema_json.end());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("schema is not valid JSON: ", Shown(e.what()),
-                                                   " (byte offset ", e.byte, ")"));
-  } catch (const json::exception& e) {
-    // out_of_range 406: a number beyond double ("1e400"), which the JSON
-    // grammar allows but no schema can mean. Not a parse_error: it escaped
-    // as an uncaught exception until json_schema_fuzzer found it.
-    std::string what = e.what();
-    std::string where;
-    if (size_t q = what.find('\''); q != std::string::npos) {
-      size_t q2 = what.find('\'', q + 1);
-      if (q2 != std::string::npos && q2 > q + 1) {
-        size_t at = schema_json.find(what.substr(q + 1, q2 - q - 1));
-        if (at != std::string_view::npos) where = absl::StrCat(" (byte offset ", at, ")");
-      }
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("schema is not valid JSON: ", Shown(what), where));
-  }
+  json root = json::parse(schema_json.begin(), schema_json.end(), /*cb=*/nullptr,
+                          /*allow_exceptions=*/false);
+  if (root.is_discarded()) return ParseError(schema_json);
   // Between parsing and conversion: a large document takes a while to parse.
   if (options.budget.cancel != nullptr && options.budget.cancel->load(std::memory_order_relaxed)) {
     return ConversionCancelledError();
@@ -100,22 +140,16 @@ absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaO
   return root;
 }
 
-// Runs `fn(converter)` and turns the converter's exceptions into a status.
+// Runs `fn(converter)`; an error's message is capped at kMaxMessageBytes.
 template <typename Result, typename Fn>
 absl::StatusOr<Result> RunConverter(const json& root, const JsonSchemaOptions& options, bool rules,
                                     Fn fn) {
-  try {
-    Converter c(root, options, rules);
-    return fn(c);
-  } catch (const ConvertError& e) {
-    if (e.status.message().size() <= kMaxMessageBytes) return e.status;
-    const auto m = e.status.message();
-    return absl::Status(e.status.code(), Shown(std::string_view(m.data(), m.size()), kMaxMessageBytes));
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed schema: ", Shown(e.what())));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("json schema conversion failed: ", Shown(e.what())));
-  }
+  Converter c(root, options, rules);
+  absl::StatusOr<Result> result = fn(c);
+  if (result.ok() || result.status().message().size() <= kMaxMessageBytes) return result;
+  const auto m = result.status().message();
+  return absl::Status(result.status().code(),
+                      Shown(std::string_view(m.data(), m.size()), kMaxMessageBytes));
 }
 
 }  // namespace
@@ -126,7 +160,7 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
   if (!root.ok()) return root.status();
   return RunConverter<JsonSchemaRegex>(*root, options, false, [&](Converter& c) -> absl::StatusOr<JsonSchemaRegex> {
     JsonSchemaRegex out;
-    out.regex = c.Run();
+    MASKD_ASSIGN_OR_RETURN(out.regex, c.Run());
     out.warnings = c.warnings();
     out.truncated_recursion = c.truncated_recursion();
     if (out.regex.size() > options.max_regex_bytes) {
@@ -143,7 +177,7 @@ absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(std::string_view schema_json,
   auto root = ParseSchema(schema_json, options);
   if (!root.ok()) return root.status();
   return RunConverter<JsonSchemaRules>(*root, options, true, [&](Converter& c) -> absl::StatusOr<JsonSchemaRules> {
-    c.Run();
+    MASKD_RETURN_IF_ERROR(c.Run().status());
     JsonSchemaRules out;
     out.rules = c.TakeRules();
     out.warnings = c.warnings();

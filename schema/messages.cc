@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "json/json_scan.h"
 
@@ -38,8 +39,19 @@ absl::Status ConversionCancelledError() {
   return absl::CancelledError("JSON Schema conversion cancelled");
 }
 
-void Throw(absl::Status s) { throw ConvertError{std::move(s)}; }
+absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
-void Invalid(const std::string& msg) { Throw(absl::InvalidArgumentError(msg)); }
+namespace {
+constexpr char kMalformedPrefix[] = "malformed schema: ";
+}  // namespace
+
+absl::Status MalformedSchemaError(std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(kMalformedPrefix, Shown(what)));
+}
+
+bool IsMalformedSchemaError(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kInvalidArgument &&
+         absl::StartsWith(s.message(), kMalformedPrefix);
+}
 
 }  // namespace maskd::json_schema_internal

@@ -3,6 +3,8 @@
 #include "schema/internal/converter.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,10 +57,10 @@ bool IsTypeOnlyNot(const json& n) {
 // JSON values `s` rejects. Spec semantics: no type inference inside `not`
 // (`{"not": {"required": ["a"]}}` is "an object without a", not "anything
 // but an object with a").
-json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
-  if (depth > 32) Unsupported("not", ptr, "nested too deep (recursive $ref inside not?)");
-  if (s_in.is_boolean()) return !s_in.get<bool>();
-  if (!s_in.is_object()) Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object"));
+absl::StatusOr<json> Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
+  if (depth > 32) return Unsupported("not", ptr, "nested too deep (recursive $ref inside not?)");
+  if (s_in.is_boolean()) return json(!s_in.get<bool>());
+  if (!s_in.is_object()) return Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object"));
   json s = s_in;
   NormalizeBounds(s);
   std::vector<json> out;
@@ -66,11 +68,11 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
     extra["type"] = t;
     out.push_back(std::move(extra));
   };
-  auto int_kw = [&](const char* k) { return IntKw(s, k, ptr); };
   if (auto it = s.find("$ref"); it != s.end() && it->is_string()) {
     std::string tptr;
-    const json& target = Resolve(it->get<std::string>(), ptr, &tptr);
-    out.push_back(Negate(target, tptr, depth + 1));
+    MASKD_ASSIGN_OR_RETURN(const json* target, Resolve(it->get<std::string>(), ptr, &tptr));
+    MASKD_ASSIGN_OR_RETURN(json n, Negate(*target, tptr, depth + 1));
+    out.push_back(std::move(n));
   }
   if (auto t = s.find("type"); t != s.end()) {
     std::set<std::string> ts;
@@ -99,7 +101,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
   }
   if (auto p = s.find("properties"); p != s.end() && p->is_object()) {
     for (auto it = p->begin(); it != p->end(); ++it) {
-      json n = Negate(it.value(), Child(Child(ptr, "properties"), it.key()), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate(it.value(), Child(Child(ptr, "properties"), it.key()), depth + 1));
       if (n.is_boolean() && !n.get<bool>()) continue;
       type_branch("object", json{{"required", {it.key()}}, {"properties", {{it.key(), n}}}});
     }
@@ -124,7 +126,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
   }
   if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
     for (auto it = pp->begin(); it != pp->end(); ++it) {
-      json n = Negate(it.value(), Child(Child(ptr, "patternProperties"), it.key()), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate(it.value(), Child(Child(ptr, "patternProperties"), it.key()), depth + 1));
       if (n.is_boolean() && !n.get<bool>()) continue;
       out.push_back(Marker("object", "not", ptr, "negated patternProperties"));
     }
@@ -146,8 +148,12 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
       out.push_back(Marker("object", "not", ptr, "negated propertyNames"));
     }
   }
-  if (auto n = int_kw("minProperties"); n && *n > 0) type_branch("object", json{{"maxProperties", *n - 1}});
-  if (auto n = int_kw("maxProperties")) type_branch("object", json{{"minProperties", *n + 1}});
+  {
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min, IntKw(s, "minProperties", ptr));
+    if (min && *min > 0) type_branch("object", json{{"maxProperties", *min - 1}});
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max, IntKw(s, "maxProperties", ptr));
+    if (max) type_branch("object", json{{"minProperties", *max + 1}});
+  }
   for (const char* k : {"dependencies", "dependentRequired", "dependentSchemas"}) {
     auto d = s.find(k);
     if (d == s.end() || !d->is_object()) continue;
@@ -159,7 +165,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
             type_branch("object", json{{"required", {a}}, {"properties", {{b.get<std::string>(), false}}}});
         }
       } else {
-        json n = Negate(it.value(), Child(Child(ptr, k), a), depth + 1);
+        MASKD_ASSIGN_OR_RETURN(json n, Negate(it.value(), Child(Child(ptr, k), a), depth + 1));
         if (n.is_boolean() && !n.get<bool>()) continue;
         out.push_back(json{{"allOf", {json{{"type", "object"}, {"required", {a}}}, n}}});
       }
@@ -174,7 +180,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
   const char* tuple_kw = use_prefix ? "prefixItems" : "items";
   if (tuple) {
     for (size_t i = 0; i < tuple->size(); ++i) {
-      json n = Negate((*tuple)[i], Child(ptr, tuple_kw, i), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate((*tuple)[i], Child(ptr, tuple_kw, i), depth + 1));
       if (n.is_boolean() && !n.get<bool>()) continue;
       json t = json::array();
       for (size_t j = 0; j < i; ++j) t.push_back(true);
@@ -186,7 +192,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
     if (use_prefix && items != s.end()) rest = &*items;
     if (!use_prefix && s.contains("additionalItems")) rest = &s["additionalItems"];
     if (rest) {
-      json n = Negate(*rest, ptr, depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate(*rest, ptr, depth + 1));
       if (n.is_boolean() && n.get<bool>()) {
         type_branch("array", json{{"minItems", tuple->size() + 1}});
       } else if (!n.is_boolean()) {
@@ -194,23 +200,32 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
       }
     }
   } else if (items != s.end()) {
-    json n = Negate(*items, Child(ptr, "items"), depth + 1);
+    MASKD_ASSIGN_OR_RETURN(json n, Negate(*items, Child(ptr, "items"), depth + 1));
     if (!(n.is_boolean() && !n.get<bool>()))
       type_branch("array", json{{"contains", {{"not", *items}}}});
   }
-  if (auto n = int_kw("minItems"); n && *n > 0) type_branch("array", json{{"maxItems", *n - 1}});
-  if (auto n = int_kw("maxItems")) type_branch("array", json{{"minItems", *n + 1}});
+  {
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min, IntKw(s, "minItems", ptr));
+    if (min && *min > 0) type_branch("array", json{{"maxItems", *min - 1}});
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max, IntKw(s, "maxItems", ptr));
+    if (max) type_branch("array", json{{"minItems", *max + 1}});
+  }
   if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>())
     out.push_back(Marker("array", "not", ptr, "negated uniqueItems"));
   if (auto c = s.find("contains"); c != s.end()) {
-    int64_t lo = int_kw("minContains").value_or(1);
-    std::optional<int64_t> hi = int_kw("maxContains");
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min, IntKw(s, "minContains", ptr));
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> hi, IntKw(s, "maxContains", ptr));
+    const int64_t lo = min.value_or(1);
     if (lo > 0) type_branch("array", json{{"contains", *c}, {"minContains", 0}, {"maxContains", lo - 1}});
     if (hi) type_branch("array", json{{"contains", *c}, {"minContains", *hi + 1}});
   }
   // Strings.
-  if (auto n = int_kw("minLength"); n && *n > 0) type_branch("string", json{{"maxLength", *n - 1}});
-  if (auto n = int_kw("maxLength")) type_branch("string", json{{"minLength", *n + 1}});
+  {
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min, IntKw(s, "minLength", ptr));
+    if (min && *min > 0) type_branch("string", json{{"maxLength", *min - 1}});
+    MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max, IntKw(s, "maxLength", ptr));
+    if (max) type_branch("string", json{{"minLength", *max + 1}});
+  }
   if (s.contains("pattern")) out.push_back(Marker("string", "not", ptr, "negated pattern"));
   if (s.contains("format")) out.push_back(Marker("string", "not", ptr, "negated format"));
   if (auto ns = s.find(kNotStrings); ns != s.end()) type_branch("string", json{{"enum", *ns}});
@@ -223,7 +238,10 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
   if (s.contains("multipleOf")) out.push_back(Marker("number", "not", ptr, "negated multipleOf"));
   // Combinators.
   if (auto a = s.find("allOf"); a != s.end() && a->is_array()) {
-    for (size_t i = 0; i < a->size(); ++i) out.push_back(Negate((*a)[i], Child(ptr, "allOf", i), depth + 1));
+    for (size_t i = 0; i < a->size(); ++i) {
+      MASKD_ASSIGN_OR_RETURN(json n, Negate((*a)[i], Child(ptr, "allOf", i), depth + 1));
+      out.push_back(std::move(n));
+    }
   }
   for (const char* k : {"anyOf", "oneOf"}) {
     auto a = s.find(k);
@@ -234,7 +252,7 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
     json all = json::array();
     bool none = false;
     for (size_t i = 0; i < a->size(); ++i) {
-      json n = Negate((*a)[i], Child(ptr, k, i), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate((*a)[i], Child(ptr, k, i), depth + 1));
       if (n.is_boolean() && !n.get<bool>()) none = true;
       all.push_back(n);
     }
@@ -243,12 +261,12 @@ json Converter::Negate(const json& s_in, const std::string& ptr, int depth) {
   if (auto n = s.find("not"); n != s.end()) out.push_back(*n);
   if (auto i = s.find("if"); i != s.end()) {
     if (auto t = s.find("then"); t != s.end()) {
-      json n = Negate(*t, Child(ptr, "then"), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate(*t, Child(ptr, "then"), depth + 1));
       out.push_back(json{{"allOf", {*i, n}}});
     }
     if (auto e = s.find("else"); e != s.end()) {
-      json n = Negate(*e, Child(ptr, "else"), depth + 1);
-      json ni = Negate(*i, Child(ptr, "if"), depth + 1);
+      MASKD_ASSIGN_OR_RETURN(json n, Negate(*e, Child(ptr, "else"), depth + 1));
+      MASKD_ASSIGN_OR_RETURN(json ni, Negate(*i, Child(ptr, "if"), depth + 1));
       out.push_back(json{{"allOf", {ni, n}}});
     }
   }

@@ -9,12 +9,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "schema/internal/json_access.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {
 
-const json& Converter::ResolvePointer(const std::string& fragment, const std::string& ref,
-                                      const std::string& ptr, std::string* target_ptr) {
+absl::StatusOr<const json*> Converter::ResolvePointer(const std::string& fragment,
+                                                      const std::string& ref,
+                                                      const std::string& ptr,
+                                                      std::string* target_ptr) {
   // fragment: after '#', percent-encoded JSON pointer.
   std::string decoded;
   for (size_t i = 0; i < fragment.size(); ++i) {
@@ -41,10 +44,10 @@ const json& Converter::ResolvePointer(const std::string& fragment, const std::st
     // A plain-name fragment: $anchor or draft-4..7 "id": "#name".
     auto it = Anchors().find(decoded);
     if (it == Anchors().end()) {
-      Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
+      return Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
     }
     *target_ptr = it->second.first;
-    return *it->second.second;
+    return it->second.second;
   }
   const json* cur = &root_;
   std::string out;
@@ -62,20 +65,24 @@ const json& Converter::ResolvePointer(const std::string& fragment, const std::st
         key.push_back(tok[k]);
       }
     }
+    const bool is_index = cur->is_array() && !key.empty() &&
+                          key.find_first_not_of("0123456789") == std::string::npos;
     if (cur->is_object() && cur->contains(key)) {
       cur = &(*cur)[key];
-    } else if (cur->is_array() && !key.empty() &&
-               key.find_first_not_of("0123456789") == std::string::npos &&
-               std::stoul(key) < cur->size()) {
-      cur = &(*cur)[std::stoul(key)];
+    } else if (is_index) {
+      MASKD_ASSIGN_OR_RETURN(size_t index, ParseIndex(key));
+      if (index >= cur->size()) {
+        return Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
+      }
+      cur = &(*cur)[index];
     } else {
-      Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
+      return Invalid(absl::StrCat("unknown $ref \"", Shown(ref), "\" at ", Where(ptr)));
     }
     out += "/" + PtrEscape(key);
     i = j;
   }
   *target_ptr = out;
-  return *cur;
+  return cur;
 }
 
 const std::map<std::string, std::pair<std::string, const json*>>& Converter::Anchors() {
@@ -122,7 +129,8 @@ std::string Converter::RootId() const {
   return "";
 }
 
-const json& Converter::Resolve(const std::string& ref, const std::string& ptr, std::string* target_ptr) {
+absl::StatusOr<const json*> Converter::Resolve(const std::string& ref, const std::string& ptr,
+                                               std::string* target_ptr) {
   size_t hash = ref.find('#');
   std::string base = hash == std::string::npos ? ref : ref.substr(0, hash);
   std::string fragment = hash == std::string::npos ? "" : ref.substr(hash + 1);
@@ -133,16 +141,17 @@ const json& Converter::Resolve(const std::string& ref, const std::string& ptr, s
                                                           base) == 0 &&
                                                id[id.size() - base.size() - 1] == '/'));
     if (!same) {
-      Invalid(absl::StrCat("unsupported $ref \"", Shown(ref), "\" at ", Where(ptr),
-                           ": only local references (#...) are resolved"));
+      return Invalid(absl::StrCat("unsupported $ref \"", Shown(ref), "\" at ", Where(ptr),
+                                  ": only local references (#...) are resolved"));
     }
   }
   return ResolvePointer(fragment, ref, ptr, target_ptr);
 }
 
-Re Converter::ConvertRef(const std::string& ref, const std::string& ptr) {
+absl::StatusOr<Re> Converter::ConvertRef(const std::string& ref, const std::string& ptr) {
   std::string tptr;
-  const json& target = Resolve(ref, ptr, &tptr);
+  MASKD_ASSIGN_OR_RETURN(const json* found, Resolve(ref, ptr, &tptr));
+  const json& target = *found;
   if (rules_mode_) return RefRule(target, tptr);
   if (auto it = ref_cache_.find(tptr); it != ref_cache_.end()) return it->second;
   int& count = ref_stack_[tptr];
@@ -150,11 +159,13 @@ Re Converter::ConvertRef(const std::string& ref, const std::string& ptr) {
     ++cuts_;
     Warn("$ref", ptr,
          absl::StrCat("recursion into ", Where(tptr), " cut at depth ", o_.max_recursion_depth));
-    return std::nullopt;
+    return Re();
   }
   ++count;
   int before = cuts_;
-  Re r = Convert(target, tptr);
+  // On an error the count stays raised: ConvertEnum, the one caller that
+  // goes on after an error, restores ref_stack_.
+  MASKD_ASSIGN_OR_RETURN(Re r, Convert(target, tptr));
   --ref_stack_[tptr];
   if (cuts_ == before) ref_cache_[tptr] = r;
   return r;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "schema/internal/json_access.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {
@@ -17,33 +18,29 @@ std::string Converter::RuleRef(size_t k) { return absl::StrCat("(?&", k, ")"); }
 
 // The rule for the $ref target at `tptr`, converted once: references from
 // inside its own conversion (recursion) name it before it is complete.
-Re Converter::RefRule(const json& target, const std::string& tptr) {
+absl::StatusOr<Re> Converter::RefRule(const json& target, const std::string& tptr) {
   auto [it, inserted] = rule_of_ptr_.emplace(tptr, rules_.size());
   const size_t k = it->second;
   if (inserted) {
     rules_.push_back({Where(tptr), kNoString});
-    // If the conversion throws (a caller may catch and go on), the rule
-    // stays matching nothing and the pointer is converted again next time.
-    struct Unregister {
-      std::map<std::string, size_t>& map;
-      const std::string& ptr;
-      bool done = false;
-      ~Unregister() {
-        if (!done) map.erase(ptr);
-      }
-    } unregister{rule_of_ptr_, tptr};
     in_progress_.insert(k);
-    Re r = Convert(target, tptr);
-    in_progress_.erase(k);
-    unregister.done = true;
-    if (!r) {
-      empty_rules_.insert(k);
-      return std::nullopt;
+    absl::StatusOr<Re> r = Convert(target, tptr);
+    if (!r.ok()) {
+      // A caller may go on after the error (ConvertEnum): the rule stays
+      // matching nothing (and in progress, so no expansion reads it), and
+      // the pointer is converted again next time.
+      rule_of_ptr_.erase(tptr);
+      return r.status();
     }
-    rules_[k].regex = *std::move(r);
+    in_progress_.erase(k);
+    if (!*r) {
+      empty_rules_.insert(k);
+      return Re();
+    }
+    rules_[k].regex = **std::move(r);
   }
-  if (empty_rules_.count(k)) return std::nullopt;
-  return RuleRef(k);
+  if (empty_rules_.count(k)) return Re();
+  return Re(RuleRef(k));
 }
 
 // Rules mode: `regex` with every (?&k) replaced by rule k's text, so that
@@ -68,7 +65,7 @@ absl::StatusOr<std::string> Converter::ExpandRules(const std::string& regex, int
       ++i;
     } else if (regex.compare(i, 3, "(?&") == 0) {
       const size_t close = regex.find(')', i);
-      const size_t k = std::stoul(regex.substr(i + 3, close - i - 3));
+      MASKD_ASSIGN_OR_RETURN(const size_t k, ParseIndex(regex.substr(i + 3, close - i - 3)));
       std::string body;
       if (RuleRef(k) == any_rule_) {
         body = AnyValueRegex(o_.any_value_depth);

@@ -1,5 +1,15 @@
 // The JSON Schema converter: one conversion of one schema document into a
 // regex (JsonSchemaToRegex) or regex rules (JsonSchemaToRules, "rules mode").
+//
+// Errors: every step that can fail returns absl::Status or absl::StatusOr
+// (a regex step: absl::StatusOr<Re>, nullopt inside meaning "no instance",
+// which is not an error) and its caller returns at once on an error: the
+// first error ends the conversion, leaving the state where it stopped, as
+// the exceptions this replaced did. A status rather than an error member
+// that each step checks, so no step can run on after a failure. Only
+// ConvertEnum goes on after an error (a sibling keyword it cannot convert
+// leaves the values unchecked); it restores the warnings and $ref counts
+// the failed attempt left.
 // Internal to schema/; its members are defined one job per file:
 //   converter.cc       the recursion over subschemas, types, shared helpers
 //   ref_resolution.cc  $ref: JSON pointers, anchors, the recursion cut
@@ -30,6 +40,7 @@
 #include "automaton/dfa.h"
 #include "schema/internal/json_schema_internal.h"
 #include "schema/internal/keywords.h"
+#include "schema/internal/status_macros.h"
 #include "schema/json_schema.h"
 
 namespace maskd::json_schema_internal {
@@ -65,7 +76,7 @@ class Converter {
   Converter(const json& root, const JsonSchemaOptions& o, bool rules = false);
 
   // The root's regex (rules mode: also rules_[0]).
-  std::string Run();
+  absl::StatusOr<std::string> Run();
 
   // Rules mode: rules_[0] is the root; each regex may reference rules as (?&k).
   std::vector<JsonSchemaRule> TakeRules() { return std::move(rules_); }
@@ -77,68 +88,72 @@ class Converter {
  private:
   // ---------- shared helpers (converter.cc)
   void Warn(const std::string& keyword, const std::string& ptr, const std::string& what);
-  [[noreturn]] void Unsupported(const std::string& keyword, const std::string& ptr,
-                                const std::string& why = "");
-  // Throws Cancelled when the budget's cancel flag is set and, when
-  // `check_clock`, DeadlineExceeded past its deadline.
-  void CheckBudget(bool check_clock) const;
+  // InvalidArgument naming `keyword` at `ptr` (and why).
+  static absl::Status Unsupported(const std::string& keyword, const std::string& ptr,
+                                  const std::string& why = "");
+  // Cancelled when the budget's cancel flag is set and, when `check_clock`,
+  // DeadlineExceeded past its deadline.
+  absl::Status CheckBudget(bool check_clock) const;
   // A DFA for `regex` under the budget, with at most `max_states` states (and
-  // the budget's own caps). Throws when the deadline or cancel flag trips;
-  // any other failure (a cap) is returned for the caller's fallback.
+  // the budget's own caps); nullptr when it does not fit (a cap, or rules
+  // that cannot be expanded): the caller falls back. An error when the
+  // deadline or cancel flag trips.
   absl::StatusOr<std::shared_ptr<const Dfa>> BudgetedDfa(const std::string& regex,
                                                          uint32_t max_states) const;
   static bool IsBudgetError(const absl::Status& s);
-  // Throws ResourceExhausted when `r` is over max_regex_bytes.
-  void CheckSize(const Re& r);
+  // ResourceExhausted when `r` is over max_regex_bytes.
+  absl::Status CheckSize(const Re& r) const;
   // "\{" / "\}" with the layout's whitespace inside.
   std::string Open(char c) const;
   std::string Close(char c) const;
   // `unit` repeated min..max times (max absent: unbounded); a max above
   // max_counted_repeat is dropped (warning), a min above it an error.
-  std::string Repeat(const std::string& unit, int64_t min, std::optional<int64_t> max,
-                     const std::string& keyword_ptr, const char* max_kw);
+  absl::StatusOr<std::string> Repeat(const std::string& unit, int64_t min, std::optional<int64_t> max,
+                                     const std::string& keyword_ptr, const char* max_kw);
   // A non-negative count keyword (rounded up, capped at 1e15); nullopt when absent.
-  static std::optional<int64_t> IntKw(const json& s, const char* k, const std::string& ptr);
+  static absl::StatusOr<std::optional<int64_t>> IntKw(const json& s, const char* k, const std::string& ptr);
 
   // ---------- the recursion (converter.cc)
-  Re Convert(const json& s_in, const std::string& ptr);
-  Re ConvertInner(const json& s_in, const std::string& ptr);
+  absl::StatusOr<Re> Convert(const json& s_in, const std::string& ptr);
+  absl::StatusOr<Re> ConvertInner(const json& s_in, const std::string& ptr);
   // oneOf whose branches are distinct single types cannot overlap.
   bool DisjointBranches(const json& branches);
-  Re ConvertPlain(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertPlain(const json& s, const std::string& ptr);
   std::set<std::string> InferTypes(const json& s) const;
-  void ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types,
-                bool* non_integer);
-  Re ConvertNonInteger(const json& s, const std::string& ptr);
+  absl::Status ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types,
+                        bool* non_integer);
+  absl::StatusOr<Re> ConvertNonInteger(const json& s, const std::string& ptr);
 
   // ---------- $ref (ref_resolution.cc)
-  const json& ResolvePointer(const std::string& fragment, const std::string& ref,
-                             const std::string& ptr, std::string* target_ptr);
+  // The schema `ref` (at `ptr`) names, and its pointer in *target_ptr.
+  absl::StatusOr<const json*> ResolvePointer(const std::string& fragment, const std::string& ref,
+                                             const std::string& ptr, std::string* target_ptr);
   const std::map<std::string, std::pair<std::string, const json*>>& Anchors();
   void CollectAnchors(const json& s, const std::string& ptr);
   std::string RootId() const;
-  const json& Resolve(const std::string& ref, const std::string& ptr, std::string* target_ptr);
-  Re ConvertRef(const std::string& ref, const std::string& ptr);
+  absl::StatusOr<const json*> Resolve(const std::string& ref, const std::string& ptr,
+                                      std::string* target_ptr);
+  absl::StatusOr<Re> ConvertRef(const std::string& ref, const std::string& ptr);
 
   // ---------- rules (rules_mode.cc)
   static std::string RuleRef(size_t k);
-  Re RefRule(const json& target, const std::string& tptr);
+  absl::StatusOr<Re> RefRule(const json& target, const std::string& tptr);
   absl::StatusOr<std::string> ExpandRules(const std::string& regex, int depth = 0) const;
   Re SplitLarge(Re r, const std::string& ptr);
   const std::string& AnyValueRule();
 
   // ---------- schema rewriting (normalize.cc, negate.cc)
-  void MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
-  json Negate(const json& s_in, const std::string& ptr, int depth);
+  absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
+  absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
   void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out);
-  json Conditional(const json& s, const std::string& ptr);
+  absl::StatusOr<json> Conditional(const json& s, const std::string& ptr);
   json Dependency(const std::string& a, const json& dep, const json& s);
-  void LowerConditionals(json& s, const std::string& ptr, json* parts);
-  std::optional<json> Lower(const json& s, const std::string& ptr);
+  absl::Status LowerConditionals(json& s, const std::string& ptr, json* parts);
+  absl::StatusOr<std::optional<json>> Lower(const json& s, const std::string& ptr);
 
   // ---------- enum / const (emit_enum.cc)
-  Re ConvertEnum(const json& s, const std::string& ptr, const std::set<std::string>& types,
-                 bool non_integer);
+  absl::StatusOr<Re> ConvertEnum(const json& s, const std::string& ptr,
+                                 const std::set<std::string>& types, bool non_integer);
   bool EnumValueMatches(const Dfa& dfa, const json& v) const;
   std::string ConstText(const json& v) const;
   std::string ConstRegex(const json& v);
@@ -149,25 +164,26 @@ class Converter {
   const std::string& AnyValueRegex(int depth) const;
 
   // ---------- numbers (emit_number.cc)
-  Re ConvertInteger(const json& s, const std::string& ptr);
-  Re IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
-                     const std::optional<BigInt>& hi, const std::string& ptr);
-  Re ConvertNumber(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertInteger(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
+                                     const std::optional<BigInt>& hi, const std::string& ptr);
+  absl::StatusOr<Re> ConvertNumber(const json& s, const std::string& ptr);
 
   // ---------- strings (emit_string.cc)
-  Re ConvertString(const json& s, const std::string& ptr);
-  Re ConvertExcludedStrings(const json& s, const json& excluded, const std::string& ptr);
-  std::string PatternRegex(const std::string& pattern, const std::string& ptr,
-                           const char* keyword);
+  absl::StatusOr<Re> ConvertString(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertExcludedStrings(const json& s, const json& excluded,
+                                            const std::string& ptr);
+  absl::StatusOr<std::string> PatternRegex(const std::string& pattern, const std::string& ptr,
+                                           const char* keyword);
 
   // ---------- arrays (emit_array.cc)
-  Re ConvertContains(const json& s, const std::string& ptr);
-  Re ConvertArray(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertContains(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertArray(const json& s, const std::string& ptr);
 
   // ---------- objects (emit_object.cc)
   std::string KeyRegex(const std::string& key) const;
   std::string OtherKeyRegex(const std::vector<std::string>& known);
-  Re ConvertObject(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertObject(const json& s, const std::string& ptr);
 
   // A regex matching no string: a rule whose target has no instance.
   static constexpr char kNoString[] = "[^\\x00-\\x{10FFFF}]";

@@ -30,13 +30,16 @@ std::string Where(const std::string& ptr);
 absl::Status ConversionDeadlineError();
 absl::Status ConversionCancelledError();
 
-// An error that ends the conversion, thrown through the converter and turned
-// back into its status at the entry points.
-struct ConvertError {
-  absl::Status status;
-};
-[[noreturn]] void Throw(absl::Status s);
-[[noreturn]] void Invalid(const std::string& msg);
+// InvalidArgument with `msg`: the schema says something the converter
+// refuses (a bad keyword value, an unknown $ref, ...).
+absl::Status Invalid(const std::string& msg);
+
+// A schema whose JSON has a shape the converter's reads cannot take (e.g. a
+// "required" that is a string, merged with another): "malformed schema: "
+// and what nlohmann's accessor said (schema/internal/json_access.h).
+absl::Status MalformedSchemaError(std::string_view what);
+// Whether `s` is a MalformedSchemaError.
+bool IsMalformedSchemaError(const absl::Status& s);
 
 }  // namespace maskd::json_schema_internal
 
