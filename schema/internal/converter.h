@@ -1,0 +1,224 @@
+// The JSON Schema converter: one conversion of one schema document into a
+// regex (JsonSchemaToRegex) or regex rules (JsonSchemaToRules, "rules mode").
+//
+// Errors: every step that can fail returns absl::Status or absl::StatusOr
+// (a regex step: absl::StatusOr<Re>, nullopt inside meaning "no instance",
+// which is not an error) and its caller returns at once on an error: the
+// first error ends the conversion, leaving the state where it stopped, as
+// the exceptions this replaced did. A status rather than an error member
+// that each step checks, so no step can run on after a failure. Only
+// ConvertEnum goes on after an error (a sibling keyword it cannot convert
+// leaves the values unchecked); it restores the warnings and $ref counts
+// the failed attempt left.
+// Internal to schema/; its members are defined one job per file:
+//   converter.cc       the recursion over subschemas, types, shared helpers
+//   ref_resolution.cc  $ref: JSON pointers, anchors, the recursion cut
+//   rules_mode.cc      rule references, the any-value rule, rule expansion
+//   normalize.cc       allOf merging, if/then/else and dependencies lowered
+//   negate.cc          `not` as the complement schema
+//   emit_enum.cc       enum/const values
+//   emit_number.cc     integers and numbers (bounds, multipleOf)
+//   emit_string.cc     strings, excluded strings, `pattern`, `format` glue
+//   emit_array.cc      arrays and `contains`
+//   emit_object.cc     objects: properties, additional keys, counts
+//   emit_any_value.cc  any JSON value (the regex route's bounded one)
+#ifndef MASKD_SCHEMA_INTERNAL_CONVERTER_H_
+#define MASKD_SCHEMA_INTERNAL_CONVERTER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "automaton/dfa.h"
+#include "schema/internal/json_schema_internal.h"
+#include "schema/internal/keywords.h"
+#include "schema/internal/status_macros.h"
+#include "schema/json_schema.h"
+
+namespace maskd::json_schema_internal {
+
+// A regex, or nullopt for the empty language (no instance).
+using Re = std::optional<std::string>;
+
+// The alternation of `parts` (duplicates dropped, order kept); "" when empty:
+// callers check emptiness through UnionRe.
+std::string Union(const std::vector<std::string>& parts);
+// As Union, nullopt when `parts` is empty.
+Re UnionRe(const std::vector<std::string>& parts);
+
+// Schema rewriting helpers (negate.cc).
+// A schema of the given type (none: any) carrying a kUnsupportedKw marker.
+json Marker(const char* type, const std::string& keyword, const std::string& ptr,
+            const std::string& why);
+// The union of `branches` as a schema: false when none is left, true when one
+// is true or {}, the branch itself when alone, else {"anyOf": [...]}.
+json AnyOfOrSingle(std::vector<json> branches);
+// `not` whose content only restricts types: handled by ApplyNot.
+bool IsTypeOnlyNot(const json& n);
+
+// The regex of string formats (date, time, uuid, ...); "" for a format not
+// enforced. formats.cc.
+std::string FormatRegex(const std::string& format);
+
+class Converter {
+ public:
+  // `root` and `o` outlive the converter. rules: the grammar route
+  // (JsonSchemaToRules): $ref targets, the any value and large subschemas
+  // become rules referenced as `(?&k)`.
+  Converter(const json& root, const JsonSchemaOptions& o, bool rules = false);
+
+  // The root's regex (rules mode: also rules_[0]).
+  absl::StatusOr<std::string> Run();
+
+  // Rules mode: rules_[0] is the root; each regex may reference rules as (?&k).
+  std::vector<JsonSchemaRule> TakeRules() { return std::move(rules_); }
+  bool truncated_recursion() const { return cuts_ > 0; }
+  std::vector<std::string> warnings() const {
+    return std::vector<std::string>(warnings_.begin(), warnings_.end());
+  }
+
+ private:
+  // ---------- shared helpers (converter.cc)
+  void Warn(const std::string& keyword, const std::string& ptr, const std::string& what);
+  // InvalidArgument naming `keyword` at `ptr` (and why).
+  static absl::Status Unsupported(const std::string& keyword, const std::string& ptr,
+                                  const std::string& why = "");
+  // Cancelled when the budget's cancel flag is set and, when `check_clock`,
+  // DeadlineExceeded past its deadline.
+  absl::Status CheckBudget(bool check_clock) const;
+  // A DFA for `regex` under the budget, with at most `max_states` states (and
+  // the budget's own caps); nullptr when it does not fit (a cap, or rules
+  // that cannot be expanded): the caller falls back. An error when the
+  // deadline or cancel flag trips.
+  absl::StatusOr<std::shared_ptr<const Dfa>> BudgetedDfa(const std::string& regex,
+                                                         uint32_t max_states) const;
+  static bool IsBudgetError(const absl::Status& s);
+  // ResourceExhausted when `r` is over max_regex_bytes.
+  absl::Status CheckSize(const Re& r) const;
+  // "\{" / "\}" with the layout's whitespace inside.
+  std::string Open(char c) const;
+  std::string Close(char c) const;
+  // `unit` repeated min..max times (max absent: unbounded); a max above
+  // max_counted_repeat is dropped (warning), a min above it an error.
+  absl::StatusOr<std::string> Repeat(const std::string& unit, int64_t min, std::optional<int64_t> max,
+                                     const std::string& keyword_ptr, const char* max_kw);
+  // A non-negative count keyword (rounded up, capped at 1e15); nullopt when absent.
+  static absl::StatusOr<std::optional<int64_t>> IntKw(const json& s, const char* k, const std::string& ptr);
+
+  // ---------- the recursion (converter.cc)
+  absl::StatusOr<Re> Convert(const json& s_in, const std::string& ptr);
+  absl::StatusOr<Re> ConvertInner(const json& s_in, const std::string& ptr);
+  // oneOf whose branches are distinct single types cannot overlap.
+  bool DisjointBranches(const json& branches);
+  absl::StatusOr<Re> ConvertPlain(const json& s, const std::string& ptr);
+  std::set<std::string> InferTypes(const json& s) const;
+  absl::Status ApplyNot(const json& n, const std::string& ptr, std::set<std::string>* types,
+                        bool* non_integer);
+  absl::StatusOr<Re> ConvertNonInteger(const json& s, const std::string& ptr);
+
+  // ---------- $ref (ref_resolution.cc)
+  // The schema `ref` (at `ptr`) names, and its pointer in *target_ptr.
+  absl::StatusOr<const json*> ResolvePointer(const std::string& fragment, const std::string& ref,
+                                             const std::string& ptr, std::string* target_ptr);
+  const std::map<std::string, std::pair<std::string, const json*>>& Anchors();
+  void CollectAnchors(const json& s, const std::string& ptr);
+  std::string RootId() const;
+  absl::StatusOr<const json*> Resolve(const std::string& ref, const std::string& ptr,
+                                      std::string* target_ptr);
+  absl::StatusOr<Re> ConvertRef(const std::string& ref, const std::string& ptr);
+
+  // ---------- rules (rules_mode.cc)
+  static std::string RuleRef(size_t k);
+  absl::StatusOr<Re> RefRule(const json& target, const std::string& tptr);
+  absl::StatusOr<std::string> ExpandRules(const std::string& regex, int depth = 0) const;
+  Re SplitLarge(Re r, const std::string& ptr);
+  const std::string& AnyValueRule();
+
+  // ---------- schema rewriting (normalize.cc, negate.cc)
+  absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
+  absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
+  void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out);
+  absl::StatusOr<json> Conditional(const json& s, const std::string& ptr);
+  json Dependency(const std::string& a, const json& dep, const json& s);
+  absl::Status LowerConditionals(json& s, const std::string& ptr, json* parts);
+  absl::StatusOr<std::optional<json>> Lower(const json& s, const std::string& ptr);
+
+  // ---------- enum / const (emit_enum.cc)
+  absl::StatusOr<Re> ConvertEnum(const json& s, const std::string& ptr,
+                                 const std::set<std::string>& types, bool non_integer);
+  bool EnumValueMatches(const Dfa& dfa, const json& v) const;
+  std::string ConstText(const json& v) const;
+  std::string ConstRegex(const json& v);
+
+  // ---------- any value (emit_any_value.cc)
+  std::string StringAny() const;
+  const std::string& AnyValue(int depth);
+  const std::string& AnyValueRegex(int depth) const;
+
+  // ---------- numbers (emit_number.cc)
+  absl::StatusOr<Re> ConvertInteger(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> IntegerMultiple(const json& mv, const std::optional<BigInt>& lo,
+                                     const std::optional<BigInt>& hi, const std::string& ptr);
+  absl::StatusOr<Re> ConvertNumber(const json& s, const std::string& ptr);
+
+  // ---------- strings (emit_string.cc)
+  absl::StatusOr<Re> ConvertString(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertExcludedStrings(const json& s, const json& excluded,
+                                            const std::string& ptr);
+  absl::StatusOr<std::string> PatternRegex(const std::string& pattern, const std::string& ptr,
+                                           const char* keyword);
+
+  // ---------- arrays (emit_array.cc)
+  absl::StatusOr<Re> ConvertContains(const json& s, const std::string& ptr);
+  absl::StatusOr<Re> ConvertArray(const json& s, const std::string& ptr);
+
+  // ---------- objects (emit_object.cc)
+  std::string KeyRegex(const std::string& key) const;
+  std::string OtherKeyRegex(const std::vector<std::string>& known);
+  absl::StatusOr<Re> ConvertObject(const json& s, const std::string& ptr);
+
+  // A regex matching no string: a rule whose target has no instance.
+  static constexpr char kNoString[] = "[^\\x00-\\x{10FFFF}]";
+  // Rules mode: a subschema regex above this many bytes becomes its own rule.
+  static constexpr size_t kRuleSplitBytes = 512;
+  // The search automaton of an unanchored pattern above this is anchored.
+  static constexpr uint32_t kMaxUnanchoredPatternStates = 4000;
+
+  struct PatternInfo {
+    std::string regex;
+    bool anchored_instead;
+  };
+  std::map<std::string, PatternInfo> pattern_cache_;
+  const json& root_;
+  const JsonSchemaOptions& o_;
+  std::string ws_, item_sep_, key_sep_;
+  std::set<std::string> warnings_;
+  std::map<std::string, int> ref_stack_;  // $ref target -> expansions on this path
+  std::map<std::string, Re> ref_cache_;   // $ref target -> regex (when nothing was cut)
+  mutable std::map<int, std::string> any_cache_;  // depth -> any-value regex
+  std::map<std::string, std::pair<std::string, const json*>> anchors_;  // name -> (ptr, schema)
+  bool anchors_built_ = false;
+  const bool rules_mode_;
+  std::vector<JsonSchemaRule> rules_;
+  std::map<std::string, size_t> rule_of_ptr_;   // $ref target pointer -> rule
+  std::map<std::string, size_t> rule_of_text_;  // split-off regex -> rule
+  std::set<size_t> empty_rules_;                // $ref targets without instances
+  std::set<size_t> in_progress_;                // $ref targets being converted
+  std::string any_rule_;                        // "(?&k)" once made
+  int cuts_ = 0;                                // recursions cut at max_recursion_depth
+  std::string cut_required_;  // the first required property lost to a cut
+  int64_t calls_ = 0;         // Convert calls, for the work limit
+  int depth_ = 0;             // Convert calls open now
+};
+
+}  // namespace maskd::json_schema_internal
+
+#endif  // MASKD_SCHEMA_INTERNAL_CONVERTER_H_
