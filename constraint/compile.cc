@@ -141,7 +141,9 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Constraint& constraint,
                                                  std::shared_ptr<const TokenizerContext> context,
                                                  const CompileOptions& options) {
   const JsonSchemaOptions schema_options = BudgetedSchemaOptions(constraint, options);
-  if (constraint.schema_route == SchemaRoute::kGrammar) {
+  // Every member order is a grammar's job (the regex route refuses it).
+  if (constraint.schema_route == SchemaRoute::kGrammar ||
+      (constraint.schema_route == SchemaRoute::kAuto && schema_options.any_property_order)) {
     return CompileSchemaGrammar(constraint, schema_options, std::move(context), options);
   }
   auto converted = JsonSchemaToRegex(constraint.text, schema_options);

@@ -171,6 +171,21 @@ absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& pt
     items.push_back({KeyRegex(r) + key_sep_ + *addl_value, true});
   }
   Re extra = extra_kvs.empty() ? Re() : Re(Union(extra_kvs));
+  if (o_.any_property_order && rules_mode_) {
+    if (s.contains("minProperties") || s.contains("maxProperties")) {
+      Warn("any_property_order", ptr, "minProperties/maxProperties: members in schema order");
+    } else {
+      std::vector<std::string> kvs;
+      std::vector<bool> req;
+      for (const Item& it : items) {
+        kvs.push_back(it.kv);
+        req.push_back(it.required);
+      }
+      if (std::optional<std::string> any = AnyOrderObject(kvs, req, extra, ptr)) return Re(*any);
+      Warn("any_property_order", ptr,
+           absl::StrCat("more than ", kMaxAnyOrderProperties, " properties: members in schema order"));
+    }
+  }
 
   // Counting: state c = properties so far, saturated at cap.
   MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min_properties, IntKw(s, "minProperties", ptr));

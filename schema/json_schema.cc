@@ -156,6 +156,11 @@ absl::StatusOr<Result> RunConverter(const json& root, const JsonSchemaOptions& o
 
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
                                                   const JsonSchemaOptions& options) {
+  if (options.any_property_order) {
+    return absl::InvalidArgumentError(
+        "any_property_order needs the grammar route (JsonSchemaToRules): a regex cannot hold "
+        "every order");
+  }
   auto root = ParseSchema(schema_json, options);
   if (!root.ok()) return root.status();
   return RunConverter<JsonSchemaRegex>(*root, options, false, [&](Converter& c) -> absl::StatusOr<JsonSchemaRegex> {
@@ -202,7 +207,8 @@ std::string JsonSchemaOptionsKey(const JsonSchemaOptions& o) {
                           : "",
                       ";rec=", o.max_recursion_depth, ";any=", o.any_value_depth,
                       ";addl=", o.additional_properties_default_open ? 1 : 0,
-                      ";ascii=", o.ensure_ascii ? 1 : 0, ";infer=", o.infer_type_from_keywords ? 1 : 0, ";rep=", o.max_counted_repeat,
+                      ";ascii=", o.ensure_ascii ? 1 : 0, ";infer=", o.infer_type_from_keywords ? 1 : 0,
+                      o.any_property_order ? ";order=any" : "", ";rep=", o.max_counted_repeat,
                       ";maxs=", o.max_schema_bytes, ";maxr=", o.max_regex_bytes,
                       ";nest=", o.max_schema_nesting, ";depth=", o.max_schema_depth,
                       ";pnest=", o.max_pattern_nesting, ";dfa=", o.budget.max_states, "/",

@@ -84,6 +84,13 @@ struct JsonSchemaOptions {
   // both raw UTF-8 and any \uXXXX escape.
   bool ensure_ascii = true;
 
+  // Object members in any order (each declared one at most once, every
+  // required one present, other members anywhere), instead of the schema's
+  // order. Grammar route only (JsonSchemaToRules): JsonSchemaToRegex refuses
+  // it (InvalidArgument). Objects with more than 8 declared properties, or
+  // with minProperties/maxProperties, keep the schema order (warning).
+  bool any_property_order = false;
+
   // Counted repeats (maxLength, maxItems, ...) above this bound are not
   // enforced (warning); the lower bound stays. At most 1000.
   int max_counted_repeat = 1000;

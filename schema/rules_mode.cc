@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "schema/internal/json_access.h"
 #include "schema/internal/messages.h"
 
@@ -114,6 +115,57 @@ const std::string& Converter::AnyValueRule() {
   std::string obj = absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
   rules_[k].regex = absl::StrCat(scalars, "|", arr, "|", obj);
   return any_rule_;
+}
+
+// One rule per set S of declared members already written (2^n rules, n <=
+// kMaxAnyOrderProperties): Rest(S) := "" when S holds every required member
+// | sep kv_p Rest(S + p) for each p not in S | sep extra Rest(S). Each member
+// appears at most once, every required one exactly once, in any order.
+std::optional<std::string> Converter::AnyOrderObject(const std::vector<std::string>& kvs,
+                                                     const std::vector<bool>& required,
+                                                     const Re& extra, const std::string& ptr) {
+  const size_t n = kvs.size();
+  if (n > kMaxAnyOrderProperties) return std::nullopt;
+  // Members as rules, so each Rest(S) stays a few references long.
+  std::vector<std::string> kv(n);
+  for (size_t p = 0; p < n; ++p) {
+    kv[p] = RuleRef(rules_.size());
+    rules_.push_back({absl::StrCat(Where(ptr), " member ", p), kvs[p]});
+  }
+  std::string other;
+  if (extra) {
+    other = RuleRef(rules_.size());
+    rules_.push_back({absl::StrCat(Where(ptr), " other members"), *extra});
+  }
+  uint32_t required_set = 0;
+  for (size_t p = 0; p < n; ++p) required_set |= required[p] ? 1u << p : 0;
+  const size_t base = rules_.size();
+  const uint32_t sets = 1u << n;
+  for (uint32_t set = 0; set < sets; ++set) {
+    rules_.push_back({absl::StrCat(Where(ptr), " members ", set), ""});
+  }
+  for (uint32_t set = 0; set < sets; ++set) {
+    std::vector<std::string> alts;
+    if ((set & required_set) == required_set) alts.push_back("");
+    for (size_t p = 0; p < n; ++p) {
+      if (set & (1u << p)) continue;
+      alts.push_back(absl::StrCat(item_sep_, kv[p], RuleRef(base + (set | (1u << p)))));
+    }
+    if (extra) alts.push_back(absl::StrCat(item_sep_, other, RuleRef(base + set)));
+    rules_[base + set].regex = alts.empty() ? kNoString : absl::StrCat("(?:", absl::StrJoin(alts, "|"), ")");
+  }
+  // The first member has no separator before it.
+  std::vector<std::string> first;
+  for (size_t p = 0; p < n; ++p) first.push_back(kv[p] + RuleRef(base + (1u << p)));
+  if (extra) first.push_back(other + RuleRef(base));
+  const std::string empty = Open('{') + Close('}').substr(ws_.size());
+  std::string out;
+  if (required_set == 0) out = empty;
+  if (!first.empty()) {
+    const std::string full = absl::StrCat(Open('{'), "(?:", absl::StrJoin(first, "|"), ")", Close('}'));
+    out = out.empty() ? full : absl::StrCat("(?:", out, "|", full, ")");
+  }
+  return out.empty() ? std::string(kNoString) : out;
 }
 
 }  // namespace maskd::json_schema_internal

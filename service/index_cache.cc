@@ -24,6 +24,7 @@ struct IndexCache::Entry {
   ConstraintKind kind = ConstraintKind::kRegex;
   GrammarFormat grammar_format = GrammarFormat::kLark;
   SchemaRoute schema_route = SchemaRoute::kAuto;
+  bool any_property_order = false;
   std::string constraint;  // cleared once compiled
   bool eager = false;
   std::string client;      // whose share of the queue it counts against
@@ -249,7 +250,10 @@ std::string IndexCache::IndexId(const CompileSpec& spec) {
   };
   add(std::string(ConstraintKindName(spec.kind)));
   if (spec.kind == ConstraintKind::kGrammar) add(std::string(GrammarFormatName(spec.grammar_format)));
-  if (spec.kind == ConstraintKind::kJsonSchema) add(std::string(SchemaRouteName(spec.schema_route)));
+  if (spec.kind == ConstraintKind::kJsonSchema) {
+    add(std::string(SchemaRouteName(spec.schema_route)));
+    add(spec.any_property_order ? "any-order" : "schema-order");
+  }
   // The converter's defaults, not the server's options: the server sets only
   // limits, which refuse a schema rather than change its regex (except a
   // --max-dfa-states under the converter's own DFA cap, one per server).
@@ -304,6 +308,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->kind = spec.kind;
   e->grammar_format = spec.grammar_format;
   e->schema_route = spec.schema_route;
+  e->any_property_order = spec.any_property_order;
   e->constraint = spec.constraint;
   e->eager = spec.eager;
   e->client = spec.client;
@@ -438,6 +443,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     constraint.json_schema = o.json_schema;
     constraint.grammar.format = e->grammar_format;
     constraint.schema_route = e->schema_route;
+    constraint.json_schema.any_property_order = e->any_property_order;
     constraint.grammar.limits = o.grammar;
     constraint.grammar.index = o.grammar_index;
     constraint.grammar.index.budget = shared_->mask_budget;

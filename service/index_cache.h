@@ -93,6 +93,7 @@ struct CompileSpec {
   std::string constraint;
   GrammarFormat grammar_format = GrammarFormat::kLark;  // kGrammar only
   SchemaRoute schema_route = SchemaRoute::kAuto;       // kJsonSchema only
+  bool any_property_order = false;                     // kJsonSchema only
   bool eager = false;
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
   // Who asks (the service passes the peer's identity); the queues are shared

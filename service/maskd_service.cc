@@ -292,6 +292,7 @@ absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req
   spec.tokenizer = tok->name;
   spec.context = tok->context;
   spec.eager = req.options().eager();
+  spec.any_property_order = req.options().any_property_order();
   switch (req.options().schema_route()) {
     case v1::SCHEMA_ROUTE_AUTO: spec.schema_route = SchemaRoute::kAuto; break;
     case v1::SCHEMA_ROUTE_REGEX: spec.schema_route = SchemaRoute::kRegex; break;

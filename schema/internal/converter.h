@@ -141,6 +141,14 @@ class Converter {
   absl::StatusOr<std::string> ExpandRules(const std::string& regex, int depth = 0) const;
   Re SplitLarge(Re r, const std::string& ptr);
   const std::string& AnyValueRule();
+  // An object's members in any order (JsonSchemaOptions::any_property_order):
+  // `kvs` the declared "key": value texts, `required` which must appear,
+  // `extra` the other members' text (may be absent). Nullopt when the object
+  // is past kMaxAnyOrderProperties (the caller keeps the schema order).
+  std::optional<std::string> AnyOrderObject(const std::vector<std::string>& kvs,
+                                            const std::vector<bool>& required, const Re& extra,
+                                            const std::string& ptr);
+  static constexpr size_t kMaxAnyOrderProperties = 8;
 
   // ---------- schema rewriting (normalize.cc, negate.cc)
   absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);

@@ -3,6 +3,8 @@
 // automatic choice between them.
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -253,6 +255,79 @@ TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
   ASSERT_TRUE(guide.ok());
   ASSERT_TRUE(Spell(*guide, *vocab, R"({"p0": {"q": "x", "extra": [1, {"y": null}]}, "p7": {}})"));
   EXPECT_TRUE(guide->IsAccepting());
+}
+
+// Members in any order: every subset of {a, b, c} in every order, with or
+// without an undeclared member "d", against the rule written out (a present,
+// no declared member twice, d only where additional members are allowed).
+TEST(SchemaRoutes, AnyPropertyOrderAcceptsEveryOrderAndNothingElse) {
+  for (bool open : {false, true}) {
+    const std::string schema = absl::StrCat(
+        R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},)",
+        R"("c":{"type":"boolean"}},"required":["a"],"additionalProperties":)", open ? "true" : "false", "}");
+    JsonSchemaOptions o;
+    o.any_property_order = true;
+    auto g = SchemaGrammar(schema, o);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto r = grammar::EarleyRecognizer::Create(*g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::map<char, std::string> value = {{'a', "1"}, {'b', "\"x\""}, {'c', "true"}, {'d', "null"}};
+    int accepted = 0, checked = 0;
+    // Every sequence of up to 4 member names over {a, b, c, d}, repeats included.
+    std::vector<std::string> seqs = {""};
+    for (int len = 0; len < 4; ++len) {
+      const size_t n = seqs.size();
+      for (size_t i = 0; i < n; ++i) {
+        if (seqs[i].size() != static_cast<size_t>(len)) continue;
+        for (char k : {'a', 'b', 'c', 'd'}) seqs.push_back(seqs[i] + k);
+      }
+    }
+    for (const std::string& keys : seqs) {
+      std::string text = "{";
+      for (size_t i = 0; i < keys.size(); ++i) {
+        absl::StrAppend(&text, i ? ", " : "", "\"", std::string(1, keys[i]), "\": ", value.at(keys[i]));
+      }
+      text += "}";
+      // Declared members at most once; undeclared ones are not told apart
+      // (as on the regex route: a repeated other key is not caught).
+      std::string declared;
+      for (char k : keys) if (k != 'd') declared += k;
+      const std::set<char> seen(declared.begin(), declared.end());
+      const bool want = seen.size() == declared.size() && seen.count('a') &&
+                        (open || keys.find('d') == std::string::npos);
+      auto got = r->Accepts(text);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, want) << (open ? "open: " : "closed: ") << text;
+      accepted += want;
+      ++checked;
+    }
+    EXPECT_GT(accepted, 10);
+    EXPECT_GT(checked, 300);
+  }
+  // Through CompileConstraint: the automatic route takes the grammar route;
+  // the regex route refuses the option; past 8 properties, schema order.
+  auto tokenizer = testing::BundledTokenizer();
+  JsonSchemaOptions o;
+  o.any_property_order = true;
+  const char* kSchema = R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]})";
+  auto c = CompileConstraint(Constraint::JsonSchema(kSchema, o), tokenizer);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
+  auto guide = ConstraintGuide::Create(c->index);
+  ASSERT_TRUE(guide.ok());
+  ASSERT_TRUE(Spell(*guide, *tokenizer->shared_vocabulary(), R"({"b": 2, "a": 1})"));
+  EXPECT_TRUE(guide->IsAccepting());
+  Constraint regex_route = Constraint::JsonSchema(kSchema, o);
+  regex_route.schema_route = SchemaRoute::kRegex;
+  auto refused = CompileConstraint(regex_route, tokenizer);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("any_property_order"));
+  std::string nine;
+  for (int i = 0; i < 9; ++i) absl::StrAppend(&nine, i ? "," : "", "\"p", i, "\":{\"type\":\"integer\"}");
+  auto wide = JsonSchemaToRules(absl::StrCat(R"({"type":"object","properties":{)", nine, "}}"), o);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  ASSERT_FALSE(wide->warnings.empty());
+  EXPECT_THAT(wide->warnings[0], HasSubstr("members in schema order"));
 }
 
 TEST(SchemaRoutes, ErrorsOfBothRoutes) {

@@ -371,6 +371,10 @@ def test_schema_routes(client):
     assert client.compile("qwen3", json_schema={"type": "integer"}).route == "regex"
     assert client.compile("qwen3", json_schema={"type": "integer"},
                           schema_route="grammar").route == "grammar"
+    person = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a", "b"], "additionalProperties": False}
+    assert client.compile("qwen3", json_schema=person).route == "regex"
+    assert client.compile("qwen3", json_schema=person, any_property_order=True).route == "grammar"
     with pytest.raises(ValueError, match="schema_route"):
         client.compile("qwen3", json_schema=TREE_SCHEMA, schema_route="fast")
     # A tree deeper than the regex route's recursion depth (3), spelled one

@@ -203,6 +203,20 @@ TEST_F(GrammarServiceTest, SchemaRoutesAreReportedAndKeyed) {
   auto bad = client_->Compile(SchemaRequest(kTreeSchema, static_cast<v1::SchemaRoute>(7)));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("schema_route 7"));
+  // Members in any order: the grammar route, its own cache entry.
+  v1::CompileRequest any_order = SchemaRequest(
+      R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})", v1::SCHEMA_ROUTE_AUTO);
+  auto schema_order = client_->Compile(any_order);
+  any_order.mutable_options()->set_any_property_order(true);
+  auto any = client_->Compile(any_order);
+  ASSERT_TRUE(schema_order.ok() && any.ok()) << any.status();
+  EXPECT_EQ(schema_order->route(), "regex");
+  EXPECT_EQ(any->route(), "grammar");
+  EXPECT_NE(schema_order->index_id(), any->index_id());
+  any_order.mutable_options()->set_schema_route(v1::SCHEMA_ROUTE_REGEX);
+  auto refused = client_->Compile(any_order);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("any_property_order"));
   // No instance on either route: one clean error.
   auto endless = client_->Compile(SchemaRequest(
       R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})", v1::SCHEMA_ROUTE_AUTO));

@@ -124,18 +124,21 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
                     grammar: Optional[GrammarLike] = None,
                     structural_tag: Union[str, dict, None] = None, eager: bool = False,
                     timeout_ms: int = 0, schema_route: str = "auto",
+                    any_property_order: bool = False,
                     wait: bool = True) -> pb.CompileRequest:
     """A CompileRequest of exactly one constraint: ``regex``, ``json_schema`` (a str or a
     dict), ``grammar`` (a ``Grammar``, or a str of Lark) or ``structural_tag`` (a str or a
     dict: docs/grammars.md, "Structural tags"). ``schema_route`` ("auto", "regex" or
-    "grammar"; JSON Schemas only) picks the engine (docs/json-schema.md, "Routes")."""
+    "grammar"; JSON Schemas only) picks the engine (docs/json-schema.md, "Routes");
+    ``any_property_order`` accepts a schema's object members in any order (grammar route)."""
     if sum(x is not None for x in (regex, json_schema, grammar, structural_tag)) != 1:
         raise ValueError("give exactly one of regex=, json_schema=, grammar= or structural_tag=")
     if schema_route not in SCHEMA_ROUTES:
         raise ValueError(f"schema_route {schema_route!r}: expected auto, regex or grammar")
     req = pb.CompileRequest(tokenizer=tokenizer, wait=wait,
                             options=pb.CompileOptions(eager=eager, timeout_ms=timeout_ms,
-                                                      schema_route=SCHEMA_ROUTES[schema_route]))
+                                                      schema_route=SCHEMA_ROUTES[schema_route],
+                                                      any_property_order=any_property_order))
     if regex is not None:
         req.regex = regex
     elif grammar is not None:

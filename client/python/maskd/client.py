@@ -236,13 +236,14 @@ class Client:
                 json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
                 structural_tag: Union[str, dict, None] = None,
                 eager: bool = False, timeout_ms: int = 0, schema_route: str = "auto",
+                any_property_order: bool = False,
                 wait: bool = True) -> pb.CompileResponse:
         """Compiles (or finds cached) the index of one constraint: a regex, a JSON Schema (a
         str or a dict), a grammar (a ``Grammar``, or a str of Lark) or a structural tag (a
         str or a dict)."""
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
                               structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
-                              schema_route=schema_route,
+                              schema_route=schema_route, any_property_order=any_property_order,
                               wait=wait)
         return _rpc(self._stub.Compile, req, self.timeout)
 

@@ -130,14 +130,16 @@ class DetokenizeResponse(_message.Message):
     def __init__(self, text: _Optional[bytes] = ...) -> None: ...
 
 class CompileOptions(_message.Message):
-    __slots__ = ("eager", "timeout_ms", "schema_route")
+    __slots__ = ("eager", "timeout_ms", "schema_route", "any_property_order")
     EAGER_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ROUTE_FIELD_NUMBER: _ClassVar[int]
+    ANY_PROPERTY_ORDER_FIELD_NUMBER: _ClassVar[int]
     eager: bool
     timeout_ms: int
     schema_route: SchemaRoute
-    def __init__(self, eager: _Optional[bool] = ..., timeout_ms: _Optional[int] = ..., schema_route: _Optional[_Union[SchemaRoute, str]] = ...) -> None: ...
+    any_property_order: bool
+    def __init__(self, eager: _Optional[bool] = ..., timeout_ms: _Optional[int] = ..., schema_route: _Optional[_Union[SchemaRoute, str]] = ..., any_property_order: _Optional[bool] = ...) -> None: ...
 
 class Grammar(_message.Message):
     __slots__ = ("format", "text")
