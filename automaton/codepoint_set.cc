@@ -10,6 +10,12 @@ const CodepointSet::Ranges& CodepointSet::ranges() const {
   return ranges_ ? *ranges_ : *kEmpty;
 }
 
+CodepointSet CodepointSet::Range(uint32_t lo, uint32_t hi) {
+  CodepointSet set;
+  set.AssignSorted({{lo, hi}});
+  return set;
+}
+
 void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
   Ranges r = ranges();
   r.emplace_back(lo, hi);
@@ -57,6 +63,40 @@ void CodepointSet::AssignSorted(Ranges ranges) {
     out.shrink_to_fit();
     ranges_ = std::make_shared<const Ranges>(std::move(out));
   }
+}
+
+void CodepointSet::Subtract(const CodepointSet& other) {
+  if (empty() || other.empty()) return;
+  const Ranges& minus = other.ranges();
+  Ranges out;
+  size_t j = 0;  // minus[..j) lie below every range still to come
+  for (const auto& [lo, hi] : ranges()) {
+    while (j < minus.size() && minus[j].second < lo) ++j;
+    // `next` is the lowest codepoint of [lo, hi] not yet kept or removed.
+    uint32_t next = lo;
+    bool rest = true;
+    for (size_t k = j; k < minus.size() && minus[k].first <= hi; ++k) {
+      if (minus[k].first > next) out.emplace_back(next, minus[k].first - 1);
+      if (minus[k].second >= hi) {
+        rest = false;
+        break;
+      }
+      next = std::max(next, minus[k].second + 1);
+    }
+    if (rest) out.emplace_back(next, hi);
+  }
+  AssignSorted(std::move(out));
+}
+
+CodepointSet CodepointSet::IntersectRange(uint32_t lo, uint32_t hi) const {
+  Ranges out;
+  for (const auto& [l, h] : ranges()) {
+    const uint32_t a = std::max(l, lo), b = std::min(h, hi);
+    if (a <= b) out.emplace_back(a, b);
+  }
+  CodepointSet set;
+  set.AssignSorted(std::move(out));
+  return set;
 }
 
 CodepointSet CodepointSet::Complement() const {

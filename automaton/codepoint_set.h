@@ -22,12 +22,17 @@ class CodepointSet {
   using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
   CodepointSet() = default;
+  static CodepointSet Range(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
   void AddRange(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
   void Add(const CodepointSet& other);
   // Closed ranges in any order, overlapping or not, each within
   // [0, kMaxCodepoint].
   void AddRanges(const Ranges& ranges);
+  // Removes every codepoint of `other`: linear in the two sizes.
+  void Subtract(const CodepointSet& other);
   CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates
+  // The codepoints of the set within [lo, hi] (lo <= hi).
+  CodepointSet IntersectRange(uint32_t lo, uint32_t hi) const;
   bool empty() const { return ranges().empty(); }
   bool Contains(uint32_t cp) const;
   const Ranges& ranges() const;

@@ -8,27 +8,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "automaton/utf8.h"
 
 namespace maskd::grammar {
 namespace {
 
 // Decodes `s` as UTF-8 into code points; false when malformed.
-bool DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? b : b & (0x7F >> n);
-    for (int k = 1; k < n; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c >> 6) != 2) return false;
-      cp = cp << 6 | (c & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    out->push_back(cp);
-    i += n;
+bool DecodeCodepoints(std::string_view s, std::vector<uint32_t>* out) {
+  for (size_t i = 0; i < s.size();) {
+    std::optional<uint32_t> cp = DecodeUtf8(s, &i);
+    if (!cp) return false;
+    out->push_back(*cp);
   }
   return true;
 }
@@ -74,7 +64,7 @@ absl::StatusOr<std::string> RegexAvoiding(const std::vector<std::string>& string
     if (strings[i].empty()) {
       return absl::InvalidArgumentError(absl::StrCat("string ", i, " to avoid is empty"));
     }
-    if (!DecodeUtf8(strings[i], &cps)) {
+    if (!DecodeCodepoints(strings[i], &cps)) {
       return absl::InvalidArgumentError(absl::StrCat("string ", i, " to avoid is not UTF-8"));
     }
     total += cps.size();

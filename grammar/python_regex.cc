@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "automaton/regex.h"
+#include "automaton/utf8.h"
 #include "grammar/python_re_tables.h"
 
 namespace maskd::grammar {
@@ -167,24 +168,6 @@ bool IsMeta(uint32_t c) {
   }
 }
 
-void AppendUtf8(std::string* out, uint32_t c) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 // One codepoint in maskd syntax, usable inside and outside a class.
 void AppendCodepoint(std::string* out, uint32_t c) {
   if (c >= 0x21 && c < 0x7F && !IsMeta(c)) {
@@ -219,16 +202,11 @@ void AppendSet(std::string* out, const CodepointSet& s) {
 
 bool IsCased(uint32_t c) { return Table(6).Contains(c); }
 
-// Decodes one UTF-8 sequence at s[*pos] (valid UTF-8 assumed; a stray byte
-// reads as itself).
-uint32_t DecodeUtf8(std::string_view s, size_t* pos) {
-  auto b = static_cast<unsigned char>(s[*pos]);
-  int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
-  if (*pos + len > s.size()) len = 1;
-  uint32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-  for (int i = 1; i < len; ++i) c = (c << 6) | (static_cast<unsigned char>(s[*pos + i]) & 0x3F);
-  *pos += len;
-  return c;
+// Decodes one codepoint at s[*pos] and moves past it; a byte that starts no
+// well-formed UTF-8 sequence reads as itself.
+uint32_t NextCodepoint(std::string_view s, size_t* pos) {
+  if (std::optional<uint32_t> cp = DecodeUtf8(s, pos)) return *cp;
+  return static_cast<unsigned char>(s[(*pos)++]);
 }
 
 class Translator {
@@ -448,7 +426,7 @@ class Translator {
           break;
         }
         default:
-          AppendLiteral(DecodeUtf8(p_, &pos_));
+          AppendLiteral(NextCodepoint(p_, &pos_));
           break;
       }
     }
@@ -500,7 +478,7 @@ class Translator {
       return absl::OkStatus();
     };
     if (static_cast<unsigned char>(c) >= 0x80) {
-      *cp = DecodeUtf8(p_, &pos_);
+      *cp = NextCodepoint(p_, &pos_);
       return absl::OkStatus();
     }
     ++pos_;
@@ -600,7 +578,7 @@ class Translator {
       if (p_[pos_] == '\\') {
         if (absl::Status st = ParseEscape(true, &set, &lo); !st.ok()) return st;
       } else {
-        lo = DecodeUtf8(p_, &pos_);
+        lo = NextCodepoint(p_, &pos_);
       }
       if (Starts("-") && pos_ + 1 < p_.size() && p_[pos_ + 1] != ']') {
         ++pos_;
@@ -609,7 +587,7 @@ class Translator {
         if (p_[pos_] == '\\') {
           if (absl::Status st = ParseEscape(true, &hi_set, &hi); !st.ok()) return st;
         } else {
-          hi = DecodeUtf8(p_, &pos_);
+          hi = NextCodepoint(p_, &pos_);
         }
         if (set || hi_set) return Error(item, "bad character range");
         if (hi < lo) return Error(item, "bad character range (reversed)");
@@ -664,7 +642,7 @@ std::string LiteralRegex(std::string_view text, bool ignore_case) {
   std::string out;
   size_t pos = 0;
   while (pos < text.size()) {
-    uint32_t cp = DecodeUtf8(text, &pos);
+    uint32_t cp = NextCodepoint(text, &pos);
     if (ignore_case && IsCased(cp)) {
       CodepointSet s;
       s.AddRange(cp, cp);
