@@ -260,6 +260,27 @@ int RunMaskbench(const Context& ctx) {
         reasons.Add(key);
         if (verbose) std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), name.c_str(), detail.c_str());
       };
+      // One instance's verdict (`ok`: walked to the end and EOS allowed; `pos`:
+      // where the walk stopped); false when it fails the schema's test.
+      auto record = [&](bool valid, bool ok, size_t pos, const std::string& text,
+                        const std::vector<double>& times) {
+        if (valid) {
+          tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
+          if (ok) {
+            ++tot.valid_accepted;
+            return true;
+          }
+          fail("valid instance rejected",
+               absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
+          return false;
+        }
+        if (!ok) {
+          ++tot.invalid_rejected;
+          return true;
+        }
+        fail("invalid instance accepted", absl::StrCat("invalid accepted: ", text.substr(0, 200)));
+        return false;
+      };
 
       auto t0 = Clock::now();
       maskd::CompileOptions copt;
@@ -321,21 +342,7 @@ int RunMaskbench(const Context& ctx) {
             std::vector<double> times;
             size_t pos = 0;
             const bool ok = walk(text, &times, &pos);
-            if (valid) {
-              tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
-              if (ok) {
-                ++tot.valid_accepted;
-              } else {
-                pass = false;
-                fail("valid instance rejected",
-                     absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
-              }
-            } else if (!ok) {
-              ++tot.invalid_rejected;
-            } else {
-              pass = false;
-              fail("invalid instance accepted", absl::StrCat("invalid accepted: ", text.substr(0, 200)));
-            }
+            pass &= record(valid, ok, pos, text, times);
           }
         }
         if (pass) ++tot.passing;
@@ -380,24 +387,7 @@ int RunMaskbench(const Context& ctx) {
             if (eos.empty()) eos_ok = g.IsAccepting();
             ok = eos_ok;
           }
-          if (valid) {
-            tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
-            if (ok) {
-              ++tot.valid_accepted;
-            } else {
-              pass = false;
-              fail("valid instance rejected",
-                   absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
-            }
-          } else {
-            if (!ok) {
-              ++tot.invalid_rejected;
-            } else {
-              pass = false;
-              fail("invalid instance accepted",
-                   absl::StrCat("invalid accepted: ", text.substr(0, 200)));
-            }
-          }
+          pass &= record(valid, ok, pos, text, times);
         }
       }
       if (pass) ++tot.passing;
