@@ -20,19 +20,21 @@ const std::string& Converter::AnyValueRegex(int depth) const {
   if (depth < 0) depth = 0;
   auto it = any_cache_.find(depth);
   if (it != any_cache_.end()) return it->second;
-  std::string scalars = absl::StrCat("null|true|false|", *NumberRangeRegex({}, false, {}, false),
-                                     "|", StringAny());
-  std::string r;
-  if (depth == 0) {
-    r = "(?:" + scalars + ")";
-  } else {
-    const std::string v = AnyValueRegex(depth - 1);
-    std::string arr = absl::StrCat(Open('['), "(?:", v, "(?:", item_sep_, v, ")*)?", Close(']'));
-    std::string kv = absl::StrCat(StringAny(), key_sep_, v);
-    std::string obj = absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
-    r = absl::StrCat("(?:", scalars, "|", arr, "|", obj, ")");
-  }
+  const std::string r = depth == 0 ? "(?:" + AnyScalar() + ")"
+                                   : "(?:" + AnyValueAround(AnyValueRegex(depth - 1)) + ")";
   return any_cache_[depth] = r;
+}
+
+std::string Converter::AnyScalar() const {
+  return absl::StrCat("null|true|false|", *NumberRangeRegex({}, false, {}, false), "|", StringAny());
+}
+
+std::string Converter::AnyValueAround(const std::string& v) const {
+  const std::string arr = absl::StrCat(Open('['), "(?:", v, "(?:", item_sep_, v, ")*)?", Close(']'));
+  const std::string kv = absl::StrCat(StringAny(), key_sep_, v);
+  const std::string obj =
+      absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
+  return absl::StrCat(AnyScalar(), "|", arr, "|", obj);
 }
 
 }  // namespace maskd::json_schema_internal

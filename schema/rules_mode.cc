@@ -107,13 +107,7 @@ const std::string& Converter::AnyValueRule() {
   const size_t k = rules_.size();
   rules_.push_back({"any JSON value", kNoString});
   any_rule_ = RuleRef(k);
-  const std::string& v = any_rule_;
-  std::string scalars = absl::StrCat("null|true|false|", *NumberRangeRegex({}, false, {}, false),
-                                     "|", StringAny());
-  std::string arr = absl::StrCat(Open('['), "(?:", v, "(?:", item_sep_, v, ")*)?", Close(']'));
-  std::string kv = absl::StrCat(StringAny(), key_sep_, v);
-  std::string obj = absl::StrCat(Open('{'), "(?:", kv, "(?:", item_sep_, kv, ")*)?", Close('}'));
-  rules_[k].regex = absl::StrCat(scalars, "|", arr, "|", obj);
+  rules_[k].regex = AnyValueAround(any_rule_);
   return any_rule_;
 }
 

@@ -170,6 +170,10 @@ class Converter {
   std::string StringAny() const;
   const std::string& AnyValue(int depth);
   const std::string& AnyValueRegex(int depth) const;
+  // The scalar alternatives of any value, and any value whose array items
+  // and object values are `v` (both routes' any value, at one level).
+  std::string AnyScalar() const;
+  std::string AnyValueAround(const std::string& v) const;
 
   // ---------- numbers (emit_number.cc)
   absl::StatusOr<Re> ConvertInteger(const json& s, const std::string& ptr);
