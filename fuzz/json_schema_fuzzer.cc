@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
+#include "fuzz/json_schema_knobs.h"
 #include "absl/time/clock.h"
 #include "automaton/dfa.h"
 #include "schema/json_schema.h"
@@ -26,18 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t knobs = data[0];
   std::string_view schema(reinterpret_cast<const char*>(data + 1), size - 1);
-  maskd::JsonSchemaOptions o;
-  o.whitespace = knobs % 3 == 0   ? maskd::JsonWhitespace::kPython
-                 : knobs % 3 == 1 ? maskd::JsonWhitespace::kCompact
-                                  : maskd::JsonWhitespace::kFlexible;
-  o.max_recursion_depth = (knobs >> 2) & 3;
-  o.any_value_depth = 1 + ((knobs >> 4) & 1);
-  o.additional_properties_default_open = (knobs >> 5) & 1;
-  o.ensure_ascii = (knobs >> 6) & 1;
-  o.infer_type_from_keywords = (knobs >> 7) & 1;
-  o.max_counted_repeat = 16;
-  o.max_schema_bytes = 1 << 16;
-  o.max_regex_bytes = 1 << 18;
+  maskd::JsonSchemaOptions o = maskd::fuzz::JsonSchemaKnobs(knobs);
   o.budget.deadline = absl::Now() + absl::Seconds(2);
   auto rules = maskd::JsonSchemaToRules(schema, o);
   maskd::fuzz::ExpectClientStatus(rules.status(), maskd::fuzz::Deadline::kSet);

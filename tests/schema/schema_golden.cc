@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "fuzz/json_schema_knobs.h"
 #include "schema/json_schema.h"
 
 namespace {
@@ -105,22 +106,6 @@ void AllOptions(const std::string& name, const std::string& schema) {
   for (const auto& [options_name, options] : OptionSets()) Fingerprint(name, options_name, schema, options);
 }
 
-// As fuzz/json_schema_fuzzer.cc reads its first byte.
-maskd::JsonSchemaOptions FuzzerOptions(uint8_t knobs) {
-  maskd::JsonSchemaOptions o;
-  o.whitespace = knobs % 3 == 0   ? maskd::JsonWhitespace::kPython
-                 : knobs % 3 == 1 ? maskd::JsonWhitespace::kCompact
-                                  : maskd::JsonWhitespace::kFlexible;
-  o.max_recursion_depth = (knobs >> 2) & 3;
-  o.any_value_depth = 1 + ((knobs >> 4) & 1);
-  o.additional_properties_default_open = (knobs >> 5) & 1;
-  o.ensure_ascii = (knobs >> 6) & 1;
-  o.infer_type_from_keywords = (knobs >> 7) & 1;
-  o.max_counted_repeat = 16;
-  o.max_schema_bytes = 1 << 16;
-  o.max_regex_bytes = 1 << 18;
-  return o;
-}
 
 // Schemas whose shape one of nlohmann's accessors refuses (each reached a
 // different accessor in the converter), internal keywords spelled by a user,
@@ -263,7 +248,7 @@ int main(int argc, char** argv) {
     const std::string bytes = ReadFile(seed);
     if (bytes.empty()) continue;
     Fingerprint(absl::StrCat("fuzz:", seed.filename().string()), "fuzzer-knobs", bytes.substr(1),
-                FuzzerOptions(static_cast<uint8_t>(bytes[0])));
+                maskd::fuzz::JsonSchemaKnobs(static_cast<uint8_t>(bytes[0])));
   }
   if (!suite.empty()) SuiteDir(suite);
   if (!maskbench.empty()) {
