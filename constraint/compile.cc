@@ -7,7 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "grammar/regex_rules.h"
+#include "constraint/schema_grammar.h"
 
 namespace maskd {
 namespace {
@@ -107,20 +107,11 @@ absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constr
                                                         const JsonSchemaOptions& schema_options,
                                                         std::shared_ptr<const TokenizerContext> context,
                                                         const CompileOptions& options) {
-  auto rules = JsonSchemaToRules(constraint.text, schema_options);
-  if (!rules.ok()) return ConvertError(rules.status());
-  if (auto st = CheckBudget(options.dfa); !st.ok()) return st;
-  std::vector<grammar::RegexRule> regex_rules;
-  regex_rules.reserve(rules->rules.size());
-  for (JsonSchemaRule& r : rules->rules) {
-    regex_rules.push_back({std::move(r.name), std::move(r.regex)});
-  }
-  grammar::GrammarLimits limits = constraint.grammar.limits;
-  limits.max_text_bytes = std::max(limits.max_text_bytes, schema_options.max_regex_bytes);
-  auto g = grammar::GrammarFromRegexRules(regex_rules, 0, limits);
+  std::vector<std::string> warnings;
+  auto g = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, &warnings);
   if (!g.ok()) return ConvertError(g.status());
   auto out = IndexGrammar(*g, constraint, std::move(context), options, schema_options.max_regex_bytes);
-  if (out.ok()) out->warnings = std::move(rules->warnings);
+  if (out.ok()) out->warnings = std::move(warnings);
   return out;
 }
 

@@ -14,9 +14,9 @@
 #include "automaton/dfa.h"
 #include "constraint/compile.h"
 #include "constraint/constraint_guide.h"
+#include "constraint/schema_grammar.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
-#include "grammar/regex_rules.h"
 #include "gtest/gtest.h"
 #include "re2/re2.h"
 #include "schema/json_schema.h"
@@ -28,13 +28,7 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::StatusOr<grammar::Grammar> SchemaGrammar(const std::string& schema, const JsonSchemaOptions& o) {
-  auto rules = JsonSchemaToRules(schema, o);
-  if (!rules.ok()) return rules.status();
-  std::vector<grammar::RegexRule> rr;
-  for (const JsonSchemaRule& r : rules->rules) rr.push_back({r.name, r.regex});
-  grammar::GrammarLimits limits;
-  limits.max_text_bytes = o.max_regex_bytes;
-  return grammar::GrammarFromRegexRules(rr, 0, limits);
+  return JsonSchemaGrammar(schema, o, grammar::GrammarLimits{});
 }
 
 // Every test text of every slice schema gets the same verdict from both
@@ -333,11 +327,24 @@ TEST(SchemaRoutes, AnyPropertyOrderAcceptsEveryOrderAndNothingElse) {
 TEST(SchemaRoutes, ErrorsOfBothRoutes) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
-  // Refused by the converter: the same message once, not twice.
-  auto bad = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","format":"bogus-x"})"), tokenizer);
-  if (!bad.ok()) {
-    EXPECT_THAT(std::string(bad.status().message()), ::testing::Not(HasSubstr("on the regex route")));
+  // Both routes over a limit, each its own: the grammar route's error, then
+  // the regex route's.
+  std::string props;
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&props, i ? "," : "", "\"p", i, "\":{\"type\":\"object\"}");
   }
+  JsonSchemaOptions small;
+  small.max_regex_bytes = 32 << 10;
+  Constraint both = Constraint::JsonSchema(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"), small);
+  both.grammar.limits.max_rules = 4;
+  auto failed = CompileConstraint(both, tokenizer);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted) << failed.status();
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("max_rules"));
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("(on the regex route: "));
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("max_regex_bytes"));
+  EXPECT_EQ(FailedStage(failed.status()), CompileStage::kConvert);
+  // Refused by the converter on both routes alike: the message once.
   auto unsupported = CompileConstraint(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})"), tokenizer);
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.status().code(), absl::StatusCode::kInvalidArgument);

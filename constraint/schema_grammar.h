@@ -1,0 +1,29 @@
+// JsonSchemaGrammar: a JSON Schema as a Grammar, the grammar route's front
+// end — JsonSchemaToRules (schema/json_schema.h) lowered by
+// GrammarFromRegexRules (grammar/regex_rules.h). CompileConstraint uses it for
+// a schema on the grammar route (docs/json-schema.md, "Routes").
+#ifndef MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
+#define MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grammar/grammar.h"
+#include "schema/json_schema.h"
+
+namespace maskd {
+
+// The converter's errors (JsonSchemaToRules) and the lowering's (`limits`,
+// whose max_text_bytes is raised to options.max_regex_bytes: converted
+// schemas are large by construction). The schema keywords not enforced go
+// to *warnings when it is not null.
+absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
+                                                   const JsonSchemaOptions& options,
+                                                   const grammar::GrammarLimits& limits,
+                                                   std::vector<std::string>* warnings = nullptr);
+
+}  // namespace maskd
+
+#endif  // MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
