@@ -47,27 +47,6 @@ absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
   return g;
 }
 
-// The prebuilt index, else --grammar FILE's.
-absl::StatusOr<std::shared_ptr<const maskd::grammar::GrammarIndex>> IndexFlag(
-    const Args& args, std::shared_ptr<const maskd::TokenizerContext> context, size_t* rules,
-    size_t* terminals, const PrebuiltGrammar* prebuilt) {
-  if (prebuilt != nullptr) {
-    *rules = prebuilt->index->grammar()->num_rules();
-    *terminals = prebuilt->index->grammar()->num_terminals();
-    return prebuilt->index;
-  }
-  auto g = ReadGrammarFlag(args);
-  if (!g.ok()) return g.status();
-  *rules = g->rules.size();
-  *terminals = g->terminals.size();
-  auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(context));
-  if (!index.ok()) {
-    return absl::Status(index.status().code(),
-                        absl::StrCat(*args.Get("grammar"), ": ", index.status().message()));
-  }
-  return index;
-}
-
 }  // namespace
 
 const std::set<std::string>& GrammarValueFlags() {
@@ -75,36 +54,54 @@ const std::set<std::string>& GrammarValueFlags() {
   return *flags;
 }
 
-int RunGrammarCompile(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
-                      const PrebuiltGrammar* prebuilt) {
-  size_t rules = 0, terminals = 0;
-  const Clock::time_point t0 = prebuilt != nullptr ? prebuilt->started : Clock::now();
-  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
-  if (!index.ok()) return Fail("compile", std::string(index.status().message()));
-  const double compile_ms = MsSince(t0);
-  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+absl::StatusOr<GrammarArg> CompileGrammarFlag(const Args& args,
+                                              std::shared_ptr<const maskd::TokenizerContext> context) {
+  GrammarArg out;
+  out.started = Clock::now();
+  auto g = ReadGrammarFlag(args);
+  if (!g.ok()) return g.status();
+  out.rules = g->rules.size();
+  out.terminals = g->terminals.size();
+  auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(context));
+  if (!index.ok()) {
+    return absl::Status(index.status().code(),
+                        absl::StrCat(*args.Get("grammar"), ": ", index.status().message()));
+  }
+  out.index = *std::move(index);
+  return out;
+}
+
+GrammarArg SchemaGrammarArg(std::shared_ptr<const maskd::grammar::GrammarIndex> index,
+                            Clock::time_point started) {
+  GrammarArg out;
+  out.rules = index->grammar()->num_rules();
+  out.terminals = index->grammar()->num_terminals();
+  out.index = std::move(index);
+  out.started = started;
+  return out;
+}
+
+int RunGrammarCompile(const GrammarArg& g) {
+  const double compile_ms = MsSince(g.started);
+  auto guide = maskd::grammar::GrammarGuide::Create(g.index);
   if (!guide.ok()) return Fail("compile", std::string(guide.status().message()));
-  std::vector<uint32_t> mask((*index)->num_words());
+  std::vector<uint32_t> mask(g.index->num_words());
   if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
     return Fail("compile", std::string(s.message()));
   }
-  PrintLine({{"grammar_rules", rules},
-             {"grammar_terminals", terminals},
+  PrintLine({{"grammar_rules", g.rules},
+             {"grammar_terminals", g.terminals},
              {"compile_ms", compile_ms},
-             {"first_mask_ms", MsSince(t0)},
-             {"allowed", maskd::CountAllowedTokens(mask.data(), (*index)->num_words())},
-             {"memo_bytes", (*index)->memo_bytes()}});
+             {"first_mask_ms", MsSince(g.started)},
+             {"allowed", maskd::CountAllowedTokens(mask.data(), g.index->num_words())},
+             {"memo_bytes", g.index->memo_bytes()}});
   return 0;
 }
 
-int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
-                   const std::vector<uint32_t>& tokens, bool full, const PrebuiltGrammar* prebuilt) {
-  size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
-  if (!index.ok()) return Fail("walk", std::string(index.status().message()));
-  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+int RunGrammarWalk(const GrammarArg& g, const std::vector<uint32_t>& tokens, bool full) {
+  auto guide = maskd::grammar::GrammarGuide::Create(g.index);
   if (!guide.ok()) return Fail("walk", std::string(guide.status().message()));
-  std::vector<uint32_t> mask((*index)->num_words());
+  std::vector<uint32_t> mask(g.index->num_words());
   auto emit = [&](size_t step) -> bool {
     if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
       PrintLine({{"step", step}, {"error", std::string(s.message())}});
@@ -113,7 +110,7 @@ int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerConte
     const size_t bytes = mask.size() * sizeof(uint32_t);  // little-endian host words
     nlohmann::json line = {{"step", step},
                            {"bytes", guide->num_bytes()},
-                           {"allowed", maskd::CountAllowedTokens(mask.data(), (*index)->num_words())},
+                           {"allowed", maskd::CountAllowedTokens(mask.data(), g.index->num_words())},
                            {"mask_sha256", Sha256Hex(mask.data(), bytes)},
                            {"accepting", guide->IsAccepting()},
                            {"finished", guide->IsFinished()}};
@@ -135,16 +132,12 @@ int RunGrammarWalk(const Args& args, std::shared_ptr<const maskd::TokenizerConte
   return 0;
 }
 
-int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::TokenizerContext> context,
-                     uint64_t seed, uint64_t max_tokens, const PrebuiltGrammar* prebuilt) {
-  size_t rules = 0, terminals = 0;
-  auto index = IndexFlag(args, std::move(context), &rules, &terminals, prebuilt);
-  if (!index.ok()) return Fail("sample", std::string(index.status().message()));
-  auto guide = maskd::grammar::GrammarGuide::Create(*index);
+int RunGrammarSample(const GrammarArg& g, uint64_t seed, uint64_t max_tokens) {
+  auto guide = maskd::grammar::GrammarGuide::Create(g.index);
   if (!guide.ok()) return Fail("sample", std::string(guide.status().message()));
-  const maskd::Vocabulary& v = (*index)->vocab();
+  const maskd::Vocabulary& v = g.index->vocab();
   std::mt19937_64 rng(seed);
-  std::vector<uint32_t> mask((*index)->num_words()), tokens;
+  std::vector<uint32_t> mask(g.index->num_words()), tokens;
   std::string text;
   bool finished = false;
   // Uniform among the allowed tokens (EOS included); past half the budget,
@@ -153,9 +146,9 @@ int RunGrammarSample(const Args& args, std::shared_ptr<const maskd::TokenizerCon
     if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
       return Fail("sample", std::string(s.message()));
     }
-    const uint32_t n = maskd::CountAllowedTokens(mask.data(), (*index)->num_words());
+    const uint32_t n = maskd::CountAllowedTokens(mask.data(), g.index->num_words());
     if (n == 0) return Fail("sample", "no token is allowed (the vocabulary cannot spell the grammar)");
-    uint32_t token = maskd::NthAllowedToken(mask.data(), (*index)->num_words(),
+    uint32_t token = maskd::NthAllowedToken(mask.data(), g.index->num_words(),
                                             static_cast<uint32_t>(rng() % n));
     if (2 * tokens.size() >= max_tokens && guide->IsAccepting() && !v.eos_ids().empty()) {
       token = v.eos_ids()[0];

@@ -106,14 +106,17 @@ int RunCompile(const Context& ctx) {
   auto threads = args->GetUint("threads", 1);
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("compile", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarCompile(*args, *context);
+  if (args->Has("grammar")) {
+    auto g = CompileGrammarFlag(*args, *context);
+    if (!g.ok()) return Fail("compile", std::string(g.status().message()));
+    return RunGrammarCompile(*g);
+  }
 
   Clock::time_point t0 = Clock::now();
   auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("compile", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
-    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), t0};
-    return RunGrammarCompile(*args, *context, &prebuilt);
+    return RunGrammarCompile(SchemaGrammarArg((*compiled)->grammar_index(), t0));
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   double compile_ms = MsSince(t0);
@@ -143,12 +146,16 @@ int RunWalk(const Context& ctx) {
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarWalk(*args, *context, *tokens, args->Has("full"));
+  if (args->Has("grammar")) {
+    auto g = CompileGrammarFlag(*args, *context);
+    if (!g.ok()) return Fail("walk", std::string(g.status().message()));
+    return RunGrammarWalk(*g, *tokens, args->Has("full"));
+  }
   auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("walk", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
-    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
-    return RunGrammarWalk(*args, *context, *tokens, args->Has("full"), &prebuilt);
+    return RunGrammarWalk(SchemaGrammarArg((*compiled)->grammar_index(), Clock::now()), *tokens,
+                          args->Has("full"));
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
 
@@ -191,12 +198,16 @@ int RunSample(const Context& ctx) {
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
   if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
-  if (args->Has("grammar")) return RunGrammarSample(*args, *context, *seed, *max_tokens);
+  if (args->Has("grammar")) {
+    auto g = CompileGrammarFlag(*args, *context);
+    if (!g.ok()) return Fail("sample", std::string(g.status().message()));
+    return RunGrammarSample(*g, *seed, *max_tokens);
+  }
   auto compiled = CompileConstraintFlag(*args, *context);
   if (!compiled.ok()) return Fail("sample", std::string(compiled.status().message()));
   if ((*compiled)->grammar_index()) {
-    const PrebuiltGrammar prebuilt{(*compiled)->grammar_index(), Clock::now()};
-    return RunGrammarSample(*args, *context, *seed, *max_tokens, &prebuilt);
+    return RunGrammarSample(SchemaGrammarArg((*compiled)->grammar_index(), Clock::now()), *seed,
+                            *max_tokens);
   }
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
