@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "automaton/regex.h"
+#include "automaton/regex_scan.h"
 #include "grammar/regex_language.h"
 
 namespace maskd::grammar {
@@ -32,7 +33,6 @@ struct Node {
 };
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 class RuleParser {
  public:
@@ -224,25 +224,12 @@ class RuleParser {
       g.end = pos_;
       return g;
     }
-    if (c == '[') {
-      size_t i = pos_ + 1;
-      if (i < p_.size() && p_[i] == '^') ++i;
-      if (i < p_.size() && p_[i] == ']') ++i;  // a leading ']' is itself
-      while (i < p_.size() && p_[i] != ']') i += p_[i] == '\\' ? 2 : 1;
-      if (i >= p_.size()) return Error(pos_, "missing ']'");
-      pos_ = i + 1;
-    } else if (c == '\\') {
-      if (pos_ + 1 >= p_.size()) return Error(pos_, "trailing '\\'");
-      size_t i = pos_ + 2;
-      const char e = p_[pos_ + 1];
-      if ((e == 'p' || e == 'P' || e == 'x' || e == 'u') && i < p_.size() && p_[i] == '{') {
-        while (i < p_.size() && p_[i] != '}') ++i;
-        if (i >= p_.size()) return Error(pos_, "missing '}'");
-        ++i;
-      } else if (e == 'x' || e == 'u') {
-        for (int k = 0; k < (e == 'x' ? 2 : 4) && i < p_.size() && IsHex(p_[i]); ++k) ++i;
+    if (c == '[' || c == '\\') {
+      const size_t end = RegexEscapeOrClassEnd(std::string_view(p_.data(), p_.size()), pos_);
+      if (end == std::string_view::npos) {
+        return Error(pos_, c == '[' ? "missing ']'" : "unterminated escape");
       }
-      pos_ = i;
+      pos_ = end;
     } else {
       // One character, all of its UTF-8 bytes.
       const uint8_t lead = static_cast<uint8_t>(c);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex_scan.h"
 #include "schema/internal/json_access.h"
 #include "schema/internal/messages.h"
 
@@ -56,14 +57,8 @@ absl::StatusOr<std::string> Converter::ExpandRules(const std::string& regex, int
   size_t copied = 0;
   for (size_t i = 0; i < regex.size();) {
     const char c = regex[i];
-    if (c == '\\') {
-      i += 2;
-    } else if (c == '[') {
-      ++i;
-      if (i < regex.size() && regex[i] == '^') ++i;
-      if (i < regex.size() && regex[i] == ']') ++i;
-      while (i < regex.size() && regex[i] != ']') i += regex[i] == '\\' ? 2 : 1;
-      ++i;
+    if (c == '\\' || c == '[') {
+      i = RegexEscapeOrClassEnd(regex, i);  // npos (past the end) when unterminated
     } else if (regex.compare(i, 3, "(?&") == 0) {
       const size_t close = regex.find(')', i);
       MASKD_ASSIGN_OR_RETURN(const size_t k, ParseIndex(regex.substr(i + 3, close - i - 3)));

@@ -129,6 +129,9 @@ TEST(RegexRules, ErrorsNameTheRuleAndOffset) {
       {{{"a", "(?&0){2000}"}}, absl::StatusCode::kResourceExhausted, "max_repeat"},
       {{{"a", "x{"}, {"b", "(?&0"}}, absl::StatusCode::kInvalidArgument, "regex rule 'b'"},
       {{{"a", "(x"}}, absl::StatusCode::kInvalidArgument, "missing ')'"},
+      {{{"a", "x(?&0)\\"}}, absl::StatusCode::kInvalidArgument, "at byte 6: unterminated escape"},
+      {{{"a", "(?&0)\\p{L"}}, absl::StatusCode::kInvalidArgument, "at byte 5: unterminated escape"},
+      {{{"a", "[(?&0)"}}, absl::StatusCode::kInvalidArgument, "at byte 0: missing ']'"},
   };
   for (const Case& c : cases) {
     auto g = GrammarFromRegexRules(c.rules, 0, GrammarLimits{});
