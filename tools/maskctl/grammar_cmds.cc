@@ -18,22 +18,13 @@
 #include "index/random_walk.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/digest.h"
+#include "tools/maskctl/report.h"
 #include "tools/maskctl/grammar_flag.h"
 
 namespace maskctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-void PrintLine(const nlohmann::json& j) {
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fputc('\n', stdout);
-}
 
 // The grammar file, parsed by its format's front end; errors name the file
 // (the front ends' messages give the line and column).
@@ -89,7 +80,7 @@ int RunGrammarCompile(const GrammarArg& g) {
   if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
     return Fail("compile", std::string(s.message()));
   }
-  PrintLine({{"grammar_rules", g.rules},
+  PrintJsonLine({{"grammar_rules", g.rules},
              {"grammar_terminals", g.terminals},
              {"compile_ms", compile_ms},
              {"first_mask_ms", MsSince(g.started)},
@@ -104,7 +95,7 @@ int RunGrammarWalk(const GrammarArg& g, const std::vector<uint32_t>& tokens, boo
   std::vector<uint32_t> mask(g.index->num_words());
   auto emit = [&](size_t step) -> bool {
     if (auto s = guide->WriteMask(absl::MakeSpan(mask)); !s.ok()) {
-      PrintLine({{"step", step}, {"error", std::string(s.message())}});
+      PrintJsonLine({{"step", step}, {"error", std::string(s.message())}});
       return false;
     }
     const size_t bytes = mask.size() * sizeof(uint32_t);  // little-endian host words
@@ -118,13 +109,13 @@ int RunGrammarWalk(const GrammarArg& g, const std::vector<uint32_t>& tokens, boo
       line["mask_b64"] = absl::Base64Escape(
           absl::string_view(reinterpret_cast<const char*>(mask.data()), bytes));
     }
-    PrintLine(line);
+    PrintJsonLine(line);
     return true;
   };
   if (!emit(0)) return 3;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (auto s = guide->Advance(tokens[i]); !s.ok()) {
-      PrintLine({{"step", i + 1}, {"error", std::string(s.message())}});
+      PrintJsonLine({{"step", i + 1}, {"error", std::string(s.message())}});
       return 3;
     }
     if (!emit(i + 1)) return 3;
@@ -158,7 +149,7 @@ int RunGrammarSample(const GrammarArg& g, uint64_t seed, uint64_t max_tokens) {
     if (v.is_eos(token)) finished = true;
     else text += v.bytes(token);
   }
-  PrintLine({{"tokens", tokens}, {"text_hex", Hex(text)}, {"finished", finished}});
+  PrintJsonLine({{"tokens", tokens}, {"text_hex", Hex(text)}, {"finished", finished}});
   return 0;
 }
 

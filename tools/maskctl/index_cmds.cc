@@ -21,6 +21,7 @@
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/digest.h"
+#include "tools/maskctl/report.h"
 #include "tools/maskctl/grammar_cmds.h"
 #include "tools/maskctl/tokenizer_flag.h"
 #include "tools/maskctl/online.h"
@@ -29,16 +30,6 @@ namespace maskctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-void PrintLine(const nlohmann::json& j) {
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fputc('\n', stdout);
-}
 
 // `flags` plus the tokenizer and grammar value flags.
 std::set<std::string> WithTokenizerFlags(std::set<std::string> flags) {
@@ -134,7 +125,7 @@ int RunCompile(const Context& ctx) {
     out["ready_states"] = (*index)->num_computed_states();
   }
   out["index_bytes"] = (*index)->MemoryBytes();
-  PrintLine(out);
+  PrintJsonLine(out);
   return 0;
 }
 
@@ -175,12 +166,12 @@ int RunWalk(const Context& ctx) {
       line["mask_b64"] = absl::Base64Escape(
           absl::string_view(reinterpret_cast<const char*>(mask.data()), bytes));
     }
-    PrintLine(line);
+    PrintJsonLine(line);
   };
   emit(0);
   for (size_t i = 0; i < tokens->size(); ++i) {
     if (auto s = guide.Advance((*tokens)[i]); !s.ok()) {
-      PrintLine({{"step", i + 1}, {"error", std::string(s.message())}});
+      PrintJsonLine({{"step", i + 1}, {"error", std::string(s.message())}});
       return 3;
     }
     emit(i + 1);
@@ -212,7 +203,7 @@ int RunSample(const Context& ctx) {
   const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
-  PrintLine({{"tokens", walk->tokens}, {"text_hex", Hex(walk->text)}, {"finished", walk->finished}});
+  PrintJsonLine({{"tokens", walk->tokens}, {"text_hex", Hex(walk->text)}, {"finished", walk->finished}});
   return 0;
 }
 
