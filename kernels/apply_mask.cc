@@ -3,13 +3,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "kernels/apply_mask_internal.h"
 
 namespace maskd {
@@ -223,7 +222,7 @@ absl::Status ApplyTokenBitmaskInplace(const LogitsBatch& logits,
 }
 
 // ---------------------------------------------------------------------------
-// CpuApplier: workers sleep on a condition variable; a call publishes a Plan,
+// CpuApplier: workers wait on mu_ for a new generation; a call publishes a Plan,
 // bumps the generation, and every participant (workers and the caller) pulls
 // tile indices from one atomic counter until none are left.
 class CpuApplier::Impl {
@@ -240,10 +239,9 @@ class CpuApplier::Impl {
 
   ~Impl() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       stop_ = true;
     }
-    start_cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
 
@@ -256,20 +254,19 @@ class CpuApplier::Impl {
       return;
     }
     Tile(p, options_.task_bytes);
-    std::lock_guard<std::mutex> call(call_mu_);  // one call at a time
+    absl::MutexLock call(&call_mu_);  // one call at a time
     const int64_t tasks = p.rows * p.chunks_per_row;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       plan_ = p;
       num_tasks_ = tasks;
       next_.store(0, std::memory_order_relaxed);
       busy_ = static_cast<int>(workers_.size());
       ++generation_;
     }
-    start_cv_.notify_all();
     Work();
-    std::unique_lock<std::mutex> l(mu_);
-    done_cv_.wait(l, [this] { return busy_ == 0; });
+    absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(+[](int* busy) { return *busy == 0; }, &busy_));
   }
 
   int num_threads() const { return num_threads_; }
@@ -287,31 +284,28 @@ class CpuApplier::Impl {
     uint64_t seen = 0;
     for (;;) {
       {
-        std::unique_lock<std::mutex> l(mu_);
-        start_cv_.wait(l, [&] { return stop_ || generation_ != seen; });
+        absl::MutexLock l(&mu_);
+        auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stop_ || generation_ != seen;
+        };
+        mu_.Await(absl::Condition(&woken));
         if (stop_) return;
         seen = generation_;
       }
       Work();
-      bool last;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        last = --busy_ == 0;
-      }
-      if (last) done_cv_.notify_one();
+      absl::MutexLock l(&mu_);
+      --busy_;
     }
   }
 
   const Options options_;
   int num_threads_ = 1;
   std::vector<std::thread> workers_;
-  std::mutex call_mu_;
-  std::mutex mu_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  bool stop_ = false;
-  uint64_t generation_ = 0;
-  int busy_ = 0;
+  absl::Mutex call_mu_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;
   // Published under mu_ before generation_ changes; read-only while busy.
   Plan plan_{};
   int64_t num_tasks_ = 0;

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "kernels/apply_mask_cuda.h"
 
 namespace maskd {
@@ -85,7 +85,7 @@ class ShmCuda::Impl {
     return &d;
   }
 
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::function<void(std::string_view)> log_;
   std::map<int, Device> devices_;
 };
@@ -97,7 +97,7 @@ ShmCuda::~ShmCuda() = default;
 bool ShmCuda::Supported() { return true; }
 
 absl::Status ShmCuda::CopyToDevice(int device, void* dst, const void* src, size_t bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  absl::MutexLock lock(&impl_->mu_);
   DeviceScope scope(device);
   if (scope.error() != cudaSuccess) return impl_->Fail("device selection", scope.error());
   auto d = impl_->Get(device, 0);
@@ -115,7 +115,7 @@ absl::Status ShmCuda::Apply(int device, const LogitsBatch& logits, const MaskBat
   const size_t mask_bytes = static_cast<size_t>(mask.num_rows * mask.words_per_row) * 4;
   const size_t map_offset = (mask_bytes + 255) & ~size_t{255};
   const size_t map_bytes = row_map.size() * sizeof(int32_t);
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  absl::MutexLock lock(&impl_->mu_);
   DeviceScope scope(device);
   if (scope.error() != cudaSuccess) return impl_->Fail("device selection", scope.error());
   auto d = impl_->Get(device, map_offset + map_bytes);

@@ -197,7 +197,7 @@ absl::Status RegionRegistry::RegisterSystem(std::string_view name,
                                             uint64_t offset,
                                             uint64_t byte_size,
                                             std::optional<uid_t> caller_uid) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
   // Key: "/name", no other '/', no NUL, at most NAME_MAX bytes.
@@ -335,7 +335,7 @@ absl::Status RegionRegistry::RegisterCuda(std::string_view name,
                                           int device_id, uint64_t offset,
                                           uint64_t byte_size,
                                           std::optional<uid_t> caller_uid) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
   // Checked on every path, CUDA build or not.
@@ -385,7 +385,7 @@ absl::Status RegionRegistry::RegisterCuda(std::string_view name,
 }
 
 absl::StatusOr<RegionLease> RegionRegistry::Acquire(std::string_view name) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = regions_.find(name);
   if (it == regions_.end()) {
     return absl::NotFoundError(
@@ -399,7 +399,7 @@ absl::Status RegionRegistry::Unregister(std::string_view name,
   // Drop the references outside the lock: the last one unmaps.
   std::vector<std::shared_ptr<const Region>> dropped;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     if (name.empty()) {
       for (auto it = regions_.begin(); it != regions_.end();) {
         if (!owner.has_value() || it->second->owner_uid() == *owner) {
@@ -428,7 +428,7 @@ absl::Status RegionRegistry::Unregister(std::string_view name,
 
 absl::StatusOr<std::vector<RegionInfo>> RegionRegistry::List(
     std::string_view name) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<RegionInfo> out;
   for (const auto& [n, r] : regions_) {
     if (!name.empty() && n != name) continue;

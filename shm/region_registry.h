@@ -43,7 +43,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +50,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace maskd::shm {
 
@@ -183,12 +183,12 @@ class RegionRegistry {
   absl::StatusOr<std::vector<RegionInfo>> List(std::string_view name = "") const;
 
  private:
-  absl::Status CheckCanRegister(std::string_view name) const;  // mu_ held
+  absl::Status CheckCanRegister(std::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(std::string_view message) const;
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Region>, std::less<>> regions_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const Region>, std::less<>> regions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace maskd::shm

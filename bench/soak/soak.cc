@@ -44,13 +44,13 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/soak/maskd_process.h"
 #include "client/client.h"
 #include "index/guide.h"
@@ -131,17 +131,17 @@ struct Tally {
       shm_reregistered{0}, mask_calls{0}, compiles_new{0}, compiles_cached{0},
       compiles_rejected{0}, cancels{0}, drops{0}, forks{0}, rollbacks{0}, speculative{0},
       fault_errors{0}, unexpected_errors{0};
-  std::mutex mu;
-  std::vector<std::string> first_errors;  // the first few unexpected ones
+  absl::Mutex mu;
+  std::vector<std::string> first_errors ABSL_GUARDED_BY(mu);  // the first few unexpected ones
 
   void Unexpected(const std::string& what) {
     unexpected_errors.fetch_add(1);
-    std::lock_guard<std::mutex> l(mu);
+    absl::MutexLock l(&mu);
     if (first_errors.size() < 20) first_errors.push_back(what);
   }
   void WrongMask(const std::string& what) {
     wrong_masks.fetch_add(1);
-    std::lock_guard<std::mutex> l(mu);
+    absl::MutexLock l(&mu);
     if (first_errors.size() < 20) first_errors.push_back("wrong mask: " + what);
   }
 };
@@ -975,7 +975,7 @@ int Main(int argc, char** argv) {
               "fds last - first <= %d (%d instances judged)\n",
               f.flat_min_samples, f.warmup, f.rss_tolerance_mb, f.fd_tolerance, judged);
   {
-    std::lock_guard<std::mutex> l(T.mu);
+    absl::MutexLock l(&T.mu);
     for (const std::string& e : T.first_errors) std::printf("error: %s\n", e.c_str());
   }
   if (!crash_log.empty()) std::printf("crash log:\n%s\n", crash_log.c_str());

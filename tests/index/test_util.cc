@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <utility>
+
+#include "absl/synchronization/mutex.h"
 
 namespace maskd::testing {
 
@@ -23,9 +24,9 @@ const std::vector<std::string>& SharedTokenizerNames() {
 }
 
 std::shared_ptr<const TokenizerContext> SharedTokenizer(const std::string& name) {
-  static std::mutex mu;
+  static absl::Mutex mu(absl::kConstInit);
   static auto* cache = new std::map<std::string, std::shared_ptr<const TokenizerContext>>();
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   auto it = cache->find(name);
   if (it != cache->end()) return it->second;
   std::string path = SharedTokenizerPath(name);
