@@ -8,7 +8,8 @@
 // like a half-close. maskd registers its handlers over Checked<Request>
 // instead: its SerializationTraits always "succeed" and record in `ok`
 // whether the message parsed, so the handler answers INVALID_ARGUMENT with a
-// message naming the request type. Same parsing code and cost as before.
+// message naming the request type. Parsing is the stock protobuf parse; the
+// only cost added is the `ok` flag.
 //
 // NewCheckedUnaryHandler builds such a handler; a service installs it with
 // MarkMethodCallback(index, ...) after CheckMethodShape confirms that
