@@ -22,7 +22,11 @@
 //
 // Every allowed token is found this way: its bytes either stay inside one
 // scan item's terminal, or leave it at a first crossing and go on from that
-// item's completion. The work per mask is the memo lookups, one OR of mask
+// item's completion. The mask only grows, and a walk from a trie node only
+// marks tokens of that node's subtree, so the walks past terminal ends skip
+// every subtree whose tokens are all marked already (the inside tokens are
+// marked first): inside a terminal that may end at every byte (a comment),
+// they follow only the paths to tokens not allowed yet. The work per mask is the memo lookups, one OR of mask
 // words per distinct (t, q), and the walks of tokens that cross a terminal's
 // end with a byte the grammar allows there, bounded by max_mask_work.
 //
@@ -53,13 +57,13 @@
 
 namespace maskd::grammar {
 
-// The children of `ends` (trie nodes), grouped by byte:
-// crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
-// Both are left empty when no end has a child.
+// The children of `ends` (trie nodes; one listed twice counts once), each
+// once, grouped by byte: crossings[crossing_begin[x] .. crossing_begin[x + 1])
+// end in byte x. Both are left empty when no end has a child.
 struct Crossings {
   std::vector<uint32_t> crossings;
   std::vector<uint32_t> crossing_begin;  // 257 entries, or none
-  void Build(const TokenTrie& trie, const std::vector<uint32_t>& ends);
+  void Build(const TokenTrie& trie, std::vector<uint32_t> ends);
   bool empty() const { return crossings.empty(); }
   size_t MemoryBytes() const {
     return (crossings.capacity() + crossing_begin.capacity()) * sizeof(uint32_t);
@@ -191,16 +195,20 @@ class GrammarIndex {
   void Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                TerminalStateTokens* out) const;
   // Marks the tokens of the subtree of trie node `node` (its own included)
-  // that `parser` takes, one Earley step per node.
+  // that `parser` takes, one Earley step per node, skipping the subtrees
+  // whose tokens `words` already holds.
   absl::Status WalkSubtree(EarleyParser& parser, uint32_t node, MaskScratch& scratch,
                            uint32_t* words) const;
   // Walks trie nodes [begin, end) (whole subtrees whose roots share a
   // parent) on the DFA of `terminal` from `state`: marks the tokens whose
   // bytes past the parent keep it live, and appends to `ends` the live
-  // nodes where it accepts and a child exists. False when scratch.work went
-  // past `budget`.
+  // nodes where it accepts and a child exists. With `skip_marked`, skips
+  // the subtrees whose tokens `words` already holds (their ends too: only
+  // for `words` that is the mask itself, not a memo entry's crossings).
+  // False when scratch.work went past `budget`.
   bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end, size_t budget,
-               MaskScratch& scratch, uint32_t* words, std::vector<uint32_t>* ends) const;
+               bool skip_marked, MaskScratch& scratch, uint32_t* words,
+               std::vector<uint32_t>* ends) const;
   // Marks the tokens in the subtrees of `roots` that the parser's last set
   // takes from the roots' first byte on. At levels below dfa_levels each
   // scan item's tokens are split into those inside its terminal (a DFA walk)
