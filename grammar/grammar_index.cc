@@ -1,6 +1,7 @@
 #include "grammar/grammar_index.h"
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <tuple>
@@ -20,27 +21,34 @@ void MarkTokens(const TokenTrie& trie, uint32_t node, uint32_t* words) {
 }
 
 // Answers, along one walk of trie nodes in increasing order that only adds
-// tokens to `words`, whether a node's subtree holds a token not in `words`
-// yet. Invariant: every token slot in [token_begin[n], next_) of the last
-// node n asked about is marked, and stays so; each slot is read at most once
-// per walk.
+// tokens to `words`, whether a node's subtree holds a token in neither
+// `words` nor `never` (mask words). Invariant: every token slot in
+// [token_begin[n], next_) of the last node n asked about is in one of them,
+// and stays so; each slot is read at most once per walk.
 class UnmarkedCursor {
  public:
-  UnmarkedCursor(const TokenTrie& trie, const uint32_t* words)
-      : nodes_(trie.nodes()), begin_(trie.token_begin()), ids_(trie.token_ids()), words_(words) {}
+  UnmarkedCursor(const TokenTrie& trie, const uint32_t* words, const uint32_t* never)
+      : nodes_(trie.nodes()),
+        begin_(trie.token_begin()),
+        ids_(trie.token_ids()),
+        words_(words),
+        never_(never) {}
 
   bool SubtreeHasUnmarked(uint32_t node) {
     const uint32_t end = begin_[nodes_[node].next];
     next_ = std::max(next_, begin_[node]);
-    while (next_ < end && (words_[ids_[next_] >> 5] >> (ids_[next_] & 31) & 1) != 0) ++next_;
+    while (next_ < end && IsMarked(ids_[next_])) ++next_;
     return next_ < end;
   }
 
  private:
+  bool IsMarked(uint32_t t) const { return ((words_[t >> 5] | never_[t >> 5]) >> (t & 31) & 1) != 0; }
+
   const TokenTrie::Node* nodes_;
   const uint32_t* begin_;
   const uint32_t* ids_;
   const uint32_t* words_;
+  const uint32_t* never_;
   uint32_t next_ = 0;
 };
 
@@ -80,7 +88,33 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
     for (uint32_t q = 0; q < n; ++q) slots[q].store(nullptr, std::memory_order_relaxed);
     index->memo_.push_back(std::move(slots));
   }
+  index->FindNeverAllowed();
   return std::shared_ptr<const GrammarIndex>(std::move(index));
+}
+
+void GrammarIndex::FindNeverAllowed() {
+  std::bitset<256> taken;  // bytes some terminal's DFA takes from a live state
+  for (size_t t = 0; t < grammar_->num_terminals(); ++t) {
+    const Dfa& dfa = grammar_->dfa(static_cast<uint32_t>(t));
+    for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
+      for (int b = 0; b < 256; ++b) {
+        if (!taken[b] && dfa.Next(q, static_cast<uint8_t>(b)) != Dfa::kDead) taken[b] = true;
+      }
+    }
+  }
+  never_.assign(num_words_, 0);
+  base_bytes_ += never_.capacity() * sizeof(uint32_t);
+  if (taken.all()) return;
+  const TokenTrie& trie = context_->trie();
+  for (size_t k = 0; k < trie.num_tokens(); ++k) {
+    const uint32_t id = trie.token_ids()[k];
+    for (char c : vocab_->bytes(id)) {
+      if (!taken[static_cast<uint8_t>(c)]) {
+        never_[id >> 5] |= 1u << (id & 31);
+        break;
+      }
+    }
+  }
 }
 
 GrammarIndex::~GrammarIndex() {
@@ -117,24 +151,29 @@ void TokenSet::MarkInto(uint32_t* out, uint32_t num_words) const {
   }
 }
 
-void Crossings::Build(const TokenTrie& trie, std::vector<uint32_t> ends) {
+void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends,
+                      const uint32_t* covered, const uint32_t* never) {
   const TokenTrie::Node* nodes = trie.nodes();
   crossings.clear();
   crossing_begin.clear();
-  if (ends.empty()) return;
-  std::sort(ends.begin(), ends.end());
-  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  std::vector<uint32_t> children;
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) children.push_back(c);
+  }
+  // Ascending, so that one cursor answers every child's subtree.
+  std::sort(children.begin(), children.end());
+  children.erase(std::unique(children.begin(), children.end()), children.end());
+  UnmarkedCursor unmarked(trie, covered, never);
+  children.erase(std::remove_if(children.begin(), children.end(),
+                                [&](uint32_t c) { return !unmarked.SubtreeHasUnmarked(c); }),
+                 children.end());
+  if (children.empty()) return;
   crossing_begin.assign(257, 0);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) ++crossing_begin[nodes[c].byte + 1];
-  }
+  for (uint32_t c : children) ++crossing_begin[nodes[c].byte + 1];
   for (int x = 0; x < 256; ++x) crossing_begin[x + 1] += crossing_begin[x];
-  crossings.resize(crossing_begin[256]);
+  crossings.resize(children.size());
   std::vector<uint32_t> fill(crossing_begin.begin(), crossing_begin.end() - 1);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) crossings[fill[nodes[c].byte]++] = c;
-  }
-  crossings.shrink_to_fit();
+  for (uint32_t c : children) crossings[fill[nodes[c].byte]++] = c;
 }
 
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
@@ -143,8 +182,8 @@ void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scrat
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,
           /*skip_marked=*/false, scratch, words.data(), &ends);
+  out->crossings.Build(context_->trie(), ends, words.data(), never_.data());
   out->inside = TokenSet::FromWords(std::move(words));
-  out->crossings.Build(context_->trie(), std::move(ends));
 }
 
 bool GrammarIndex::Reserve(size_t bytes) const {
@@ -198,8 +237,11 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
     WalkDfa(u, r, c, nodes[c].next, SIZE_MAX, /*skip_marked=*/false, scratch, words.data(),
             &ends);
   }
+  // Marked before the walks from `next` (FillMask, MarkCrossings).
+  std::vector<uint32_t> covered = words;
+  from.inside.MarkInto(covered.data(), num_words_);
+  fresh->next.Build(context_->trie(), ends, covered.data(), never_.data());
   fresh->tokens = TokenSet::FromWords(std::move(words));
-  fresh->next.Build(context_->trie(), std::move(ends));
   const size_t bytes = fresh->MemoryBytes();
   if (!Reserve(bytes)) {
     scratch.unkept_into = std::move(fresh);
@@ -218,7 +260,7 @@ absl::Status GrammarIndex::WalkSubtree(EarleyParser& parser, uint32_t node,
   const size_t base = parser.num_sets();
   const uint32_t depth0 = nodes[node].depth;
   const uint32_t end = nodes[node].next;
-  UnmarkedCursor unmarked(trie, words);
+  UnmarkedCursor unmarked(trie, words, never_.data());
   for (uint32_t i = node; i < end;) {
     if (++scratch.work > options_.max_mask_work) {
       parser.PopTo(base);
@@ -341,7 +383,7 @@ bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, ui
   uint32_t* states = scratch.dfa_states.data();
   if (begin >= end) return true;
   states[nodes[begin].depth - 1] = state;
-  UnmarkedCursor unmarked(trie, words);
+  UnmarkedCursor unmarked(trie, words, never_.data());
   for (uint32_t i = begin; i < end;) {
     if (++scratch.work > budget) return false;
     const TokenTrie::Node node = nodes[i];

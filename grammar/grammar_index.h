@@ -26,7 +26,8 @@
 // marks tokens of that node's subtree, so the walks past terminal ends skip
 // every subtree whose tokens are all marked already (the inside tokens are
 // marked first): inside a terminal that may end at every byte (a comment),
-// they follow only the paths to tokens not allowed yet. The work per mask is the memo lookups, one OR of mask
+// they follow only the paths to tokens not allowed yet (and not holding a
+// byte that no terminal takes). The work per mask is the memo lookups, one OR of mask
 // words per distinct (t, q), and the walks of tokens that cross a terminal's
 // end with a byte the grammar allows there, bounded by max_mask_work.
 //
@@ -57,13 +58,17 @@
 
 namespace maskd::grammar {
 
-// The children of `ends` (trie nodes; one listed twice counts once), each
-// once, grouped by byte: crossings[crossing_begin[x] .. crossing_begin[x + 1])
-// end in byte x. Both are left empty when no end has a child.
+// The children of `ends` (trie nodes; one listed twice counts once) that
+// lead to a token in neither `covered` nor `never`, each once, grouped by
+// byte: crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
+// Both are left empty when there is none. `covered` and `never` (mask words)
+// hold tokens that every mask walking from these crossings has marked before
+// or never marks: a walk from a child whose subtree they cover adds nothing.
 struct Crossings {
   std::vector<uint32_t> crossings;
   std::vector<uint32_t> crossing_begin;  // 257 entries, or none
-  void Build(const TokenTrie& trie, std::vector<uint32_t> ends);
+  void Build(const TokenTrie& trie, const std::vector<uint32_t>& ends, const uint32_t* covered,
+             const uint32_t* never);
   bool empty() const { return crossings.empty(); }
   size_t MemoryBytes() const {
     return (crossings.capacity() + crossing_begin.capacity()) * sizeof(uint32_t);
@@ -188,6 +193,8 @@ class GrammarIndex {
 
  private:
   GrammarIndex() = default;
+  // Fills never_.
+  void FindNeverAllowed();
   absl::Status OverBudget() const;
   // The scan and ignore items of the parser's last set, sorted by
   // (terminal, state).
@@ -247,6 +254,10 @@ class GrammarIndex {
   // memo_[t][q]: null until computed; entries are never replaced or freed
   // before the index.
   std::vector<std::unique_ptr<std::atomic<const TerminalStateTokens*>[]>> memo_;
+  // Mask words: the text tokens holding a byte that no terminal's DFA takes
+  // from any state, which no mask allows. The walks skip subtrees of these
+  // and marked tokens alike.
+  std::vector<uint32_t> never_;
   mutable std::atomic<size_t> memo_bytes_{0};
 };
 
