@@ -94,7 +94,7 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
 
 void GrammarIndex::FindNeverAllowed() {
   std::bitset<256> taken;  // bytes some terminal's DFA takes from a live state
-  for (size_t t = 0; t < grammar_->num_terminals(); ++t) {
+  for (size_t t = 0; t < grammar_->num_terminals() && !taken.all(); ++t) {
     const Dfa& dfa = grammar_->dfa(static_cast<uint32_t>(t));
     for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
       for (int b = 0; b < 256; ++b) {
@@ -105,15 +105,19 @@ void GrammarIndex::FindNeverAllowed() {
   never_.assign(num_words_, 0);
   base_bytes_ += never_.capacity() * sizeof(uint32_t);
   if (taken.all()) return;
+  // Every token below a node whose byte no terminal takes.
   const TokenTrie& trie = context_->trie();
-  for (size_t k = 0; k < trie.num_tokens(); ++k) {
-    const uint32_t id = trie.token_ids()[k];
-    for (char c : vocab_->bytes(id)) {
-      if (!taken[static_cast<uint8_t>(c)]) {
-        never_[id >> 5] |= 1u << (id & 31);
-        break;
-      }
+  const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* ids = trie.token_ids();
+  for (uint32_t i = 1; i < trie.num_nodes();) {
+    if (taken[nodes[i].byte]) {
+      ++i;
+      continue;
     }
+    for (uint32_t k = trie.token_begin()[i]; k < trie.token_begin()[nodes[i].next]; ++k) {
+      never_[ids[k] >> 5] |= 1u << (ids[k] & 31);
+    }
+    i = nodes[i].next;
   }
 }
 
@@ -154,19 +158,26 @@ void TokenSet::MarkInto(uint32_t* out, uint32_t num_words) const {
 void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends,
                       const uint32_t* covered, const uint32_t* never) {
   const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* begin = trie.token_begin();
+  const uint32_t* ids = trie.token_ids();
   crossings.clear();
   crossing_begin.clear();
+  // Whether child c leads to a token in neither set. Reads the tokens of c's
+  // subtree up to the first such one: at most the bytes of the vocabulary
+  // over all children, nested ones included.
+  auto leads_on = [&](uint32_t c) {
+    for (uint32_t k = begin[c]; k < begin[nodes[c].next]; ++k) {
+      const uint32_t t = ids[k];
+      if (((covered[t >> 5] | never[t >> 5]) >> (t & 31) & 1) == 0) return true;
+    }
+    return false;
+  };
   std::vector<uint32_t> children;
   for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) children.push_back(c);
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
+      if (leads_on(c)) children.push_back(c);
+    }
   }
-  // Ascending, so that one cursor answers every child's subtree.
-  std::sort(children.begin(), children.end());
-  children.erase(std::unique(children.begin(), children.end()), children.end());
-  UnmarkedCursor unmarked(trie, covered, never);
-  children.erase(std::remove_if(children.begin(), children.end(),
-                                [&](uint32_t c) { return !unmarked.SubtreeHasUnmarked(c); }),
-                 children.end());
   if (children.empty()) return;
   crossing_begin.assign(257, 0);
   for (uint32_t c : children) ++crossing_begin[nodes[c].byte + 1];
