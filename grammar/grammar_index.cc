@@ -155,8 +155,8 @@ void TokenSet::MarkInto(uint32_t* out, uint32_t num_words) const {
   }
 }
 
-void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends,
-                      const uint32_t* covered, const uint32_t* never) {
+void Crossings::Build(const TokenTrie& trie, std::vector<uint32_t> ends, const uint32_t* covered,
+                      const uint32_t* never) {
   const TokenTrie::Node* nodes = trie.nodes();
   const uint32_t* begin = trie.token_begin();
   const uint32_t* ids = trie.token_ids();
@@ -172,6 +172,10 @@ void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends,
     }
     return false;
   };
+  // A single walk lists its ends in order; several walks (Into) may repeat
+  // one.
+  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
   std::vector<uint32_t> children;
   for (uint32_t e : ends) {
     for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
@@ -193,7 +197,7 @@ void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scrat
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,
           /*skip_marked=*/false, scratch, words.data(), &ends);
-  out->crossings.Build(context_->trie(), ends, words.data(), never_.data());
+  out->crossings.Build(context_->trie(), std::move(ends), words.data(), never_.data());
   out->inside = TokenSet::FromWords(std::move(words));
 }
 
@@ -251,7 +255,7 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
   // Marked before the walks from `next` (FillMask, MarkCrossings).
   std::vector<uint32_t> covered = words;
   from.inside.MarkInto(covered.data(), num_words_);
-  fresh->next.Build(context_->trie(), ends, covered.data(), never_.data());
+  fresh->next.Build(context_->trie(), std::move(ends), covered.data(), never_.data());
   fresh->tokens = TokenSet::FromWords(std::move(words));
   const size_t bytes = fresh->MemoryBytes();
   if (!Reserve(bytes)) {

@@ -67,7 +67,7 @@ namespace maskd::grammar {
 struct Crossings {
   std::vector<uint32_t> crossings;
   std::vector<uint32_t> crossing_begin;  // 257 entries, or none
-  void Build(const TokenTrie& trie, const std::vector<uint32_t>& ends, const uint32_t* covered,
+  void Build(const TokenTrie& trie, std::vector<uint32_t> ends, const uint32_t* covered,
              const uint32_t* never);
   bool empty() const { return crossings.empty(); }
   size_t MemoryBytes() const {
