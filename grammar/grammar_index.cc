@@ -42,7 +42,9 @@ class UnmarkedCursor {
   }
 
  private:
-  bool IsMarked(uint32_t t) const { return ((words_[t >> 5] | never_[t >> 5]) >> (t & 31) & 1) != 0; }
+  bool IsMarked(uint32_t t) const {
+    return ((words_[t >> 5] | never_[t >> 5]) >> (t & 31) & 1) != 0;
+  }
 
   const TokenTrie::Node* nodes_;
   const uint32_t* begin_;

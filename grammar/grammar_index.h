@@ -25,11 +25,11 @@
 // item's completion. The mask only grows, and a walk from a trie node only
 // marks tokens of that node's subtree, so the walks past terminal ends skip
 // every subtree whose tokens are all marked already (the inside tokens are
-// marked first): inside a terminal that may end at every byte (a comment),
-// they follow only the paths to tokens not allowed yet (and not holding a
-// byte that no terminal takes). The work per mask is the memo lookups, one OR of mask
-// words per distinct (t, q), and the walks of tokens that cross a terminal's
-// end with a byte the grammar allows there, bounded by max_mask_work.
+// marked first) or hold a byte no terminal takes: inside a terminal that may
+// end at every byte (a comment), they follow only the paths to tokens not
+// decided yet. The work per mask is the memo lookups, one OR of mask words
+// per distinct (t, q), and the walks of tokens that cross a terminal's end
+// with a byte the grammar allows there, bounded by max_mask_work.
 //
 // Thread-safe: const methods may be called from any thread; a parser and its
 // MaskScratch belong to one caller.
@@ -203,15 +203,16 @@ class GrammarIndex {
                TerminalStateTokens* out) const;
   // Marks the tokens of the subtree of trie node `node` (its own included)
   // that `parser` takes, one Earley step per node, skipping the subtrees
-  // whose tokens `words` already holds.
+  // whose tokens `words` already holds or never_ excludes.
   absl::Status WalkSubtree(EarleyParser& parser, uint32_t node, MaskScratch& scratch,
                            uint32_t* words) const;
   // Walks trie nodes [begin, end) (whole subtrees whose roots share a
   // parent) on the DFA of `terminal` from `state`: marks the tokens whose
   // bytes past the parent keep it live, and appends to `ends` the live
   // nodes where it accepts and a child exists. With `skip_marked`, skips
-  // the subtrees whose tokens `words` already holds (their ends too: only
-  // for `words` that is the mask itself, not a memo entry's crossings).
+  // the subtrees whose tokens `words` already holds or never_ excludes
+  // (their ends too: only for `words` that is the mask itself, not a memo
+  // entry's crossings).
   // False when scratch.work went past `budget`.
   bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end, size_t budget,
                bool skip_marked, MaskScratch& scratch, uint32_t* words,
