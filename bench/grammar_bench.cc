@@ -161,6 +161,7 @@ constexpr FixedCase kFixedCases[] = {
     {"slash_paths in a long name", "slash_paths.lark", "foo/some_rather_long_identifier_name"},
     {"settings in a // comment", "settings.lark", "x = 1;\n// see the notes below"},
     {"settings in a /* comment", "settings.lark", "x = 1; /* see the notes"},
+    {"settings after an operand", "settings.lark", "x = abc"},
     {"hashtags in a # comment", "hashtags.lark", "word #tag # a comment"},
 };
 

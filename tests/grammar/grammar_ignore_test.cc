@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Whitespace, "//" and "/* */" comments and "/" division.
         IgnoreCase{"settings.lark",
                    {"x = 1;\n// see the notes below", "x = 1; /* see the notes",
-                    "x = 1; /* a **", "x = a / b //c", "some_long_setting_name",
+                    "x = 1; /* a **", "x = a / b //c", "x = abc", "some_long_setting_name",
                     "x = \"a string with // and /* inside"}},
         // An ignored "#" comment that matches what TAG matches up to a space.
         IgnoreCase{"hashtags.lark",
