@@ -11,12 +11,19 @@
 //   memcpy_us      the baseline in the same run: copying one mask row
 //                  (ceil(vocab/32) words; the mean of 64 copies), median.
 //
+// Then fixed states ("case" lines): a grammar after a prefix text (taken as
+// the longest allowed tokens, greedily), one mask on a warm index: mask_us,
+// median and minimum of --reps masks, and the mask's size. The prefixes end
+// inside a terminal that may end at every byte (a line comment, a long
+// name), where a mask's tokens cross terminal ends most.
+//
 // Medians over --reps compiles; walks: --walks walks of at most --steps
 // tokens, each token drawn (seeded) from the current mask, EOS taken with
 // probability 1/8 where allowed. One JSON object per line on stdout
 // (bench/tables/grammar.py makes the table of docs/benchmarks.md).
 //
 //   grammar_bench [--tokenizers bundled,llama3,qwen3] [--reps 5] [--walks 4] [--steps 64]
+//                 [--grammars json.gbnf,...|none] [--cases all|none]
 //
 // Tokenizers other than "bundled" come from ../shared/tokenizers and are
 // skipped (with a note on stderr) when absent.
@@ -28,6 +35,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -35,6 +43,7 @@
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
 #include "grammar/lark_parser.h"
+#include "index/token_trie.h"
 #include "index/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 #include "nlohmann/json.hpp"
@@ -108,22 +117,129 @@ bool Walk(const std::shared_ptr<const GrammarIndex>& index, uint32_t seed, int m
   return true;
 }
 
+// Advances `guide` over `text`, each step by the longest token the guide
+// allows whose bytes are a prefix of the rest. False when none is.
+bool AdvanceText(GrammarGuide& guide, std::string_view text) {
+  const TokenTrie& trie = guide.index().context().trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  std::vector<uint32_t> candidates;
+  while (!text.empty()) {
+    candidates.clear();
+    uint32_t node = trie.root_child(static_cast<uint8_t>(text[0]));
+    for (size_t depth = 1; node != 0; ++depth) {
+      for (uint32_t k = trie.token_begin()[node]; k < trie.token_begin()[node + 1]; ++k) {
+        candidates.push_back(trie.token_ids()[k]);
+      }
+      if (depth == text.size()) break;
+      uint32_t child = 0;
+      for (uint32_t c = node + 1; c < nodes[node].next; c = nodes[c].next) {
+        if (nodes[c].byte == static_cast<uint8_t>(text[depth])) child = c;
+      }
+      node = child;
+    }
+    bool advanced = false;
+    for (auto it = candidates.rbegin(); it != candidates.rend() && !advanced; ++it) {
+      absl::StatusOr<bool> allowed = guide.IsAllowed(*it);
+      if (allowed.ok() && *allowed) {
+        advanced = guide.Advance(*it).ok();
+        if (advanced) text.remove_prefix(guide.index().vocab().bytes(*it).size());
+      }
+    }
+    if (!advanced) return false;
+  }
+  return true;
+}
+
+struct FixedCase {
+  const char* name;
+  const char* grammar;
+  const char* prefix;
+};
+
+constexpr FixedCase kFixedCases[] = {
+    {"slash_paths in a // comment", "slash_paths.lark", "foo// hello world /bar"},
+    {"slash_paths in a long name", "slash_paths.lark", "foo/some_rather_long_identifier_name"},
+    {"settings in a // comment", "settings.lark", "x = 1;\n// see the notes below"},
+    {"settings in a /* comment", "settings.lark", "x = 1; /* see the notes"},
+    {"settings after an operand", "settings.lark", "x = abc"},
+    {"hashtags in a # comment", "hashtags.lark", "word #tag # a comment"},
+};
+
+// One line per fixed case on `context`; false on an engine error (printed).
+bool RunFixedCases(const std::shared_ptr<const TokenizerContext>& context, const std::string& tok,
+                   int reps) {
+  for (const FixedCase& c : kFixedCases) {
+    auto g = ParseFile(c.grammar);
+    if (!g.ok()) return false;
+    auto index = GrammarIndex::Create(*g, context);
+    if (!index.ok()) return false;
+    auto guide = GrammarGuide::Create(*index);
+    if (!guide.ok() || !AdvanceText(*guide, c.prefix)) {
+      fprintf(stderr, "%s: the prefix is not taken\n", c.name);
+      return false;
+    }
+    std::vector<uint32_t> mask((*index)->num_words());
+    std::vector<double> mask_us;
+    for (int r = 0; r <= reps; ++r) {
+      const auto t0 = Clock::now();
+      absl::Status s = guide->WriteMask(absl::MakeSpan(mask));
+      const auto t1 = Clock::now();
+      if (!s.ok()) {
+        fprintf(stderr, "%s: %s\n", c.name, std::string(s.message()).c_str());
+        return false;
+      }
+      if (r > 0) mask_us.push_back(Micros(t1 - t0));  // the first fills the memo
+    }
+    size_t allowed = 0;
+    for (uint32_t w : mask) allowed += static_cast<size_t>(__builtin_popcount(w));
+    std::vector<double> memcpy_us;
+    std::vector<uint32_t> copy(mask.size());
+    for (int r = 0; r < reps; ++r) {
+      constexpr int kCopies = 64;  // one copy is below the clock's resolution
+      const auto m0 = Clock::now();
+      for (int k = 0; k < kCopies; ++k) {
+        mask[k % mask.size()] ^= 1;
+        std::memcpy(copy.data(), mask.data(), copy.size() * sizeof(uint32_t));
+        asm volatile("" : : "r"(copy.data()) : "memory");
+      }
+      memcpy_us.push_back(Micros(Clock::now() - m0) / kCopies);
+    }
+    nlohmann::json out = {
+        {"case", c.name},
+        {"grammar", c.grammar},
+        {"tokenizer", tok == "bundled" ? "qwen3 (bundled)" : tok},
+        {"tokens", guide->num_tokens()},
+        {"allowed", allowed},
+        {"mask_us", {{"p50", Quantile(mask_us, 0.5)}, {"min", Quantile(mask_us, 0)}}},
+        {"memcpy_us", Quantile(memcpy_us, 0.5)},
+    };
+    printf("%s\n", out.dump().c_str());
+    fflush(stdout);
+  }
+  return true;
+}
+
 int Run(int argc, char** argv) {
   std::vector<std::string> tokenizers = {"bundled"};
   int reps = 5, walks = 4, steps = 64;
+  std::vector<std::string> grammars = {"json.gbnf",  "arithmetic.gbnf", "c.gbnf",  "chess.gbnf",
+                                       "list.gbnf",  "calls.lark",      "sql.lark"};
+  bool cases = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--tokenizers") tokenizers = absl::StrSplit(value, ',');
     else if (flag == "--reps") reps = std::stoi(value);
     else if (flag == "--walks") walks = std::stoi(value);
     else if (flag == "--steps") steps = std::stoi(value);
+    else if (flag == "--grammars") {
+      grammars.clear();
+      if (value != "none") grammars = absl::StrSplit(value, ',');
+    } else if (flag == "--cases") cases = value != "none";
     else {
       fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  const std::vector<std::string> grammars = {"json.gbnf", "arithmetic.gbnf", "c.gbnf",
-                                             "chess.gbnf", "list.gbnf", "calls.lark", "sql.lark"};
   for (const std::string& tok : tokenizers) {
     const std::string path = tok == "bundled"
                                  ? std::string(MASKD_SOURCE_DIR) + "/data/tokenizers/qwen3"
@@ -192,6 +308,7 @@ int Run(int argc, char** argv) {
       printf("%s\n", out.dump().c_str());
       fflush(stdout);
     }
+    if (cases && !RunFixedCases(context, tok, reps)) return 1;
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "grammar/grammar_index.h"
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <tuple>
@@ -18,6 +19,40 @@ void MarkTokens(const TokenTrie& trie, uint32_t node, uint32_t* words) {
     words[ids[k] >> 5] |= 1u << (ids[k] & 31);
   }
 }
+
+// Answers, along one walk of trie nodes in increasing order that only adds
+// tokens to `words`, whether a node's subtree holds a token in neither
+// `words` nor `never` (mask words). Invariant: every token slot in
+// [token_begin[n], next_) of the last node n asked about is in one of them,
+// and stays so; each slot is read at most once per walk.
+class UnmarkedCursor {
+ public:
+  UnmarkedCursor(const TokenTrie& trie, const uint32_t* words, const uint32_t* never)
+      : nodes_(trie.nodes()),
+        begin_(trie.token_begin()),
+        ids_(trie.token_ids()),
+        words_(words),
+        never_(never) {}
+
+  bool SubtreeHasUnmarked(uint32_t node) {
+    const uint32_t end = begin_[nodes_[node].next];
+    next_ = std::max(next_, begin_[node]);
+    while (next_ < end && IsMarked(ids_[next_])) ++next_;
+    return next_ < end;
+  }
+
+ private:
+  bool IsMarked(uint32_t t) const {
+    return ((words_[t >> 5] | never_[t >> 5]) >> (t & 31) & 1) != 0;
+  }
+
+  const TokenTrie::Node* nodes_;
+  const uint32_t* begin_;
+  const uint32_t* ids_;
+  const uint32_t* words_;
+  const uint32_t* never_;
+  uint32_t next_ = 0;
+};
 
 }  // namespace
 
@@ -55,7 +90,37 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
     for (uint32_t q = 0; q < n; ++q) slots[q].store(nullptr, std::memory_order_relaxed);
     index->memo_.push_back(std::move(slots));
   }
+  index->FindNeverAllowed();
   return std::shared_ptr<const GrammarIndex>(std::move(index));
+}
+
+void GrammarIndex::FindNeverAllowed() {
+  std::bitset<256> taken;  // bytes some terminal's DFA takes from a live state
+  for (size_t t = 0; t < grammar_->num_terminals() && !taken.all(); ++t) {
+    const Dfa& dfa = grammar_->dfa(static_cast<uint32_t>(t));
+    for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
+      for (int b = 0; b < 256; ++b) {
+        if (!taken[b] && dfa.Next(q, static_cast<uint8_t>(b)) != Dfa::kDead) taken[b] = true;
+      }
+    }
+  }
+  never_.assign(num_words_, 0);
+  base_bytes_ += never_.capacity() * sizeof(uint32_t);
+  if (taken.all()) return;
+  // Every token below a node whose byte no terminal takes.
+  const TokenTrie& trie = context_->trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* ids = trie.token_ids();
+  for (uint32_t i = 1; i < trie.num_nodes();) {
+    if (taken[nodes[i].byte]) {
+      ++i;
+      continue;
+    }
+    for (uint32_t k = trie.token_begin()[i]; k < trie.token_begin()[nodes[i].next]; ++k) {
+      never_[ids[k] >> 5] |= 1u << (ids[k] & 31);
+    }
+    i = nodes[i].next;
+  }
 }
 
 GrammarIndex::~GrammarIndex() {
@@ -92,22 +157,40 @@ void TokenSet::MarkInto(uint32_t* out, uint32_t num_words) const {
   }
 }
 
-void Crossings::Build(const TokenTrie& trie, const std::vector<uint32_t>& ends) {
+void Crossings::Build(const TokenTrie& trie, std::vector<uint32_t> ends, const uint32_t* covered,
+                      const uint32_t* never) {
   const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* begin = trie.token_begin();
+  const uint32_t* ids = trie.token_ids();
   crossings.clear();
   crossing_begin.clear();
-  if (ends.empty()) return;
+  // Whether child c leads to a token in neither set. Reads the tokens of c's
+  // subtree up to the first such one: at most the bytes of the vocabulary
+  // over all children, nested ones included.
+  auto leads_on = [&](uint32_t c) {
+    for (uint32_t k = begin[c]; k < begin[nodes[c].next]; ++k) {
+      const uint32_t t = ids[k];
+      if (((covered[t >> 5] | never[t >> 5]) >> (t & 31) & 1) == 0) return true;
+    }
+    return false;
+  };
+  // A single walk lists its ends in order; several walks (Into) may repeat
+  // one.
+  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  std::vector<uint32_t> children;
+  for (uint32_t e : ends) {
+    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
+      if (leads_on(c)) children.push_back(c);
+    }
+  }
+  if (children.empty()) return;
   crossing_begin.assign(257, 0);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) ++crossing_begin[nodes[c].byte + 1];
-  }
+  for (uint32_t c : children) ++crossing_begin[nodes[c].byte + 1];
   for (int x = 0; x < 256; ++x) crossing_begin[x + 1] += crossing_begin[x];
-  crossings.resize(crossing_begin[256]);
+  crossings.resize(children.size());
   std::vector<uint32_t> fill(crossing_begin.begin(), crossing_begin.end() - 1);
-  for (uint32_t e : ends) {
-    for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) crossings[fill[nodes[c].byte]++] = c;
-  }
-  crossings.shrink_to_fit();
+  for (uint32_t c : children) crossings[fill[nodes[c].byte]++] = c;
 }
 
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
@@ -115,9 +198,9 @@ void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scrat
   std::vector<uint32_t> words(num_words_, 0), ends;
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,
-          scratch, words.data(), &ends);
+          /*skip_marked=*/false, scratch, words.data(), &ends);
+  out->crossings.Build(context_->trie(), std::move(ends), words.data(), never_.data());
   out->inside = TokenSet::FromWords(std::move(words));
-  out->crossings.Build(context_->trie(), ends);
 }
 
 bool GrammarIndex::Reserve(size_t bytes) const {
@@ -168,10 +251,14 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
   std::vector<uint32_t> words(num_words_, 0), ends;
   const TokenTrie::Node* nodes = context_->trie().nodes();
   for (uint32_t c : from.crossings.crossings) {
-    WalkDfa(u, r, c, nodes[c].next, SIZE_MAX, scratch, words.data(), &ends);
+    WalkDfa(u, r, c, nodes[c].next, SIZE_MAX, /*skip_marked=*/false, scratch, words.data(),
+            &ends);
   }
+  // Marked before the walks from `next` (FillMask, MarkCrossings).
+  std::vector<uint32_t> covered = words;
+  from.inside.MarkInto(covered.data(), num_words_);
+  fresh->next.Build(context_->trie(), std::move(ends), covered.data(), never_.data());
   fresh->tokens = TokenSet::FromWords(std::move(words));
-  fresh->next.Build(context_->trie(), ends);
   const size_t bytes = fresh->MemoryBytes();
   if (!Reserve(bytes)) {
     scratch.unkept_into = std::move(fresh);
@@ -190,12 +277,17 @@ absl::Status GrammarIndex::WalkSubtree(EarleyParser& parser, uint32_t node,
   const size_t base = parser.num_sets();
   const uint32_t depth0 = nodes[node].depth;
   const uint32_t end = nodes[node].next;
+  UnmarkedCursor unmarked(trie, words, never_.data());
   for (uint32_t i = node; i < end;) {
     if (++scratch.work > options_.max_mask_work) {
       parser.PopTo(base);
       return OverBudget();
     }
     const TokenTrie::Node n = nodes[i];
+    if (!unmarked.SubtreeHasUnmarked(i)) {
+      i = n.next;
+      continue;
+    }
     parser.PopTo(base + (n.depth - depth0));
     absl::StatusOr<bool> live = parser.Push(n.byte);
     if (!live.ok()) {
@@ -225,12 +317,17 @@ absl::Status GrammarIndex::FillMask(EarleyParser& parser, MaskScratch& scratch,
   MaskScratch::Level& at = scratch.levels[0];
   CollectScanItems(parser, &at.items);
   const size_t base = parser.num_sets();
+  // Every item's inside tokens first: the walks past terminal ends below
+  // skip the subtrees whose tokens are marked already.
+  for (size_t k = 0; k < at.items.size(); ++k) {
+    const EarleyItem it = at.items[k];
+    if (k == 0 || at.items[k - 1].id() != it.id() || at.items[k - 1].pos != it.pos) {
+      Tokens(it.id(), it.pos, scratch).inside.MarkInto(words, num_words_);
+    }
+  }
   for (size_t k = 0; k < at.items.size(); ++k) {
     const EarleyItem it = at.items[k];
     const TerminalStateTokens& tokens = Tokens(it.id(), it.pos, scratch);
-    if (k == 0 || at.items[k - 1].id() != it.id() || at.items[k - 1].pos != it.pos) {
-      tokens.inside.MarkInto(words, num_words_);
-    }
     if (tokens.crossings.empty()) continue;
     absl::StatusOr<bool> pushed = parser.PushCompletion(it);
     if (!pushed.ok()) return pushed.status();
@@ -294,7 +391,7 @@ void GrammarIndex::CollectScanItems(const EarleyParser& parser, std::vector<Earl
 }
 
 bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end,
-                           size_t budget, MaskScratch& scratch, uint32_t* words,
+                           size_t budget, bool skip_marked, MaskScratch& scratch, uint32_t* words,
                            std::vector<uint32_t>* ends) const {
   const Dfa& dfa = grammar_->dfa(terminal);
   const TokenTrie& trie = context_->trie();
@@ -303,11 +400,12 @@ bool GrammarIndex::WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, ui
   uint32_t* states = scratch.dfa_states.data();
   if (begin >= end) return true;
   states[nodes[begin].depth - 1] = state;
+  UnmarkedCursor unmarked(trie, words, never_.data());
   for (uint32_t i = begin; i < end;) {
     if (++scratch.work > budget) return false;
     const TokenTrie::Node node = nodes[i];
     const Dfa::State s = dfa.Next(states[node.depth - 1], node.byte);
-    if (s == Dfa::kDead) {
+    if (s == Dfa::kDead || (skip_marked && !unmarked.SubtreeHasUnmarked(i))) {
       i = node.next;
       continue;
     }
@@ -352,12 +450,15 @@ absl::Status GrammarIndex::MarkLevel(EarleyParser& parser, MaskScratch& scratch,
     if (Redundant(it, completed)) continue;
     at.ends.clear();
     for (uint32_t r : roots) {
-      if (!WalkDfa(it.id(), it.pos, r, nodes[r].next, options_.max_mask_work, scratch, words,
-                   &at.ends)) {
+      if (!WalkDfa(it.id(), it.pos, r, nodes[r].next, options_.max_mask_work,
+                   /*skip_marked=*/true, scratch, words, &at.ends)) {
         return OverBudget();
       }
     }
     if (at.ends.empty()) continue;
+    // Nested roots reach an end more than once; its children are roots once.
+    std::sort(at.ends.begin(), at.ends.end());
+    at.ends.erase(std::unique(at.ends.begin(), at.ends.end()), at.ends.end());
     absl::StatusOr<bool> pushed = parser.PushCompletion(it);
     if (!pushed.ok()) return pushed.status();
     if (!*pushed) continue;

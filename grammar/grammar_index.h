@@ -22,9 +22,14 @@
 //
 // Every allowed token is found this way: its bytes either stay inside one
 // scan item's terminal, or leave it at a first crossing and go on from that
-// item's completion. The work per mask is the memo lookups, one OR of mask
-// words per distinct (t, q), and the walks of tokens that cross a terminal's
-// end with a byte the grammar allows there, bounded by max_mask_work.
+// item's completion. The mask only grows, and a walk from a trie node only
+// marks tokens of that node's subtree, so the walks past terminal ends skip
+// every subtree whose tokens are all marked already (the inside tokens are
+// marked first) or hold a byte no terminal takes: inside a terminal that may
+// end at every byte (a comment), they follow only the paths to tokens not
+// decided yet. The work per mask is the memo lookups, one OR of mask words
+// per distinct (t, q), and the walks of tokens that cross a terminal's end
+// with a byte the grammar allows there, bounded by max_mask_work.
 //
 // Thread-safe: const methods may be called from any thread; a parser and its
 // MaskScratch belong to one caller.
@@ -53,13 +58,17 @@
 
 namespace maskd::grammar {
 
-// The children of `ends` (trie nodes), grouped by byte:
-// crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
-// Both are left empty when no end has a child.
+// The children of `ends` (trie nodes; one listed twice counts once) that
+// lead to a token in neither `covered` nor `never`, each once, grouped by
+// byte: crossings[crossing_begin[x] .. crossing_begin[x + 1]) end in byte x.
+// Both are left empty when there is none. `covered` and `never` (mask words)
+// hold tokens that every mask walking from these crossings has marked before
+// or never marks: a walk from a child whose subtree they cover adds nothing.
 struct Crossings {
   std::vector<uint32_t> crossings;
   std::vector<uint32_t> crossing_begin;  // 257 entries, or none
-  void Build(const TokenTrie& trie, const std::vector<uint32_t>& ends);
+  void Build(const TokenTrie& trie, std::vector<uint32_t> ends, const uint32_t* covered,
+             const uint32_t* never);
   bool empty() const { return crossings.empty(); }
   size_t MemoryBytes() const {
     return (crossings.capacity() + crossing_begin.capacity()) * sizeof(uint32_t);
@@ -184,6 +193,8 @@ class GrammarIndex {
 
  private:
   GrammarIndex() = default;
+  // Fills never_.
+  void FindNeverAllowed();
   absl::Status OverBudget() const;
   // The scan and ignore items of the parser's last set, sorted by
   // (terminal, state).
@@ -191,16 +202,21 @@ class GrammarIndex {
   void Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                TerminalStateTokens* out) const;
   // Marks the tokens of the subtree of trie node `node` (its own included)
-  // that `parser` takes, one Earley step per node.
+  // that `parser` takes, one Earley step per node, skipping the subtrees
+  // whose tokens `words` already holds or never_ excludes.
   absl::Status WalkSubtree(EarleyParser& parser, uint32_t node, MaskScratch& scratch,
                            uint32_t* words) const;
   // Walks trie nodes [begin, end) (whole subtrees whose roots share a
   // parent) on the DFA of `terminal` from `state`: marks the tokens whose
   // bytes past the parent keep it live, and appends to `ends` the live
-  // nodes where it accepts and a child exists. False when scratch.work went
-  // past `budget`.
+  // nodes where it accepts and a child exists. With `skip_marked`, skips
+  // the subtrees whose tokens `words` already holds or never_ excludes
+  // (their ends too: only for `words` that is the mask itself, not a memo
+  // entry's crossings).
+  // False when scratch.work went past `budget`.
   bool WalkDfa(uint32_t terminal, uint32_t state, uint32_t begin, uint32_t end, size_t budget,
-               MaskScratch& scratch, uint32_t* words, std::vector<uint32_t>* ends) const;
+               bool skip_marked, MaskScratch& scratch, uint32_t* words,
+               std::vector<uint32_t>* ends) const;
   // Marks the tokens in the subtrees of `roots` that the parser's last set
   // takes from the roots' first byte on. At levels below dfa_levels each
   // scan item's tokens are split into those inside its terminal (a DFA walk)
@@ -239,6 +255,10 @@ class GrammarIndex {
   // memo_[t][q]: null until computed; entries are never replaced or freed
   // before the index.
   std::vector<std::unique_ptr<std::atomic<const TerminalStateTokens*>[]>> memo_;
+  // Mask words: the text tokens holding a byte that no terminal's DFA takes
+  // from any state, which no mask allows. The walks skip subtrees of these
+  // and marked tokens alike.
+  std::vector<uint32_t> never_;
   mutable std::atomic<size_t> memo_bytes_{0};
 };
 
