@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
 #include "automaton/regex.h"
 #include "automaton/regex_scan.h"
 #include "grammar/regex_language.h"
@@ -20,6 +21,9 @@ constexpr uint32_t kUnbounded = ~uint32_t{0};
 
 // A regex rule's syntax tree, as far as references matter. A node without a
 // reference is kept as its source text (`begin`, `end`), quantifiers included.
+// When a reference-free text is parsed to be split (RuleParser's split_top),
+// its top level is kept as structure too: quantifiers as kRepeat, a plain
+// group as its contents (begin and end still on its parentheses).
 struct Node {
   enum class Kind : uint8_t { kText, kRef, kConcat, kAlternate, kRepeat };
   Kind kind = Kind::kText;
@@ -36,9 +40,10 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 class RuleParser {
  public:
+  // split_top: keep the top level's structure (see Node).
   RuleParser(absl::string_view text, const RegexRule& rule, uint32_t num_rules,
-             const GrammarLimits& limits)
-      : p_(text), rule_(rule), num_rules_(num_rules), limits_(limits) {}
+             const GrammarLimits& limits, bool split_top = false)
+      : p_(text), rule_(rule), num_rules_(num_rules), limits_(limits), split_top_(split_top) {}
 
   absl::StatusOr<Node> Parse() {
     auto n = ParseAlternate(0);
@@ -150,7 +155,7 @@ class RuleParser {
       if (!q.ok()) return q.status();
       if (!*q) break;
       if (n.flags_only) return Error(at, "a quantifier after an inline flag group");
-      if (!n.has_ref) {
+      if (!n.has_ref && !(split_top_ && depth == 0)) {
         n.end = pos_;  // the quantifier joins the text
         continue;
       }
@@ -160,7 +165,7 @@ class RuleParser {
       r.end = pos_;
       r.min = min;
       r.max = max;
-      r.has_ref = true;
+      r.has_ref = n.has_ref;
       r.kids.push_back(std::move(n));
       n = std::move(r);
     }
@@ -214,7 +219,7 @@ class RuleParser {
       if (!inner.ok()) return inner;
       if (pos_ >= p_.size() || p_[pos_] != ')') return Error(n.begin, "missing ')'");
       ++pos_;
-      if (!inner->has_ref) {
+      if (!inner->has_ref && !(split_top_ && depth == 0 && plain)) {
         n.end = pos_;
         return n;
       }
@@ -244,6 +249,7 @@ class RuleParser {
   const RegexRule& rule_;
   uint32_t num_rules_;
   const GrammarLimits& limits_;
+  const bool split_top_;
   size_t pos_ = 0;
 };
 
@@ -271,8 +277,9 @@ std::optional<std::string> LiteralOf(absl::string_view regex) {
 
 class Lowering {
  public:
-  Lowering(const std::vector<RegexRule>& rules, const GrammarLimits& limits)
-      : rules_(rules), limits_(limits) {}
+  Lowering(const std::vector<RegexRule>& rules, const GrammarLimits& limits,
+           const TerminalLimits& terminal)
+      : rules_(rules), limits_(limits), terminal_(terminal) {}
 
   absl::StatusOr<Grammar> Run(uint32_t start) {
     size_t bytes = 0;
@@ -326,42 +333,75 @@ class Lowering {
     return static_cast<uint32_t>(g_.rules.size() - 1);
   }
 
-  // Appends the terminal for `text` (a reference-free regex) to `seq`: nothing
-  // when it matches only the empty string, a rule deriving nothing when it
-  // matches no string.
-  absl::Status AppendText(absl::string_view text, Sequence* seq) {
-    auto it = terminal_of_.find(text);
-    if (it == terminal_of_.end()) {
-      RegexLimits regex_limits;
-      regex_limits.max_pattern_bytes = std::max<size_t>(regex_limits.max_pattern_bytes, text.size());
-      auto re = Regex::Parse(std::string_view(text.data(), text.size()), regex_limits);
-      if (!re.ok()) {
-        return absl::Status(re.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
-                                                             "': ", re.status().message()));
-      }
-      const RegexLanguage lang = AnalyzeRegex(re->root());
-      int32_t id;
-      if (!lang.any) {
-        id = kNothing;
-      } else if (!lang.non_empty) {
-        id = kEmptyOnly;
-      } else {
-        if (g_.terminals.size() >= limits_.max_terminals) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "grammar needs more than ", limits_.max_terminals, " terminals (max_terminals)"));
-        }
-        Terminal t;
-        t.regex = std::string(text);
-        t.literal = LiteralOf(text);
-        t.name = t.literal ? absl::StrCat("\"", *t.literal, "\"")
-                           : absl::StrCat(rules_[current_].name, "#", g_.terminals.size());
-        id = static_cast<int32_t>(g_.terminals.size());
-        g_.terminals.push_back(std::move(t));
-      }
-      it = terminal_of_.emplace(std::string(text), id).first;
+  // The terminal for `text` (a reference-free regex), made on first use:
+  // its id, kNothing or kEmptyOnly; kOversized, the reason in *why, when it
+  // is over terminal_.
+  absl::StatusOr<int32_t> TerminalOf(absl::string_view text, absl::Status* why) {
+    if (auto it = terminal_of_.find(text); it != terminal_of_.end()) return it->second;
+    RegexLimits regex_limits = terminal_.regex;
+    regex_limits.max_pattern_bytes = std::max<size_t>(regex_limits.max_pattern_bytes, text.size());
+    auto re = Regex::Parse(std::string_view(text.data(), text.size()), regex_limits);
+    if (!re.ok()) {
+      absl::Status s(re.status().code(),
+                     absl::StrCat("regex rule '", rules_[current_].name, "': ", re.status().message()));
+      if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+      *why = std::move(s);
+      return kOversized;
     }
-    if (it->second == kEmptyOnly) return absl::OkStatus();
-    if (it->second == kNothing) {
+    const RegexLanguage lang = AnalyzeRegex(re->root());
+    int32_t id;
+    if (!lang.any) {
+      id = kNothing;
+    } else if (!lang.non_empty) {
+      id = kEmptyOnly;
+    } else {
+      // The DFA CompiledGrammar will build, built once here to learn that it
+      // fits.
+      auto dfa = Dfa::Compile(*re, terminal_.dfa);
+      if (!dfa.ok()) {
+        absl::Status s(dfa.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
+                                                         "': ", dfa.status().message()));
+        if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+        *why = std::move(s);
+        return kOversized;
+      }
+      if (g_.terminals.size() >= limits_.max_terminals) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "grammar needs more than ", limits_.max_terminals, " terminals (max_terminals)"));
+      }
+      Terminal t;
+      t.regex = std::string(text);
+      t.literal = LiteralOf(text);
+      t.name = t.literal ? absl::StrCat("\"", *t.literal, "\"")
+                         : absl::StrCat(rules_[current_].name, "#", g_.terminals.size());
+      id = static_cast<int32_t>(g_.terminals.size());
+      g_.terminals.push_back(std::move(t));
+    }
+    terminal_of_.emplace(std::string(text), id);
+    return id;
+  }
+
+  // Appends symbols deriving exactly `text`'s language (a reference-free
+  // regex) to `seq`: its terminal, nothing when it matches only the empty
+  // string, a rule deriving nothing when it matches no string, rules over
+  // smaller pieces when it is over terminal_.
+  absl::Status AppendText(absl::string_view text, Sequence* seq) {
+    if (auto it = split_of_.find(text); it != split_of_.end()) {
+      seq->insert(seq->end(), it->second.begin(), it->second.end());
+      return absl::OkStatus();
+    }
+    absl::Status why;
+    auto id = TerminalOf(text, &why);
+    if (!id.ok()) return id.status();
+    if (*id == kOversized) {
+      Sequence pieces;
+      if (auto s = AppendSplit(text, why, &pieces); !s.ok()) return s;
+      seq->insert(seq->end(), pieces.begin(), pieces.end());
+      split_of_.emplace(std::string(text), std::move(pieces));
+      return absl::OkStatus();
+    }
+    if (*id == kEmptyOnly) return absl::OkStatus();
+    if (*id == kNothing) {
       if (nothing_rule_ == kNoRule) {
         auto r = NewRule({});
         if (!r.ok()) return r.status();
@@ -370,8 +410,62 @@ class Lowering {
       seq->push_back(Symbol::Rule(nothing_rule_));
       return absl::OkStatus();
     }
-    seq->push_back(Symbol::Terminal(static_cast<uint32_t>(it->second)));
+    seq->push_back(Symbol::Terminal(static_cast<uint32_t>(*id)));
     return absl::OkStatus();
+  }
+
+  // `text`, a reference-free regex over terminal_ for `why`, split at its top
+  // level into rules over pieces that AppendText lowers in turn. Each piece is
+  // a strict substring, so the recursion ends. `why` when there is no
+  // operator to split at, or an inline flag group whose scope would be cut.
+  absl::Status AppendSplit(absl::string_view text, const absl::Status& why, Sequence* seq) {
+    RuleParser parser(text, rules_[current_], static_cast<uint32_t>(rules_.size()), limits_,
+                      /*split_top=*/true);
+    auto tree = parser.Parse();
+    if (!tree.ok()) return why;
+    return AppendSplitNode(text, *tree, why, seq);
+  }
+
+  absl::Status AppendSplitNode(absl::string_view text, const Node& n, const absl::Status& why,
+                               Sequence* seq) {
+    auto piece = [text](size_t begin, size_t end) { return text.substr(begin, end - begin); };
+    switch (n.kind) {
+      case Node::Kind::kAlternate: {
+        for (const Node& k : n.kids) {
+          if (k.has_flags) return why;
+        }
+        std::vector<Sequence> alts(n.kids.size());
+        for (size_t i = 0; i < n.kids.size(); ++i) {
+          if (auto s = AppendText(piece(n.kids[i].begin, n.kids[i].end), &alts[i]); !s.ok()) return s;
+        }
+        auto r = NewRule(std::move(alts));
+        if (!r.ok()) return r.status();
+        seq->push_back(Symbol::Rule(*r));
+        return absl::OkStatus();
+      }
+      case Node::Kind::kConcat: {
+        if (n.has_flags) return why;
+        if (n.kids.empty()) return absl::OkStatus();
+        if (n.kids.size() == 1) return AppendSplitNode(text, n.kids[0], why, seq);
+        // Halves: a half that fits is one terminal, so a long run of small
+        // items costs no symbol per item.
+        const size_t mid = n.kids.size() / 2;
+        if (auto s = AppendText(piece(n.kids[0].begin, n.kids[mid - 1].end), seq); !s.ok()) return s;
+        return AppendText(piece(n.kids[mid].begin, n.kids.back().end), seq);
+      }
+      case Node::Kind::kRepeat: {
+        Sequence x;
+        if (auto s = AppendText(piece(n.kids[0].begin, n.kids[0].end), &x); !s.ok()) return s;
+        return AppendCountedRepeat(std::move(x), n.min, n.max, seq);
+      }
+      case Node::Kind::kText:
+        // A group's contents, parsed as nested: split again at their top.
+        if (n.end - n.begin < text.size()) return AppendText(piece(n.begin, n.end), seq);
+        break;
+      case Node::Kind::kRef:
+        break;
+    }
+    return why;
   }
 
   absl::StatusOr<std::vector<Sequence>> LowerAlternatives(const Node& n) {
@@ -430,19 +524,45 @@ class Lowering {
     return absl::OkStatus();
   }
 
-  // X{min,max}: min copies of X, then a star helper (max unbounded) or
-  // max-min nested optional copies.
   absl::Status AppendRepeat(const Node& n, Sequence* seq) {
     Sequence x;
     if (auto s = AppendSequence(n.kids[0], &x); !s.ok()) return s;
+    return AppendCountedRepeat(std::move(x), n.min, n.max, seq);
+  }
+
+  // Appends X{min,max} (max kUnbounded for X{min,}), X being the sequence
+  // `x`. With P_0 = X and P_{k+1} := P_k P_k (exactly 2^k copies):
+  //  - X^min is the P_k of min's set bits side by side;
+  //  - X{min,} is X^min H, H := ε | H X (left recursion: Earley completes it
+  //    in constant work per copy);
+  //  - X{0,r} with 2^k <= r < 2^(k+1) is R(r) := U_k | P_k R(r - 2^k),
+  //    R(0) = ε, where U_0 = ε and U_{k+1} := U_k | P_k U_k (0 to 2^(k+1)-1
+  //    copies).
+  // Each count has one derivation, and a repeat costs O(log max) rules; a
+  // chain of max-min nested optional copies would cost one rule per copy
+  // (an array of up to 1000 objects: 1000 rules, of max_rules' 10000).
+  absl::Status AppendCountedRepeat(Sequence x, uint32_t min, uint32_t max, Sequence* seq) {
     if (x.size() != 1) {
       auto r = NewRule({x});
       if (!r.ok()) return r.status();
       x = {Symbol::Rule(*r)};
     }
-    for (uint32_t i = 0; i < n.min; ++i) seq->push_back(x[0]);
-    if (n.max == kUnbounded) {
-      // H := ε | H X (left recursion: Earley completes it in constant work).
+    std::vector<Symbol> power = {x[0]};  // power[k]: P_k
+    auto power_of = [&](int k) -> absl::StatusOr<Symbol> {
+      while (static_cast<int>(power.size()) <= k) {
+        auto r = NewRule({{power.back(), power.back()}});
+        if (!r.ok()) return r.status();
+        power.push_back(Symbol::Rule(*r));
+      }
+      return power[k];
+    };
+    for (int k = 31; k >= 0; --k) {
+      if (((min >> k) & 1) == 0) continue;
+      auto p = power_of(k);
+      if (!p.ok()) return p.status();
+      seq->push_back(*p);
+    }
+    if (max == kUnbounded) {
       auto h = NewRule({});
       if (!h.ok()) return h.status();
       g_.rules[*h].alternatives = {{}, {Symbol::Rule(*h), x[0]}};
@@ -450,44 +570,60 @@ class Lowering {
       seq->push_back(Symbol::Rule(*h));
       return absl::OkStatus();
     }
-    // O_k := ε | X O_{k-1}, O_1 := ε | X.
-    Symbol inner = x[0];
-    bool have_inner = false;
-    for (uint32_t k = n.min; k < n.max; ++k) {
-      Sequence more = {x[0]};
-      if (have_inner) more.push_back(inner);
-      auto o = NewRule({{}, more});
-      if (!o.ok()) return o.status();
-      inner = Symbol::Rule(*o);
-      have_inner = true;
+    const uint32_t r = max - min;
+    Sequence up_to;  // U_k, k the bit below: empty for U_0 = ε
+    Sequence rest;   // R(r's bits below k)
+    for (int k = 0; k < 32 && (r >> k) != 0; ++k) {
+      auto p = power_of(k);
+      if (!p.ok()) return p.status();
+      if ((r >> k) & 1) {
+        Sequence more = {*p};
+        more.insert(more.end(), rest.begin(), rest.end());
+        auto rule = NewRule({up_to, std::move(more)});
+        if (!rule.ok()) return rule.status();
+        rest = {Symbol::Rule(*rule)};
+      }
+      if ((r >> (k + 1)) != 0) {
+        Sequence more = {*p};
+        more.insert(more.end(), up_to.begin(), up_to.end());
+        auto u = NewRule({up_to, std::move(more)});
+        if (!u.ok()) return u.status();
+        up_to = {Symbol::Rule(*u)};
+      }
     }
-    if (have_inner) seq->push_back(inner);
+    seq->insert(seq->end(), rest.begin(), rest.end());
     return absl::OkStatus();
   }
 
   static constexpr int32_t kNothing = -1;
   static constexpr int32_t kEmptyOnly = -2;
+  static constexpr int32_t kOversized = -3;
   static constexpr uint32_t kNoRule = ~uint32_t{0};
 
   const std::vector<RegexRule>& rules_;
   const GrammarLimits& limits_;
+  const TerminalLimits& terminal_;
   Grammar g_;
   uint32_t current_ = 0;
   uint32_t helpers_ = 0;
   uint64_t symbols_ = 0;
   uint32_t nothing_rule_ = kNoRule;
   absl::flat_hash_map<std::string, int32_t> terminal_of_;
+  // An oversized text's pieces (AppendSplit), so that a repeated part is
+  // split once.
+  absl::flat_hash_map<std::string, Sequence> split_of_;
 };
 
 }  // namespace
 
 absl::StatusOr<Grammar> GrammarFromRegexRules(const std::vector<RegexRule>& rules, uint32_t start,
-                                              const GrammarLimits& limits) {
+                                              const GrammarLimits& limits,
+                                              const TerminalLimits& terminal) {
   if (start >= rules.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("regex rules: start rule ", start, " of ", rules.size()));
   }
-  return Lowering(rules, limits).Run(start);
+  return Lowering(rules, limits, terminal).Run(start);
 }
 
 }  // namespace maskd::grammar
