@@ -108,7 +108,12 @@ absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constr
                                                         std::shared_ptr<const TokenizerContext> context,
                                                         const CompileOptions& options) {
   std::vector<std::string> warnings;
-  auto g = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, &warnings);
+  // The limits IndexGrammar compiles each terminal under.
+  grammar::TerminalLimits terminal;
+  terminal.regex = options.regex;
+  terminal.dfa = options.dfa;
+  auto g = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, terminal,
+                             &warnings);
   if (!g.ok()) return ConvertError(g.status());
   auto out = IndexGrammar(*g, constraint, std::move(context), options, schema_options.max_regex_bytes);
   if (out.ok()) out->warnings = std::move(warnings);
