@@ -351,6 +351,19 @@ TEST(RegexRules, OversizedPartWithoutAnOperatorKeepsTheLimitsError) {
   few_states.dfa.max_states = 3;
   auto g = GrammarFromRegexRules({{"r", "[a-c][d-f]+"}}, 0, GrammarLimits{}, few_states);
   ASSERT_TRUE(g.ok()) << g.status();  // split into [a-c] and [d-f]+
+  // After a part over the DFA limit, a part as large is presumed over it
+  // too and split; one that cannot be split is still tried whole.
+  TerminalLimits four_states;
+  four_states.dfa.max_states = 4;
+  auto after = GrammarFromRegexRules({{"r", "[a-c][d-f]{3}(?&1)[g-i]{2}|(?i:xy)"}, {"s", "[j-l]"}}, 0,
+                                     GrammarLimits{}, four_states);
+  ASSERT_TRUE(after.ok()) << after.status();
+  auto recognizer = EarleyRecognizer::Create(*after);
+  ASSERT_TRUE(recognizer.ok()) << recognizer.status();
+  for (const char* ok : {"adddjgh", "bfefkii", "XY", "xY"}) EXPECT_TRUE(Accepts(*recognizer, ok)) << ok;
+  for (const char* bad : {"addjgh", "adddjg", "adddjghi", "xyz", "dddjgh"}) {
+    EXPECT_FALSE(Accepts(*recognizer, bad)) << bad;
+  }
   auto h = GrammarFromRegexRules({{"r", "x\\p{L}"}}, 0, GrammarLimits{}, few_states);
   EXPECT_EQ(h.status().code(), absl::StatusCode::kResourceExhausted) << h.status();
   EXPECT_THAT(h.status().message(), HasSubstr("max_states"));
