@@ -130,24 +130,26 @@ class Lowering {
     } else if (!lang.non_empty) {
       id = kEmptyOnly;
     } else {
-      if (may_presume && re->expanded_size() >= dfa_failed_nodes_ / 2) {
-        *why = dfa_failed_;
-        *presumed = true;
-        return kOversized;
-      }
-      // The DFA CompiledGrammar will build, built once here to learn that it
-      // fits.
-      auto dfa = Dfa::Compile(*re, terminal_.dfa);
-      if (!dfa.ok()) {
-        absl::Status s(dfa.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
-                                                         "': ", dfa.status().message()));
-        if (s.code() != absl::StatusCode::kResourceExhausted) return s;
-        if (re->expanded_size() < dfa_failed_nodes_) {
-          dfa_failed_nodes_ = re->expanded_size();
-          dfa_failed_ = s;
+      if (terminal_.check_dfa) {
+        if (may_presume && re->expanded_size() >= dfa_failed_nodes_ / 2) {
+          *why = dfa_failed_;
+          *presumed = true;
+          return kOversized;
         }
-        *why = std::move(s);
-        return kOversized;
+        // The DFA CompiledGrammar will build, built once here to learn that
+        // it fits.
+        auto dfa = Dfa::Compile(*re, terminal_.dfa);
+        if (!dfa.ok()) {
+          absl::Status s(dfa.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
+                                                           "': ", dfa.status().message()));
+          if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+          if (re->expanded_size() < dfa_failed_nodes_) {
+            dfa_failed_nodes_ = re->expanded_size();
+            dfa_failed_ = s;
+          }
+          *why = std::move(s);
+          return kOversized;
+        }
       }
       if (g_.terminals.size() >= limits_.max_terminals) {
         return absl::ResourceExhaustedError(absl::StrCat(

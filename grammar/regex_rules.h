@@ -43,6 +43,10 @@ struct RegexRule {
 struct TerminalLimits {
   RegexLimits regex;
   DfaOptions dfa;
+  // False: no part's DFA is built here, only the regex limits split parts.
+  // For a caller that builds the terminals' DFAs next anyway and lowers
+  // again with true only when one is over dfa.max_states.
+  bool check_dfa = true;
 };
 
 // rules[start] is the start rule. INVALID_ARGUMENT naming the rule and the
