@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-
 namespace maskd {
 
 absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
