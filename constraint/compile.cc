@@ -108,9 +108,25 @@ absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const Constraint& constr
                                                         std::shared_ptr<const TokenizerContext> context,
                                                         const CompileOptions& options) {
   std::vector<std::string> warnings;
-  auto g = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, &warnings);
+  // The limits IndexGrammar compiles each terminal under. Its DFAs are built
+  // there; only when that is refused (a terminal's DFA over max_states, say)
+  // is the schema lowered again with the lowering's own DFA checks, which
+  // split such terminals, so a grammar that fits builds each DFA once.
+  grammar::TerminalLimits terminal;
+  terminal.regex = options.regex;
+  terminal.dfa = options.dfa;
+  terminal.check_dfa = false;
+  auto g = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, terminal,
+                             &warnings);
   if (!g.ok()) return ConvertError(g.status());
-  auto out = IndexGrammar(*g, constraint, std::move(context), options, schema_options.max_regex_bytes);
+  auto out = IndexGrammar(*g, constraint, context, options, schema_options.max_regex_bytes);
+  if (!out.ok() && out.status().code() == absl::StatusCode::kResourceExhausted) {
+    terminal.check_dfa = true;
+    auto split = JsonSchemaGrammar(constraint.text, schema_options, constraint.grammar.limits, terminal);
+    if (split.ok()) {
+      out = IndexGrammar(*split, constraint, std::move(context), options, schema_options.max_regex_bytes);
+    }
+  }
   if (out.ok()) out->warnings = std::move(warnings);
   return out;
 }

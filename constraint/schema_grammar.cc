@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "grammar/regex_rules.h"
-
 namespace maskd {
 
 absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
                                                    const JsonSchemaOptions& options,
                                                    const grammar::GrammarLimits& limits,
+                                                   const grammar::TerminalLimits& terminal,
                                                    std::vector<std::string>* warnings) {
   auto rules = JsonSchemaToRules(schema, options);
   if (!rules.ok()) return rules.status();
@@ -20,7 +19,7 @@ absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
   }
   grammar::GrammarLimits lowering = limits;
   lowering.max_text_bytes = std::max(limits.max_text_bytes, options.max_regex_bytes);
-  auto g = grammar::GrammarFromRegexRules(regex_rules, 0, lowering);
+  auto g = grammar::GrammarFromRegexRules(regex_rules, 0, lowering, terminal);
   if (g.ok() && warnings != nullptr) *warnings = std::move(rules->warnings);
   return g;
 }

@@ -11,17 +11,20 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar.h"
+#include "grammar/regex_rules.h"
 #include "schema/json_schema.h"
 
 namespace maskd {
 
 // The converter's errors (JsonSchemaToRules) and the lowering's (`limits`,
 // whose max_text_bytes is raised to options.max_regex_bytes: converted
-// schemas are large by construction). The schema keywords not enforced go
-// to *warnings when it is not null.
+// schemas are large by construction; `terminal`, the limits the terminals
+// will be compiled under). The schema keywords not enforced go to *warnings
+// when it is not null.
 absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
                                                    const JsonSchemaOptions& options,
                                                    const grammar::GrammarLimits& limits,
+                                                   const grammar::TerminalLimits& terminal,
                                                    std::vector<std::string>* warnings = nullptr);
 
 }  // namespace maskd

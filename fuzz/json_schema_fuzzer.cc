@@ -36,9 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& rule : rules->rules) rr.push_back({rule.name, rule.regex});
     maskd::grammar::GrammarLimits gl;
     gl.max_text_bytes = o.max_regex_bytes;
-    auto g = maskd::grammar::GrammarFromRegexRules(rr, 0, gl);
+    maskd::grammar::TerminalLimits tl;
+    tl.dfa.deadline = o.budget.deadline;  // the terminals' DFA checks
+    auto g = maskd::grammar::GrammarFromRegexRules(rr, 0, gl, tl);
     const bool malformed =
         !g.ok() && g.status().code() != absl::StatusCode::kResourceExhausted &&
+        g.status().code() != absl::StatusCode::kDeadlineExceeded &&
         g.status().message().find("derives no string") == std::string_view::npos;
     if (malformed) {
       fprintf(stderr, "generated rules refused: %s\n", g.status().ToString().c_str());

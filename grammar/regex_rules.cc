@@ -9,243 +9,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/dfa.h"
 #include "automaton/regex.h"
-#include "automaton/regex_scan.h"
 #include "grammar/regex_language.h"
+#include "grammar/regex_rule_parser.h"
 
 namespace maskd::grammar {
 namespace {
 
-constexpr uint32_t kUnbounded = ~uint32_t{0};
-
-// A regex rule's syntax tree, as far as references matter. A node without a
-// reference is kept as its source text (`begin`, `end`), quantifiers included.
-struct Node {
-  enum class Kind : uint8_t { kText, kRef, kConcat, kAlternate, kRepeat };
-  Kind kind = Kind::kText;
-  size_t begin = 0, end = 0;  // source bytes [begin, end)
-  uint32_t ref = 0;           // kRef: the rule
-  uint32_t min = 0, max = 0;  // kRepeat
-  bool has_ref = false;
-  bool flags_only = false;    // kText: a standalone "(?i)"-style flag group
-  bool has_flags = false;     // kConcat: holds a flags_only item
-  std::vector<Node> kids;
-};
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-class RuleParser {
- public:
-  RuleParser(absl::string_view text, const RegexRule& rule, uint32_t num_rules,
-             const GrammarLimits& limits)
-      : p_(text), rule_(rule), num_rules_(num_rules), limits_(limits) {}
-
-  absl::StatusOr<Node> Parse() {
-    auto n = ParseAlternate(0);
-    if (!n.ok()) return n;
-    if (pos_ < p_.size()) return Error(pos_, "unbalanced ')'");
-    return n;
-  }
-
- private:
-  absl::Status Error(size_t at, absl::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("regex rule '", rule_.name, "' at byte ", at, ": ", what));
-  }
-
-  absl::StatusOr<Node> ParseAlternate(uint32_t depth) {
-    Node alt;
-    alt.kind = Node::Kind::kAlternate;
-    alt.begin = pos_;
-    for (;;) {
-      auto c = ParseConcat(depth);
-      if (!c.ok()) return c;
-      alt.has_ref |= c->has_ref;
-      alt.kids.push_back(*std::move(c));
-      if (pos_ < p_.size() && p_[pos_] == '|') {
-        ++pos_;
-        continue;
-      }
-      break;
-    }
-    alt.end = pos_;
-    if (alt.has_ref && alt.kids.size() > 1) {
-      // A flag group's scope runs across '|' to the group's end; lowered
-      // branches would lose it.
-      for (const Node& k : alt.kids) {
-        if (k.has_flags) return Error(alt.begin, "an inline flag group beside a rule reference");
-      }
-    }
-    if (alt.kids.size() == 1) return std::move(alt.kids[0]);
-    return alt;
-  }
-
-  absl::StatusOr<Node> ParseConcat(uint32_t depth) {
-    Node cat;
-    cat.kind = Node::Kind::kConcat;
-    cat.begin = pos_;
-    while (pos_ < p_.size() && p_[pos_] != '|' && p_[pos_] != ')') {
-      auto item = ParseQuantified(depth);
-      if (!item.ok()) return item;
-      cat.has_ref |= item->has_ref;
-      cat.has_flags |= item->flags_only;
-      cat.kids.push_back(*std::move(item));
-    }
-    cat.end = pos_;
-    if (cat.has_ref) {
-      for (const Node& k : cat.kids) {
-        if (k.flags_only) return Error(k.begin, "an inline flag group beside a rule reference");
-      }
-    }
-    return cat;
-  }
-
-  // A quantifier at pos_: "*", "+", "?", "{m}", "{m,}", "{m,n}" (and a lazy
-  // "?" after it, which changes no language). False, pos_ unchanged, if none.
-  absl::StatusOr<bool> ParseQuantifier(uint32_t* min, uint32_t* max) {
-    if (pos_ >= p_.size()) return false;
-    const char c = p_[pos_];
-    if (c == '*' || c == '+' || c == '?') {
-      *min = c == '+' ? 1 : 0;
-      *max = c == '?' ? 1 : kUnbounded;
-      ++pos_;
-    } else if (c == '{') {
-      size_t i = pos_ + 1;
-      auto number = [&](uint32_t* out) {
-        const size_t start = i;
-        uint64_t v = 0;
-        while (i < p_.size() && IsDigit(p_[i]) && v <= limits_.max_repeat) v = v * 10 + (p_[i++] - '0');
-        *out = static_cast<uint32_t>(std::min<uint64_t>(v, kUnbounded - 1));
-        return i > start;
-      };
-      if (!number(min)) return false;  // a literal '{'
-      *max = *min;
-      if (i < p_.size() && p_[i] == ',') {
-        ++i;
-        if (!number(max)) *max = kUnbounded;
-      }
-      if (i >= p_.size() || p_[i] != '}') return false;
-      if (*min > limits_.max_repeat || (*max != kUnbounded && *max > limits_.max_repeat)) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "regex rule '", rule_.name, "' at byte ", pos_, ": repeat bound above ",
-            limits_.max_repeat, " (max_repeat)"));
-      }
-      if (*max < *min) return Error(pos_, "repeat {m,n} with n < m");
-      pos_ = i + 1;
-    } else {
-      return false;
-    }
-    if (pos_ < p_.size() && p_[pos_] == '?') ++pos_;  // lazy
-    return true;
-  }
-
-  absl::StatusOr<Node> ParseQuantified(uint32_t depth) {
-    auto atom = ParseAtom(depth);
-    if (!atom.ok()) return atom;
-    Node n = *std::move(atom);
-    for (;;) {
-      const size_t at = pos_;
-      uint32_t min = 0, max = 0;
-      auto q = ParseQuantifier(&min, &max);
-      if (!q.ok()) return q.status();
-      if (!*q) break;
-      if (n.flags_only) return Error(at, "a quantifier after an inline flag group");
-      if (!n.has_ref) {
-        n.end = pos_;  // the quantifier joins the text
-        continue;
-      }
-      Node r;
-      r.kind = Node::Kind::kRepeat;
-      r.begin = n.begin;
-      r.end = pos_;
-      r.min = min;
-      r.max = max;
-      r.has_ref = true;
-      r.kids.push_back(std::move(n));
-      n = std::move(r);
-    }
-    return n;
-  }
-
-  absl::StatusOr<Node> ParseAtom(uint32_t depth) {
-    Node n;
-    n.begin = pos_;
-    const char c = p_[pos_];
-    if (c == '(') {
-      if (depth >= limits_.max_nesting) {
-        return absl::ResourceExhaustedError(absl::StrCat("regex rule '", rule_.name, "' at byte ", pos_,
-                                                         ": groups nested more than ",
-                                                         limits_.max_nesting, " deep (max_nesting)"));
-      }
-      if (p_.substr(pos_, 3) == "(?&") {
-        size_t i = pos_ + 3;
-        uint64_t k = 0;
-        const size_t digits = i;
-        while (i < p_.size() && IsDigit(p_[i]) && k < num_rules_) k = k * 10 + (p_[i++] - '0');
-        if (i == digits || i >= p_.size() || p_[i] != ')') return Error(pos_, "bad rule reference");
-        if (k >= num_rules_) {
-          return Error(pos_, absl::StrCat("reference to rule ", k, " of ", num_rules_));
-        }
-        n.kind = Node::Kind::kRef;
-        n.ref = static_cast<uint32_t>(k);
-        n.has_ref = true;
-        pos_ = i + 1;
-        n.end = pos_;
-        return n;
-      }
-      // "(", "(?:" or a flag group "(?flags:" / "(?flags)".
-      size_t i = pos_ + 1;
-      bool plain = true;
-      if (i < p_.size() && p_[i] == '?') {
-        ++i;
-        while (i < p_.size() && p_[i] != ':' && p_[i] != ')' && i - pos_ < 16) ++i;
-        if (i >= p_.size() || (p_[i] != ':' && p_[i] != ')')) return Error(pos_, "bad group");
-        plain = i == pos_ + 2 && p_[i] == ':';
-        if (p_[i] == ')') {
-          pos_ = i + 1;
-          n.end = pos_;
-          n.flags_only = true;
-          return n;
-        }
-        ++i;
-      }
-      pos_ = i;
-      auto inner = ParseAlternate(depth + 1);
-      if (!inner.ok()) return inner;
-      if (pos_ >= p_.size() || p_[pos_] != ')') return Error(n.begin, "missing ')'");
-      ++pos_;
-      if (!inner->has_ref) {
-        n.end = pos_;
-        return n;
-      }
-      if (!plain) return Error(n.begin, "an inline flag group around a rule reference");
-      Node g = *std::move(inner);
-      g.begin = n.begin;
-      g.end = pos_;
-      return g;
-    }
-    if (c == '[' || c == '\\') {
-      const size_t end = RegexEscapeOrClassEnd(std::string_view(p_.data(), p_.size()), pos_);
-      if (end == std::string_view::npos) {
-        return Error(pos_, c == '[' ? "missing ']'" : "unterminated escape");
-      }
-      pos_ = end;
-    } else {
-      // One character, all of its UTF-8 bytes.
-      const uint8_t lead = static_cast<uint8_t>(c);
-      const size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-      pos_ = std::min(p_.size(), pos_ + len);
-    }
-    n.end = pos_;
-    return n;
-  }
-
-  absl::string_view p_;
-  const RegexRule& rule_;
-  uint32_t num_rules_;
-  const GrammarLimits& limits_;
-  size_t pos_ = 0;
-};
+using regex_rule_parser::kUnbounded;
+using regex_rule_parser::Node;
+using regex_rule_parser::ParseRegexRule;
 
 // The literal a terminal's regex spells, if it is one: plain characters and
 // escaped punctuation only.
@@ -271,8 +45,9 @@ std::optional<std::string> LiteralOf(absl::string_view regex) {
 
 class Lowering {
  public:
-  Lowering(const std::vector<RegexRule>& rules, const GrammarLimits& limits)
-      : rules_(rules), limits_(limits) {}
+  Lowering(const std::vector<RegexRule>& rules, const GrammarLimits& limits,
+           const TerminalLimits& terminal)
+      : rules_(rules), limits_(limits), terminal_(terminal) {}
 
   absl::StatusOr<Grammar> Run(uint32_t start) {
     size_t bytes = 0;
@@ -288,8 +63,8 @@ class Lowering {
     g_.start = start;
     for (size_t i = 0; i < rules_.size(); ++i) {
       current_ = static_cast<uint32_t>(i);
-      RuleParser parser(rules_[i].regex, rules_[i], static_cast<uint32_t>(rules_.size()), limits_);
-      auto tree = parser.Parse();
+      auto tree = ParseRegexRule(rules_[i].regex, rules_[i], static_cast<uint32_t>(rules_.size()),
+                                 limits_, /*split_top=*/false);
       if (!tree.ok()) return tree.status();
       auto alts = LowerAlternatives(*tree);
       if (!alts.ok()) return alts.status();
@@ -326,42 +101,101 @@ class Lowering {
     return static_cast<uint32_t>(g_.rules.size() - 1);
   }
 
-  // Appends the terminal for `text` (a reference-free regex) to `seq`: nothing
-  // when it matches only the empty string, a rule deriving nothing when it
-  // matches no string.
-  absl::Status AppendText(absl::string_view text, Sequence* seq) {
-    auto it = terminal_of_.find(text);
-    if (it == terminal_of_.end()) {
-      RegexLimits regex_limits;
-      regex_limits.max_pattern_bytes = std::max<size_t>(regex_limits.max_pattern_bytes, text.size());
-      auto re = Regex::Parse(std::string_view(text.data(), text.size()), regex_limits);
-      if (!re.ok()) {
-        return absl::Status(re.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
-                                                             "': ", re.status().message()));
-      }
-      const RegexLanguage lang = AnalyzeRegex(re->root());
-      int32_t id;
-      if (!lang.any) {
-        id = kNothing;
-      } else if (!lang.non_empty) {
-        id = kEmptyOnly;
-      } else {
-        if (g_.terminals.size() >= limits_.max_terminals) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "grammar needs more than ", limits_.max_terminals, " terminals (max_terminals)"));
-        }
-        Terminal t;
-        t.regex = std::string(text);
-        t.literal = LiteralOf(text);
-        t.name = t.literal ? absl::StrCat("\"", *t.literal, "\"")
-                           : absl::StrCat(rules_[current_].name, "#", g_.terminals.size());
-        id = static_cast<int32_t>(g_.terminals.size());
-        g_.terminals.push_back(std::move(t));
-      }
-      it = terminal_of_.emplace(std::string(text), id).first;
+  // The terminal for `text` (a reference-free regex), made on first use:
+  // its id, kNothing or kEmptyOnly; kOversized, the reason in *why, when it
+  // is over terminal_. With `may_presume`, a regex of at least half the
+  // nodes of the smallest whose DFA failed (dfa_failed_nodes_) is presumed
+  // over the DFA limit without building its DFA (*presumed set): a failed
+  // DFA costs max_states states' work, and the parts around one large piece
+  // (a long string, in each of several objects) would each pay it. Only a
+  // grammar with a part over the DFA limit presumes, and such a grammar
+  // compiled to no index before parts were split.
+  absl::StatusOr<int32_t> TerminalOf(absl::string_view text, bool may_presume, absl::Status* why,
+                                     bool* presumed) {
+    if (auto it = terminal_of_.find(text); it != terminal_of_.end()) return it->second;
+    RegexLimits regex_limits = terminal_.regex;
+    regex_limits.max_pattern_bytes = std::max<size_t>(regex_limits.max_pattern_bytes, text.size());
+    auto re = Regex::Parse(std::string_view(text.data(), text.size()), regex_limits);
+    if (!re.ok()) {
+      absl::Status s(re.status().code(),
+                     absl::StrCat("regex rule '", rules_[current_].name, "': ", re.status().message()));
+      if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+      *why = std::move(s);
+      return kOversized;
     }
-    if (it->second == kEmptyOnly) return absl::OkStatus();
-    if (it->second == kNothing) {
+    const RegexLanguage lang = AnalyzeRegex(re->root());
+    int32_t id;
+    if (!lang.any) {
+      id = kNothing;
+    } else if (!lang.non_empty) {
+      id = kEmptyOnly;
+    } else {
+      if (terminal_.check_dfa) {
+        if (may_presume && re->expanded_size() >= dfa_failed_nodes_ / 2) {
+          *why = dfa_failed_;
+          *presumed = true;
+          return kOversized;
+        }
+        // The DFA CompiledGrammar will build, built once here to learn that
+        // it fits.
+        auto dfa = Dfa::Compile(*re, terminal_.dfa);
+        if (!dfa.ok()) {
+          absl::Status s(dfa.status().code(), absl::StrCat("regex rule '", rules_[current_].name,
+                                                           "': ", dfa.status().message()));
+          if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+          if (re->expanded_size() < dfa_failed_nodes_) {
+            dfa_failed_nodes_ = re->expanded_size();
+            dfa_failed_ = s;
+          }
+          *why = std::move(s);
+          return kOversized;
+        }
+      }
+      if (g_.terminals.size() >= limits_.max_terminals) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "grammar needs more than ", limits_.max_terminals, " terminals (max_terminals)"));
+      }
+      Terminal t;
+      t.regex = std::string(text);
+      t.literal = LiteralOf(text);
+      t.name = t.literal ? absl::StrCat("\"", *t.literal, "\"")
+                         : absl::StrCat(rules_[current_].name, "#", g_.terminals.size());
+      id = static_cast<int32_t>(g_.terminals.size());
+      g_.terminals.push_back(std::move(t));
+    }
+    terminal_of_.emplace(std::string(text), id);
+    return id;
+  }
+
+  // Appends symbols deriving exactly `text`'s language (a reference-free
+  // regex) to `seq`: its terminal, nothing when it matches only the empty
+  // string, a rule deriving nothing when it matches no string, rules over
+  // smaller pieces when it is over terminal_.
+  absl::Status AppendText(absl::string_view text, Sequence* seq) {
+    if (auto it = split_of_.find(text); it != split_of_.end()) {
+      seq->insert(seq->end(), it->second.begin(), it->second.end());
+      return absl::OkStatus();
+    }
+    absl::Status why;
+    bool presumed = false;
+    auto id = TerminalOf(text, /*may_presume=*/true, &why, &presumed);
+    if (!id.ok()) return id.status();
+    if (*id == kOversized) {
+      Sequence pieces;
+      auto split = AppendSplit(text, &pieces);
+      if (!split.ok()) return split.status();
+      if (*split) {
+        seq->insert(seq->end(), pieces.begin(), pieces.end());
+        split_of_.emplace(std::string(text), std::move(pieces));
+        return absl::OkStatus();
+      }
+      if (!presumed) return why;
+      id = TerminalOf(text, /*may_presume=*/false, &why, &presumed);
+      if (!id.ok()) return id.status();
+      if (*id == kOversized) return why;
+    }
+    if (*id == kEmptyOnly) return absl::OkStatus();
+    if (*id == kNothing) {
       if (nothing_rule_ == kNoRule) {
         auto r = NewRule({});
         if (!r.ok()) return r.status();
@@ -370,8 +204,66 @@ class Lowering {
       seq->push_back(Symbol::Rule(nothing_rule_));
       return absl::OkStatus();
     }
-    seq->push_back(Symbol::Terminal(static_cast<uint32_t>(it->second)));
+    seq->push_back(Symbol::Terminal(static_cast<uint32_t>(*id)));
     return absl::OkStatus();
+  }
+
+  // `text`, a reference-free regex over terminal_, split at its top level
+  // into rules over pieces that AppendText lowers in turn. Each piece is a
+  // strict substring, so the recursion ends. False, `seq` unchanged, when
+  // there is no operator to split at, or an inline flag group whose scope
+  // would be cut.
+  absl::StatusOr<bool> AppendSplit(absl::string_view text, Sequence* seq) {
+    auto tree = ParseRegexRule(text, rules_[current_], static_cast<uint32_t>(rules_.size()), limits_,
+                               /*split_top=*/true);
+    if (!tree.ok()) return false;
+    return AppendSplitNode(text, *tree, seq);
+  }
+
+  absl::StatusOr<bool> AppendSplitNode(absl::string_view text, const Node& n, Sequence* seq) {
+    auto piece = [text](size_t begin, size_t end) { return text.substr(begin, end - begin); };
+    switch (n.kind) {
+      case Node::Kind::kAlternate: {
+        for (const Node& k : n.kids) {
+          if (k.has_flags) return false;
+        }
+        std::vector<Sequence> alts(n.kids.size());
+        for (size_t i = 0; i < n.kids.size(); ++i) {
+          if (auto s = AppendText(piece(n.kids[i].begin, n.kids[i].end), &alts[i]); !s.ok()) return s;
+        }
+        auto r = NewRule(std::move(alts));
+        if (!r.ok()) return r.status();
+        seq->push_back(Symbol::Rule(*r));
+        return true;
+      }
+      case Node::Kind::kConcat: {
+        if (n.has_flags) return false;
+        if (n.kids.empty()) return true;
+        if (n.kids.size() == 1) return AppendSplitNode(text, n.kids[0], seq);
+        // Halves: a half that fits is one terminal, so a long run of small
+        // items costs no symbol per item.
+        const size_t mid = n.kids.size() / 2;
+        if (auto s = AppendText(piece(n.kids[0].begin, n.kids[mid - 1].end), seq); !s.ok()) return s;
+        if (auto s = AppendText(piece(n.kids[mid].begin, n.kids.back().end), seq); !s.ok()) return s;
+        return true;
+      }
+      case Node::Kind::kRepeat: {
+        Sequence x;
+        if (auto s = AppendText(piece(n.kids[0].begin, n.kids[0].end), &x); !s.ok()) return s;
+        if (auto s = AppendCountedRepeat(std::move(x), n.min, n.max, seq); !s.ok()) return s;
+        return true;
+      }
+      case Node::Kind::kText:
+        // A group's contents, parsed as nested: split again at their top.
+        if (n.end - n.begin < text.size()) {
+          if (auto s = AppendText(piece(n.begin, n.end), seq); !s.ok()) return s;
+          return true;
+        }
+        break;
+      case Node::Kind::kRef:
+        break;
+    }
+    return false;
   }
 
   absl::StatusOr<std::vector<Sequence>> LowerAlternatives(const Node& n) {
@@ -430,19 +322,45 @@ class Lowering {
     return absl::OkStatus();
   }
 
-  // X{min,max}: min copies of X, then a star helper (max unbounded) or
-  // max-min nested optional copies.
   absl::Status AppendRepeat(const Node& n, Sequence* seq) {
     Sequence x;
     if (auto s = AppendSequence(n.kids[0], &x); !s.ok()) return s;
+    return AppendCountedRepeat(std::move(x), n.min, n.max, seq);
+  }
+
+  // Appends X{min,max} (max kUnbounded for X{min,}), X being the sequence
+  // `x`. With P_0 = X and P_{k+1} := P_k P_k (exactly 2^k copies):
+  //  - X^min is the P_k of min's set bits side by side;
+  //  - X{min,} is X^min H, H := ε | H X (left recursion: Earley completes it
+  //    in constant work per copy);
+  //  - X{0,r} with 2^k <= r < 2^(k+1) is R(r) := U_k | P_k R(r - 2^k),
+  //    R(0) = ε, where U_0 = ε and U_{k+1} := U_k | P_k U_k (0 to 2^(k+1)-1
+  //    copies).
+  // Each count has one derivation, and a repeat costs O(log max) rules; a
+  // chain of max-min nested optional copies would cost one rule per copy
+  // (an array of up to 1000 objects: 1000 rules, of max_rules' 10000).
+  absl::Status AppendCountedRepeat(Sequence x, uint32_t min, uint32_t max, Sequence* seq) {
     if (x.size() != 1) {
       auto r = NewRule({x});
       if (!r.ok()) return r.status();
       x = {Symbol::Rule(*r)};
     }
-    for (uint32_t i = 0; i < n.min; ++i) seq->push_back(x[0]);
-    if (n.max == kUnbounded) {
-      // H := ε | H X (left recursion: Earley completes it in constant work).
+    std::vector<Symbol> power = {x[0]};  // power[k]: P_k
+    auto power_of = [&](int k) -> absl::StatusOr<Symbol> {
+      while (static_cast<int>(power.size()) <= k) {
+        auto r = NewRule({{power.back(), power.back()}});
+        if (!r.ok()) return r.status();
+        power.push_back(Symbol::Rule(*r));
+      }
+      return power[k];
+    };
+    for (int k = 31; k >= 0; --k) {
+      if (((min >> k) & 1) == 0) continue;
+      auto p = power_of(k);
+      if (!p.ok()) return p.status();
+      seq->push_back(*p);
+    }
+    if (max == kUnbounded) {
       auto h = NewRule({});
       if (!h.ok()) return h.status();
       g_.rules[*h].alternatives = {{}, {Symbol::Rule(*h), x[0]}};
@@ -450,44 +368,64 @@ class Lowering {
       seq->push_back(Symbol::Rule(*h));
       return absl::OkStatus();
     }
-    // O_k := ε | X O_{k-1}, O_1 := ε | X.
-    Symbol inner = x[0];
-    bool have_inner = false;
-    for (uint32_t k = n.min; k < n.max; ++k) {
-      Sequence more = {x[0]};
-      if (have_inner) more.push_back(inner);
-      auto o = NewRule({{}, more});
-      if (!o.ok()) return o.status();
-      inner = Symbol::Rule(*o);
-      have_inner = true;
+    const uint32_t r = max - min;
+    Sequence up_to;  // U_k, k the bit below: empty for U_0 = ε
+    Sequence rest;   // R(r's bits below k)
+    for (int k = 0; k < 32 && (r >> k) != 0; ++k) {
+      auto p = power_of(k);
+      if (!p.ok()) return p.status();
+      if ((r >> k) & 1) {
+        Sequence more = {*p};
+        more.insert(more.end(), rest.begin(), rest.end());
+        auto rule = NewRule({up_to, std::move(more)});
+        if (!rule.ok()) return rule.status();
+        rest = {Symbol::Rule(*rule)};
+      }
+      if ((r >> (k + 1)) != 0) {
+        Sequence more = {*p};
+        more.insert(more.end(), up_to.begin(), up_to.end());
+        auto u = NewRule({up_to, std::move(more)});
+        if (!u.ok()) return u.status();
+        up_to = {Symbol::Rule(*u)};
+      }
     }
-    if (have_inner) seq->push_back(inner);
+    seq->insert(seq->end(), rest.begin(), rest.end());
     return absl::OkStatus();
   }
 
   static constexpr int32_t kNothing = -1;
   static constexpr int32_t kEmptyOnly = -2;
+  static constexpr int32_t kOversized = -3;
   static constexpr uint32_t kNoRule = ~uint32_t{0};
 
   const std::vector<RegexRule>& rules_;
   const GrammarLimits& limits_;
+  const TerminalLimits& terminal_;
   Grammar g_;
   uint32_t current_ = 0;
   uint32_t helpers_ = 0;
   uint64_t symbols_ = 0;
   uint32_t nothing_rule_ = kNoRule;
+  // The fewest expanded nodes of a regex whose DFA was over terminal_.dfa,
+  // and its error (TerminalOf).
+  size_t dfa_failed_nodes_ = SIZE_MAX;
+  absl::Status dfa_failed_;
   absl::flat_hash_map<std::string, int32_t> terminal_of_;
+  // An oversized text's pieces (AppendSplit), so that a repeated part is
+  // split once.
+  absl::flat_hash_map<std::string, Sequence> split_of_;
 };
 
 }  // namespace
 
 absl::StatusOr<Grammar> GrammarFromRegexRules(const std::vector<RegexRule>& rules, uint32_t start,
-                                              const GrammarLimits& limits) {
+                                              const GrammarLimits& limits,
+                                              const TerminalLimits& terminal) {
   if (start >= rules.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("regex rules: start rule ", start, " of ", rules.size()));
   }
-  return Lowering(rules, limits).Run(start);
+  return Lowering(rules, limits, terminal).Run(start);
 }
 
 }  // namespace maskd::grammar

@@ -277,9 +277,16 @@ TEST(CompileConstraint, ErrorsNameTheirStage) {
   EXPECT_EQ(FailedStage(bad_regex.status()), CompileStage::kIndex);
   CompileOptions tiny;
   tiny.dfa.max_states = 4;
-  auto big = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), context, tiny);
+  // On the regex route the one DFA is over max_states; the grammar route
+  // (auto's fallback) splits the regex into terminals that fit.
+  Constraint integer = Constraint::JsonSchema(R"({"type":"integer"})");
+  integer.schema_route = SchemaRoute::kRegex;
+  auto big = CompileConstraint(integer, context, tiny);
   ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(FailedStage(big.status()), CompileStage::kIndex);
+  auto split = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), context, tiny);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->index->route(), ConstraintRoute::kGrammar);
 }
 
 }  // namespace

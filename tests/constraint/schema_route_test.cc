@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "constraint/compile.h"
 #include "constraint/constraint_guide.h"
 #include "constraint/schema_grammar.h"
@@ -28,7 +29,7 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::StatusOr<grammar::Grammar> SchemaGrammar(const std::string& schema, const JsonSchemaOptions& o) {
-  return JsonSchemaGrammar(schema, o, grammar::GrammarLimits{});
+  return JsonSchemaGrammar(schema, o, grammar::GrammarLimits{}, grammar::TerminalLimits{});
 }
 
 // Every test text of every slice schema gets the same verdict from both
@@ -249,6 +250,53 @@ TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
   ASSERT_TRUE(guide.ok());
   ASSERT_TRUE(Spell(*guide, *vocab, R"({"p0": {"q": "x", "extra": [1, {"y": null}]}, "p7": {}})"));
   EXPECT_TRUE(guide->IsAccepting());
+}
+
+// An array of up to 1000 objects: its regex expands past the regex limits,
+// so the counted repeat becomes grammar rules over one object terminal, on
+// the automatic route and the grammar route alike, exact at the bounds.
+TEST(SchemaRoutes, LongArrayOfObjectsCompilesOnTheGrammarRoute) {
+  const std::string schema =
+      R"({"type":"array","items":{"type":"object","properties":{"name":{"type":"string","maxLength":100},)"
+      R"("kind":{"enum":["a","b","c"]},"size":{"type":"integer"},)"
+      R"("tags":{"type":"array","items":{"type":"string","maxLength":20},"maxItems":5}},)"
+      R"("required":["name","kind"],"additionalProperties":false},"minItems":2,"maxItems":1000})";
+  auto regex = JsonSchemaToRegex(schema, JsonSchemaOptions{});
+  ASSERT_TRUE(regex.ok()) << regex.status();
+  RegexLimits rl;
+  rl.max_pattern_bytes = JsonSchemaOptions{}.max_regex_bytes;
+  EXPECT_EQ(Regex::Parse(regex->regex, rl).status().code(), absl::StatusCode::kResourceExhausted);
+  auto array = [](int n) {
+    std::string out = "[";
+    for (int i = 0; i < n; ++i) {
+      absl::StrAppend(&out, i ? ", " : "", R"({"name": "n)", i, R"(", "kind": ")", std::string(1, 'a' + i % 3),
+                      i % 2 ? R"(", "tags": ["x"]})" : R"("})");
+    }
+    return out + "]";
+  };
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kGrammar}) {
+    Constraint c = Constraint::JsonSchema(schema);
+    c.schema_route = route;
+    auto compiled = CompileConstraint(c, tokenizer);
+    ASSERT_TRUE(compiled.ok()) << SchemaRouteName(route) << ": " << compiled.status();
+    EXPECT_EQ(compiled->index->route(), ConstraintRoute::kGrammar);
+    for (int n : {2, 3, 999, 1000}) {
+      auto guide = ConstraintGuide::Create(compiled->index);
+      ASSERT_TRUE(guide.ok());
+      ASSERT_TRUE(Spell(*guide, *vocab, array(n))) << n;
+      EXPECT_TRUE(guide->IsAccepting()) << n;
+    }
+    for (int n : {0, 1, 1001}) {  // refused at the ']' or the 1001st item's ','
+      auto guide = ConstraintGuide::Create(compiled->index);
+      ASSERT_TRUE(guide.ok());
+      EXPECT_FALSE(Spell(*guide, *vocab, array(n))) << n;
+    }
+    auto bad = ConstraintGuide::Create(compiled->index);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_FALSE(Spell(*bad, *vocab, R"([{"name": "x", "kind": "a"}, {"name": "y", "kind": "d"}])"));
+  }
 }
 
 // Members in any order: every subset of {a, b, c} in every order, with or

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
 #include "gtest/gtest.h"
@@ -161,20 +162,27 @@ TEST(RegexRules, LimitsAreEnforced) {
 }
 
 // Random regexes over {a, b} built from classes, groups, alternation and
-// quantifiers, some naming rule 1 (itself a random reference-free regex).
-std::string RandomRegex(std::mt19937& rng, int depth, bool refs) {
+// quantifiers, some naming rule 1 (itself a random reference-free regex);
+// long_counts adds counted repeats up to {0,9} and {5}.
+std::string RandomRegex(std::mt19937& rng, int depth, bool refs, bool long_counts = false) {
   switch (depth <= 0 ? rng() % 3 : rng() % 8) {
     case 0: return "a";
     case 1: return "[ab]";
     case 2: return refs && rng() % 2 ? "(?&1)" : "b";
     case 3:
-    case 4: return RandomRegex(rng, depth - 1, refs) + RandomRegex(rng, depth - 1, refs);
-    case 5: return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs), "|", RandomRegex(rng, depth - 1, refs), ")");
+    case 4: return RandomRegex(rng, depth - 1, refs, long_counts) + RandomRegex(rng, depth - 1, refs, long_counts);
+    case 5:
+      return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs, long_counts), "|",
+                          RandomRegex(rng, depth - 1, refs, long_counts), ")");
     case 6: {
-      static const char* kQuantifiers[] = {"*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"};
-      return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs), ")", kQuantifiers[rng() % 7]);
+      static const char* kQuantifiers[] = {"*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}",
+                                           "{3,7}", "{0,9}", "{5}", "{4,}", "{1,6}"};
+      return absl::StrCat("(?:", RandomRegex(rng, depth - 1, refs, long_counts), ")",
+                          kQuantifiers[rng() % (long_counts ? 12 : 7)]);
     }
-    default: return absl::StrCat(RandomRegex(rng, depth - 1, refs), "|", RandomRegex(rng, depth - 1, refs));
+    default:
+      return absl::StrCat(RandomRegex(rng, depth - 1, refs, long_counts), "|",
+                          RandomRegex(rng, depth - 1, refs, long_counts));
   }
 }
 
@@ -204,6 +212,161 @@ TEST(RegexRules, SameLanguageAsTheInlinedRegex) {
   }
   EXPECT_GT(accepted, compared / 20);  // both verdicts are exercised
   EXPECT_LT(accepted, compared);
+}
+
+// Reference-free parts over small TerminalLimits are split into rules: the
+// language must still be the inlined regex's, by the same DFA oracle.
+TEST(RegexRules, OversizedPartsSplitIntoRulesWithTheSameLanguage) {
+  std::mt19937 rng(15);
+  int compared = 0, accepted = 0, split = 0;
+  for (int round = 0; round < 300; ++round) {
+    TerminalLimits small;
+    small.regex.max_nodes = 3 + rng() % 10;
+    small.dfa.max_states = round % 3 == 0 ? 5 + rng() % 6 : 100000;
+    const std::string inner = RandomRegex(rng, 2, false, true);
+    const std::string outer = RandomRegex(rng, 4, round % 2 == 0, true);
+    const std::string inlined = absl::StrReplaceAll(outer, {{"(?&1)", absl::StrCat("(?:", inner, ")")}});
+    auto dfa = Dfa::FromPattern(inlined);
+    ASSERT_TRUE(dfa.ok()) << inlined << ": " << dfa.status();
+    auto g = GrammarFromRegexRules({{"outer", outer}, {"inner", inner}}, 0, GrammarLimits{}, small);
+    ASSERT_TRUE(g.ok()) << outer << " / " << inner << ": " << g.status();
+    auto whole = GrammarFromRegexRules({{"outer", outer}, {"inner", inner}}, 0, GrammarLimits{});
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    split += g->terminals.size() != whole->terminals.size();
+    auto r = EarleyRecognizer::Create(*g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (int i = 0; i < 60; ++i) {
+      std::string s(rng() % 15, 'a');
+      for (char& c : s) c = rng() % 2 ? 'a' : 'b';
+      const bool want = (*dfa)->Matches(s);
+      auto got = r->Accepts(s);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(*got, want) << "outer " << outer << " inner " << inner << " text '" << s << "' limits "
+                            << small.regex.max_nodes << " nodes, " << small.dfa.max_states << " states";
+      ++compared;
+      accepted += want;
+    }
+  }
+  EXPECT_GT(split, 100);  // the limits split most rounds
+  EXPECT_GT(accepted, compared / 20);
+  EXPECT_LT(accepted, compared);
+}
+
+// X{m,n} for a body over the limits: exact at m-1, m, n, n+1 copies, with
+// O(log n) rules, against the inlined regex's DFA.
+TEST(RegexRules, OversizedCountedRepeatIsExactAtItsBounds) {
+  const uint32_t kUnbounded = ~uint32_t{0};
+  struct Bounds {
+    uint32_t min, max;
+  } cases[] = {{0, 1}, {1, 1}, {2, 5}, {3, 3}, {0, 1000}, {1, 1000}, {2, 1000}, {999, 1000},
+               {1000, 1000}, {0, kUnbounded}, {5, kUnbounded}, {7, 77}};
+  TerminalLimits small;
+  small.regex.max_nodes = 30;
+  for (const Bounds& b : cases) {
+    const std::string count = b.max == kUnbounded ? absl::StrCat("{", b.min, ",}")
+                                                  : absl::StrCat("{", b.min, ",", b.max, "}");
+    // A separator, so that each count has one spelling.
+    const std::string regex = absl::StrCat("<(?:;(?:a[bc]?d|e)f)", count, ">");
+    auto g = GrammarFromRegexRules({{"r", regex}}, 0, GrammarLimits{}, small);
+    ASSERT_TRUE(g.ok()) << regex << ": " << g.status();
+    EXPECT_LT(g->rules.size(), 40u) << regex;
+    std::vector<std::string> terminals;
+    for (const Terminal& t : g->terminals) terminals.push_back(t.regex);
+    if (b.max != kUnbounded && b.max >= 4) {  // over 30 nodes inlined
+      EXPECT_THAT(terminals, ::testing::Contains("(?:;(?:a[bc]?d|e)f)")) << regex;
+    }
+    auto dfa = Dfa::FromPattern(regex);
+    ASSERT_TRUE(dfa.ok()) << dfa.status();
+    auto r = EarleyRecognizer::Create(*g);
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<uint32_t> counts = {b.min, b.min + 1};
+    if (b.min > 0) counts.push_back(b.min - 1);
+    if (b.max != kUnbounded) counts.insert(counts.end(), {b.max - 1, b.max, b.max + 1});
+    else counts.push_back(b.min + 40);
+    for (uint32_t k : counts) {
+      std::string text = "<";
+      for (uint32_t i = 0; i < k; ++i) text += i % 3 == 0 ? ";acdf" : i % 3 == 1 ? ";adf" : ";ef";
+      text += ">";
+      const bool want = k >= b.min && k <= b.max;
+      ASSERT_EQ((*dfa)->Matches(text), want) << regex << " " << k;
+      EXPECT_EQ(Accepts(*r, text), want) << regex << " with " << k << " copies";
+      if (k > 0) {
+        std::string broken = text;
+        broken[broken.size() - 2] = 'x';  // the last copy spoiled
+        EXPECT_FALSE(Accepts(*r, broken)) << regex << " " << broken;
+      }
+    }
+  }
+}
+
+TEST(RegexRules, PartsThatFitAreUnchangedByTheTerminalLimits) {
+  const std::vector<RegexRule> rules = {{"r", "\\[(?:x{3}(?:,x{3}){0,999})?\\](?&1)"}, {"s", "y|z"}};
+  auto g = GrammarFromRegexRules(rules, 0, GrammarLimits{});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ToText(*g), ToText(*GrammarFromRegexRules(rules, 0, GrammarLimits{}, TerminalLimits{})));
+  ASSERT_EQ(g->terminals.size(), 2u);
+  EXPECT_EQ(g->terminals[0].regex, "\\[(?:x{3}(?:,x{3}){0,999})?\\]");
+}
+
+// A body too big for a terminal under the default limits: a JSON-like array
+// of 1 to 1000 objects whose inlined regex expands past 2^20 nodes.
+TEST(RegexRules, GenuinelyBigRepeatBecomesRules) {
+  const std::string item = "\\{\"s\": \"[a-z]{0,600}\", \"t\": \"[a-z]{0,600}\"\\}";
+  const std::string regex = absl::StrCat("\\[", item, "(?:, ", item, "){0,999}\\]");
+  auto whole = Regex::Parse(regex);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kResourceExhausted);
+  auto g = GrammarFromRegexRules({{"array", regex}}, 0, GrammarLimits{});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_LT(g->rules.size(), 40u);
+  auto r = EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto array = [](int n, const std::string& last) {
+    std::string out = "[";
+    for (int i = 0; i < n; ++i) {
+      absl::StrAppend(&out, i ? ", " : "", "{\"s\": \"", i + 1 == n ? last : std::string(i % 7, 'q'),
+                      "\", \"t\": \"", std::string(i % 5, 'p'), "\"}");
+    }
+    return out + "]";
+  };
+  EXPECT_FALSE(Accepts(*r, array(0, "")));
+  for (int n : {1, 2, 999, 1000}) EXPECT_TRUE(Accepts(*r, array(n, "abc"))) << n;
+  EXPECT_TRUE(Accepts(*r, array(3, std::string(600, 'z'))));
+  EXPECT_FALSE(Accepts(*r, array(3, std::string(601, 'z'))));
+  EXPECT_FALSE(Accepts(*r, array(1001, "abc")));
+  EXPECT_FALSE(Accepts(*r, array(5, "A")));
+}
+
+TEST(RegexRules, OversizedPartWithoutAnOperatorKeepsTheLimitsError) {
+  TerminalLimits small;
+  small.regex.max_nodes = 4;
+  // A flag group's scope would be cut by a split; a class is one atom.
+  for (const char* regex : {"(?i)abcdefgh", "(?i:abcdefgh)", "(?:(?i)ab|cdefgh)"}) {
+    auto g = GrammarFromRegexRules({{"r", regex}}, 0, GrammarLimits{}, small);
+    ASSERT_FALSE(g.ok()) << regex;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kResourceExhausted) << g.status();
+    EXPECT_THAT(g.status().message(), HasSubstr("regex rule 'r': regex: pattern expands")) << regex;
+  }
+  TerminalLimits few_states;
+  few_states.dfa.max_states = 3;
+  auto g = GrammarFromRegexRules({{"r", "[a-c][d-f]+"}}, 0, GrammarLimits{}, few_states);
+  ASSERT_TRUE(g.ok()) << g.status();  // split into [a-c] and [d-f]+
+  // After a part over the DFA limit, a part as large is presumed over it
+  // too and split; one that cannot be split is still tried whole.
+  TerminalLimits four_states;
+  four_states.dfa.max_states = 4;
+  auto after = GrammarFromRegexRules({{"r", "[a-c][d-f]{3}(?&1)[g-i]{2}|(?i:xy)"}, {"s", "[j-l]"}}, 0,
+                                     GrammarLimits{}, four_states);
+  ASSERT_TRUE(after.ok()) << after.status();
+  auto recognizer = EarleyRecognizer::Create(*after);
+  ASSERT_TRUE(recognizer.ok()) << recognizer.status();
+  for (const char* ok : {"adddjgh", "bfefkii", "XY", "xY"}) EXPECT_TRUE(Accepts(*recognizer, ok)) << ok;
+  for (const char* bad : {"addjgh", "adddjg", "adddjghi", "xyz", "dddjgh"}) {
+    EXPECT_FALSE(Accepts(*recognizer, bad)) << bad;
+  }
+  auto h = GrammarFromRegexRules({{"r", "x\\p{L}"}}, 0, GrammarLimits{}, few_states);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kResourceExhausted) << h.status();
+  EXPECT_THAT(h.status().message(), HasSubstr("max_states"));
 }
 
 }  // namespace
