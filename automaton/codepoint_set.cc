@@ -5,11 +5,6 @@
 
 namespace maskd {
 
-const CodepointSet::Ranges& CodepointSet::ranges() const {
-  static const Ranges* const kEmpty = new Ranges();
-  return ranges_ ? *ranges_ : *kEmpty;
-}
-
 CodepointSet CodepointSet::Range(uint32_t lo, uint32_t hi) {
   CodepointSet set;
   set.AssignSorted({{lo, hi}});
@@ -17,15 +12,20 @@ CodepointSet CodepointSet::Range(uint32_t lo, uint32_t hi) {
 }
 
 void CodepointSet::AddRange(uint32_t lo, uint32_t hi) {
+  if (shared_ == nullptr && (own_.empty() || lo > own_.back().second + 1) &&
+      own_.size() < kSharedAbove) {
+    own_.emplace_back(lo, hi);  // above every range: still sorted and disjoint
+    return;
+  }
   Ranges r = ranges();
   r.emplace_back(lo, hi);
   Assign(std::move(r));
 }
 
 void CodepointSet::Add(const CodepointSet& other) {
-  if (other.empty() || other.ranges_ == ranges_) return;
+  if (other.empty() || (shared_ != nullptr && other.shared_ == shared_)) return;
   if (empty()) {
-    ranges_ = other.ranges_;
+    *this = other;
     return;
   }
   // Both sorted: a merge, linear in the two sizes.
@@ -48,20 +48,23 @@ void CodepointSet::Assign(Ranges ranges) {
 }
 
 void CodepointSet::AssignSorted(Ranges ranges) {
-  Ranges out;
-  out.reserve(ranges.size());
-  for (const auto& r : ranges) {
-    if (!out.empty() && r.first <= out.back().second + 1) {
-      out.back().second = std::max(out.back().second, r.second);
+  // Merged in place: ranges[0, n) is the result so far.
+  size_t n = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (n > 0 && ranges[i].first <= ranges[n - 1].second + 1) {
+      ranges[n - 1].second = std::max(ranges[n - 1].second, ranges[i].second);
     } else {
-      out.push_back(r);
+      ranges[n++] = ranges[i];
     }
   }
-  if (out.empty()) {
-    ranges_.reset();
+  ranges.resize(n);
+  if (n > kSharedAbove) {
+    ranges.shrink_to_fit();
+    shared_ = std::make_shared<const Ranges>(std::move(ranges));
+    own_ = Ranges();
   } else {
-    out.shrink_to_fit();
-    ranges_ = std::make_shared<const Ranges>(std::move(out));
+    own_ = std::move(ranges);
+    shared_.reset();
   }
 }
 

@@ -14,9 +14,11 @@ namespace maskd {
 // Largest Unicode codepoint.
 inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
-// A set of codepoints as sorted, disjoint, non-adjacent closed ranges. Copies
-// share the ranges (a change replaces them): a big class such as \p{L}, about
-// 660 ranges, costs one copy however often a pattern repeats it.
+// A set of codepoints as sorted, disjoint, non-adjacent closed ranges. A set
+// of more than kSharedAbove ranges shares them between copies (a change
+// replaces them): a big class such as \p{L}, about 660 ranges, costs one copy
+// however often a pattern repeats it. Smaller sets (a literal, \d, [a-z_])
+// hold their ranges themselves, one allocation a copy.
 class CodepointSet {
  public:
   using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
@@ -35,14 +37,20 @@ class CodepointSet {
   CodepointSet IntersectRange(uint32_t lo, uint32_t hi) const;
   bool empty() const { return ranges().empty(); }
   bool Contains(uint32_t cp) const;
-  const Ranges& ranges() const;
-  // Identifies the shared ranges: equal for copies of one set.
-  const void* storage() const { return ranges_.get(); }
+  const Ranges& ranges() const { return shared_ != nullptr ? *shared_ : own_; }
+  // Sets of more ranges than this share them between copies.
+  static constexpr size_t kSharedAbove = 8;
+  // Identifies the shared ranges of a set of more than kSharedAbove ranges:
+  // equal for copies of one set. Null for smaller sets.
+  const void* storage() const { return shared_.get(); }
 
  private:
   void Assign(Ranges ranges);        // sorts and merges
   void AssignSorted(Ranges ranges);  // merges; `ranges` sorted by lo
-  std::shared_ptr<const Ranges> ranges_;  // null when empty
+  // Exactly one holds the ranges: shared_ when there are more than
+  // kSharedAbove of them, else own_ (shared_ null).
+  Ranges own_;
+  std::shared_ptr<const Ranges> shared_;
 };
 
 }  // namespace maskd

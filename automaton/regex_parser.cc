@@ -37,6 +37,11 @@ absl::Status RegexTreeParser::Error(size_t offset, absl::string_view what) const
 }
 
 absl::StatusOr<uint32_t> RegexTreeParser::NextCodepoint() {
+  const uint8_t b0 = static_cast<uint8_t>(p_[pos_]);
+  if (b0 < 0x80) {
+    ++pos_;
+    return b0;
+  }
   std::optional<uint32_t> cp = DecodeUtf8(p_.substr(0, end_), &pos_);
   if (!cp.has_value()) return Error(pos_, "invalid UTF-8 in pattern");
   return *cp;
