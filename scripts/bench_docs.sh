@@ -34,6 +34,10 @@
 #                     bench/tables/maskbench_routes.py; ~20-40 min
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
+#   restructure_ab    bench/ab_compare.py: this checkout against AB_BEFORE (default fcda933, main
+#                     before the issue #13 restructuring), built in build/ab-before/src (a git
+#                     worktree; maskctl and index_bench only); MaskBench fresh, 2 repeats, and
+#                     index_bench, 3 repeats, interleaved; ~30-40 min (the before build ~10 min more)
 #   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
 #   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
@@ -70,8 +74,8 @@ if smoke; then
   REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
-        vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction adapters adapters_idle budget grammar
-        grammar_peers)
+        vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction
+        restructure_ab adapters adapters_idle budget grammar grammar_peers)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -308,6 +312,29 @@ table_json_schema_suite() {
 table_dfa_construction() {
   gbench dfa_construction dfa_construction.py "Wall time, medians of 5." build/bin/index_bench \
     '--benchmark_filter=^Dfa' --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+}
+
+# The build of AB_BEFORE that restructure_ab compares with: a detached worktree
+# under build/ (ignored), configured without CUDA, two targets.
+AB_BEFORE=${AB_BEFORE:-fcda933}
+table_restructure_ab() {
+  local src=build/ab-before/src
+  [[ -d ../shared/corpora/maskbench-dev ]] || return 2
+  if [[ ! -d $src ]]; then
+    mkdir -p build/ab-before
+    git worktree add --detach "$src" "$AB_BEFORE" >&2
+  fi
+  git -C "$src" checkout -q --detach "$AB_BEFORE"
+  cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMASKD_WITH_CUDA=OFF >/dev/null
+  nice cmake --build "$src/build" --target maskctl index_bench >/dev/null
+  build maskctl index_bench
+  local cmd=(python3 bench/ab_compare.py --before "$src/build/bin" --modes fresh --maskbench-repeats 2
+             --index-repeats 3)
+  smoke && cmd+=(--files BFCL_sql --maskbench-repeats 1 --index-repeats 1
+                 "--index-filter=^(Memcpy|NextState)/llama3")
+  { stamp "$(show "${cmd[@]}")" "Before: \`$(git -C "$src" rev-parse --short HEAD)\`; after: this commit."
+    nice "${cmd[@]}"; } > "$out/restructure_ab.md.new"
+  mv "$out/restructure_ab.md.new" "$out/restructure_ab.md"
 }
 
 # pyclient NAME FORMATTER [peers] SCRIPT ARGS...: a bench/python script
