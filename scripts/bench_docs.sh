@@ -31,7 +31,8 @@
 #   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
 #                     and 8 MiB; bench/tables/maskbench_limit.py; ~5-10 min
 #   maskbench_routes  maskctl maskbench on every file, --route regex then --route auto;
-#                     bench/tables/maskbench_routes.py; ~20-40 min
+#                     bench/tables/maskbench_routes.py; ~20-40 min; with it, from the auto run's
+#                     --verbose output, maskbench_routes_reasons (bench/tables/maskbench_reasons.py)
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
 #   restructure_ab    bench/ab_compare.py: this checkout against AB_BEFORE (default fcda933, main
@@ -295,13 +296,18 @@ table_maskbench_routes() {
     files=("$dir"/*.jsonl)
   fi
   [[ -e ${files[0]} ]] || return 2
-  for n in regex auto; do
-    echo "# route $n"
+  {
+    echo "# route regex"
     nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time \
-      --route "$n" "${files[@]}"
-  done > "$out/maskbench_routes.txt"
+      --route regex "${files[@]}"
+    echo "# route auto"
+    nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time \
+      --route auto --verbose "${files[@]}" 2> "$out/maskbench_routes_reasons.txt"
+  } > "$out/maskbench_routes.txt"
   emit maskbench_routes "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route R $(show "${files[@]}")" \
-    maskbench_routes.py "$out/maskbench_routes.txt" "R = regex, then auto; warm (one process per route), CPU time."
+    maskbench_routes.py "$out/maskbench_routes.txt" "R = regex, then auto (with --verbose); warm (one process per route), CPU time."
+  emit maskbench_routes_reasons "the auto run above" maskbench_reasons.py "$out/maskbench_routes_reasons.txt" \
+    "Its failure reasons (\`--verbose\`), counted in failures, not schemas." || rm -f "$out/maskbench_routes_reasons.md"
 }
 
 table_json_schema_suite() {
@@ -377,6 +383,7 @@ byproducts() {
   case $1 in
     coldpath) echo coldpath_goals ;;
     maskbench) echo maskbench_reasons ;;
+    maskbench_routes) echo maskbench_routes_reasons ;;
   esac
 }
 
