@@ -9,6 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "constraint/schema_grammar.h"
+#include "grammar/regex_rules.h"
 #include "grammar/python_regex.h"
 
 namespace maskd {
@@ -60,6 +62,25 @@ absl::StatusOr<bool> BoolField(const Json& doc, const char* key) {
   return it->get<bool>();
 }
 
+// Appends the terminals and rules of `sub` to `g`, their names prefixed
+// `prefix`; returns its start rule.
+Symbol AppendGrammar(Grammar sub, const std::string& prefix, Grammar* g) {
+  const auto terminal_base = static_cast<uint32_t>(g->terminals.size());
+  const auto rule_base = static_cast<uint32_t>(g->rules.size());
+  for (grammar::Terminal& t : sub.terminals) {
+    t.name = prefix + t.name;
+    g->terminals.push_back(std::move(t));
+  }
+  for (grammar::Rule& r : sub.rules) {
+    r.name = prefix + r.name;
+    for (auto& alternative : r.alternatives) {
+      for (Symbol& s : alternative) s.id += s.is_terminal() ? terminal_base : rule_base;
+    }
+    g->rules.push_back(std::move(r));
+  }
+  return Symbol::Rule(rule_base + sub.start);
+}
+
 // Parses the tag's grammar {"format", "text"} and appends its terminals and
 // rules to `g` (names prefixed "TAG<i>."); returns its start rule.
 absl::StatusOr<Symbol> MergeGrammar(const Json& spec, const std::string& where, size_t i,
@@ -79,21 +100,24 @@ absl::StatusOr<Symbol> MergeGrammar(const Json& spec, const std::string& where, 
   if (!sub->ignore.empty()) {
     return Invalid(where, "%ignore is not supported inside a structural tag");
   }
-  const auto terminal_base = static_cast<uint32_t>(g->terminals.size());
-  const auto rule_base = static_cast<uint32_t>(g->rules.size());
-  const std::string prefix = absl::StrCat("TAG", i, ".");
-  for (grammar::Terminal& t : sub->terminals) {
-    t.name = prefix + t.name;
-    g->terminals.push_back(std::move(t));
+  return AppendGrammar(*std::move(sub), absl::StrCat("TAG", i, "."), g);
+}
+
+// Converts the tag's schema (an object or its text) on the grammar route and
+// appends its rules to `g` (names prefixed "TAG<i>."); returns its start rule.
+absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where, size_t i,
+                                   const StructuralTagOptions& options, Grammar* g) {
+  const std::string text = schema.is_string() ? schema.get<std::string>() : schema.dump();
+  // Terminals over the regex limits are split here; a terminal's DFA is
+  // checked when the whole grammar is compiled.
+  grammar::TerminalLimits terminal;
+  terminal.check_dfa = false;
+  auto sub = JsonSchemaGrammar(text, options.json_schema, options.grammar, terminal);
+  if (!sub.ok()) {
+    return absl::Status(sub.status().code(),
+                        absl::StrCat("structural tag: ", where, ": ", sub.status().message()));
   }
-  for (grammar::Rule& r : sub->rules) {
-    r.name = prefix + r.name;
-    for (auto& alternative : r.alternatives) {
-      for (Symbol& s : alternative) s.id += s.is_terminal() ? terminal_base : rule_base;
-    }
-    g->rules.push_back(std::move(r));
-  }
-  return Symbol::Rule(rule_base + sub->start);
+  return AppendGrammar(*std::move(sub), absl::StrCat("TAG", i, "."), g);
 }
 
 }  // namespace
@@ -158,15 +182,9 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
       if (!regex.ok()) return regex.status();
       content = *std::move(regex);
     } else {
-      const Json& schema = tag["schema"];
-      const std::string text = schema.is_string() ? schema.get<std::string>() : schema.dump();
-      auto converted = JsonSchemaToRegex(text, options.json_schema);
-      if (!converted.ok()) {
-        return absl::Status(converted.status().code(),
-                            absl::StrCat("structural tag: ", where, ".schema: ",
-                                         converted.status().message()));
-      }
-      content = std::move(converted->regex);
+      auto rule = MergeSchema(tag["schema"], absl::StrCat(where, ".schema"), i, options, &g);
+      if (!rule.ok()) return rule.status();
+      content_rule = *rule;
     }
     std::vector<Symbol> seq = {AddTerminal(&g, absl::StrCat("\"", *begin, "\""),
                                            grammar::LiteralRegex(*begin, /*ignore_case=*/false), *begin)};

@@ -3,6 +3,7 @@
 // the compiled constraint checked by the same oracle; errors.
 #include "constraint/structural_tag.h"
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -206,6 +207,68 @@ TEST(StructuralTag, GrammarContentMatchesTheOracle) {
   auto format = StructuralTagGrammar(
       R"({"tags": [{"begin": "<p>", "grammar": {"format": "yaml", "text": "x"}}]})");
   EXPECT_THAT(format.status().message(), HasSubstr("tags[0].grammar.format"));
+}
+
+// A tag whose schema recurses ($ref to itself) is exact at any depth (the
+// grammar route), beyond the regex route's max_recursion_depth (3). Oracle:
+// the content parses as JSON, has the tree's shape, and is written as maskd
+// writes JSON (", " and ": ").
+std::optional<std::string> CanonicalTree(const nlohmann::json& j) {
+  if (!j.is_object() || j.size() != 1 || !j.contains("c") || !j["c"].is_array()) return std::nullopt;
+  std::string out = "{\"c\": [";
+  for (size_t i = 0; i < j["c"].size(); ++i) {
+    auto child = CanonicalTree(j["c"][i]);
+    if (!child) return std::nullopt;
+    out += (i > 0 ? ", " : "") + *child;
+  }
+  return out + "]}";
+}
+
+std::string RandomTree(std::mt19937& rng, int depth) {
+  std::string out = "{\"c\": [";
+  const int n = depth >= 8 ? 0 : static_cast<int>(rng() % 3);
+  for (int i = 0; i < n; ++i) out += (i > 0 ? ", " : "") + RandomTree(rng, depth + 1);
+  return out + "]}";
+}
+
+TEST(StructuralTag, RecursiveSchemaContentIsExactAtAnyDepth) {
+  const std::string doc = R"({"tags": [{"begin": "<t>", "end": "</t>", "schema": {
+      "$defs": {"node": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                         "required": ["c"], "additionalProperties": false}},
+      "$ref": "#/$defs/node"}}], "at_least_one": true, "stop_after_first": true})";
+  auto g = StructuralTagGrammar(doc);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto recognizer = grammar::EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(recognizer.ok()) << recognizer.status();
+  std::string deep = "{\"c\": []}";
+  for (int d = 0; d < 9; ++d) deep = "{\"c\": [" + deep + "]}";
+  auto got = recognizer->Accepts("<t>" + deep + "</t>");
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(*got) << "ten levels deep";
+  std::mt19937 rng(23);
+  const std::string alphabet = "{}[]\",: c";
+  int accepted = 0, rejected = 0;
+  for (int n = 0; n < 600; ++n) {
+    std::string content = RandomTree(rng, 0);
+    if (n % 3 != 0) {  // a mutation: one byte deleted, inserted or replaced
+      const size_t at = rng() % content.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: content.erase(at, 1); break;
+        case 1: content.insert(at, 1, c); break;
+        default: content[at] = c; break;
+      }
+    }
+    const nlohmann::json parsed = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+    const auto canonical = parsed.is_discarded() ? std::nullopt : CanonicalTree(parsed);
+    const bool want = canonical.has_value() && *canonical == content;
+    auto accepts = recognizer->Accepts("<t>" + content + "</t>");
+    ASSERT_TRUE(accepts.ok());
+    ASSERT_EQ(*accepts, want) << content;
+    (want ? accepted : rejected)++;
+  }
+  EXPECT_GT(accepted, 150);
+  EXPECT_GT(rejected, 150);
 }
 
 TEST(StructuralTag, ErrorsNameTheirPlace) {
