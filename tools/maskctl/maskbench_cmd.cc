@@ -419,7 +419,8 @@ int RunMaskbench(const Context& ctx) {
 MASKCTL_COMMAND("maskbench",
                 "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
                 "[--route regex|auto|grammar] [--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--whitespace W] [--recursion-depth N] "
-                "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
+                "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode] "
+                "[--any-property-order]",
                 RunMaskbench);
 
 }  // namespace maskctl

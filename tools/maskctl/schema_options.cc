@@ -14,7 +14,8 @@ const std::set<std::string>& SchemaValueFlags() {
 }
 
 const std::set<std::string>& SchemaBoolFlags() {
-  static const auto* flags = new std::set<std::string>{"closed-objects", "raw-unicode"};
+  static const auto* flags = new std::set<std::string>{"closed-objects", "raw-unicode",
+                                                       "any-property-order"};
   return *flags;
 }
 
@@ -37,6 +38,7 @@ absl::Status ParseSchemaOptions(const Args& args, maskd::JsonSchemaOptions* o) {
   o->max_regex_bytes = static_cast<size_t>(*regex_bytes);
   if (args.Has("closed-objects")) o->additional_properties_default_open = false;
   if (args.Has("raw-unicode")) o->ensure_ascii = false;
+  if (args.Has("any-property-order")) o->any_property_order = true;
   return absl::OkStatus();
 }
 
