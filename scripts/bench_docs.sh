@@ -306,7 +306,8 @@ table_maskbench_routes() {
   } > "$out/maskbench_routes.txt"
   emit maskbench_routes "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route R $(show "${files[@]}")" \
     maskbench_routes.py "$out/maskbench_routes.txt" "R = regex, then auto (with --verbose); warm (one process per route), CPU time."
-  emit maskbench_routes_reasons "the auto run above" maskbench_reasons.py "$out/maskbench_routes_reasons.txt" \
+  emit maskbench_routes_reasons "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route auto --verbose $(show "${files[@]}")" \
+    maskbench_reasons.py "$out/maskbench_routes_reasons.txt" \
     "Its failure reasons (\`--verbose\`), counted in failures, not schemas." || rm -f "$out/maskbench_routes_reasons.md"
 }
 
