@@ -55,6 +55,20 @@ using Clock = std::chrono::steady_clock;
 
 double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
+// The baseline: microseconds to copy `src` into `dst` (same size), one of 64
+// copies timed together (one is below the clock's resolution); `src` changes
+// between copies so none is elided.
+double MemcpyMicros(std::vector<uint32_t>& src, std::vector<uint32_t>& dst) {
+  constexpr int kCopies = 64;
+  const auto t0 = Clock::now();
+  for (int k = 0; k < kCopies; ++k) {
+    src[k % src.size()] ^= 1;
+    std::memcpy(dst.data(), src.data(), dst.size() * sizeof(uint32_t));
+    asm volatile("" : : "r"(dst.data()) : "memory");
+  }
+  return Micros(Clock::now() - t0) / kCopies;
+}
+
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -195,14 +209,7 @@ bool RunFixedCases(const std::shared_ptr<const TokenizerContext>& context, const
     std::vector<double> memcpy_us;
     std::vector<uint32_t> copy(mask.size());
     for (int r = 0; r < reps; ++r) {
-      constexpr int kCopies = 64;  // one copy is below the clock's resolution
-      const auto m0 = Clock::now();
-      for (int k = 0; k < kCopies; ++k) {
-        mask[k % mask.size()] ^= 1;
-        std::memcpy(copy.data(), mask.data(), copy.size() * sizeof(uint32_t));
-        asm volatile("" : : "r"(copy.data()) : "memory");
-      }
-      memcpy_us.push_back(Micros(Clock::now() - m0) / kCopies);
+      memcpy_us.push_back(MemcpyMicros(mask, copy));
     }
     nlohmann::json out = {
         {"case", c.name},
@@ -272,15 +279,7 @@ int Run(int argc, char** argv) {
         const auto t2 = Clock::now();
         compile_ms.push_back(Micros(t1 - t0) / 1000);
         first_ms.push_back(Micros(t2 - t0) / 1000);
-        constexpr int kCopies = 64;  // one copy is below the clock's resolution
-        const auto m0 = Clock::now();
-        for (int k = 0; k < kCopies; ++k) {
-          src[k % src.size()] ^= 1;
-          std::memcpy(dst.data(), src.data(), dst.size() * sizeof(uint32_t));
-          asm volatile("" : : "r"(dst.data()) : "memory");
-        }
-        const auto m1 = Clock::now();
-        memcpy_us.push_back(Micros(m1 - m0) / kCopies);
+        memcpy_us.push_back(MemcpyMicros(src, dst));
       }
       auto index = GrammarIndex::Create(*g, context);
       std::vector<double> cold, warm;
