@@ -169,6 +169,10 @@ absl::StatusOr<Re> Converter::ConvertInner(const json& s_in, const std::string& 
   for (auto it = s_in.begin(); it != s_in.end(); ++it) {
     if (IsUnsupported(it.key())) return Unsupported(it.key(), ptr);
   }
+  // A finite set of values (enum/const): each checked against the whole
+  // schema, exactly; the keyword-by-keyword conversion below otherwise.
+  MASKD_ASSIGN_OR_RETURN(std::optional<Re> finite, ConvertFinite(s_in, ptr));
+  if (finite) return *std::move(finite);
   const json* s = &s_in;
   json normalized;
   if (s->contains("exclusiveMinimum") || s->contains("exclusiveMaximum")) {

@@ -17,6 +17,7 @@
 //   normalize.cc       allOf merging, if/then/else and dependencies lowered
 //   negate.cc          `not` as the complement schema
 //   emit_enum.cc       enum/const values
+//   instance_check.cc  finite value sets checked value by value against the schema
 //   emit_number.cc     integers and numbers (bounds, multipleOf)
 //   emit_string.cc     strings, excluded strings, `pattern`, `format` glue
 //   emit_array.cc      arrays and `contains`
@@ -166,6 +167,27 @@ class Converter {
   std::string ConstText(const json& v) const;
   std::string ConstRegex(const json& v);
 
+  // ---------- enum/const against the whole schema (instance_check.cc)
+  // The values a schema's instances are among (its enum or const, an allOf
+  // branch's, a $ref target's, or the union of every anyOf/oneOf branch's);
+  // nullopt when none is finite (or past 4,096 values).
+  std::optional<std::vector<json>> FiniteCandidates(const json& s, const std::string& ptr, int depth);
+  // The regex of the candidates `s` accepts (nullopt inside: none), or
+  // nullopt when `s` has no finite candidates or a keyword the instance check
+  // does not decide (unevaluatedProperties, a pattern past the DFA budget):
+  // the caller converts keyword by keyword.
+  absl::StatusOr<std::optional<Re>> ConvertFinite(const json& s, const std::string& ptr);
+  // Whether `v` is an instance of `s`, with the specification's semantics (no
+  // type inference; formats maskd enforces are checked). Unimplemented for a
+  // keyword this check does not decide; budget errors as the conversion's.
+  absl::StatusOr<bool> Accepts(const json& s, const std::string& ptr, const json& v, int depth);
+  // Whether the ECMA `pattern` matches somewhere in `text` / the content
+  // regex (JSON-encoded string content) matches `text` whole.
+  absl::StatusOr<bool> PatternAccepts(const std::string& pattern, const std::string& ptr,
+                                      const std::string& text);
+  absl::StatusOr<bool> ContentAccepts(const std::string& content_regex, const std::string& ptr,
+                                      const std::string& text);
+
   // ---------- any value (emit_any_value.cc)
   std::string StringAny() const;
   const std::string& AnyValue(int depth);
@@ -209,6 +231,7 @@ class Converter {
     bool anchored_instead;
   };
   std::map<std::string, PatternInfo> pattern_cache_;
+  std::map<std::string, std::shared_ptr<const Dfa>> check_dfa_cache_;  // content regex -> DFA
   const json& root_;
   const JsonSchemaOptions& o_;
   std::string ws_, item_sep_, key_sep_;
