@@ -35,7 +35,8 @@
 #                     --verbose output, maskbench_routes_reasons (bench/tables/maskbench_reasons.py)
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
-#   restructure_ab    bench/ab_compare.py: this checkout against AB_BEFORE (default fcda933, main
+#   restructure_ab    (only when named in ONLY: the record of issue #13)
+#                     bench/ab_compare.py: this checkout against AB_BEFORE (default fcda933, main
 #                     before the issue #13 restructuring), built in build/ab-before/src (a git
 #                     worktree; maskctl and index_bench only); MaskBench fresh, 2 repeats, and
 #                     index_bench, 3 repeats, interleaved; ~30-40 min (the before build ~10 min more)
@@ -83,7 +84,11 @@ mkdir -p "$out"
 GPU_NOTE=""
 
 in_list() { [[ ",$2," == *",$1,"* ]]; }
-wanted() { { [[ -z $ONLY ]] || in_list "$1" "$ONLY"; } && ! in_list "$1" "$SKIP"; }
+# restructure_ab is the record of issue #13 (two fixed commits): only when named.
+wanted() {
+  if [[ $1 == restructure_ab ]]; then in_list "$1" "$ONLY"; return; fi
+  { [[ -z $ONLY ]] || in_list "$1" "$ONLY"; } && ! in_list "$1" "$SKIP"
+}
 build() { nice cmake --build build --target "$@" >/dev/null; }
 gpu_visible() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
 # show ARGS...: the command line as a shell would read it back (arguments with
