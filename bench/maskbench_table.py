@@ -13,6 +13,11 @@ schema pays in a new process). Verdicts must agree between the two runs.
 --reasons: the warm run also gets --verbose, and its stderr (one line per
 failure, then the top failure reasons) is written to OUT.txt
 (bench/tables/maskbench_reasons.py formats it).
+
+The fresh run also gets --stages, and a second table says where its time goes
+on the regex route: TTFM split into the schema's conversion, the DFA and index,
+and the first mask; TBM split into first visits (a state's mask computed) and
+revisits.
 """
 import argparse
 import glob
@@ -26,7 +31,7 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 
 
 def run(maskctl, tok, files, fresh, cpu, reasons=None):
-    cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh"] if fresh else [])
+    cmd = [maskctl, "maskbench", "--tokenizer", tok, "--require-text"] + (["--fresh", "--stages"] if fresh else [])
     cmd += (["--cpu-time"] if cpu else []) + (["--verbose"] if reasons else []) + files
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     if reasons:
@@ -50,6 +55,10 @@ def goals(per_file, total):
 
 def ms(us):
     return "%.2f" % (us / 1000.0)
+
+
+def ms3(us):
+    return "%.3f" % (us / 1000.0)
 
 
 def main():
@@ -82,6 +91,20 @@ def main():
             ms(f["ttfm_p99_us"]), ms(w["ttfm_p99_us"]), f["tbm_avg_us"], w["tbm_avg_us"],
             f["tbm_p50_us"], f["tbm_p99_us"]))
     lines += ["", goals([fresh[os.path.basename(f).replace(".jsonl", "")] for f in files], fresh["all"])]
+    lines += ["", "Where the fresh run's time goes (`--stages`; regex route, medians per schema and "
+              "shares of the summed time):", "",
+              "| file | convert p50 ms | DFA + index p50 ms | first mask p50 ms | TTFM share: convert / DFA + index / first mask "
+              "| steps that are first visits | TBM share in first visits | µs per first visit | µs per revisit |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name in [os.path.basename(f).replace(".jsonl", "") for f in files] + ["all"]:
+        st = fresh[name].get("stages")
+        if not st or not st["schemas"]:
+            continue
+        lines.append("| %s | %s | %s | %s | %d%% / %d%% / %d%% | %.0f%% | %d%% | %.1f | %.2f |" % (
+            "**all**" if name == "all" else name, ms3(st["convert_p50_us"]), ms3(st["dfa_index_p50_us"]),
+            ms3(st["first_mask_p50_us"]), round(100 * st["convert_share"]), round(100 * st["dfa_index_share"]),
+            round(100 * st["first_mask_share"]), 100.0 * st["tbm_first_visits"] / max(1, st["tbm_steps"]),
+            round(100 * st["tbm_first_visit_share"]), st["tbm_first_visit_avg_us"], st["tbm_revisit_avg_us"]))
     md = "\n".join(lines) + "\n"
     if args.markdown:
         with open(args.markdown, "w") as fh:

@@ -24,6 +24,13 @@
 // --cpu-time: TTFM and TBM in process CPU time instead of wall time.
 // --require-text: a test without a string "text" is an error (exit 2, naming
 // the file, line and test) instead of being walked as the empty string.
+// --stages: each line also gets "stages", where the regex route's time goes
+// (schemas on the grammar route are not counted): TTFM split into the JSON
+// Schema conversion (timed again after the first mask, so TTFM is as without
+// the flag; the second run is warm, so it is a slight underestimate), the
+// rest of the compile (DFA and index) and the first mask, as medians and as
+// shares of the summed TTFM; TBM split into first visits (the step's state
+// not seen before in this schema: its mask is computed) and revisits.
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -36,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -76,6 +84,10 @@ struct Totals {
   int64_t grammar_route = 0;  // of compiled: schemas on the grammar route
   int64_t valid = 0, valid_accepted = 0, invalid = 0, invalid_rejected = 0;
   std::vector<double> ttfm_us, tbm_us;
+  // --stages (regex route only).
+  std::vector<double> convert_us, dfa_index_us, first_mask_us, staged_ttfm_us;
+  double tbm_first_visit_us = 0, tbm_revisit_us = 0;
+  int64_t tbm_first_visits = 0, tbm_revisits = 0;
 
   void Add(const Totals& o) {
     schemas += o.schemas;
@@ -88,6 +100,14 @@ struct Totals {
     invalid_rejected += o.invalid_rejected;
     ttfm_us.insert(ttfm_us.end(), o.ttfm_us.begin(), o.ttfm_us.end());
     tbm_us.insert(tbm_us.end(), o.tbm_us.begin(), o.tbm_us.end());
+    for (auto [to, from] : {std::pair{&convert_us, &o.convert_us}, {&dfa_index_us, &o.dfa_index_us},
+                            {&first_mask_us, &o.first_mask_us}, {&staged_ttfm_us, &o.staged_ttfm_us}}) {
+      to->insert(to->end(), from->begin(), from->end());
+    }
+    tbm_first_visit_us += o.tbm_first_visit_us;
+    tbm_revisit_us += o.tbm_revisit_us;
+    tbm_first_visits += o.tbm_first_visits;
+    tbm_revisits += o.tbm_revisits;
   }
 };
 
@@ -99,6 +119,35 @@ double Percentile(std::vector<double> v, double p) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
 }
+
+double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+ojson StagesJson(const Totals& t) {
+  ojson j;
+  const double ttfm = std::max(1e-9, Sum(t.staged_ttfm_us));
+  j["schemas"] = t.staged_ttfm_us.size();
+  j["convert_p50_us"] = Round2(Percentile(t.convert_us, 0.5));
+  j["dfa_index_p50_us"] = Round2(Percentile(t.dfa_index_us, 0.5));
+  j["first_mask_p50_us"] = Round2(Percentile(t.first_mask_us, 0.5));
+  j["convert_share"] = Round2(Sum(t.convert_us) / ttfm);
+  j["dfa_index_share"] = Round2(Sum(t.dfa_index_us) / ttfm);
+  j["first_mask_share"] = Round2(Sum(t.first_mask_us) / ttfm);
+  const double tbm = std::max(1e-9, t.tbm_first_visit_us + t.tbm_revisit_us);
+  j["tbm_steps"] = t.tbm_first_visits + t.tbm_revisits;
+  j["tbm_first_visits"] = t.tbm_first_visits;
+  j["tbm_first_visit_share"] = Round2(t.tbm_first_visit_us / tbm);
+  j["tbm_first_visit_avg_us"] =
+      Round2(t.tbm_first_visits ? t.tbm_first_visit_us / static_cast<double>(t.tbm_first_visits) : 0);
+  j["tbm_revisit_avg_us"] =
+      Round2(t.tbm_revisits ? t.tbm_revisit_us / static_cast<double>(t.tbm_revisits) : 0);
+  return j;
+}
+
+bool g_stages = false;
 
 void PrintTotals(const std::string& file, const Totals& t) {
   double avg = 0;
@@ -119,6 +168,7 @@ void PrintTotals(const std::string& file, const Totals& t) {
   j["tbm_p50_us"] = Round2(Percentile(t.tbm_us, 0.5));
   j["tbm_avg_us"] = Round2(avg);
   j["tbm_p99_us"] = Round2(Percentile(t.tbm_us, 0.99));
+  if (g_stages) j["stages"] = StagesJson(t);
   // json.dumps-style separators, as the rest of maskctl's output.
   std::string s = j.dump(-1, ' ', false, ojson::error_handler_t::replace);
   std::string out;
@@ -190,7 +240,7 @@ int RunMaskbench(const Context& ctx) {
   value_flags.insert(SchemaValueFlags().begin(), SchemaValueFlags().end());
   value_flags.insert({"timeout-s", "route"});
   std::set<std::string> bool_flags = SchemaBoolFlags();
-  bool_flags.insert({"verbose", "no-share-loops", "fresh", "require-text", "cpu-time"});
+  bool_flags.insert({"verbose", "no-share-loops", "fresh", "require-text", "cpu-time", "stages"});
   auto args = Args::Parse(ctx.args, value_flags, bool_flags);
   if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
   if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
@@ -210,6 +260,7 @@ int RunMaskbench(const Context& ctx) {
   bool verbose = args->Has("verbose");
   const bool fresh = args->Has("fresh");
   g_cpu_time = args->Has("cpu-time");
+  g_stages = args->Has("stages");
   const bool require_text = args->Has("require-text");
 
   auto context = LoadTokenizerContextFlag(*args);
@@ -289,6 +340,7 @@ int RunMaskbench(const Context& ctx) {
       maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, options);
       constraint.schema_route = route;
       auto compiled = maskd::CompileConstraint(constraint, *context, copt);
+      const double compile_us = UsSince(t0);
       if (!compiled.ok()) {
         std::string msg(compiled.status().message());
         if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
@@ -351,9 +403,23 @@ int RunMaskbench(const Context& ctx) {
       const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index->token_index();
       maskd::Guide first(index);
       mask.assign(index->num_words(), 0);
+      const auto t_mask = Clock::now();
       first.WriteMaskUnchecked(mask.data());
+      const double first_mask_us = UsSince(t_mask);
       tot.ttfm_us.push_back(UsSince(t0));
       ++tot.compiled;
+      // The states whose masks this schema has computed (--stages).
+      absl::flat_hash_set<uint32_t> visited;
+      if (g_stages) {
+        visited.insert(first.state());
+        const auto t_convert = Clock::now();
+        auto again = maskd::JsonSchemaToRegex(schema_text, options);
+        const double convert_us = again.ok() ? UsSince(t_convert) : 0;
+        tot.convert_us.push_back(convert_us);
+        tot.dfa_index_us.push_back(std::max(0.0, compile_us - convert_us));
+        tot.first_mask_us.push_back(first_mask_us);
+        tot.staged_ttfm_us.push_back(tot.ttfm_us.back());
+      }
 
       bool pass = true;
       if (doc.contains("tests")) {
@@ -370,10 +436,15 @@ int RunMaskbench(const Context& ctx) {
               ok = false;
               break;
             }
+            const bool first_visit = g_stages && visited.insert(g.state()).second;
             auto s0 = Clock::now();
             g.WriteMaskUnchecked(mask.data());
             absl::Status st = g.Advance(static_cast<uint32_t>(id));
             double us = UsSince(s0);
+            if (g_stages && valid) {
+              (first_visit ? tot.tbm_first_visit_us : tot.tbm_revisit_us) += us;
+              ++(first_visit ? tot.tbm_first_visits : tot.tbm_revisits);
+            }
             if (!st.ok()) {
               ok = false;
               break;
@@ -418,7 +489,7 @@ int RunMaskbench(const Context& ctx) {
 
 MASKCTL_COMMAND("maskbench",
                 "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
-                "[--route regex|auto|grammar] [--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--whitespace W] [--recursion-depth N] "
+                "[--route regex|auto|grammar] [--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] [--whitespace W] [--recursion-depth N] "
                 "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode] "
                 "[--any-property-order]",
                 RunMaskbench);
