@@ -98,11 +98,9 @@ absl::Status ConstraintGuide::Step(size_t rollback, absl::Span<const uint32_t> t
     s = RollbackPastStart(rollback, num_tokens());
   } else if (Guide* g = std::get_if<Guide>(&state_)) {
     s = StepRegex(*g, rollback, tokens, row, max_tokens_left);
-  } else if (max_tokens_left > 0) {
-    s = absl::UnimplementedError(
-        "max_tokens_left: token budgets are not supported on grammar constraints");
   } else {
-    s = StepGrammar(std::get<grammar::GrammarGuide>(state_), rollback, tokens, row);
+    s = StepGrammar(std::get<grammar::GrammarGuide>(state_), rollback, tokens, row,
+                    max_tokens_left);
   }
   if (!s.ok()) {
     std::fill(row.begin(), row.end(), 0u);
@@ -133,11 +131,13 @@ absl::Status ConstraintGuide::StepRegex(Guide& g, size_t rollback,
 
 absl::Status ConstraintGuide::StepGrammar(grammar::GrammarGuide& g, size_t rollback,
                                           absl::Span<const uint32_t> tokens,
-                                          absl::Span<uint32_t> row) {
+                                          absl::Span<uint32_t> row,
+                                          uint32_t max_tokens_left) {
   absl::Span<const uint32_t> advanced = g.tokens();
   undone_.assign(advanced.end() - static_cast<ptrdiff_t>(rollback), advanced.end());
   if (absl::Status s = g.RollbackAndAdvance(rollback, tokens); !s.ok()) return s;
   absl::Status s = g.WriteMask(row);
+  if (s.ok() && max_tokens_left > 0) s = g.ApplyTokenBudget(max_tokens_left, row);
   if (s.ok() && !Recharge()) s = ChartOverBudget(*chart_budget_);
   if (!s.ok()) {
     // Back to the state before the step: the same tokens from the same
@@ -156,8 +156,12 @@ absl::Status ConstraintGuide::WriteMask(absl::Span<uint32_t> words) {
   return std::get<grammar::GrammarGuide>(state_).WriteMask(words);
 }
 
-void ConstraintGuide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
-  if (const Guide* g = std::get_if<Guide>(&state_)) g->ApplyTokenBudget(tokens_left, words);
+absl::Status ConstraintGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uint32_t> words) {
+  if (const Guide* g = std::get_if<Guide>(&state_)) {
+    g->ApplyTokenBudget(tokens_left, words.data());
+    return absl::OkStatus();
+  }
+  return std::get<grammar::GrammarGuide>(state_).ApplyTokenBudget(tokens_left, words);
 }
 
 absl::Status ConstraintGuide::Advance(absl::Span<const uint32_t> tokens) {
@@ -202,7 +206,7 @@ size_t ConstraintGuide::history_bytes() const {
 
 uint32_t ConstraintGuide::MinBytesToFinish() const {
   if (const Guide* g = std::get_if<Guide>(&state_)) return g->MinBytesToFinish();
-  return IsAccepting() || IsFinished() ? 0 : 1;
+  return std::get<grammar::GrammarGuide>(state_).MinBytesToFinish();
 }
 
 std::string ConstraintGuide::ForcedContinuation(size_t max_bytes) {

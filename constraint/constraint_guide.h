@@ -10,10 +10,10 @@
 //    parser's max_chart_items instead of the window.
 //  - Mask writes can fail (RESOURCE_EXHAUSTED past a parser or mask-work
 //    limit); Step undoes its advance then, so the state is unchanged.
-//  - Token budgets (ApplyTokenBudget) are regex-only: Step refuses them on a
-//    grammar with UNIMPLEMENTED, before any change.
-//  - MinBytesToFinish is exact on the regex route; on the grammar route it
-//    is a lower bound: 0 when accepting or finished, else 1.
+//  - Token budgets (ApplyTokenBudget) work on both routes; on a grammar
+//    they cost a parser walk of the allowed tokens (GrammarGuide's).
+//  - MinBytesToFinish is exact on both routes (on the grammar route from the
+//    Earley chart: EarleyParser::MinBytesToFinish).
 //  - Chart budget: given one, a grammar guide charges its parser chart's
 //    bytes (GrammarGuide::chart_bytes) to it after each step and releases
 //    them as the chart shrinks and when destroyed; a step whose chart would
@@ -66,15 +66,15 @@ class ConstraintGuide {
   // of `row` is zero. Errors: INVALID_ARGUMENT for a rollback past the start
   // or a bad token id, OUT_OF_RANGE past the rollback window,
   // FAILED_PRECONDITION for a token not allowed, RESOURCE_EXHAUSTED past a
-  // grammar limit, UNIMPLEMENTED for a budget on the grammar route.
+  // grammar limit (the budget's walk included).
   absl::Status Step(size_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
                     uint32_t max_tokens_left = 0);
 
   // The current mask, as Guide::WriteMask (words past num_words() zeroed).
   absl::Status WriteMask(absl::Span<uint32_t> words);
-  // Budget mode on a mask just written (regex route; no-op on a grammar).
-  void ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
-  bool SupportsTokenBudget() const { return std::holds_alternative<Guide>(state_); }
+  // Budget mode on the mask just written into `words` (num_words() words);
+  // on a grammar, ResourceExhausted past a limit with `words` unchanged.
+  absl::Status ApplyTokenBudget(uint32_t tokens_left, absl::Span<uint32_t> words);
 
   // All or nothing; messages as Guide's.
   absl::Status Advance(absl::Span<const uint32_t> tokens);
@@ -110,7 +110,8 @@ class ConstraintGuide {
   absl::Status StepRegex(Guide& g, size_t rollback, absl::Span<const uint32_t> tokens,
                          absl::Span<uint32_t> row, uint32_t max_tokens_left);
   absl::Status StepGrammar(grammar::GrammarGuide& g, size_t rollback,
-                           absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row);
+                           absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
+                           uint32_t max_tokens_left);
   // Charges or releases the difference between the chart's bytes and those
   // charged; false (nothing charged) when the budget refuses.
   bool Recharge();

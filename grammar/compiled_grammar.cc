@@ -1,5 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
+#include <functional>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -93,7 +95,59 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
       }
     }
   }
+  c->ComputeMinLengths();
   return std::shared_ptr<const CompiledGrammar>(std::move(c));
+}
+
+// Knuth's generalization of Dijkstra's algorithm: a rule's shortest string is
+// final when it is the smallest candidate left; a production becomes a
+// candidate for its rule once every rule it uses is final. Validate's
+// invariant (every rule derives a string) makes every rule final at the end.
+void CompiledGrammar::ComputeMinLengths() {
+  const size_t np = productions_.size();
+  std::vector<uint64_t> terminal_min(dfas_.size());
+  for (size_t t = 0; t < dfas_.size(); ++t) terminal_min[t] = dfas_[t]->DistanceToAccept(dfas_[t]->start());
+  std::vector<uint64_t> partial(np, 0);    // the sum of its final symbols so far
+  std::vector<uint32_t> pending(np, 0);    // rule occurrences not yet final
+  std::vector<std::vector<uint32_t>> uses(rule_productions_.size());  // rule -> productions, per occurrence
+  using Candidate = std::pair<uint64_t, uint32_t>;  // (length, rule)
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  for (uint32_t p = 0; p < np; ++p) {
+    for (const Symbol& s : productions_[p].rhs) {
+      if (s.is_terminal()) {
+        partial[p] = SaturatingAdd(partial[p], terminal_min[s.id]);
+      } else {
+        ++pending[p];
+        uses[s.id].push_back(p);
+      }
+    }
+    if (pending[p] == 0) queue.push({partial[p], productions_[p].rule});
+  }
+  rule_min_.assign(rule_productions_.size(), kNoLength);
+  while (!queue.empty()) {
+    const auto [len, r] = queue.top();
+    queue.pop();
+    if (rule_min_[r] != kNoLength) continue;
+    rule_min_[r] = len;
+    for (uint32_t p : uses[r]) {
+      partial[p] = SaturatingAdd(partial[p], len);
+      if (--pending[p] == 0) queue.push({partial[p], productions_[p].rule});
+    }
+  }
+  suffix_begin_.resize(np + 1);
+  suffix_min_.clear();
+  for (uint32_t p = 0; p < np; ++p) {
+    const std::vector<Symbol>& rhs = productions_[p].rhs;
+    suffix_begin_[p] = suffix_min_.size();
+    suffix_min_.resize(suffix_min_.size() + rhs.size() + 1);
+    uint64_t* out = &suffix_min_[suffix_begin_[p]];
+    out[rhs.size()] = 0;
+    for (size_t k = rhs.size(); k-- > 0;) {
+      const Symbol& s = rhs[k];
+      out[k] = SaturatingAdd(out[k + 1], s.is_terminal() ? terminal_min[s.id] : rule_min_[s.id]);
+    }
+  }
+  suffix_begin_[np] = suffix_min_.size();
 }
 
 }  // namespace maskd::grammar

@@ -48,8 +48,20 @@ class CompiledGrammar {
   const std::vector<uint32_t>& ignore() const { return ignore_; }
   uint32_t start() const { return start_; }
 
+  // Shortest strings, in bytes (saturating at kNoLength): of rule `r`, and of
+  // what is left of production `p` from rhs[pos] on (pos <= rhs.size()).
+  static constexpr uint64_t kNoLength = ~uint64_t{0};
+  uint64_t rule_min_length(uint32_t r) const { return rule_min_[r]; }
+  uint64_t min_suffix_length(uint32_t p, uint32_t pos) const {
+    return suffix_min_[suffix_begin_[p] + pos];
+  }
+  static uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+    return a > kNoLength - b ? kNoLength : a + b;
+  }
+
  private:
   CompiledGrammar() = default;
+  void ComputeMinLengths();
 
   std::vector<Production> productions_;
   std::vector<std::vector<uint32_t>> rule_productions_;
@@ -59,6 +71,9 @@ class CompiledGrammar {
   std::vector<std::shared_ptr<const Dfa>> dfas_;
   std::vector<uint32_t> ignore_;
   uint32_t start_ = 0;
+  std::vector<uint64_t> rule_min_;      // per rule
+  std::vector<uint64_t> suffix_min_;    // per production, rhs.size() + 1 entries
+  std::vector<size_t> suffix_begin_;    // per production, its first entry; then the end
 };
 
 }  // namespace maskd::grammar

@@ -1,6 +1,7 @@
 #include "grammar/earley_parser.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -81,6 +82,10 @@ bool EarleyParser::FinishSet() {
 
 void EarleyParser::PopTo(size_t n) {
   if (n < 1 || n >= num_sets()) return;
+  if (finish_begin_.size() > n) {
+    finish_.resize(finish_begin_[n]);
+    finish_begin_.resize(n);
+  }
   items_.resize(set_begin_[n]);
   set_begin_.resize(n);
   waiting_.resize(wait_begin_[n]);
@@ -269,6 +274,133 @@ std::bitset<256> EarleyParser::NextBytes() const {
     }
   }
   return out;
+}
+
+absl::Span<const EarleyParser::Waiting> EarleyParser::WaitingOf(uint32_t s) const {
+  const uint32_t begin = wait_begin_[s];
+  const uint32_t end =
+      s + 1 < wait_begin_.size() ? wait_begin_[s + 1] : static_cast<uint32_t>(waiting_.size());
+  return absl::MakeConstSpan(waiting_).subspan(begin, end - begin);
+}
+
+uint64_t EarleyParser::RuleFinish(uint32_t s, uint32_t r) const {
+  // The start rule completed from the start is an accepted text.
+  if (s == 0 && r == g_->start()) return 0;
+  const auto begin = finish_.begin() + finish_begin_[s];
+  const auto end = s + 1 < finish_begin_.size() ? finish_.begin() + finish_begin_[s + 1] : finish_.end();
+  auto it = std::lower_bound(begin, end, std::make_pair(r, uint64_t{0}));
+  return it != end && it->first == r ? it->second : CompiledGrammar::kNoLength;
+}
+
+uint64_t EarleyParser::TerminalFinish(uint32_t s, uint32_t t) const {
+  const uint64_t key = WaitKey(Symbol::Terminal(t));
+  absl::Span<const Waiting> w = WaitingOf(s);
+  auto lo = std::lower_bound(w.begin(), w.end(), key,
+                             [](const Waiting& x, uint64_t k) { return x.key < k; });
+  uint64_t best = CompiledGrammar::kNoLength;
+  for (; lo != w.end() && lo->key == key; ++lo) {
+    const EarleyItem& x = items_[lo->item];
+    const Production& p = g_->productions()[x.id()];
+    best = std::min(best, CompiledGrammar::SaturatingAdd(g_->min_suffix_length(x.id(), x.pos + 1),
+                                                         RuleFinish(x.origin, p.rule)));
+  }
+  return best;
+}
+
+uint64_t EarleyParser::SetFinish(uint32_t s) const {
+  const uint32_t end = s + 1 < set_begin_.size() ? set_begin_[s + 1] : static_cast<uint32_t>(items_.size());
+  uint64_t best = CompiledGrammar::kNoLength;
+  for (uint32_t k = set_begin_[s]; k < end; ++k) {
+    const EarleyItem& y = items_[k];
+    if (y.kind() != EarleyItem::kRule) continue;
+    best = std::min(best, CompiledGrammar::SaturatingAdd(g_->min_suffix_length(y.id(), y.pos),
+                                                         RuleFinish(y.origin, g_->productions()[y.id()].rule)));
+  }
+  return best;
+}
+
+// RuleFinish(s, r) = min over the items x of s waiting on r of
+//   min_suffix(x after r) + RuleFinish(x.origin, x's rule).
+// Items that began in s itself make the rules of s depend on one another
+// (weights >= 0): a shortest-path search over s's waited rules, seeded by
+// the items that began earlier (their sets are final) and, in the start set,
+// by the start rule's own items.
+void EarleyParser::ComputeFinish(uint32_t s) const {
+  absl::Span<const Waiting> w = WaitingOf(s);
+  const uint32_t base = static_cast<uint32_t>(finish_.size());
+  finish_begin_.push_back(base);
+  for (const Waiting& x : w) {
+    if (x.key >> 32) break;  // terminals sort after rules
+    const uint32_t r = static_cast<uint32_t>(x.key);
+    if (finish_.size() == base || finish_.back().first != r) {
+      finish_.push_back({r, CompiledGrammar::kNoLength});
+    }
+  }
+  auto index_of = [&](uint32_t r) -> int64_t {
+    auto it = std::lower_bound(finish_.begin() + base, finish_.end(), std::make_pair(r, uint64_t{0}));
+    return it != finish_.end() && it->first == r ? it - finish_.begin() : -1;
+  };
+  finish_edges_.clear();
+  uint32_t node = base;
+  for (const Waiting& x : w) {
+    if (x.key >> 32) break;
+    while (finish_[node].first != static_cast<uint32_t>(x.key)) ++node;
+    const EarleyItem& item = items_[x.item];
+    const uint32_t rule = g_->productions()[item.id()].rule;
+    const uint64_t rest = g_->min_suffix_length(item.id(), item.pos + 1);
+    if (item.origin < s || (s == 0 && rule == g_->start())) {
+      const uint64_t up = item.origin < s ? RuleFinish(item.origin, rule) : 0;
+      finish_[node].second = std::min(finish_[node].second, CompiledGrammar::SaturatingAdd(rest, up));
+    }
+    if (item.origin == s) {
+      const int64_t from = index_of(rule);
+      if (from >= 0) finish_edges_.push_back({static_cast<uint32_t>(from), node, rest});
+    }
+  }
+  if (finish_edges_.empty()) return;
+  std::sort(finish_edges_.begin(), finish_edges_.end(),
+            [](const FinishEdge& a, const FinishEdge& b) { return a.from < b.from; });
+  const auto later = std::greater<std::pair<uint64_t, uint32_t>>();
+  finish_heap_.clear();
+  for (uint32_t i = base; i < finish_.size(); ++i) {
+    if (finish_[i].second != CompiledGrammar::kNoLength) finish_heap_.push_back({finish_[i].second, i});
+  }
+  std::make_heap(finish_heap_.begin(), finish_heap_.end(), later);
+  while (!finish_heap_.empty()) {
+    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), later);
+    const auto [d, i] = finish_heap_.back();
+    finish_heap_.pop_back();
+    if (d != finish_[i].second) continue;
+    auto e = std::lower_bound(finish_edges_.begin(), finish_edges_.end(), i,
+                              [](const FinishEdge& a, uint32_t v) { return a.from < v; });
+    for (; e != finish_edges_.end() && e->from == i; ++e) {
+      const uint64_t nd = CompiledGrammar::SaturatingAdd(d, e->bytes);
+      if (nd < finish_[e->to].second) {
+        finish_[e->to].second = nd;
+        finish_heap_.push_back({nd, e->to});
+        std::push_heap(finish_heap_.begin(), finish_heap_.end(), later);
+      }
+    }
+  }
+}
+
+uint64_t EarleyParser::MinBytesToFinish() const {
+  if (IsAccepting()) return 0;
+  while (finish_begin_.size() < num_sets()) ComputeFinish(static_cast<uint32_t>(finish_begin_.size()));
+  uint64_t best = CompiledGrammar::kNoLength;
+  for (const EarleyItem& it : last_set()) {
+    uint64_t cost;
+    if (it.kind() == EarleyItem::kRule) {
+      cost = CompiledGrammar::SaturatingAdd(g_->min_suffix_length(it.id(), it.pos),
+                                            RuleFinish(it.origin, g_->productions()[it.id()].rule));
+    } else {
+      const uint64_t rest = g_->dfa(it.id()).DistanceToAccept(it.pos);
+      cost = CompiledGrammar::SaturatingAdd(
+          rest, it.kind() == EarleyItem::kScan ? TerminalFinish(it.origin, it.id()) : SetFinish(it.origin));
+    }
+    best = std::min(best, cost);
+  }
+  return best;
 }
 
 }  // namespace maskd::grammar

@@ -85,6 +85,14 @@ class EarleyParser {
   bool IsAccepting() const;
   // The bytes that Push would accept now.
   std::bitset<256> NextBytes() const;
+  // The fewest bytes whose appending makes the text so far an accepted text
+  // (0 when accepting; saturates at CompiledGrammar::kNoLength). Exact: the
+  // cheapest way to finish any item of the last set, then every item it
+  // completes into, up to the start rule, with the shortest string of each
+  // symbol left. Each set's part is computed once, on the first call that
+  // needs it, and kept until the set is popped: a call costs the sets added
+  // since the previous one plus the last set's items.
+  uint64_t MinBytesToFinish() const;
   const CompiledGrammar& grammar() const { return *g_; }
 
  private:
@@ -113,6 +121,18 @@ class EarleyParser {
   // (true); drops it on error or when empty (false).
   absl::StatusOr<bool> CloseAndFinish(absl::Status s);
   void GrowTable();
+  // The Waiting entries of finished set `s`.
+  absl::Span<const Waiting> WaitingOf(uint32_t s) const;
+  // The fewest bytes that finish the parse once rule `r` completes with
+  // origin `s` (finish_[s] computed); kNoLength when no item of s waits on r.
+  uint64_t RuleFinish(uint32_t s, uint32_t r) const;
+  // The same once terminal `t` ends with origin `s`.
+  uint64_t TerminalFinish(uint32_t s, uint32_t t) const;
+  // The fewest bytes that finish the parse from the rule items of set `s`
+  // as they stand (what an ignored string begun at s continues with).
+  uint64_t SetFinish(uint32_t s) const;
+  // Fills finish_[s] (finish_ holds every set before s).
+  void ComputeFinish(uint32_t s) const;
 
   std::shared_ptr<const CompiledGrammar> g_;
   size_t max_items_per_set_ = 0;
@@ -134,6 +154,19 @@ class EarleyParser {
   uint32_t generation_ = 0;
   size_t steps_ = 0;
   bool ignore_started_ = false;
+
+  // MinBytesToFinish's memo, for a prefix of the sets: per set s,
+  // RuleFinish(s, r) for each rule r waited on in s, as (r, bytes) sorted by
+  // r, from finish_[finish_begin_[s]] on. PopTo trims it; like items_, it
+  // keeps its capacity, and so do ComputeFinish's scratch arrays.
+  struct FinishEdge {
+    uint32_t from, to;  // indices into finish_
+    uint64_t bytes;
+  };
+  mutable std::vector<std::pair<uint32_t, uint64_t>> finish_;
+  mutable std::vector<uint32_t> finish_begin_;
+  mutable std::vector<FinishEdge> finish_edges_;
+  mutable std::vector<std::pair<uint64_t, uint32_t>> finish_heap_;
 };
 
 }  // namespace maskd::grammar

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "index/token_trie.h"
+#include "index/tokenizer_context.h"
 
 namespace maskd::grammar {
 
@@ -148,6 +150,64 @@ absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {
   }
   parser_.PopTo(before);
   return out;
+}
+
+uint32_t GrammarGuide::MinBytesToFinish() const {
+  if (finished_) return 0;
+  return static_cast<uint32_t>(std::min<uint64_t>(parser_.MinBytesToFinish(), 0xFFFFFFFFu));
+}
+
+absl::Status GrammarGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uint32_t> words) {
+  if (finished_) return absl::OkStatus();  // only EOS is allowed anyway
+  const Vocabulary& vocab = index_->vocab();
+  const TokenTrie& trie = index_->context().trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const size_t base = parser_.num_sets();
+  const size_t max_work = index_->options().max_mask_work;
+  auto allowed = [&](uint32_t t) { return (words[t >> 5] >> (t & 31)) & 1; };
+  budget_.clear();
+  size_t work = 0;
+  for (uint32_t i = 1; i < trie.num_nodes();) {
+    const TokenTrie::Node& node = nodes[i];
+    parser_.PopTo(base + node.depth - 1);
+    if (++work > max_work) {
+      parser_.PopTo(base);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "token budget: more than ", max_work, " parser steps (max_mask_work)"));
+    }
+    absl::StatusOr<bool> live = parser_.Push(node.byte);
+    if (!live.ok()) {
+      parser_.PopTo(base);
+      return live.status();
+    }
+    if (!*live) {
+      i = node.next;
+      continue;
+    }
+    for (uint32_t k = trie.token_begin()[i]; k < trie.token_begin()[i + 1]; ++k) {
+      const uint32_t t = trie.token_ids()[k];
+      if (allowed(t) && !vocab.is_eos(t)) budget_.push_back({t, parser_.MinBytesToFinish()});
+    }
+    ++i;
+  }
+  parser_.PopTo(base);
+  uint64_t best = CompiledGrammar::kNoLength;
+  bool keep_any = false;
+  for (uint32_t eos : vocab.eos_ids()) keep_any = keep_any || allowed(eos);
+  for (const auto& [t, d] : budget_) {
+    best = std::min(best, d);
+    if (d + 2 > tokens_left) {
+      words[t >> 5] &= ~(1u << (t & 31));
+    } else {
+      keep_any = true;
+    }
+  }
+  if (keep_any) return absl::OkStatus();
+  // Nothing can finish in the budget: keep the tokens closest to an end.
+  for (const auto& [t, d] : budget_) {
+    if (d == best) words[t >> 5] |= 1u << (t & 31);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace maskd::grammar

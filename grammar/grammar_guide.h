@@ -59,6 +59,21 @@ class GrammarGuide {
 
   bool IsAccepting() const { return !finished_ && parser_.IsAccepting(); }
   bool IsFinished() const { return finished_; }
+  // The fewest text bytes still needed before the text may end (0 when
+  // accepting or finished); exact (EarleyParser::MinBytesToFinish), capped
+  // at 2^32 - 1.
+  uint32_t MinBytesToFinish() const;
+  // Budget mode on the mask just written into `words` (WriteMask's words),
+  // as Guide::ApplyTokenBudget: `tokens_left` counts the tokens the sequence
+  // may still generate, the next one and a final EOS included (>= 1); every
+  // non-EOS token after which MinBytesToFinish() + 2 > tokens_left is
+  // cleared, and if nothing would stay, the tokens leading closest to an end
+  // stay. Cost: the parser takes the bytes of the allowed tokens along the
+  // token trie (one Push per trie node of their prefixes, plus one per
+  // refused byte) and computes MinBytesToFinish once per allowed token;
+  // ResourceExhausted past max_mask_work pushes or a parser limit, with
+  // `words` and the state unchanged.
+  absl::Status ApplyTokenBudget(uint32_t tokens_left, absl::Span<uint32_t> words);
   size_t num_tokens() const { return token_start_.size(); }
   // The tokens advanced since the start, in order.
   absl::Span<const uint32_t> tokens() const { return tokens_; }
@@ -87,6 +102,8 @@ class GrammarGuide {
   size_t finished_at_ = 0;  // token_start_ index of the first EOS when finished_
   MaskScratch scratch_;
   std::vector<uint32_t> undone_;  // RollbackAndAdvance's scratch
+  // ApplyTokenBudget's scratch: the allowed text tokens and their distances.
+  std::vector<std::pair<uint32_t, uint64_t>> budget_;
 };
 
 }  // namespace maskd::grammar

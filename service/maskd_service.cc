@@ -667,11 +667,6 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                 absl::FailedPreconditionError(
                     absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
   }
-  if (req->max_tokens_left() > 0 && info->index->route() != ConstraintRoute::kRegex) {
-    return Done(ctx, "Mask",
-                absl::UnimplementedError(
-                    "max_tokens_left: token budgets are not supported on grammar constraints"));
-  }
   auto guide = ConstraintGuide::Replay(
       info->index, absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));
   if (!guide.ok()) return Done(ctx, "Mask", guide.status());
@@ -690,7 +685,9 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   absl::Status s = guide->WriteMask(absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
   if (!s.ok()) return Done(ctx, "Mask", s);
   if (req->max_tokens_left() > 0) {
-    guide->ApplyTokenBudget(req->max_tokens_left(), reinterpret_cast<uint32_t*>(mask->data()));
+    s = guide->ApplyTokenBudget(req->max_tokens_left(),
+                                absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
+    if (!s.ok()) return Done(ctx, "Mask", s);
   }
   resp->set_min_bytes_to_finish(guide->MinBytesToFinish());
   resp->set_words_per_row(words);

@@ -117,7 +117,8 @@ TEST(ConstraintGuide, GrammarRouteMasksAreBruteForce) {
     ASSERT_TRUE(oracle->Advance(t).ok());
     ASSERT_TRUE(guide->Step(0, {t}, absl::MakeSpan(row)).ok());
     EXPECT_EQ(guide->IsAccepting(), oracle->IsAccepting());
-    EXPECT_EQ(guide->MinBytesToFinish(), guide->IsAccepting() ? 0u : 1u);
+    EXPECT_EQ(guide->MinBytesToFinish(), oracle->MinBytesToFinish());
+    EXPECT_EQ(guide->MinBytesToFinish() == 0, guide->IsAccepting());
   }
   EXPECT_EQ(guide->rollback_available(), guide->num_tokens());
 }
@@ -138,10 +139,20 @@ TEST(ConstraintGuide, GrammarStepIsAllOrNothing) {
   EXPECT_EQ(guide->num_tokens(), prefix.size());
   ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
   EXPECT_EQ(row, before);
-  // Rolling back past the start, or a budget: refused before any change.
+  // Rolling back past the start: refused before any change.
   EXPECT_EQ(guide->Step(5, {}, absl::MakeSpan(row)).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(guide->Step(0, {TokenOf(":")}, absl::MakeSpan(row), 10).code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(guide->num_tokens(), prefix.size());
+  // Budget mode: a non-empty subset of the plain mask. After {"a": with 3
+  // tokens left (the next, one more, EOS) a digit stays, a nested object does not.
+  std::vector<uint32_t> budgeted(index->num_words()), plain(index->num_words());
+  ASSERT_TRUE(guide->Step(0, {TokenOf(":")}, absl::MakeSpan(budgeted), 3).ok());
+  ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(plain)).ok());
+  for (size_t w = 0; w < plain.size(); ++w) EXPECT_EQ(budgeted[w] & ~plain[w], 0u) << w;
+  const uint32_t one = TokenOf("1"), quote = TokenOf("{");
+  EXPECT_TRUE((budgeted[one >> 5] >> (one & 31)) & 1);
+  EXPECT_TRUE((plain[quote >> 5] >> (quote & 31)) & 1);
+  EXPECT_FALSE((budgeted[quote >> 5] >> (quote & 31)) & 1);
+  ASSERT_TRUE(guide->Rollback(1).ok());
   EXPECT_EQ(guide->num_tokens(), prefix.size());
   // A rollback that is replaced: the same as stepping there directly.
   ASSERT_TRUE(guide->Step(1, {TokenOf("\":")}, absl::MakeSpan(row)).ok());

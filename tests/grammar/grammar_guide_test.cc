@@ -196,6 +196,79 @@ TEST(GrammarGuideTest, ForcedContinuation) {
   EXPECT_EQ(guide->num_bytes(), 0u);  // looking ahead changes nothing
 }
 
+// Budget mode on a grammar: every token kept leaves MinBytesToFinish() + 2
+// within the budget and every token cleared does not (checked on a fork that
+// takes the token); a sequence that always takes a random token of the budget
+// mask ends with EOS within the budget, for budgets from the smallest
+// possible; a budget below that never empties a mask.
+TEST(GrammarGuideTest, TokenBudgetAlwaysEndsInTime) {
+  auto index = MustIndex(Parse("json.gbnf"));
+  ASSERT_NE(index, nullptr);
+  const Vocabulary& vocab = index->vocab();
+  auto start = GrammarGuide::Create(index);
+  ASSERT_TRUE(start.ok());
+  // The shortest JSON text is one byte ("0"); inside "[[[" it is three more.
+  EXPECT_EQ(start->MinBytesToFinish(), 1u);
+  {
+    GrammarGuide g = start->Fork();
+    ASSERT_TRUE(g.Advance(std::vector<uint32_t>{TokenOf(vocab, "[[")}).ok());
+    ASSERT_TRUE(g.Advance(std::vector<uint32_t>{TokenOf(vocab, "[")}).ok());
+    EXPECT_EQ(g.MinBytesToFinish(), 3u);
+  }
+  std::mt19937_64 rng(7);
+  int checked_steps = 0;
+  for (uint32_t budget : {3u, 4u, 8u, 20u}) {
+    for (int run = 0; run < 6; ++run) {
+      GrammarGuide g = start->Fork();
+      uint32_t used = 0;
+      while (!g.IsFinished()) {
+        ASSERT_LT(used, budget) << "budget " << budget << " exceeded";
+        const uint32_t left = budget - used;
+        std::vector<uint32_t> full(index->num_words()), m(index->num_words());
+        ASSERT_TRUE(g.WriteMask(absl::MakeSpan(full)).ok());
+        m = full;
+        ASSERT_TRUE(g.ApplyTokenBudget(left, absl::MakeSpan(m)).ok());
+        const std::vector<uint32_t> kept = Allowed(m);
+        ASSERT_FALSE(kept.empty());
+        if (run == 0 && checked_steps < 8) {
+          // Every token of the full mask against the definition.
+          ++checked_steps;
+          uint64_t best = ~uint64_t{0};
+          bool any_in_budget = false;
+          for (uint32_t t : Allowed(full)) {
+            if (vocab.is_eos(t)) {
+              ASSERT_TRUE(Bit(m, t));
+              any_in_budget = true;
+              continue;
+            }
+            GrammarGuide f = g.Fork();
+            ASSERT_TRUE(f.Advance(t).ok());
+            const uint64_t d = f.MinBytesToFinish();
+            best = std::min(best, d);
+            any_in_budget = any_in_budget || d + 2 <= left;
+            if (d + 2 <= left) ASSERT_TRUE(Bit(m, t)) << "token " << t << " cleared, d " << d;
+          }
+          for (uint32_t t : kept) {
+            if (vocab.is_eos(t)) continue;
+            GrammarGuide f = g.Fork();
+            ASSERT_TRUE(f.Advance(t).ok());
+            const uint64_t d = f.MinBytesToFinish();
+            if (any_in_budget) {
+              ASSERT_LE(d + 2, left) << "token " << t << " kept over budget";
+            } else {
+              ASSERT_EQ(d, best) << "fallback kept token " << t;
+            }
+          }
+        }
+        ASSERT_TRUE(g.Advance(kept[rng() % kept.size()]).ok());
+        ++used;
+      }
+      EXPECT_LE(used, budget);
+    }
+  }
+  EXPECT_GT(checked_steps, 3);
+}
+
 TEST(GrammarGuideTest, MemoBudgetChangesNoMask) {
   const Grammar g = Parse("json.gbnf");
   auto kept = MustIndex(g);

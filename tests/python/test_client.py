@@ -334,15 +334,30 @@ def test_grammar_compile_session_and_errors(client):
     with pytest.raises(maskd.MaskdError) as e:
         client.compile("qwen3", grammar=maskd.Grammar("root ::= [z-a]", "gbnf"))
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "line 1, column" in str(e.value)
-    # A token budget is regex-only: the entry fails with UNIMPLEMENTED, its row all zero.
-    sid = client.create_session(r.index_id).session_id
-    reply = client.step([(sid, [], 0, 8)])
-    assert reply.results[0].status.code == grpc.StatusCode.UNIMPLEMENTED.value[0]
-    assert not reply.masks[0].any()
-    with pytest.raises(maskd.MaskdError) as e:
-        reply.raise_for_status()
-    assert e.value.code == grpc.StatusCode.UNIMPLEMENTED
-    client.close_session(sid)
+    # A token budget on a grammar: "[" needs "]", so the start is 2 bytes from an end; a
+    # sequence that follows the budget masks ends with EOS within the budget, and each
+    # budget mask is a non-empty subset of the plain one.
+    for seed in range(4):
+        rng = np.random.default_rng(100 + seed)
+        sid = client.create_session(r.index_id).session_id
+        budget, tokens = 6, []
+        reply = client.step([(sid, [], 0, budget)])
+        assert reply.results[0].status.code == 0 and reply.results[0].min_bytes_to_finish == 2
+        while True:
+            left = budget - len(tokens)
+            assert left >= 1
+            plain = client.mask(r.index_id, tokens).mask
+            allowed = allowed_tokens(reply.masks[0])
+            assert len(allowed) > 0 and set(allowed) <= set(allowed_tokens(plain))
+            t = int(allowed[rng.integers(len(allowed))])
+            reply = client.step([(sid, [t], 0, left - 1 if left > 1 else 0)])
+            assert reply.results[0].status.code == 0
+            if t in eos:
+                break
+            tokens.append(t)
+        assert json.loads(client.detokenize("qwen3", tokens).decode()) is not None
+        assert len(tokens) + 1 <= budget
+        client.close_session(sid)
 
 
 TOOL_TAG = {"tags": [{"begin": "<tool_call>", "end": "</tool_call>",

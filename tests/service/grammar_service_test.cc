@@ -248,25 +248,36 @@ TEST_F(GrammarServiceTest, CacheKeysAndErrors) {
   EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(too_big.status().message(), HasSubstr("--max-grammar-bytes"));
 
-  // A token budget on a grammar session: UNIMPLEMENTED for that entry, the
-  // session unchanged; the stateless Mask refuses it the same way.
+  // A token budget on a grammar session: the entry's mask is a non-empty
+  // subset of the plain one, with the exact distance to an end; the
+  // stateless Mask gives the same row.
   auto session = client_->CreateSession(a->index_id());
   ASSERT_TRUE(session.ok());
   v1::StepRequest req;
   auto* e = req.add_entries();
   e->set_session_id(session->session_id());
-  e->set_max_tokens_left(10);
+  e->set_max_tokens_left(2);
   v1::StepResponse resp;
   ASSERT_TRUE(client_->Step(req, &resp).ok());
-  EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(absl::StatusCode::kUnimplemented));
-  EXPECT_EQ(resp.masks(), std::string(resp.masks().size(), '\0'));
-  v1::MaskRequest mask;
-  mask.set_index_id(a->index_id());
-  mask.set_max_tokens_left(10);
+  EXPECT_EQ(resp.results(0).status().code(), 0);
+  EXPECT_GT(resp.results(0).min_bytes_to_finish(), 0u);
+  EXPECT_NE(resp.masks(), std::string(resp.masks().size(), '\0'));
+  v1::MaskRequest plain;
+  plain.set_index_id(a->index_id());
+  grpc::ClientContext plain_ctx;
+  v1::MaskResponse plain_resp;
+  ASSERT_TRUE(client_->stub()->Mask(&plain_ctx, plain, &plain_resp).ok());
+  ASSERT_EQ(plain_resp.mask().size(), resp.masks().size());
+  for (size_t i = 0; i < plain_resp.mask().size(); ++i) {
+    EXPECT_EQ(resp.masks()[i] & ~plain_resp.mask()[i], 0) << "byte " << i;
+  }
+  EXPECT_EQ(plain_resp.min_bytes_to_finish(), resp.results(0).min_bytes_to_finish());
+  v1::MaskRequest mask = plain;
+  mask.set_max_tokens_left(2);
   grpc::ClientContext ctx;
   v1::MaskResponse mask_resp;
-  EXPECT_EQ(client_->stub()->Mask(&ctx, mask, &mask_resp).error_code(),
-            grpc::StatusCode::UNIMPLEMENTED);
+  ASSERT_TRUE(client_->stub()->Mask(&ctx, mask, &mask_resp).ok());
+  EXPECT_EQ(mask_resp.mask(), resp.masks());
 
   // The server is still serving, and the metrics count grammars apart.
   ASSERT_TRUE(client_->Ping().ok());

@@ -61,9 +61,6 @@ class MaskdLogitsProcessor:
                  index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True,
                  max_tokens: Optional[int] = None):
-        if (grammar is not None or structural_tag is not None) and max_tokens is not None:
-            raise ValueError("max_tokens= (budget mode) is not supported with grammar= or "
-                             "structural_tag=")
         self.client = connect(client)
         self.max_tokens = max_tokens
         self._prompt_len: Dict[int, int] = {}  # session -> its row's prompt length

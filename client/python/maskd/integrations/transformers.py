@@ -77,9 +77,6 @@ class MaskdLogitsProcessor(LogitsProcessor):
                  eos_token_id: Optional[Sequence[int]] = None,
                  max_new_tokens: Optional[int] = None,
                  resume: Union[bool, ResumeOptions] = False):
-        if (grammar is not None or structural_tag is not None) and max_new_tokens is not None:
-            raise ValueError("max_new_tokens= (budget mode) is not supported with grammar= or "
-                             "structural_tag=")
         self.client = connect(client)
         self.max_new_tokens = max_new_tokens
         self.resume: Optional[Tuple[Any, ResumeOptions]] = None
