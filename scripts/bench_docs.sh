@@ -42,6 +42,8 @@
 #                     index_bench, 3 repeats, interleaved; ~30-40 min (the before build ~10 min more)
 #   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
 #   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
+#   processor_step    bench/python/bench_processor_step.py (the transformers processor's own
+#                     per-step work, no RPC, beside masked_fill_ alone); bench/tables/processor_step.py; ~2 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
 #   grammar           grammar_bench (bundled qwen3, llama3, qwen3); bench/tables/grammar.py; ~1 min
 #   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
@@ -77,7 +79,7 @@ if smoke; then
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
         vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction
-        restructure_ab adapters adapters_idle budget grammar grammar_peers)
+        restructure_ab adapters adapters_idle processor_step budget grammar grammar_peers)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -381,6 +383,14 @@ table_adapters_idle() {
   smoke && args=(--hidden 16 --layers 1 --threads 1 --batches 1 --max-new 4)
   pyclient adapters_idle adapters.py bench/python/bench_adapters.py "${args[@]}" \
     --idle-forward-ms 5 --no-peers --constraints schema
+}
+table_processor_step() {
+  local venv steps
+  venv=$(python_venv)
+  steps=$(smoke && echo 10 || echo 300)
+  nice "$venv/bin/python" bench/python/bench_processor_step.py --steps "$steps" > "$out/processor_step.jsonl"
+  emit processor_step "\$(scripts/setup_python.sh)/bin/python bench/python/bench_processor_step.py --steps $steps" \
+    processor_step.py "$out/processor_step.jsonl" "One torch thread; medians of $steps calls per case."
 }
 table_budget() { pyclient budget budget.py bench/python/bench_budget.py -n "$(smoke && echo 20 || echo 1000)"; }
 

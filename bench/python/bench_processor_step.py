@@ -9,7 +9,10 @@ The processor's sessions are replaced by a stub whose ``step`` returns a fixed r
 rows each allow ``--allowed`` random ids (Qwen3 sizes: 151,669 tokenizer ids, 4,740 words
 per row, logits 151,936 wide), so only the adapter's per-step path is timed. Per (rows, live rows): the median
 wall time and the median CPU time of the calling thread (less disturbed by other load on
-the machine) per call, in microseconds. Prints one JSON line per case.
+the machine) per call, in microseconds; and, as the baseline in the same run, the same
+medians for ``masked_fill_`` alone with a ready (rows, width) bool mask of the same rows
+(the irreducible part of the step: the ratio is what the adapter adds). Prints one JSON
+line per case.
 """
 from __future__ import annotations
 
@@ -71,19 +74,35 @@ def case(rows: int, live_rows: int, allowed: int, steps: int) -> dict:
     ids = torch.zeros((rows, 8), dtype=torch.long)
     proc._prev = ids
     base = torch.randn(rows, LOGITS)
-    wall, cpu = [], []
+    # The baseline: the fill alone, with the positions the processor masks (a live row's
+    # ids its mask does not allow, padding ids past the mask included; other rows none).
+    disallowed = torch.zeros((rows, LOGITS), dtype=torch.bool)
+    allowed_bits = np.unpackbits(np.frombuffer(proc.sessions.reply.masks.tobytes(), np.uint8)
+                                 .reshape(live_rows, -1), axis=-1, bitorder="little")
+    for k, r in enumerate(live):
+        disallowed[r, :] = True
+        disallowed[r, :32 * WORDS] = torch.from_numpy(allowed_bits[k] == 0)
+    wall, cpu, fill_wall, fill_cpu = [], [], [], []
     for i in range(steps + 5):
         ids = torch.cat([ids, torch.zeros((rows, 1), dtype=torch.long)], dim=1)
         scores = base.clone()  # the model's fresh logits (not timed)
         w0, c0 = time.perf_counter(), time.thread_time()
         proc(ids, scores)
         c1, w1 = time.thread_time(), time.perf_counter()
+        scores = base.clone()
+        w2, c2 = time.perf_counter(), time.thread_time()
+        scores.masked_fill_(disallowed, float("-inf"))
+        c3, w3 = time.thread_time(), time.perf_counter()
         if i >= 5:
             wall.append((w1 - w0) * 1e6)
             cpu.append((c1 - c0) * 1e6)
+            fill_wall.append((w3 - w2) * 1e6)
+            fill_cpu.append((c3 - c2) * 1e6)
     return {"rows": rows, "live": live_rows, "allowed": allowed,
             "wall_p50_us": round(statistics.median(wall), 1),
-            "cpu_p50_us": round(statistics.median(cpu), 1)}
+            "cpu_p50_us": round(statistics.median(cpu), 1),
+            "fill_wall_p50_us": round(statistics.median(fill_wall), 1),
+            "fill_cpu_p50_us": round(statistics.median(fill_cpu), 1)}
 
 
 def main() -> None:

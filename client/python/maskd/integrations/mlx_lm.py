@@ -52,7 +52,7 @@ class MaskdLogitsProcessor:
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       overlap: start the forward pass before the Step (default True).
       max_tokens: budget mode: the ``max_tokens`` given to mlx-lm (see
-        maskd.integrations.transformers); not with ``grammar=`` or ``structural_tag=``.
+        maskd.integrations.transformers).
     """
 
     def __init__(self, client: Any, tokenizer: str, *, regex: Optional[str] = None,

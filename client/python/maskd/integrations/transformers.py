@@ -62,8 +62,8 @@ class MaskdLogitsProcessor(LogitsProcessor):
       eos_token_id: ids that end a row; default: the maskd tokenizer's EOS ids.
       max_new_tokens: budget mode: the ``max_new_tokens`` given to ``generate``. Tokens
         after which the constraint could no longer be completed (and ended with EOS)
-        within it are masked, so output closes instead of being cut off. Not with
-        ``grammar=`` or ``structural_tag=`` (token budgets are regex-route only).
+        within it are masked, so output closes instead of being cut off (grammars and
+        structural tags too: there each budget step walks the allowed tokens).
       resume: True (or a maskd.ResumeOptions): the rows' sessions are
         maskd.ResumableSessions, so a maskd restart (SIGKILL, OOM kill) mid-generation
         loses no row: they are re-created and replayed with the same masks. Needs the

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""transformers processor per-step table (docs/benchmarks.md, "transformers processor:
+per-step cost without the RPC"), from the JSON lines of
+
+  $VENV/bin/python bench/python/bench_processor_step.py --steps 300 > P.jsonl
+  python3 bench/tables/processor_step.py P.jsonl
+
+Per (rows, live rows): the median CPU time of one processor call, the median of the
+baseline in the same run (masked_fill_ alone with a ready bool mask), and their ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common import load_json_lines, num, table
+
+
+def us_or_ms(us: float) -> str:
+    return num(us, 0) + " µs" if us < 1000 else num(us / 1e3, 2) + " ms"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("jsonl", help="bench_processor_step.py stdout ('-': stdin)")
+    args = ap.parse_args()
+    runs = [r for r in load_json_lines(args.jsonl) if "cpu_p50_us" in r]
+    if not runs:
+        print("processor_step.py: no line in the input", file=sys.stderr)
+        return 2
+    rows = [[f"{r['rows']} × {r['live']}", us_or_ms(r["cpu_p50_us"]), us_or_ms(r["fill_cpu_p50_us"]),
+             num(r["cpu_p50_us"] / max(r["fill_cpu_p50_us"], 1e-9), 2) + "×",
+             us_or_ms(r["wall_p50_us"])] for r in runs]
+    sys.stdout.write(table(["rows × live", "processor call, CPU p50", "masked_fill_ alone, CPU p50",
+                            "ratio", "processor call, wall p50"],
+                           [False, True, True, True, True], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
