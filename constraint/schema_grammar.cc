@@ -1,7 +1,11 @@
 #include "constraint/schema_grammar.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace maskd {
 
@@ -20,7 +24,22 @@ absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
   grammar::GrammarLimits lowering = limits;
   lowering.max_text_bytes = std::max(limits.max_text_bytes, options.max_regex_bytes);
   auto g = grammar::GrammarFromRegexRules(regex_rules, 0, lowering, terminal);
-  if (g.ok() && warnings != nullptr) *warnings = std::move(rules->warnings);
+  if (!g.ok()) {
+    // A rule that derives no string is a subschema whose every instance
+    // would be infinitely deep: say so in the schema's terms. Rule names
+    // are the subschemas' JSON pointers.
+    const std::string m(g.status().message());
+    const size_t name_end = m.find('\'', 6);
+    if (absl::StartsWith(m, "rule '") && name_end != std::string::npos &&
+        absl::StrContains(m, "derives no string")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "schema has no valid instance: every instance of the subschema at ",
+          m.substr(6, name_end - 6),
+          " would be infinitely deep (a $ref cycle each instance must follow)"));
+    }
+    return g.status();
+  }
+  if (warnings != nullptr) *warnings = std::move(rules->warnings);
   return g;
 }
 

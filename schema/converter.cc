@@ -183,15 +183,11 @@ absl::StatusOr<Re> Converter::ConvertInner(const json& s_in, const std::string& 
   if (auto it = s->find("$ref"); it != s->end()) {
     if (!it->is_string()) return Invalid(absl::StrCat("$ref at ", Where(ptr), " is not a string"));
     if (!HasValidation(*s, {"$ref"})) return ConvertRef(it->get<std::string>(), ptr);
-    json acc = json::object();
-    MASKD_RETURN_IF_ERROR(MergeInto(acc, *s, ptr, 0));
-    return Convert(acc, ptr);
+    return ConvertMerged({{s, &ptr}}, ptr);
   }
   if (auto it = s->find("allOf"); it != s->end()) {
     if (!it->is_array()) return Invalid(absl::StrCat("allOf at ", Where(ptr), " is not an array"));
-    json acc = json::object();
-    MASKD_RETURN_IF_ERROR(MergeInto(acc, *s, ptr, 0));
-    return Convert(acc, ptr);
+    return ConvertMerged({{s, &ptr}}, ptr);
   }
   MASKD_ASSIGN_OR_RETURN(std::optional<json> lowered, Lower(*s, ptr));
   if (lowered) return Convert(*lowered, ptr);
@@ -214,10 +210,7 @@ absl::StatusOr<Re> Converter::ConvertInner(const json& s_in, const std::string& 
       if (plain) {
         MASKD_ASSIGN_OR_RETURN(r, Convert((*it)[i], bptr));
       } else {
-        json acc = json::object();
-        MASKD_RETURN_IF_ERROR(MergeInto(acc, base, ptr, 0));
-        MASKD_RETURN_IF_ERROR(MergeInto(acc, (*it)[i], bptr, 0));
-        MASKD_ASSIGN_OR_RETURN(r, Convert(acc, bptr));
+        MASKD_ASSIGN_OR_RETURN(r, ConvertMerged({{&base, &ptr}, {&(*it)[i], &bptr}}, bptr));
       }
       if (r) parts.push_back(*r);
     }

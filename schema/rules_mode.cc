@@ -45,6 +45,66 @@ absl::StatusOr<Re> Converter::RefRule(const json& target, const std::string& tpt
   return Re(RuleRef(k));
 }
 
+// A merge can recurse only through a $ref that MergeInto inlines: its own
+// or an allOf branch's. Only those merges are keyed.
+namespace {
+bool InlinesRef(const json& s) {
+  if (s.contains("$ref")) return true;
+  auto all = s.find("allOf");
+  if (all == s.end() || !all->is_array()) return false;
+  for (const json& b : *all)
+    if (b.is_object() && InlinesRef(b)) return true;
+  return false;
+}
+}  // namespace
+
+absl::StatusOr<Re> Converter::ConvertMerged(
+    std::initializer_list<std::pair<const json*, const std::string*>> parts,
+    const std::string& ptr) {
+  bool keyed = false;
+  for (const auto& [p, pptr] : parts) keyed = keyed || (rules_mode_ && p->is_object() && InlinesRef(*p));
+  std::string key;
+  if (keyed) {
+    // Annotations (title, description, default, ...) do not change the
+    // language: left out, so that {"$ref": "#", "description": ...} written
+    // in many places is one merge.
+    for (const auto& [p, pptr] : parts) {
+      json validation = json::object();
+      if (p->is_object()) {
+        for (auto it = p->begin(); it != p->end(); ++it)
+          if (IsValidationKeyword(it.key()) || it.key() == "$ref") validation[it.key()] = it.value();
+      } else {
+        validation = *p;
+      }
+      absl::StrAppend(&key, validation.dump(), "\n");
+    }
+    if (auto r = rule_of_merge_.find(key); r != rule_of_merge_.end()) {
+      return empty_rules_.count(r->second) ? Re() : Re(RuleRef(r->second));
+    }
+  }
+  json acc = json::object();
+  for (const auto& [p, pptr] : parts) MASKD_RETURN_IF_ERROR(MergeInto(acc, *p, *pptr, 0));
+  if (!keyed) return Convert(acc, ptr);
+  // A rule, as a bare $ref's target is: a recursion through the merge meets
+  // the rule in progress and refers to it.
+  const size_t k = rules_.size();
+  rule_of_merge_.emplace(key, k);
+  rules_.push_back({Where(ptr), kNoString});
+  in_progress_.insert(k);
+  absl::StatusOr<Re> r = Convert(acc, ptr);
+  if (!r.ok()) {
+    rule_of_merge_.erase(key);
+    return r.status();
+  }
+  in_progress_.erase(k);
+  if (!*r) {
+    empty_rules_.insert(k);
+    return Re();
+  }
+  rules_[k].regex = **std::move(r);
+  return Re(RuleRef(k));
+}
+
 // Rules mode: `regex` with every (?&k) replaced by rule k's text, so that
 // the converter's own automata (enum values against sibling keywords,
 // excluded strings) see the language the regex route would; the any-value

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -151,6 +152,19 @@ class Converter {
                                             const std::string& ptr);
   static constexpr size_t kMaxAnyOrderProperties = 8;
 
+  // `parts` merged into one schema, in order (a $ref with siblings or an
+  // allOf: the schema itself; an anyOf/oneOf branch: the rest of its schema,
+  // then the branch), then converted. Rules mode: a merge that inlines a
+  // $ref (its own or an allOf branch's: the only way a merge can lead back
+  // to itself) is a rule, keyed by its parts' JSON text (their validation
+  // keywords), so that recursion through it is a reference, as through a
+  // bare $ref, and the same merge written in many places is one rule (the
+  // regex route unrolls such recursion to the depth limit instead).
+  // Each part comes with its pointer (for MergeInto's messages).
+  absl::StatusOr<Re> ConvertMerged(
+      std::initializer_list<std::pair<const json*, const std::string*>> parts,
+      const std::string& ptr);
+
   // ---------- schema rewriting (normalize.cc, negate.cc)
   absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
   absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
@@ -245,6 +259,7 @@ class Converter {
   std::vector<JsonSchemaRule> rules_;
   std::map<std::string, size_t> rule_of_ptr_;   // $ref target pointer -> rule
   std::map<std::string, size_t> rule_of_text_;  // split-off regex -> rule
+  std::map<std::string, size_t> rule_of_merge_;  // recursive merge's JSON text -> rule
   std::set<size_t> empty_rules_;                // $ref targets without instances
   std::set<size_t> in_progress_;                // $ref targets being converted
   std::string any_rule_;                        // "(?&k)" once made

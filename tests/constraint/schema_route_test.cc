@@ -204,6 +204,51 @@ TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
   EXPECT_FALSE(Spell(*rg, *vocab, TreeText(6)));
 }
 
+// Recursion through a merge: a $ref inlined by allOf (or with sibling
+// keywords, or under an anyOf branch beside other keywords) leads back to
+// the merge itself. On the grammar route each such merge is a rule, so the
+// recursion is exact at any depth (before, the merge was inlined again at
+// every level until max_schema_depth refused the schema).
+TEST(SchemaRoutes, RecursionThroughAllOfAndSiblingKeywordsIsExact) {
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  for (const char* children_items : {
+           R"({"allOf": [{"$ref": "#/definitions/node"}]})",
+           R"({"$ref": "#/definitions/node", "description": "a child", "type": "object"})",
+           R"({"allOf": [{"$ref": "#/definitions/node"}, {"$ref": "#/definitions/named"}]})",
+           R"({"type": "object", "anyOf": [{"$ref": "#/definitions/node"}]})"}) {
+    const std::string schema = absl::StrCat(
+        R"({"definitions": {"named": {"type": "object", "required": ["name"]},
+            "node": {"type": "object", "properties": {"name": {"type": "string"},
+              "children": {"type": "array", "items": )", children_items, R"(}},
+              "required": ["name", "children"], "additionalProperties": false}},
+            "$ref": "#/definitions/node"})");
+    auto c = CompileConstraint(Constraint::JsonSchema(schema), tokenizer);
+    ASSERT_TRUE(c.ok()) << c.status() << "\n" << children_items;
+    EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
+    for (int depth : {0, 3, 8}) {
+      auto guide = ConstraintGuide::Create(c->index);
+      ASSERT_TRUE(guide.ok());
+      ASSERT_TRUE(Spell(*guide, *vocab, TreeText(depth))) << depth << " " << children_items;
+      EXPECT_TRUE(guide->IsAccepting()) << depth;
+    }
+    auto guide = ConstraintGuide::Create(c->index);
+    ASSERT_TRUE(guide.ok());
+    EXPECT_FALSE(Spell(*guide, *vocab, R"({"name": "x", "children": [{"children": [], "name")"))
+        << children_items;
+  }
+  // Every instance would be infinitely deep (each node requires a child
+  // node): no valid instance, an error rather than a depth limit.
+  auto none = CompileConstraint(Constraint::JsonSchema(
+      R"({"definitions": {"n": {"type": "object", "required": ["c"], "properties":
+          {"c": {"allOf": [{"$ref": "#/definitions/n"}, {"type": "object"}]}}}},
+         "$ref": "#/definitions/n"})"), tokenizer);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("schema has no valid instance: every instance of the subschema at "
+                        "/ would be infinitely deep"));
+}
+
 TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
