@@ -4,7 +4,7 @@
 # replaced by its generator's Markdown under a stamp line naming the command,
 # the commit, the date and the load average of the run. One command:
 #
-#   scripts/bench_docs.sh                      # every table (about 2-3 h on 2 idle vCPUs)
+#   scripts/bench_docs.sh                      # every table (about 1-1.5 h on 2 idle vCPUs, as run on 2026-12-02)
 #   ONLY=kernels,service scripts/bench_docs.sh # some tables
 #   SKIP=adapters,adapters_idle scripts/bench_docs.sh
 #
@@ -30,8 +30,8 @@
 #                     warm run's --verbose output, maskbench_reasons (bench/tables/maskbench_reasons.py)
 #   maskbench_limit   maskctl maskbench on the four largest-schema files at --max-regex-bytes 1 MiB
 #                     and 8 MiB; bench/tables/maskbench_limit.py; ~5-10 min
-#   maskbench_routes  maskctl maskbench on every file, --route regex then --route auto;
-#                     bench/tables/maskbench_routes.py; ~20-40 min; with it, from the auto run's
+#   maskbench_routes  maskctl maskbench on every file, --route regex, --route auto, then --route
+#                     auto --any-property-order; bench/tables/maskbench_routes.py; ~25 min; with it, from the auto run's
 #                     --verbose output, maskbench_routes_reasons (bench/tables/maskbench_reasons.py)
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
@@ -310,9 +310,16 @@ table_maskbench_routes() {
     echo "# route auto"
     nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time \
       --route auto --verbose "${files[@]}" 2> "$out/maskbench_routes_reasons.txt"
+    echo "# route auto-any-order"
+    nice build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time \
+      --route auto --any-property-order --verbose "${files[@]}" 2> "$out/maskbench_routes_anyorder.txt"
   } > "$out/maskbench_routes.txt"
-  emit maskbench_routes "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route R $(show "${files[@]}")" \
-    maskbench_routes.py "$out/maskbench_routes.txt" "R = regex, then auto (with --verbose); warm (one process per route), CPU time."
+  { stamp "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route R $(show "${files[@]}")" \
+      "R = regex, then auto (with --verbose), then auto with --any-property-order (with --verbose); warm (one process per run), CPU time."
+    python3 bench/tables/maskbench_routes.py "$out/maskbench_routes.txt" \
+      --verbose-auto "$out/maskbench_routes_reasons.txt" --verbose-any "$out/maskbench_routes_anyorder.txt" \
+      --corpus "$dir"; } > "$out/maskbench_routes.md.new"
+  mv "$out/maskbench_routes.md.new" "$out/maskbench_routes.md"
   emit maskbench_routes_reasons "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --require-text --cpu-time --route auto --verbose $(show "${files[@]}")" \
     maskbench_reasons.py "$out/maskbench_routes_reasons.txt" \
     "Its failure reasons (\`--verbose\`), counted in failures, not schemas." || rm -f "$out/maskbench_routes_reasons.md"

@@ -11,6 +11,13 @@ after a "# route NAME" line:
 One row per file: schemas compiled and passing on each route, how many the
 automatic route sent to the grammar route, the valid and invalid instances'
 verdicts, and TTFM p50 / TBM mean on each route; then issue #15's goals.
+
+A third run, "# route auto-any-order" (--route auto --any-property-order), adds
+a table of the three runs' totals and the goals on it. Given the verbose
+stderr of both automatic runs (--verbose-auto, --verbose-any) and the corpus
+(--corpus), a breakdown follows: the valid instances the default rejects and
+members in any order accept, and the invalid instances members in any order
+accept, by the keyword MaskBench's validator (python_error) names.
 """
 from __future__ import annotations
 
@@ -26,9 +33,16 @@ def pct(a: int, b: int) -> str:
     return "%.1f%%" % (100.0 * a / b) if b else "—"
 
 
+def pct2(a: int, b: int) -> str:
+    return "%.2f%%" % (100.0 * a / b) if b else "—"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", help="the runs' output ('-': stdin)")
+    ap.add_argument("--verbose-auto", help="stderr of the auto run with --verbose")
+    ap.add_argument("--verbose-any", help="stderr of the auto-any-order run with --verbose")
+    ap.add_argument("--corpus", help="the MaskBench folder (python_error of each test)")
     args = ap.parse_args()
     runs: dict[str, dict[str, dict]] = {}
     current = None
@@ -40,7 +54,7 @@ def main() -> int:
             elif line.startswith("{") and current:
                 j = json.loads(line)
                 runs[current][os.path.basename(j["file"]).replace(".jsonl", "")] = j
-    if set(runs) != {"regex", "auto"} or not runs["regex"] or not runs["auto"]:
+    if not {"regex", "auto"} <= set(runs) or not runs["regex"] or not runs["auto"]:
         print("maskbench_routes.py: need a '# route regex' and a '# route auto' run", file=sys.stderr)
         return 2
     rows = []
@@ -67,10 +81,72 @@ def main() -> int:
         goals = [("schemas passing ≥ 92%", a["passing"], a["schemas"], 92.0),
                  ("valid accepted ≥ 97%", a["valid_accepted"], a["valid"], 97.0),
                  ("invalid rejected ≥ 97%", a["invalid_rejected"], a["invalid"], 97.0)]
-        parts = ["%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct(x, n))
+        parts = ["%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct2(x, n))
                  for label, x, n, goal in goals if n]
         sys.stdout.write("\nGoals (automatic route, all files): " + "; ".join(parts) + ".\n")
+    anyorder = runs.get("auto-any-order", {}).get("all")
+    if a and anyorder:
+        r = runs["regex"]["all"]
+        totals = []
+        for label, t in (("regex", r), ("auto", a), ("auto, members in any order", anyorder)):
+            totals.append([label, str(t["compiled"]), "%d (%s)" % (t["passing"], pct(t["passing"], t["schemas"])),
+                           pct(t["valid_accepted"], t["valid"]), pct(t["invalid_rejected"], t["invalid"]),
+                           "%.2f" % (t["ttfm_p50_us"] / 1e3), "%.1f" % t["tbm_avg_us"]])
+        sys.stdout.write("\nAll files, with the automatic route's members-in-any-order option "
+                         "(`--any-property-order`; every schema then takes the grammar route):\n\n")
+        sys.stdout.write(table(["run", "compiled", "passing", "valid accepted", "invalid rejected",
+                                "TTFM p50 ms", "TBM avg µs"], [False] + [True] * 6, totals))
+        goals = [("schemas passing ≥ 92%", anyorder["passing"], anyorder["schemas"], 92.0),
+                 ("valid accepted ≥ 97%", anyorder["valid_accepted"], anyorder["valid"], 97.0),
+                 ("invalid rejected ≥ 97%", anyorder["invalid_rejected"], anyorder["invalid"], 97.0)]
+        parts = ["%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct2(x, n))
+                 for label, x, n, goal in goals if n]
+        sys.stdout.write("\nGoals with members in any order: " + "; ".join(parts) + ".\n")
+    if args.verbose_auto and args.verbose_any and args.corpus:
+        sys.stdout.write(breakdown(args.verbose_auto, args.verbose_any, args.corpus))
     return 0
+
+
+def verdict_failures(path: str) -> dict[str, set]:
+    """{"valid": {(file, schema, text[:200])}, "invalid": {...}} from maskctl --verbose stderr."""
+    import re
+    out: dict[str, set] = {"valid": set(), "invalid": set()}
+    pat = re.compile(r"^(\S+): (\S+): (valid rejected at byte \d+|invalid accepted): (.*)$")
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = pat.match(line.rstrip("\n"))
+            if m:
+                kind = "valid" if m.group(3).startswith("valid") else "invalid"
+                out[kind].add((os.path.basename(m.group(1)), m.group(2), m.group(4)[:200]))
+    return out
+
+
+def breakdown(auto_path: str, any_path: str, corpus: str) -> str:
+    import collections
+    import glob
+    import re
+    a, b = verdict_failures(auto_path), verdict_failures(any_path)
+    errors = {}
+    for path in glob.glob(os.path.join(corpus, "*.jsonl")):
+        with open(path) as f:
+            for line in f:
+                d = json.loads(line)
+                name = d.get("description", "").replace("sample ", "").replace("/", "---")
+                for t in d.get("tests", []):
+                    errors[(os.path.basename(path), name, t.get("text", "")[:200])] = t.get("python_error") or ""
+    fixed = a["valid"] - b["valid"]
+    new_invalid = b["invalid"] - a["invalid"]
+    by_kw = collections.Counter()
+    for key in new_invalid:
+        m = re.search(r"Failed validating '(\w+)'", errors.get(key, ""))
+        by_kw[m.group(1) if m else "not named"] += 1
+    kws = ", ".join("`%s` %d" % (k, n) for k, n in by_kw.most_common())
+    return ("\nWhat members in any order change (from both runs' `--verbose` lines, texts matched "
+            "to the corpus): valid instances rejected %d → %d (%d of them accepted in any order; "
+            "newly rejected in any order: %d); invalid instances accepted %d → %d, the %d new ones by the "
+            "keyword MaskBench's validator says they fail: %s.\n" % (
+                len(a["valid"]), len(b["valid"]), len(fixed), len(b["valid"] - a["valid"]),
+                len(a["invalid"]), len(b["invalid"]), len(new_invalid), kws))
 
 
 if __name__ == "__main__":
