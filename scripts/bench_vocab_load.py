@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Vocabulary load time: maskd versus Python's bare json.load, on one tokenizer.
 
-Times, best of --runs (default 5) each:
+Times, medians of --runs (default 5) each:
   - Python: json.load() of tokenizer.json (parse only: no vocabulary built);
   - maskd: `maskctl vocab --tokenizer DIR` load_ms, the full Vocabulary::Load
     (read, parse, token bytes, EOS, content hash) and TokenizerContext::Create
@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -82,19 +83,19 @@ def main():
     size_mb = os.path.getsize(json_path) / 1e6
     if args.json:
         print(json.dumps({"tokenizer": json_path, "json_mb": round(size_mb, 1), "tokens": summary["tokens"],
-                          "runs": args.runs, "json_load_wall_ms": min(py), "json_load_cpu_ms": min(py_cpu),
-                          "load_ms": min(load), "process_wall_ms": min(wall), "process_cpu_ms": min(cpu)}))
+                          "runs": args.runs, "json_load_wall_ms": statistics.median(py), "json_load_cpu_ms": statistics.median(py_cpu),
+                          "load_ms": statistics.median(load), "process_wall_ms": statistics.median(wall), "process_cpu_ms": statistics.median(cpu)}))
         return 0
     print("tokenizer: %s (%.1f MB, %d tokens, %s)" % (json_path, size_mb, summary["tokens"],
                                                       summary["kind"]))
-    print("python json.load (best of %d):        %8.1f ms wall  %8.1f ms cpu" %
-          (args.runs, min(py), min(py_cpu)))
-    print("maskd Vocabulary::Load (best of %d):  %8.1f ms wall                (load_ms)" %
-          (args.runs, min(load)))
-    print("maskctl vocab process (best of %d):   %8.1f ms wall  %8.1f ms cpu  (whole process)" %
-          (args.runs, min(wall), min(cpu)))
+    print("python json.load (median of %d):        %8.1f ms wall  %8.1f ms cpu" %
+          (args.runs, statistics.median(py), statistics.median(py_cpu)))
+    print("maskd Vocabulary::Load (median of %d):  %8.1f ms wall                (load_ms)" %
+          (args.runs, statistics.median(load)))
+    print("maskctl vocab process (median of %d):   %8.1f ms wall  %8.1f ms cpu  (whole process)" %
+          (args.runs, statistics.median(wall), statistics.median(cpu)))
     print("ratio json.load / Vocabulary::Load:  %8.2fx wall (load_ms)  %6.2fx cpu (process)" %
-          (min(py) / min(load), min(py_cpu) / min(cpu)))
+          (statistics.median(py) / statistics.median(load), statistics.median(py_cpu) / statistics.median(cpu)))
     return 0
 
 

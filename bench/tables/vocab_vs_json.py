@@ -32,7 +32,7 @@ def main() -> int:
              num(v["process_cpu_ms"], 1) + " ms"],
             ["**ratio json.load / maskd**", "**%.2f×**" % (v["json_load_wall_ms"] / v["load_ms"]),
              "**%.2f×**" % (v["json_load_cpu_ms"] / v["process_cpu_ms"])]]
-    sys.stdout.write("%s: %.1f MB of JSON, %s tokens, best of %d runs.\n\n" % (
+    sys.stdout.write("%s: %.1f MB of JSON, %s tokens, medians of %d runs.\n\n" % (
         name, v["json_mb"], grouped(v["tokens"]), v["runs"]))
     sys.stdout.write(table(["measure", "wall", "CPU"], [False, True, True], rows))
     return 0
