@@ -23,6 +23,11 @@ absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
   }
   grammar::GrammarLimits lowering = limits;
   lowering.max_text_bytes = std::max(limits.max_text_bytes, options.max_regex_bytes);
+  // A schema's rules nest groups as deep as its subschemas do (an object, its
+  // members' alternation and optional groups: a few per level), so a schema
+  // within max_schema_depth may pass a grammar text's max_nesting; the
+  // converter's own depth limit bounds them instead.
+  lowering.max_nesting = std::max(limits.max_nesting, kMaxSchemaRuleNesting);
   auto g = grammar::GrammarFromRegexRules(regex_rules, 0, lowering, terminal);
   if (!g.ok()) {
     // A rule that derives no string is a subschema whose every instance

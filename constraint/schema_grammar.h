@@ -5,6 +5,7 @@
 #ifndef MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
 #define MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +17,14 @@
 
 namespace maskd {
 
+// Group nesting the lowering allows in a schema's rules, at least (the
+// regex rule parser's recursion; a few KiB of stack per 10 levels).
+inline constexpr uint32_t kMaxSchemaRuleNesting = 1024;
+
 // The converter's errors (JsonSchemaToRules) and the lowering's (`limits`,
-// whose max_text_bytes is raised to options.max_regex_bytes: converted
-// schemas are large by construction; `terminal`, the limits the terminals
-// will be compiled under). The schema keywords not enforced go to *warnings
+// whose max_text_bytes is raised to options.max_regex_bytes and max_nesting
+// to kMaxSchemaRuleNesting: converted schemas are large and deep by
+// construction; `terminal`, the limits the terminals will be compiled under). The schema keywords not enforced go to *warnings
 // when it is not null.
 absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
                                                    const JsonSchemaOptions& options,

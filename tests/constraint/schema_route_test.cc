@@ -249,6 +249,33 @@ TEST(SchemaRoutes, RecursionThroughAllOfAndSiblingKeywordsIsExact) {
                         "/ would be infinitely deep"));
 }
 
+// An object of 300 optional members (as ESLint's `rules`) is one rule
+// whose optional members nest one group each, past a grammar text's
+// max_nesting (256); the grammar route allows a schema's own depth
+// (kMaxSchemaRuleNesting).
+TEST(SchemaRoutes, ManyOptionalMembersCompileOnTheGrammarRoute) {
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  std::string props;
+  for (int i = 0; i < 300; ++i) {
+    absl::StrAppend(&props, i ? ", " : "", "\"p", i, "\": {\"type\": \"integer\"}");
+  }
+  Constraint c = Constraint::JsonSchema(absl::StrCat(
+      R"({"type": "object", "additionalProperties": false, "properties": {)", props, "}}"));
+  c.schema_route = SchemaRoute::kGrammar;
+  auto compiled = CompileConstraint(c, tokenizer);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  for (const char* text : {R"({"p0": 1, "p299": 2})", R"({"p150": 3})", "{}"}) {
+    auto guide = ConstraintGuide::Create(compiled->index);
+    ASSERT_TRUE(guide.ok());
+    ASSERT_TRUE(Spell(*guide, *vocab, text)) << text;
+    EXPECT_TRUE(guide->IsAccepting()) << text;
+  }
+  auto guide = ConstraintGuide::Create(compiled->index);
+  ASSERT_TRUE(guide.ok());
+  EXPECT_FALSE(Spell(*guide, *vocab, R"({"p299": 2, "p0")"));  // members in schema order
+}
+
 TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
