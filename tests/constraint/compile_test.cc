@@ -182,10 +182,11 @@ TEST(JsonSchemaBudget, DeadlineTripsInsideTheConvertersDfaBuild) {
 }
 
 // The converter's own DFAs take the caller's state cap: an enum filtered by a
-// sibling maxLength keeps the value the filter would drop when the filter's
-// automaton does not fit.
+// sibling pattern keeps the value the filter would drop when the pattern's
+// automaton (x{20}: over 20 states) does not fit; the values are then checked
+// neither one by one nor by the rest's regex.
 TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
-  const std::string schema = R"({"type":"string","enum":["ab","abcd"],"maxLength":3})";
+  const std::string schema = R"({"type":"string","enum":["ab","abcd"],"pattern":"^(ab|x{20})$"})";
   auto context = BundledTokenizer();
   auto filtered = CompileConstraint(Constraint::JsonSchema(schema), context);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
@@ -193,7 +194,7 @@ TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
   EXPECT_FALSE(filtered->index->token_index()->dfa().Matches(R"("abcd")"));
 
   CompileOptions capped;
-  capped.dfa.max_states = 12;  // the result needs 8 states, the filter 43
+  capped.dfa.max_states = 12;  // the result needs 8 states, the pattern over 20
   auto kept = CompileConstraint(Constraint::JsonSchema(schema), context, capped);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("ab")"));
