@@ -89,6 +89,31 @@ void CheckEngine(const maskd::grammar::Grammar& g, const maskd::grammar::EarleyR
                    guide->IsAccepting() ? "accepts" : "refuses");
       std::abort();
     }
+    // The distance to an end is 0 exactly when accepting; a budget mask is a
+    // non-empty subset of the mask.
+    if ((guide->MinBytesToFinish() == 0) != guide->IsAccepting()) {
+      std::fprintf(stderr, "min_bytes_to_finish %u but accepting %d after \"%s\"\n",
+                   guide->MinBytesToFinish(), guide->IsAccepting(), text.c_str());
+      std::abort();
+    }
+    std::vector<uint32_t> budgeted = mask;
+    const uint32_t left = 1 + (step < picks.size() ? static_cast<uint8_t>(picks[step]) % 8 : 0);
+    s = guide->ApplyTokenBudget(left, absl::MakeSpan(budgeted));
+    maskd::fuzz::ExpectClientStatus(s);
+    if (!s.ok()) return;
+    bool any = false, any_before = false;
+    for (size_t w = 0; w < mask.size(); ++w) {
+      if (budgeted[w] & ~mask[w]) {
+        std::fprintf(stderr, "the budget added tokens after \"%s\"\n", text.c_str());
+        std::abort();
+      }
+      any = any || budgeted[w] != 0;
+      any_before = any_before || mask[w] != 0;
+    }
+    if (any_before && !any) {
+      std::fprintf(stderr, "the budget emptied the mask after \"%s\"\n", text.c_str());
+      std::abort();
+    }
     if (allowed.empty() || step >= picks.size()) return;
     const uint32_t t = allowed[static_cast<uint8_t>(picks[step]) % allowed.size()];
     s = guide->Advance(t);
