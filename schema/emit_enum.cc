@@ -18,16 +18,6 @@ namespace maskd::json_schema_internal {
 
 namespace {
 
-bool TypeMatches(const json& v, const std::set<std::string>& types) {
-  if (v.is_null()) return types.count("null");
-  if (v.is_boolean()) return types.count("boolean");
-  if (v.is_string()) return types.count("string");
-  if (v.is_array()) return types.count("array");
-  if (v.is_object()) return types.count("object");
-  if (v.is_number()) return types.count("number") || (types.count("integer") && IsIntegral(v));
-  return false;
-}
-
 bool HasNestedObject(const json& v) {
   if (v.is_array()) {
     for (auto& x : v)

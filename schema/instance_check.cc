@@ -7,10 +7,10 @@
 // See schema/internal/converter.h.
 #include "schema/internal/converter.h"
 
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,17 +25,6 @@ namespace {
 // these takes the keyword-by-keyword conversion.
 constexpr size_t kMaxCandidates = 4096;
 constexpr int kMaxCheckDepth = 64;
-
-bool IsType(const json& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "string") return v.is_string();
-  if (t == "array") return v.is_array();
-  if (t == "object") return v.is_object();
-  if (t == "number") return v.is_number();
-  if (t == "integer") return v.is_number() && IsIntegral(v);
-  return false;
-}
 
 // Unicode scalar values in UTF-8 text (JSON Schema string length).
 int64_t CodepointCount(const std::string& s) {
@@ -174,12 +163,12 @@ absl::StatusOr<bool> Converter::Accepts(const json& s_in, const std::string& ptr
     if (!d) return NotChecked(k, ptr);
     return d;
   };
+  // A count keyword as the conversion reads it; a malformed one is left to
+  // the conversion, which reports it.
   auto count = [&](const char* k) -> absl::StatusOr<std::optional<int64_t>> {
-    auto it = s.find(k);
-    if (it == s.end()) return std::optional<int64_t>();
-    if (!it->is_number() || it->get<double>() < 0) return NotChecked(k, ptr);
-    double d = std::ceil(it->get<double>());
-    return std::optional<int64_t>(d > 1e15 ? int64_t{1000000000000000} : static_cast<int64_t>(d));
+    absl::StatusOr<std::optional<int64_t>> n = IntKw(s, k, ptr);
+    if (!n.ok()) return NotChecked(k, ptr);
+    return n;
   };
 
   for (auto it = s.begin(); it != s.end(); ++it) {
@@ -189,25 +178,17 @@ absl::StatusOr<bool> Converter::Accepts(const json& s_in, const std::string& ptr
     }
   }
   if (auto t = s.find("type"); t != s.end()) {
-    std::vector<std::string> ts;
-    if (t->is_string()) ts.push_back(t->get<std::string>());
-    else if (t->is_array()) {
-      for (auto& x : *t) {
-        if (!x.is_string()) return NotChecked("type", ptr);
-        ts.push_back(x.get<std::string>());
+    std::set<std::string> types;
+    for (const json& x : t->is_array() ? *t : json::array({*t})) {
+      if (!x.is_string() || std::find(AllTypes().begin(), AllTypes().end(),
+                                      x.get<std::string>()) == AllTypes().end()) {
+        return NotChecked("type", ptr);
       }
-    } else {
-      return NotChecked("type", ptr);
+      types.insert(x.get<std::string>());
     }
     if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>())
-      ts.push_back("null");
-    bool any = false;
-    for (auto& x : ts) {
-      if (std::find(AllTypes().begin(), AllTypes().end(), x) == AllTypes().end())
-        return NotChecked("type", ptr);
-      any = any || IsType(v, x);
-    }
-    if (!any) return false;
+      types.insert("null");
+    if (!TypeMatches(v, types)) return false;
   }
   if (auto c = s.find("const"); c != s.end() && *c != v) return false;
   if (auto e = s.find("enum"); e != s.end()) {

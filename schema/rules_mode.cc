@@ -18,20 +18,23 @@ namespace maskd::json_schema_internal {
 
 std::string Converter::RuleRef(size_t k) { return absl::StrCat("(?&", k, ")"); }
 
-// The rule for the $ref target at `tptr`, converted once: references from
-// inside its own conversion (recursion) name it before it is complete.
-absl::StatusOr<Re> Converter::RefRule(const json& target, const std::string& tptr) {
-  auto [it, inserted] = rule_of_ptr_.emplace(tptr, rules_.size());
+// The rule `key` names in `rules_by_key`, made by `convert` the first time
+// (named for `ptr`): references from inside its own conversion (recursion)
+// name it before it is complete.
+absl::StatusOr<Re> Converter::KeyedRule(std::map<std::string, size_t>& rules_by_key,
+                                        const std::string& key, const std::string& ptr,
+                                        absl::FunctionRef<absl::StatusOr<Re>()> convert) {
+  auto [it, inserted] = rules_by_key.emplace(key, rules_.size());
   const size_t k = it->second;
   if (inserted) {
-    rules_.push_back({Where(tptr), kNoString});
+    rules_.push_back({Where(ptr), kNoString});
     in_progress_.insert(k);
-    absl::StatusOr<Re> r = Convert(target, tptr);
+    absl::StatusOr<Re> r = convert();
     if (!r.ok()) {
       // A caller may go on after the error (ConvertEnum): the rule stays
       // matching nothing (and in progress, so no expansion reads it), and
-      // the pointer is converted again next time.
-      rule_of_ptr_.erase(tptr);
+      // the key is converted again next time.
+      rules_by_key.erase(key);
       return r.status();
     }
     in_progress_.erase(k);
@@ -43,6 +46,10 @@ absl::StatusOr<Re> Converter::RefRule(const json& target, const std::string& tpt
   }
   if (empty_rules_.count(k)) return Re();
   return Re(RuleRef(k));
+}
+
+absl::StatusOr<Re> Converter::RefRule(const json& target, const std::string& tptr) {
+  return KeyedRule(rule_of_ptr_, tptr, tptr, [&] { return Convert(target, tptr); });
 }
 
 // A merge can recurse only through a $ref that MergeInto inlines: its own
@@ -61,48 +68,29 @@ bool InlinesRef(const json& s) {
 absl::StatusOr<Re> Converter::ConvertMerged(
     std::initializer_list<std::pair<const json*, const std::string*>> parts,
     const std::string& ptr) {
+  auto merged = [&]() -> absl::StatusOr<Re> {
+    json acc = json::object();
+    for (const auto& [p, pptr] : parts) MASKD_RETURN_IF_ERROR(MergeInto(acc, *p, *pptr, 0));
+    return Convert(acc, ptr);
+  };
   bool keyed = false;
-  for (const auto& [p, pptr] : parts) keyed = keyed || (rules_mode_ && p->is_object() && InlinesRef(*p));
+  for (const auto& [p, pptr] : parts) keyed = keyed || (p->is_object() && InlinesRef(*p));
+  if (!rules_mode_ || !keyed) return merged();
+  // Annotations (title, description, default, ...) do not change the
+  // language: left out of the key, so that {"$ref": "#", "description": ...}
+  // written in many places is one rule.
   std::string key;
-  if (keyed) {
-    // Annotations (title, description, default, ...) do not change the
-    // language: left out, so that {"$ref": "#", "description": ...} written
-    // in many places is one merge.
-    for (const auto& [p, pptr] : parts) {
-      json validation = json::object();
-      if (p->is_object()) {
-        for (auto it = p->begin(); it != p->end(); ++it)
-          if (IsValidationKeyword(it.key()) || it.key() == "$ref") validation[it.key()] = it.value();
-      } else {
-        validation = *p;
-      }
-      absl::StrAppend(&key, validation.dump(), "\n");
+  for (const auto& [p, pptr] : parts) {
+    json validation = json::object();
+    if (p->is_object()) {
+      for (auto it = p->begin(); it != p->end(); ++it)
+        if (IsValidationKeyword(it.key())) validation[it.key()] = it.value();
+    } else {
+      validation = *p;
     }
-    if (auto r = rule_of_merge_.find(key); r != rule_of_merge_.end()) {
-      return empty_rules_.count(r->second) ? Re() : Re(RuleRef(r->second));
-    }
+    absl::StrAppend(&key, validation.dump(), "\n");
   }
-  json acc = json::object();
-  for (const auto& [p, pptr] : parts) MASKD_RETURN_IF_ERROR(MergeInto(acc, *p, *pptr, 0));
-  if (!keyed) return Convert(acc, ptr);
-  // A rule, as a bare $ref's target is: a recursion through the merge meets
-  // the rule in progress and refers to it.
-  const size_t k = rules_.size();
-  rule_of_merge_.emplace(key, k);
-  rules_.push_back({Where(ptr), kNoString});
-  in_progress_.insert(k);
-  absl::StatusOr<Re> r = Convert(acc, ptr);
-  if (!r.ok()) {
-    rule_of_merge_.erase(key);
-    return r.status();
-  }
-  in_progress_.erase(k);
-  if (!*r) {
-    empty_rules_.insert(k);
-    return Re();
-  }
-  rules_[k].regex = **std::move(r);
-  return Re(RuleRef(k));
+  return KeyedRule(rule_of_merge_, key, ptr, merged);
 }
 
 // Rules mode: `regex` with every (?&k) replaced by rule k's text, so that

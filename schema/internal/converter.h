@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "automaton/dfa.h"
@@ -139,6 +140,12 @@ class Converter {
 
   // ---------- rules (rules_mode.cc)
   static std::string RuleRef(size_t k);
+  // The rule `key` names in `rules_by_key`, made by `convert` the first time
+  // (the $ref targets' and the merges' rules).
+  absl::StatusOr<Re> KeyedRule(std::map<std::string, size_t>& rules_by_key, const std::string& key,
+                               const std::string& ptr,
+                               absl::FunctionRef<absl::StatusOr<Re>()> convert);
+  // The rule for the $ref target at `tptr`, converted once.
   absl::StatusOr<Re> RefRule(const json& target, const std::string& tptr);
   absl::StatusOr<std::string> ExpandRules(const std::string& regex, int depth = 0) const;
   Re SplitLarge(Re r, const std::string& ptr);

@@ -50,6 +50,9 @@ std::string NumberText(const json& v);
 std::optional<Decimal> DecimalOf(const json& v);
 // Whether v is a number with an integral value.
 bool IsIntegral(const json& v);
+// Whether v is of one of `types` (JSON Schema type names; an integral number
+// is an "integer").
+bool TypeMatches(const json& v, const std::set<std::string>& types);
 // Draft-4 boolean exclusiveMinimum/Maximum to the numeric form, in place.
 void NormalizeBounds(json& s);
 
