@@ -37,6 +37,15 @@ def pct2(a: int, b: int) -> str:
     return "%.2f%%" % (100.0 * a / b) if b else "—"
 
 
+def goal_line(t: dict) -> str:
+    """Issue #15's three MaskBench goals on one run's totals."""
+    goals = [("schemas passing ≥ 92%", t["passing"], t["schemas"], 92.0),
+             ("valid accepted ≥ 97%", t["valid_accepted"], t["valid"], 97.0),
+             ("invalid rejected ≥ 97%", t["invalid_rejected"], t["invalid"], 97.0)]
+    return "; ".join("%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct2(x, n))
+                     for label, x, n, goal in goals if n)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", help="the runs' output ('-': stdin)")
@@ -78,12 +87,7 @@ def main() -> int:
                            [False] + [True] * 8, rows))
     a = runs["auto"].get("all")
     if a:
-        goals = [("schemas passing ≥ 92%", a["passing"], a["schemas"], 92.0),
-                 ("valid accepted ≥ 97%", a["valid_accepted"], a["valid"], 97.0),
-                 ("invalid rejected ≥ 97%", a["invalid_rejected"], a["invalid"], 97.0)]
-        parts = ["%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct2(x, n))
-                 for label, x, n, goal in goals if n]
-        sys.stdout.write("\nGoals (automatic route, all files): " + "; ".join(parts) + ".\n")
+        sys.stdout.write("\nGoals (automatic route, all files): " + goal_line(a) + ".\n")
     anyorder = runs.get("auto-any-order", {}).get("all")
     if a and anyorder:
         r = runs["regex"]["all"]
@@ -96,12 +100,7 @@ def main() -> int:
                          "(`--any-property-order`; every schema then takes the grammar route):\n\n")
         sys.stdout.write(table(["run", "compiled", "passing", "valid accepted", "invalid rejected",
                                 "TTFM p50 ms", "TBM avg µs"], [False] + [True] * 6, totals))
-        goals = [("schemas passing ≥ 92%", anyorder["passing"], anyorder["schemas"], 92.0),
-                 ("valid accepted ≥ 97%", anyorder["valid_accepted"], anyorder["valid"], 97.0),
-                 ("invalid rejected ≥ 97%", anyorder["invalid_rejected"], anyorder["invalid"], 97.0)]
-        parts = ["%s: %s, %s" % (label, "met" if 100.0 * x / n >= goal else "**missed**", pct2(x, n))
-                 for label, x, n, goal in goals if n]
-        sys.stdout.write("\nGoals with members in any order: " + "; ".join(parts) + ".\n")
+        sys.stdout.write("\nGoals with members in any order: " + goal_line(anyorder) + ".\n")
     if args.verbose_auto and args.verbose_any and args.corpus:
         sys.stdout.write(breakdown(args.verbose_auto, args.verbose_any, args.corpus))
     return 0
@@ -140,7 +139,7 @@ def breakdown(auto_path: str, any_path: str, corpus: str) -> str:
     for key in new_invalid:
         m = re.search(r"Failed validating '(\w+)'", errors.get(key, ""))
         by_kw[m.group(1) if m else "not named"] += 1
-    kws = ", ".join("`%s` %d" % (k, n) for k, n in by_kw.most_common())
+    kws = ", ".join("`%s` %d" % (k, n) for k, n in sorted(by_kw.items(), key=lambda kn: (-kn[1], kn[0])))
     return ("\nWhat members in any order change (from both runs' `--verbose` lines, texts matched "
             "to the corpus): valid instances rejected %d → %d (%d of them accepted in any order; "
             "newly rejected in any order: %d); invalid instances accepted %d → %d, the %d new ones by the "
