@@ -33,7 +33,7 @@ from common import E2EContext, EngineResult, Request, Sample, batches
 _SETUP: Dict[str, Any] = {}
 
 
-def _setup(ctx: E2EContext) -> Tuple[Any, Any, Any]:
+def setup(ctx: E2EContext) -> Tuple[Any, Any, Any]:
     """SGLang's process state for one backend: server args published, ModelConfig,
     tokenizer, GrammarManager (which creates the grammar backend)."""
     if ctx.backend == "maskd":
@@ -69,6 +69,25 @@ def _params(req: Request, max_tokens: int) -> Dict[str, Any]:
     return p
 
 
+def make_req(tok: Any, model_config: Any, rid: str, prompt: str, prompt_ids: List[int],
+             params: Dict[str, Any]) -> Any:
+    """A Req as the scheduler makes one (Scheduler.handle_generate_request)."""
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.sampling.sampling_params import SamplingParams
+    sp = SamplingParams(**params)
+    sp.normalize(tok)
+    return Req(rid, prompt, list(prompt_ids), sp, eos_token_ids=model_config.hf_eos_token_id,
+               vocab_size=int(model_config.vocab_size))
+
+
+def result_processor() -> Any:
+    """SGLang's batch result processor, for its _accept_grammar_tokens (which reads no
+    state of the processor; the scheduler mixes the class into itself)."""
+    from sglang.srt.managers.scheduler_components.batch_result_processor import \
+        SchedulerBatchResultProcessor
+    return object.__new__(SchedulerBatchResultProcessor)
+
+
 def _sampling_info(n: int, vocab: int, grammars: Optional[List[Any]]) -> Any:
     from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
     ones = torch.ones(n)
@@ -80,7 +99,7 @@ def _sampling_info(n: int, vocab: int, grammars: Optional[List[Any]]) -> Any:
                              device="cpu")
 
 
-def _decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
+def decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
             processor: Any, step_ms: List[float]) -> int:
     """Decode steps until every request is finished; returns the steps taken."""
     steps = 0
@@ -108,16 +127,13 @@ def _decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool
 
 def run(ctx: E2EContext) -> EngineResult:
     import sglang
-    from sglang.srt.managers.schedule_batch import FINISH_ABORT, FINISH_MATCHED_TOKEN, Req
-    from sglang.srt.managers.scheduler_components.batch_result_processor import \
-        SchedulerBatchResultProcessor
-    from sglang.srt.sampling.sampling_params import SamplingParams
+    from sglang.srt.managers.schedule_batch import FINISH_ABORT, FINISH_MATCHED_TOKEN
 
     torch.set_num_threads(1)
-    model_config, tok, manager = _setup(ctx)
+    model_config, tok, manager = setup(ctx)
     vocab = int(model_config.vocab_size)
     eos = set(model_config.hf_eos_token_id or ())
-    processor = object.__new__(SchedulerBatchResultProcessor)  # its methods used need no state
+    processor = result_processor()
     prompt_ids = tok.encode(ctx.prompt)
     samples: List[Sample] = []
     notes: List[str] = []
@@ -125,11 +141,7 @@ def run(ctx: E2EContext) -> EngineResult:
     steps, elapsed = 0, 0.0
 
     def make(rid: str, params: Dict[str, Any]) -> Any:
-        sp = SamplingParams(**params)
-        sp.normalize(tok)
-        # As the scheduler makes them (Scheduler.handle_generate_request).
-        return Req(rid, ctx.prompt, list(prompt_ids), sp,
-                   eos_token_ids=model_config.hf_eos_token_id, vocab_size=vocab)
+        return make_req(tok, model_config, rid, ctx.prompt, prompt_ids, params)
 
     for n, group in enumerate(batches(ctx.requests, ctx.batch)):
         reqs = [make(r.id, _params(r, ctx.max_tokens)) for r in group]
@@ -147,7 +159,7 @@ def run(ctx: E2EContext) -> EngineResult:
         reqs = [r for _, r in pairs]
         gen = torch.Generator().manual_seed(ctx.seed + n)
         t0 = time.perf_counter()
-        steps += _decode(reqs, vocab, gen, True, processor, step_ms)
+        steps += decode(reqs, vocab, gen, True, processor, step_ms)
         elapsed += time.perf_counter() - t0
         for req, r in pairs:
             ids = list(r.output_ids)
@@ -166,7 +178,7 @@ def run(ctx: E2EContext) -> EngineResult:
     reqs = [make(f"u{i}", {"max_new_tokens": ctx.max_tokens, "temperature": 1.0,
                            "ignore_eos": True})
             for i in range(min(ctx.batch, len(ctx.requests)))]
-    _decode(reqs, vocab, torch.Generator().manual_seed(ctx.seed), False, processor, base_ms)
+    decode(reqs, vocab, torch.Generator().manual_seed(ctx.seed), False, processor, base_ms)
     base = sum(base_ms) / max(len(base_ms), 1)
     return EngineResult(engine_version=f"sglang {sglang.__version__}",
                         model="random-logits (seeded torch.randn over the tiny model's "
