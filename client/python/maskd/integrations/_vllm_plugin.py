@@ -106,5 +106,5 @@ def register() -> None:
             return _create_with_budget(self, request)
         return create_grammar(self, request)
 
-    StructuredOutputManager.grammar_init = maskd_grammar_init
-    StructuredOutputManager._create_grammar = maskd_create_grammar
+    setattr(StructuredOutputManager, "grammar_init", maskd_grammar_init)
+    setattr(StructuredOutputManager, "_create_grammar", maskd_create_grammar)

@@ -30,8 +30,9 @@ import hashlib
 import json
 import logging
 import threading
+import time
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -110,7 +111,7 @@ def request_constraints(request_type: StructuredOutputOptions, spec: str) -> Lis
 
 
 @dataclasses.dataclass
-class MaskdBackend(StructuredOutputBackend):  # type: ignore[misc]
+class MaskdBackend(StructuredOutputBackend):
     """vLLM's engine-level backend over one maskd server (``addr``).
 
     ``vocab_size`` is the model's logits width; bitmask rows are ceil(vocab_size / 32) int32
@@ -140,8 +141,12 @@ class MaskdBackend(StructuredOutputBackend):  # type: ignore[misc]
         self._retired: "collections.deque[int]" = collections.deque()
         self._closer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maskd-close")
         self._views: Dict[int, np.ndarray] = {}
-        self.steps = 0        # Step calls sent by fill_bitmask (all requests together)
-        self.solo_steps = 0   # Step calls for one request (validate_tokens, accept without mask)
+        # Counters (read by benchmarks and tests): Step calls sent by fill_bitmask for all
+        # requests together; Step calls for one request (validate_tokens, accept_tokens
+        # without a mask); seconds spent in those calls (first masks at compile excluded).
+        self.steps = 0
+        self.solo_steps = 0
+        self.step_s = 0.0
 
     # -- tokenizer ------------------------------------------------------------
     def tokenizer_name(self, stop_ids: Sequence[int]) -> str:
@@ -180,7 +185,9 @@ class MaskdBackend(StructuredOutputBackend):  # type: ignore[misc]
             raise err
         g = MaskdGrammar(self, created.session_id, created.index_id,
                          frozenset(stops or self._default_eos), max_tokens)
-        g._sync_alone()  # the first mask, here rather than on the engine's step
+        self.step([g])  # the first mask: here (a compile thread), not on the engine's step
+        if g._broken is not None:
+            raise MaskdError(status_code(13), f"maskd: first mask: {g._broken}")
         return g
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
@@ -222,8 +229,10 @@ class MaskdBackend(StructuredOutputBackend):  # type: ignore[misc]
         todo = [g for g in list(self._dirty.values()) if g._needs_step()]
         self._dirty.clear()
         if todo:
-            self.steps += 1
+            t0 = time.perf_counter()
             self.step(todo)
+            self.steps += 1
+            self.step_s += time.perf_counter() - t0
         self._close_retired()
 
     def step(self, grammars: Sequence["MaskdGrammar"]) -> None:
@@ -258,12 +267,12 @@ class MaskdBackend(StructuredOutputBackend):  # type: ignore[misc]
         return v
 
 
-class MaskdGrammar(StructuredOutputGrammar):  # type: ignore[misc]
+class MaskdGrammar(StructuredOutputGrammar):
     """One vLLM request's maskd session (see the module doc for the state model).
     Every method runs under the backend's lock: vLLM fills rows from several threads
     above 128 requests."""
 
-    def __init__(self, backend: MaskdBackend, sid: int, index_id: str, stops: frozenset,
+    def __init__(self, backend: MaskdBackend, sid: int, index_id: str, stops: FrozenSet[int],
                  max_tokens: Optional[int]):
         self.backend = backend
         self.sid = sid
@@ -314,8 +323,10 @@ class MaskdGrammar(StructuredOutputGrammar):  # type: ignore[misc]
         """The mask at the logical state, with a Step for this request alone if needed."""
         row = self._cached()
         if row is None and self._broken is None:
-            self.backend.solo_steps += 1
+            t0 = time.perf_counter()
             self.backend.step([self])
+            self.backend.solo_steps += 1
+            self.backend.step_s += time.perf_counter() - t0
             row = self._cached()
         if row is None:
             raise MaskdError(status_code(13), f"maskd session {self.sid}: {self._broken}")
