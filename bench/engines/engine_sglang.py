@@ -100,8 +100,10 @@ def _sampling_info(n: int, vocab: int, grammars: Optional[List[Any]]) -> Any:
 
 
 def decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
-            processor: Any, step_ms: List[float]) -> int:
-    """Decode steps until every request is finished; returns the steps taken."""
+            processor: Any, step_ms: List[float], mask_ms: Optional[List[float]] = None) -> int:
+    """Decode steps until every request is finished; returns the steps taken. step_ms
+    gets each step's wall time, mask_ms (if given) the part spent in SGLang's vocab-mask
+    update and apply (allocate, fill, move, apply)."""
     steps = 0
     while True:
         live = [r for r in reqs if not r.finished()]
@@ -111,9 +113,12 @@ def decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
         logits = torch.randn((len(live), vocab), generator=gen)  # the "model"
         grammars = [r.grammar for r in live] if constrained else None
         info = _sampling_info(len(live), vocab, grammars if grammars and any(grammars) else None)
+        t1 = time.perf_counter()
         info.update_regex_vocab_mask()
         info.apply_logits_bias(logits)
         info.grammar_mask = None
+        if mask_ms is not None:
+            mask_ms.append(1000 * (time.perf_counter() - t1))
         tokens = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen).view(-1)
         for r, t in zip(live, tokens.tolist()):
             r.output_ids.append(t)
@@ -138,6 +143,7 @@ def run(ctx: E2EContext) -> EngineResult:
     samples: List[Sample] = []
     notes: List[str] = []
     step_ms: List[float] = []
+    mask_ms: List[float] = []
     steps, elapsed = 0, 0.0
 
     def make(rid: str, params: Dict[str, Any]) -> Any:
@@ -159,7 +165,7 @@ def run(ctx: E2EContext) -> EngineResult:
         reqs = [r for _, r in pairs]
         gen = torch.Generator().manual_seed(ctx.seed + n)
         t0 = time.perf_counter()
-        steps += decode(reqs, vocab, gen, True, processor, step_ms)
+        steps += decode(reqs, vocab, gen, True, processor, step_ms, mask_ms)
         elapsed += time.perf_counter() - t0
         for req, r in pairs:
             ids = list(r.output_ids)
@@ -168,6 +174,10 @@ def run(ctx: E2EContext) -> EngineResult:
                 ids = ids[:-1]
             samples.append(Sample(req.id, tok.decode(ids, skip_special_tokens=False), ids,
                                   finished))
+    if mask_ms:
+        ordered = sorted(mask_ms)
+        notes.append(f"vocab mask update+apply per step: mean {sum(ordered) / len(ordered):.2f} ms, "
+                     f"p50 {ordered[len(ordered) // 2]:.2f} ms, max {ordered[-1]:.2f} ms")
     backend = manager.grammar_backend
     if ctx.backend == "maskd" and backend is not None:
         notes.append(f"maskd Step RPCs: {backend.steps} for {backend.step_rows} rows over "

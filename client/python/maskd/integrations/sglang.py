@@ -44,7 +44,7 @@ from sglang.srt.constrained.base_grammar_backend import (BaseGrammarBackend, Bas
                                                          GrammarRow, GrammarStats,
                                                          InvalidGrammarObject)
 
-from maskd._common import Grammar, MaskdError, StepReply
+from maskd._common import EntryLike, Grammar, MaskdError, StepReply
 from maskd.client import Client
 from maskd.integrations import sglang_masks, sglang_tags, sglang_tokenizer
 
@@ -101,7 +101,7 @@ class MaskdGrammar(BaseGrammarObject):  # type: ignore[misc]
         # the caller): each Step then carries the tokens it may still generate.
         self.budget: Optional[int] = None
         self.error: Optional[str] = None
-        self._finalizer: Optional[weakref.finalize] = None
+        self._finalizer: Optional[weakref.finalize[[int], MaskdGrammar]] = None
 
     # -- state ----------------------------------------------------------------
     def synced(self) -> bool:
@@ -313,8 +313,10 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
         futures = []
         for i in range(0, len(grammars), MAX_STEP_ROWS):
             chunk = grammars[i:i + MAX_STEP_ROWS]
-            entries = [(g.session_id, g.unsent, g.unsent_rollback, g.max_tokens_left())
-                       for g in chunk]
+            entries: List[EntryLike] = []
+            for g in chunk:
+                assert g.session_id is not None  # _ensure_sessions ran
+                entries.append((g.session_id, g.unsent, g.unsent_rollback, g.max_tokens_left()))
             futures.append(self.client.step_async(entries, words))
         self.steps += len(futures)
         self.step_rows += len(grammars)

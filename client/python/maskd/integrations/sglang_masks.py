@@ -5,7 +5,7 @@ of maskd's Step reply. Rows are copied from the reply as they are; nothing is
 unpacked in Python."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Dict, Sequence
 
 import numpy as np
 import torch
@@ -51,7 +51,7 @@ def move(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
     return vocab_mask.to(device, non_blocking=True)
 
 
-_BITS: dict = {}
+_BITS: Dict[torch.device, torch.Tensor] = {}  # the 8 bit weights, per device
 
 
 def _bit_weights(device: torch.device) -> torch.Tensor:
@@ -63,18 +63,29 @@ def _bit_weights(device: torch.device) -> torch.Tensor:
 
 
 def apply(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
-    """logits[i, t] = -inf where row i of the mask does not allow t. One vectorised
-    pass: the mask's bytes against the 8 bit weights give a (rows, words*32) bool
-    (little-endian words: token 8b+j is bit j of byte b). Logits wider than the mask
-    (padding ids past it) are masked too; rows of -1 stay as they are."""
+    """logits[i, t] = -inf where row i of the mask does not allow t. Vectorised: the
+    constrained rows' mask bytes against the 8 bit weights give a (rows, words*32) bool
+    of disallowed ids (little-endian words: token 8b+j is bit j of byte b), one
+    masked_fill. Rows of -1 (unconstrained) are skipped and left as they are; in the
+    others, logits wider than the mask (padding ids past it) are masked too."""
     if vocab_mask.device != logits.device:
         vocab_mask = vocab_mask.to(logits.device, non_blocking=True)
-    rows, width = logits.shape[0], logits.shape[-1]
-    as_bytes = vocab_mask.contiguous().view(torch.uint8)  # (rows, words*4)
-    allowed = (as_bytes.unsqueeze(-1) & _bit_weights(logits.device)).ne(0).reshape(rows, -1)
-    bits = allowed.shape[1]
-    if bits >= width:
-        logits.masked_fill_(~allowed[:, :width], float("-inf"))
+    rows = torch.nonzero((vocab_mask != -1).any(dim=1)).view(-1)
+    if rows.numel() == 0:
+        return
+    width = logits.shape[-1]
+    every = rows.numel() == logits.shape[0]
+    sub = vocab_mask if every else vocab_mask.index_select(0, rows)
+    as_bytes = sub.contiguous().view(torch.uint8)  # (n, words*4)
+    disallowed = (as_bytes.unsqueeze(-1) & _bit_weights(logits.device)).eq(0)
+    disallowed = disallowed.reshape(as_bytes.shape[0], -1)
+    bits = disallowed.shape[1]
+    if bits < width:  # ids past the mask: disallowed
+        pad = torch.ones((disallowed.shape[0], width - bits), dtype=torch.bool,
+                         device=logits.device)
+        disallowed = torch.cat([disallowed, pad], dim=1)
+    disallowed = disallowed[:, :width]
+    if every:
+        logits.masked_fill_(disallowed, float("-inf"))
     else:
-        logits[:, :bits].masked_fill_(~allowed, float("-inf"))
-        logits[:, bits:] = float("-inf")
+        logits[rows] = logits[rows].masked_fill_(disallowed, float("-inf"))
