@@ -14,9 +14,11 @@ instead of SGLang's Sampler, which is part of the model runner), and the loop th
 calls these pieces once per decode step for the batch, as the scheduler does.
 
 Kinds: regex -> ``regex``, json_schema -> ``json_schema``, gbnf -> ``ebnf`` (SGLang's
-EBNF is XGrammar's, GBNF-like); lark -> ``ebnf`` too: SGLang's request has no Lark, so
-such a request is compiled as EBNF and, where that fails, aborted and recorded in the
-notes. ``--backend builtin`` is XGrammar (SGLang's default backend).
+EBNF is XGrammar's, GBNF-like); lark -> ``ebnf`` too: SGLang's request has no Lark
+field; the maskd backend recognises a Lark grammar there (its ``name:`` rules), XGrammar
+does not, so with ``--backend builtin`` such a request is aborted by SGLang's grammar
+manager and recorded in the notes. ``--backend builtin`` is XGrammar (SGLang's default
+backend).
 """
 from __future__ import annotations
 

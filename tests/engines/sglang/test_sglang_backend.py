@@ -45,6 +45,7 @@ SCHEMA = {"type": "object",
 EBNF = 'root ::= term ("+" term)*\nterm ::= [0-9]{1,3} | "(" root ")"\n'
 # The same language in Lark, for the independent check of EBNF outputs.
 EBNF_AS_LARK = 'start: term ("+" term)*\nterm: /[0-9]{1,3}/ | "(" start ")"\n'
+LARK = 'start: list\nlist: "[" [value ("," value)*] "]"\n?value: list | NUM\nNUM: /0|[1-9][0-9]{0,3}/\n'
 TOOL_SCHEMA = {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]}},
                "required": ["city"], "additionalProperties": False}
 
@@ -239,6 +240,13 @@ def test_apply_vocab_mask_matches_a_reference(sgl: Any) -> None:
     assert torch.isfinite(logits[1]).all()
 
 
+def test_ebnf_field_takes_lark_too() -> None:
+    assert msg.grammar_format(EBNF) == "ebnf"
+    assert msg.grammar_format(LARK) == "lark"
+    assert msg.grammar_format("// c\n?start : x\nx: \"a\"") == "lark"
+    assert msg.grammar_format("root::=x\nx ::= \"a\"") == "ebnf"
+
+
 def test_structural_tag_formats() -> None:
     legacy = {"structures": [{"begin": "<f>", "schema": SCHEMA, "end": "</f>"}],
               "triggers": ["<f"], "at_least_one": True}
@@ -280,10 +288,11 @@ def test_driven_path_regex_json_ebnf(sgl: Any) -> None:
 
     reqs = [common.Request("re", "regex", REGEX),
             common.Request("js", "json_schema", json.dumps(SCHEMA)),
-            common.Request("eb", "gbnf", EBNF)]
+            common.Request("eb", "gbnf", EBNF),
+            common.Request("lk", "lark", LARK)]  # through SGLang's ebnf field
     for seed in (1, 2):
         res = run_engine(sgl, "maskd", reqs, 48, seed)
-        assert len(res.samples) == 3, res.notes
+        assert len(res.samples) == 4, res.notes
         for s in res.samples:
             req = next(r for r in reqs if r.id == s.id)
             assert s.finished, s  # budget mode: closed within max_tokens

@@ -9,7 +9,8 @@ arguments: the plugin adds ``maskd`` to ``--grammar-backend``'s choices, registe
 backend, and hooks the grammar manager so that each request's grammar knows its
 ``max_new_tokens`` (maskd's budget mode: output closes within the budget instead of
 being cut off). Requests' ``regex``, ``json_schema``, ``ebnf`` (XGrammar's EBNF, which
-maskd reads as its ``ebnf`` grammar format) and ``structural_tag`` are compiled by
+maskd reads as its ``ebnf`` grammar format; a Lark grammar there is recognised by its
+``name:`` rules) and ``structural_tag`` are compiled by
 maskd against SGLang's own tokenizer, registered with maskd once per process under a
 name derived from its content (sglang_tokenizer.py).
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +62,22 @@ MAX_STEP_ROWS = 256
 def _allowed(mask: np.ndarray, token: int) -> bool:
     w = token >> 5
     return w < mask.shape[0] and bool((int(mask[w]) >> (token & 31)) & 1)
+
+
+# The first rule of a grammar: `name ::=` (EBNF, GBNF) or `name:` / `?name:` (Lark).
+_FIRST_RULE = re.compile(r"^[ \t]*[?!]?[A-Za-z_][\w-]*(?:\.-?\d+)?[ \t]*(::=|:)", re.M)
+
+
+def grammar_format(text: str) -> str:
+    """"lark" when the grammar's first rule is written `name: ...` (Lark), else "ebnf"
+    (`name ::= ...`, XGrammar's EBNF, which SGLang's ``ebnf`` requests carry)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "//", "%")):
+            continue
+        m = _FIRST_RULE.match(line)
+        return "lark" if m is not None and m.group(1) == ":" else "ebnf"
+    return "ebnf"
 
 
 def _utf8_prefix(data: bytes) -> str:
@@ -290,8 +308,10 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
         return self._compile("json", key_string, json_schema=schema)
 
     def dispatch_ebnf(self, key_string: str) -> BaseGrammarObject:
-        # SGLang's EBNF is XGrammar's (root rule `root`): maskd's "ebnf" format.
-        return self._compile("ebnf", key_string, grammar=Grammar(key_string, "ebnf"))
+        # SGLang's EBNF is XGrammar's (`root ::= ...`): maskd's "ebnf" format. maskd also
+        # takes Lark there (`start: ...`; SGLang's request has no field of its own for it).
+        return self._compile("ebnf", key_string,
+                             grammar=Grammar(key_string, grammar_format(key_string)))
 
     def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:
         try:
