@@ -21,7 +21,10 @@ Not covered: llama-cpp-python has no hook between sampling and the next forward 
 (its stopping criteria see the context without the new token), so the Step waits for
 the forward pass instead of overlapping it; one processor serves one sequence at a
 time (llama-cpp-python generates one sequence per Llama); a context that does not
-extend the previous one by one token starts a new session (a new generation).
+extend the previous one by one token starts a new session (a new generation). Call
+``close()`` between generations (or use a processor per generation, as a context
+manager): a new prompt that happened to extend the previous context by exactly one
+token would otherwise continue the old session.
 """
 from __future__ import annotations
 
