@@ -50,9 +50,8 @@ def run_batch(model: Any, tok: Any, prompt: List[int], rows: int, max_tokens: in
             stamps.append(time.perf_counter())
         return [ids], stamps
     res = batch_generate(model, tok, [prompt] * rows, max_tokens=max_tokens, sampler=sampler,
-                         logits_processors=procs)
-    toks = [tok.encode(t, add_special_tokens=False) for t in res.texts]
-    return toks, [time.perf_counter()]
+                         logits_processors=procs, return_token_ids=True)
+    return [list(map(int, t)) for t in res.token_ids], [time.perf_counter()]
 
 
 def run(ctx: E2EContext) -> EngineResult:
@@ -60,6 +59,7 @@ def run(ctx: E2EContext) -> EngineResult:
     prompt = tok.encode(ctx.prompt)
     eos = [int(e) for e in tok.eos_token_ids]
     client = maskd.Client(ctx.maskd_addr) if ctx.backend == "maskd" else None
+    run_batch(model, tok, prompt, min(ctx.batch, len(ctx.requests)), 2, [])  # warm-up
     samples: List[Sample] = []
     step_ms: List[float] = []
     steps, elapsed = 0, 0.0

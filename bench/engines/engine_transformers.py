@@ -58,6 +58,8 @@ def run(ctx: E2EContext) -> EngineResult:
     prompt_len = inputs["input_ids"].shape[1]
     eos = set(model.generation_config.eos_token_id)
     client = maskd.Client(ctx.maskd_addr) if ctx.backend == "maskd" else None
+    with torch.no_grad():  # warm-up: torch's first calls are not a decode step's cost
+        generate(model, inputs, min(ctx.batch, len(ctx.requests)), 2, ctx.seed, [], [])
     samples: List[Sample] = []
     step_ms: List[float] = []
     steps, elapsed = 0, 0.0
