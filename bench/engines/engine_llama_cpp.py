@@ -4,13 +4,15 @@ grammar sampler (``--backend builtin``): LlamaGrammar for GBNF, and for JSON Sch
 GBNF that llama-cpp-python's json-schema converter writes. llama.cpp has no regex or
 Lark front end, so under builtin those requests are skipped (a note says so).
 
-The model is the tiny GGUF of tiny_gguf.py (ctx.model_dir, the HF folder, is not used:
-llama.cpp reads GGUF). llama-cpp-python generates one sequence at a time, so a batch of
+The model is the tiny GGUF of tiny_gguf.py: ctx.model_dir when it names a .gguf file
+(``model_path()`` below is what e2e.py could pass instead of tiny_model.hf_model_dir(),
+which needs transformers, not installed in this engine's venv), else gguf_model_path(). llama-cpp-python generates one sequence at a time, so a batch of
 B requests runs as B generations one after the other (a note says so when B > 1).
 Sampling: temperature 1, no top-k/top-p/min-p, seeded per request; one CPU thread.
 """
 from __future__ import annotations
 
+import pathlib
 import time
 from typing import Any, List, Optional, Tuple
 
@@ -24,8 +26,13 @@ from common import E2EContext, EngineResult, Request, Sample
 from tiny_gguf import gguf_model_path
 
 
-def load(n_ctx: int = 512) -> Llama:
-    return Llama(str(gguf_model_path()), n_ctx=n_ctx, n_threads=1, n_threads_batch=1,
+def model_path() -> pathlib.Path:
+    """This engine's model: the tiny GGUF (built on first use)."""
+    return gguf_model_path()
+
+
+def load(path: Optional[pathlib.Path] = None, n_ctx: int = 512) -> Llama:
+    return Llama(str(path or gguf_model_path()), n_ctx=n_ctx, n_threads=1, n_threads_batch=1,
                  seed=0, verbose=False)
 
 
@@ -76,7 +83,8 @@ def text_of(llm: Llama, ids: List[int]) -> str:
 
 
 def run(ctx: E2EContext) -> EngineResult:
-    llm = load()
+    path = ctx.model_dir if ctx.model_dir.suffix == ".gguf" else gguf_model_path()
+    llm = load(path)
     prompt = llm.tokenize(ctx.prompt.encode(), add_bos=False, special=True)
     client = maskd.Client(ctx.maskd_addr) if ctx.backend == "maskd" else None
     samples: List[Sample] = []
@@ -108,7 +116,7 @@ def run(ctx: E2EContext) -> EngineResult:
                      "requests one after the other")
     # The first step of each sequence includes the prompt's prefill.
     return EngineResult(engine_version=f"llama-cpp-python {llama_cpp.__version__}",
-                        model=f"tiny random Llama GGUF ({gguf_model_path().name}), CPU f16",
+                        model=f"tiny random Llama GGUF ({path.name}), CPU f16",
                         samples=samples, decode_steps=len(step_ms),
                         constrained_s=sum(step_ms) / 1000,
                         unconstrained_ms_per_step=sum(base) / max(len(base), 1),
