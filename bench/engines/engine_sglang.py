@@ -61,7 +61,22 @@ def setup(ctx: E2EContext) -> Tuple[Any, Any, Any]:
                                       model_config=model_config, dp_tp_cpu_group=None,
                                       dp_tp_group=group, pp_group=None)
     manager = GrammarManager(scheduler)
+    scheduler.grammar_manager = manager
+    backend = manager.grammar_backend
+    if ctx.backend == "maskd" and os.environ.get("MASKD_SGLANG_PREFETCH") == "0":
+        backend.prefetch_enabled = False  # measurement: the Step sent at fill time
     return model_config, tokenizer, manager
+
+
+def after_results_hook(manager: Any) -> Optional[Any]:
+    """The maskd plugin's hook after Scheduler.process_batch_result (it sends the next
+    Step early), called as the scheduler would; None for another backend. (SGLang's
+    Scheduler itself is not run here: the hook is called with the stand-in scheduler.)"""
+    from maskd.integrations import sglang as maskd_sglang
+    if not isinstance(manager.grammar_backend, maskd_sglang.MaskdGrammarBackend):
+        return None
+    scheduler = manager.scheduler
+    return lambda: maskd_sglang.prefetch_after_results(None, scheduler)
 
 
 def _params(req: Request, max_tokens: int) -> Dict[str, Any]:
@@ -102,10 +117,13 @@ def _sampling_info(n: int, vocab: int, grammars: Optional[List[Any]]) -> Any:
 
 
 def decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
-            processor: Any, step_ms: List[float], mask_ms: Optional[List[float]] = None) -> int:
+            processor: Any, step_ms: List[float], mask_ms: Optional[List[float]] = None,
+            after_results: Optional[Any] = None) -> int:
     """Decode steps until every request is finished; returns the steps taken. step_ms
     gets each step's wall time, mask_ms (if given) the part spent in SGLang's vocab-mask
-    update and apply (allocate, fill, move, apply)."""
+    update and apply (allocate, fill, move, apply). after_results() is called once the
+    batch's tokens are accepted, where Scheduler.process_batch_result returns (the maskd
+    plugin's prefetch hook runs there)."""
     steps = 0
     while True:
         live = [r for r in reqs if not r.finished()]
@@ -128,6 +146,8 @@ def decode(reqs: List[Any], vocab: int, gen: torch.Generator, constrained: bool,
             if r.grammar is not None:
                 processor._accept_grammar_tokens(r, t)
                 r.grammar.finished = r.finished()
+        if after_results is not None:
+            after_results()
         step_ms.append(1000 * (time.perf_counter() - t0))
         steps += 1
 
@@ -167,7 +187,8 @@ def run(ctx: E2EContext) -> EngineResult:
         reqs = [r for _, r in pairs]
         gen = torch.Generator().manual_seed(ctx.seed + n)
         t0 = time.perf_counter()
-        steps += decode(reqs, vocab, gen, True, processor, step_ms, mask_ms)
+        steps += decode(reqs, vocab, gen, True, processor, step_ms, mask_ms,
+                        after_results_hook(manager))
         elapsed += time.perf_counter() - t0
         for req, r in pairs:
             ids = list(r.output_ids)
@@ -183,7 +204,7 @@ def run(ctx: E2EContext) -> EngineResult:
     backend = manager.grammar_backend
     if ctx.backend == "maskd" and backend is not None:
         notes.append(f"maskd Step RPCs: {backend.steps} for {backend.step_rows} rows over "
-                     f"{steps} decode steps")
+                     f"{steps} decode steps ({backend.prefetched_rows} rows prefetched)")
     # Baseline: the same loop, batch and process without a grammar; every request runs to
     # max_tokens (EOS ignored) so each batch is max_tokens steps.
     base_ms: List[float] = []

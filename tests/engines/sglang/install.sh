@@ -7,7 +7,8 @@
 # that cannot run on a CPU host. The list below is what SGLang's grammar path
 # imports -- sglang.srt.constrained.* (backends, grammar manager),
 # sampling.sampling_batch_info, managers.schedule_batch, the batch result processor,
-# server_args, plugins -- found by importing those in a venv holding sglang alone and
+# server_args, plugins, and managers.scheduler (whose process_batch_result the maskd
+# plugin hooks: SGLang applies hooks by importing their targets) -- found by importing those in a venv holding sglang alone and
 # adding each missing module until they all import. Versions: sglang 0.5.23's
 # Requires-Dist pin where it has one, else what pip resolved on 2026-12-03. Then the
 # maskd client's runtime deps and the tests' matchers. (The maskd package itself is
@@ -47,6 +48,10 @@ dill==0.4.1
 sentencepiece==0.2.1
 compressed-tensors==0.18.0
 gguf==0.19.0
+setproctitle==1.3.8
+einops==0.8.2
+uvicorn==0.55.0
+fastapi==0.165.0
 grpcio==1.85.3
 protobuf==7.36.2
 jsonschema==4.26.0

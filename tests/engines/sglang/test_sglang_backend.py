@@ -96,6 +96,8 @@ def test_plugin_adds_the_backend_and_the_budget_hook(sgl: Any) -> None:
     assert GRAMMAR_BACKEND_REGISTRY["maskd"] is msg.create_backend
     assert isinstance(sgl.backend, msg.MaskdGrammarBackend)
     assert hasattr(GrammarManager._apply_request_reasoning_config, "__wrapped__")
+    from sglang.srt.managers.scheduler import Scheduler
+    assert hasattr(Scheduler.process_batch_result, "__wrapped__")  # the prefetch hook
     msg.register_plugin()  # idempotent
     assert GRAMMAR_BACKEND_CHOICES.count("maskd") == 1
 
@@ -137,6 +139,36 @@ def test_masks_equal_replay_through_accept_rollback_copy(sgl: Any, client: Any, 
             if rng.random() < 0.1:
                 gs[e.row] = g.copy()  # a fresh grammar at the start of the same index
                 assert gs[e.row].tokens == []
+
+
+def test_prefetch_sends_the_batch_early_and_fill_takes_it(sgl: Any, client: Any) -> None:
+    """The plugin's hook after Scheduler.process_batch_result sends one Step for the
+    rows that accepted tokens; the fill then sends none. Rollbacks and accepts while it is
+    in flight are relative to the state it reaches."""
+    import types
+    rng = random.Random(11)
+    gs = [grammar(sgl, "json", json.dumps(SCHEMA)) for _ in range(3)]
+    scheduler = types.SimpleNamespace(grammar_manager=sgl.manager)
+    mask = gs[0].allocate_vocab_mask(sgl.vocab, 3, "cpu")
+    rows = [msg.GrammarRow(row=i, grammar=g) for i, g in enumerate(gs)]
+    msg.MaskdGrammar.fill_vocab_mask_batched(rows, mask)
+    for step in range(12):
+        for e in rows:
+            e.grammar.accept_token(int(rng.choice(allowed_ids(mask[e.row].numpy()))))
+        before = sgl.backend.steps
+        msg.prefetch_after_results(None, scheduler)
+        assert sgl.backend.steps == before + 1
+        if step % 4 == 3:  # in flight: roll a row back, or take another token on it
+            g = gs[step % 3]
+            if step % 8 == 3:
+                g.rollback(1)
+            else:
+                g.accept_token(int(rng.choice(allowed_ids(replay(client, g, mask.shape[1])))))
+        mask = gs[0].allocate_vocab_mask(sgl.vocab, 3, "cpu")
+        msg.MaskdGrammar.fill_vocab_mask_batched(rows, mask)
+        assert sgl.backend.steps <= before + 2
+        for e in rows:
+            np.testing.assert_array_equal(mask[e.row].numpy(), replay(client, e.grammar, mask.shape[1]))
 
 
 def test_disallowed_token_raises_and_changes_nothing(sgl: Any, client: Any) -> None:

@@ -47,7 +47,7 @@ from sglang.srt.constrained.base_grammar_backend import (BaseGrammarBackend, Bas
                                                          InvalidGrammarObject)
 
 from maskd._common import EntryLike, Grammar, MaskdError, StepReply
-from maskd.client import Client
+from maskd.client import Client, StepFuture
 from maskd.integrations import sglang_masks, sglang_tags, sglang_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,7 @@ class MaskdGrammar(BaseGrammarObject):  # type: ignore[misc]
         self.current_token = token
         self.tokens.append(token)
         self.unsent.append(token)
+        self.backend._dirty[id(self)] = self
 
     def rollback(self, k: int) -> None:
         k = min(int(k), len(self.tokens))
@@ -250,6 +251,7 @@ class MaskdGrammar(BaseGrammarObject):  # type: ignore[misc]
             self._finalizer.detach()
             self._finalizer = None
         self.backend.close_later(self.session_id)
+        self.backend._dirty.pop(id(self), None)
         self.session_id = None
         self.unsent = list(self.tokens)
         self.unsent_rollback = 0
@@ -270,12 +272,14 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
       addr: the maskd address; default $MASKD_ADDR, else unix:///tmp/maskd.sock.
       client: a maskd.Client to use instead of connecting to ``addr``.
       timeout: seconds allowed to each maskd call.
+      prefetch: send each scheduler step's Step early (``prefetch``), as soon as SGLang
+        has processed the batch's results, instead of when it fills the next mask.
     """
 
     def __init__(self, tokenizer: Any, vocab_size: int,
                  eos_token_ids: Optional[Iterable[int]] = None, *,
                  addr: Optional[str] = None, client: Optional[Client] = None,
-                 timeout: Optional[float] = 60.0) -> None:
+                 timeout: Optional[float] = 60.0, prefetch: bool = True) -> None:
         super().__init__()
         self.client = client if client is not None else Client(
             addr or os.environ.get("MASKD_ADDR") or DEFAULT_ADDR, timeout=timeout)
@@ -289,6 +293,13 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
         # Counters: Step RPCs sent and rows they carried (bench and tests read them).
         self.steps = 0
         self.step_rows = 0
+        self.prefetched_rows = 0
+        # prefetch(): grammars that accepted tokens since the last prefetch, and the
+        # Step in flight (grammars, futures, words), which the next fill takes.
+        self.prefetch_enabled = prefetch
+        # Weak: a grammar SGLang drops is not kept alive here (its finalizer closes it).
+        self._dirty: weakref.WeakValueDictionary[int, MaskdGrammar] = weakref.WeakValueDictionary()
+        self._pending: Optional[Tuple[List[MaskdGrammar], List[StepFuture], int]] = None
 
     # -- compile ------------------------------------------------------------------
     def _compile(self, dispatch_type: str, key_string: str, **constraint: Any) -> BaseGrammarObject:
@@ -329,7 +340,12 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
                 g.unsent = list(g.tokens)  # replay whatever was accepted before
                 g.unsent_rollback = 0
 
-    def _send(self, grammars: Sequence[MaskdGrammar], words: int) -> List[StepReply]:
+    def _launch(self, grammars: Sequence[MaskdGrammar], words: int) -> List[StepFuture]:
+        """Sends the Step(s) for ``grammars`` without waiting. Their queued tokens and
+        rollback are then in flight: cleared here, so that what they accept or roll
+        back meanwhile is relative to the state the reply will describe (``mask`` is
+        None until ``_finish``)."""
+        self._ensure_sessions(grammars)
         futures = []
         for i in range(0, len(grammars), MAX_STEP_ROWS):
             chunk = grammars[i:i + MAX_STEP_ROWS]
@@ -338,48 +354,94 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
                 assert g.session_id is not None  # _ensure_sessions ran
                 entries.append((g.session_id, g.unsent, g.unsent_rollback, g.max_tokens_left()))
             futures.append(self.client.step_async(entries, words))
+        for g in grammars:
+            g.unsent, g.unsent_rollback, g.mask = [], 0, None
         self.steps += len(futures)
         self.step_rows += len(grammars)
-        return [f.result() for f in futures]
+        return futures
 
-    def step(self, grammars: Sequence[MaskdGrammar], words: int) -> np.ndarray:
-        """One Step (per MAX_STEP_ROWS) for ``grammars``; returns their masks, a
-        (len(grammars), words) uint32 array (words 0: the tokenizer's width), and
-        brings every grammar in sync. Rows whose entry failed allow only EOS."""
-        grammars = list(grammars)
+    def _finish(self, grammars: Sequence[MaskdGrammar], futures: Sequence[StepFuture],
+                words: int) -> None:
+        """Takes the replies of ``_launch``: each grammar's mask and forced bytes. A
+        session the server lost is re-created and replayed; another failed entry (or a
+        failed Step) leaves its row allowing only EOS."""
         try:
-            self._ensure_sessions(grammars)
-            replies = self._send(grammars, words)
+            replies = [f.result() for f in futures]
         except MaskdError as e:
             logger.error("maskd: Step of %d rows failed: %s", len(grammars), e)
-            return self._eos_only(grammars, words, str(e))
+            self._eos_only(grammars, words, str(e))
+            return
         masks = np.concatenate([r.masks for r in replies]) if len(replies) > 1 else replies[0].masks
         results = [res for r in replies for res in r.results]
-        lost = [j for j, res in enumerate(results) if res.status.code == grpc.StatusCode.NOT_FOUND.value[0]]
-        if lost:  # sessions the server expired: re-create and replay their tokens
-            again = [grammars[j] for j in lost]
-            for g in again:
-                g.session_id = None
+        lost: List[MaskdGrammar] = []
+        for j, (g, res) in enumerate(zip(grammars, results)):
+            if res.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
+                g.session_id = None  # expired on the server: nothing of this Step applied
                 if g._finalizer is not None:
                     g._finalizer.detach()
-            redo = self.step(again, words or masks.shape[1])
-            masks = np.array(masks)  # the reply's view is read-only
-            masks[lost] = redo
-        for j, (g, res) in enumerate(zip(grammars, results)):
-            if j in lost:
-                continue
-            if res.status.code != 0:
+                    g._finalizer = None
+                lost.append(g)
+            elif res.status.code != 0:
                 g.error = res.status.message
                 logger.error("maskd: %r: %s", g, res.status.message)
-                masks = np.array(masks)
-                masks[j] = self._eos_row(masks.shape[1])
-                g.forced = b""
+                g.mask, g.forced = self._eos_row(masks.shape[1]), b""
             else:
-                g.forced = res.forced
-            g.unsent = []
-            g.unsent_rollback = 0
-            g.mask = masks[j]
-        return masks
+                g.mask, g.forced = masks[j], res.forced
+        if lost:
+            self._step_now(lost, words)
+
+    def _step_now(self, grammars: Sequence[MaskdGrammar], words: int) -> None:
+        try:
+            futures = self._launch(grammars, words)
+        except MaskdError as e:  # a session could not be created
+            logger.error("maskd: sessions for %d rows: %s", len(grammars), e)
+            self._eos_only(grammars, words, str(e))
+            return
+        self._finish(grammars, futures, words)
+
+    def _collect(self) -> None:
+        """Waits for the prefetched Step, if one is in flight."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._finish(*pending)
+
+    def prefetch(self) -> None:
+        """Sends now, as one Step without waiting, the tokens every live grammar accepted
+        since its last Step; the next fill (or accept) takes the reply. The plugin calls
+        it after SGLang's scheduler has processed a batch's results, so that the round
+        trip overlaps the scheduling and forward pass of the next batch."""
+        if not self.prefetch_enabled:
+            self._dirty.clear()
+            return
+        self._collect()
+        dirty = list(self._dirty.values())
+        self._dirty.clear()
+        gs = [g for g in dirty
+              if g.session_id is not None and not g.finished and not g.is_terminated()
+              and (g.unsent or g.unsent_rollback)]
+        if not gs:
+            return
+        words = sglang_masks.words_for(self.vocab_size)
+        try:
+            self._pending = (gs, self._launch(gs, words), words)
+        except MaskdError as e:
+            logger.error("maskd: prefetch of %d rows failed: %s", len(gs), e)
+            self._eos_only(gs, words, str(e))
+        self.prefetched_rows += len(gs)
+
+    def step(self, grammars: Sequence[MaskdGrammar], words: int) -> np.ndarray:
+        """Brings ``grammars`` in sync (the prefetched Step first, then one Step per
+        MAX_STEP_ROWS for those still behind) and returns their masks, a
+        (len(grammars), words) uint32 array (words 0: the tokenizer's width)."""
+        grammars = list(grammars)
+        self._collect()
+        for g in grammars:
+            self._dirty.pop(id(g), None)
+        behind = [g for g in grammars if not g.synced()]
+        if behind:
+            self._step_now(behind, words)
+        eos = self._eos_row(words or sglang_masks.words_for(self.vocab_size))
+        return np.stack([eos if g.mask is None else g.mask for g in grammars])
 
     def _eos_row(self, words: int) -> np.ndarray:
         row = np.zeros(words, np.uint32)
@@ -388,26 +450,21 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
                 row[t >> 5] |= np.uint32(1 << (t & 31))
         return row
 
-    def _eos_only(self, grammars: Sequence[MaskdGrammar], words: int, why: str) -> np.ndarray:
-        w = words or sglang_masks.words_for(self.vocab_size)
-        masks = np.tile(self._eos_row(w), (len(grammars), 1))
-        for j, g in enumerate(grammars):
+    def _eos_only(self, grammars: Sequence[MaskdGrammar], words: int, why: str) -> None:
+        row = self._eos_row(words or sglang_masks.words_for(self.vocab_size))
+        for g in grammars:
             g.error = why
-            g.mask = masks[j]
-            g.forced = b""
-        return masks
+            g.mask, g.forced = row, b""
+            g.unsent, g.unsent_rollback = [], 0
 
     def fill(self, entries: Sequence[Any], vocab_mask: torch.Tensor) -> None:
-        """Writes the listed rows (GrammarRow(row, grammar)) of ``vocab_mask``: one Step
-        for the grammars with tokens to send, the cached mask for those in sync."""
-        words = int(vocab_mask.shape[1])
-        stale = [e for e in entries if not e.grammar.synced()]
-        cached = [e for e in entries if e.grammar.synced()]
-        if stale:
-            masks = self.step([e.grammar for e in stale], words)
-            sglang_masks.fill_rows(vocab_mask, [e.row for e in stale], masks)
-        for e in cached:  # rows in sync already (no token since their last Step)
-            sglang_masks.fill_rows(vocab_mask, [e.row], e.grammar.mask[None, :])
+        """Writes the listed rows (GrammarRow(row, grammar)) of ``vocab_mask``: the
+        prefetched Step's reply, one Step for the grammars still behind, the cached
+        mask for those in sync; then one vectorised copy of all rows."""
+        if not entries:
+            return
+        masks = self.step([e.grammar for e in entries], int(vocab_mask.shape[1]))
+        sglang_masks.fill_rows(vocab_mask, [e.row for e in entries], masks)
 
     # -- SGLang's static mask helpers (the scheduler may call them on the backend) --
     @staticmethod
@@ -461,13 +518,22 @@ def _set_budget(result: Any, manager: Any, req: Any, *args: Any, **kwargs: Any) 
         g.budget = getattr(getattr(req, "sampling_params", None), "max_new_tokens", None)
 
 
+def prefetch_after_results(result: Any, scheduler: Any, *args: Any, **kwargs: Any) -> None:
+    """After Scheduler.process_batch_result (every sampled token of the batch accepted,
+    finished requests marked): send the next Step now (MaskdGrammarBackend.prefetch)."""
+    backend = getattr(getattr(scheduler, "grammar_manager", None), "grammar_backend", None)
+    if isinstance(backend, MaskdGrammarBackend):
+        backend.prefetch()
+
+
+_PREFETCH_HOOK_TARGET = "sglang.srt.managers.scheduler.Scheduler.process_batch_result"
 _BUDGET_HOOK_TARGET = ("sglang.srt.constrained.grammar_manager.GrammarManager."
                        "_apply_request_reasoning_config")
 
 
 def register_plugin() -> None:
     """The ``sglang.srt.plugins`` entry point: adds ``maskd`` to --grammar-backend,
-    registers the backend, and hooks the budget. Idempotent."""
+    registers the backend, and hooks the budget and the prefetch. Idempotent."""
     from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES, add_grammar_backend_choices
     from sglang.srt.constrained.base_grammar_backend import (GRAMMAR_BACKEND_REGISTRY,
                                                              register_grammar_backend)
@@ -478,3 +544,4 @@ def register_plugin() -> None:
     if GRAMMAR_BACKEND_REGISTRY.get(BACKEND_NAME) is not create_backend:
         register_grammar_backend(BACKEND_NAME, create_backend)
         HookRegistry.register(_BUDGET_HOOK_TARGET, _set_budget, HookType.AFTER)
+        HookRegistry.register(_PREFETCH_HOOK_TARGET, prefetch_after_results, HookType.AFTER)
