@@ -79,7 +79,7 @@ class LocalMaskd:
 
 # The server's counters of the work engines give it (docs/operations.md lists them all).
 COUNTERS = ("maskd_tokens_advanced_total", "maskd_step_batch_size_count",
-            "maskd_step_batch_size_sum", "maskd_mask_requests_total")
+            "maskd_step_batch_size_sum", "maskd_mask_seconds_count")
 
 
 def scrape(url: str) -> dict:
