@@ -37,7 +37,7 @@ import numpy as np
 
 from maskd._common import GrammarLike, MaskdError, status_code
 from maskd.integrations._core import connect, constraint_kwargs
-from maskd.masks import unpack_mask
+from maskd.masks import apply_mask
 
 
 class MaskdLogitsProcessor:
@@ -109,8 +109,10 @@ class MaskdLogitsProcessor:
             raise MaskdError(status_code(r.status.code), r.status.message)
         self.steps += 1
         self._rows.setdefault(ctx, []).append(sid)
-        allowed = mx.array(unpack_mask(reply.masks, logits.shape[-1]))
-        return mx.where(allowed, logits, mx.array(-np.inf, dtype=logits.dtype))
+        # The reply's packed row applied as words (maskd._bitmask_mlx: MLX ops, no NumPy
+        # unpacking); ids past the mask (logits wider than the tokenizer) are masked.
+        masked: mx.array = apply_mask(logits, reply.masks)
+        return masked
 
     def _close(self, sid: int) -> None:
         self._prompt_len.pop(sid, None)

@@ -35,7 +35,8 @@ from transformers import LogitsProcessor, StoppingCriteria
 from maskd._common import GrammarLike, MaskdError, compile_request
 from maskd.resume import ResumeOptions
 from maskd.integrations._core import RowSessions, connect, constraint_kwargs
-from maskd.integrations._row_masks import DisallowedRows
+from maskd._bitmask_torch import WordsApplier, as_words
+from maskd.integrations._row_masks import PackedRows
 
 
 class _Prefetch(StoppingCriteria):
@@ -98,9 +99,11 @@ class MaskdLogitsProcessor(LogitsProcessor):
         self.sessions: Optional[RowSessions] = None
         self._prev: Optional[torch.Tensor] = None  # input_ids of the previous call
         # Per-step buffers, reused while (rows, logits width, device) stay the same: the
-        # disallowed tokens, and their copy on the logits' device.
-        self._disallowed = DisallowedRows()
-        self._mask_dev: Optional[torch.Tensor] = None
+        # reply's packed rows laid out for every row of the batch, their copy on the
+        # logits' device, and the apply's own.
+        self._packed = PackedRows()
+        self._words_dev: Optional[torch.Tensor] = None
+        self._applier = WordsApplier()
 
     # -- generation state -----------------------------------------------------
     def _continues(self, input_ids: torch.Tensor) -> bool:
@@ -140,15 +143,18 @@ class MaskdLogitsProcessor(LogitsProcessor):
                                         budget=self.max_new_tokens, resume=self.resume)
             reply, live = self.sessions.step(None)
         self._prev = input_ids
-        return scores.masked_fill_(self._mask(reply.masks, live, scores), float("-inf"))
+        self._applier.apply_(scores, self._words(reply.masks, live, scores))  # in place
+        return scores
 
-    def _mask(self, masks: np.ndarray, live: Sequence[int], scores: torch.Tensor) -> torch.Tensor:
-        """(rows, width) bool on scores' device, True where a logit is masked, in buffers
-        reused across steps (no per-step array of batch x vocabulary size)."""
-        mask = torch.from_numpy(self._disallowed.rows(masks, live, scores.shape[0], scores.shape[-1]))
+    def _words(self, masks: np.ndarray, live: Sequence[int], scores: torch.Tensor) -> torch.Tensor:
+        """(rows, padded words) int32 on scores' device: the reply's rows, padding ids'
+        zero words, all ones for rows not live (maskd._bitmask_torch's input). Buffers
+        reused across steps; what crosses to a GPU is the packed words (1/32 of a bool
+        mask)."""
+        words = as_words(self._packed.rows(masks, live, scores.shape[0], scores.shape[-1]))
         if scores.device.type == "cpu":
-            return mask
-        dev = self._mask_dev
-        if dev is None or dev.shape != mask.shape or dev.device != scores.device:
-            dev = self._mask_dev = torch.empty(mask.shape, dtype=torch.bool, device=scores.device)
-        return dev.copy_(mask, non_blocking=True)
+            return words
+        dev = self._words_dev
+        if dev is None or dev.shape != words.shape or dev.device != scores.device:
+            dev = self._words_dev = torch.empty(words.shape, dtype=torch.int32, device=scores.device)
+        return dev.copy_(words, non_blocking=True)
