@@ -43,7 +43,8 @@
 #   adapters          bench/python/bench_adapters.py with peers; bench/tables/adapters.py; ~10-25 min
 #   adapters_idle     the same, --idle-forward-ms 5 --no-peers, schema only; ~7 min
 #   processor_step    bench/python/bench_processor_step.py (the transformers processor's own
-#                     per-step work, no RPC, beside masked_fill_ alone); bench/tables/processor_step.py; ~2 min
+#                     per-step work, no RPC, beside masked_fill_ alone and the peers' torch CPU
+#                     applies on the same packed rows); bench/tables/processor_step.py; ~3 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
 #   grammar           grammar_bench (bundled qwen3, llama3, qwen3); bench/tables/grammar.py; ~1 min
 #   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
@@ -395,9 +396,12 @@ table_processor_step() {
   local venv steps
   venv=$(python_venv)
   steps=$(smoke && echo 10 || echo 300)
-  nice "$venv/bin/python" bench/python/bench_processor_step.py --steps "$steps" > "$out/processor_step.jsonl"
+  bench_peers "$venv"
+  PYTHONPATH=$PWD/$PEERS_DIR${PYTHONPATH:+:$PYTHONPATH} nice "$venv/bin/python" \
+    bench/python/bench_processor_step.py --steps "$steps" > "$out/processor_step.jsonl"
   emit processor_step "\$(scripts/setup_python.sh)/bin/python bench/python/bench_processor_step.py --steps $steps" \
-    processor_step.py "$out/processor_step.jsonl" "One torch thread; medians of $steps calls per case."
+    processor_step.py "$out/processor_step.jsonl" \
+    "One torch thread; medians of $steps calls per case; the peers from $PEERS_DIR (xgrammar 0.2.9, llguidance 1.9.1)."
 }
 table_budget() { pyclient budget budget.py bench/python/bench_budget.py -n "$(smoke && echo 20 || echo 1000)"; }
 

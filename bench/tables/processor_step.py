@@ -5,8 +5,11 @@ per-step cost without the RPC"), from the JSON lines of
   $VENV/bin/python bench/python/bench_processor_step.py --steps 300 > P.jsonl
   python3 bench/tables/processor_step.py P.jsonl
 
-Per (rows, live rows): the median CPU time of one processor call, the median of the
-baseline in the same run (masked_fill_ alone with a ready bool mask), and their ratio.
+Per (rows, live rows): the median CPU time of one processor call; of the in-process peers'
+torch CPU applies on the same packed rows in the same run (llguidance, xgrammar; "—" where
+the peer was not installed); the processor's time over the fastest peer's; and
+masked_fill_ alone with a ready bool mask (the fill the processor did before it applied
+the packed words directly).
 """
 from __future__ import annotations
 
@@ -28,12 +31,25 @@ def main() -> int:
     if not runs:
         print("processor_step.py: no line in the input", file=sys.stderr)
         return 2
-    rows = [[f"{r['rows']} × {r['live']}", us_or_ms(r["cpu_p50_us"]), us_or_ms(r["fill_cpu_p50_us"]),
-             num(r["cpu_p50_us"] / max(r["fill_cpu_p50_us"], 1e-9), 2) + "×",
-             us_or_ms(r["wall_p50_us"])] for r in runs]
-    sys.stdout.write(table(["rows × live", "processor call, CPU p50", "masked_fill_ alone, CPU p50",
-                            "ratio", "processor call, wall p50"],
-                           [False, True, True, True, True], rows))
+    peers = ["llguidance", "xgrammar"]
+
+    def peer(r: dict, name: str) -> str:
+        v = r.get(f"{name}_cpu_p50_us")
+        return us_or_ms(v) if v is not None else "—"
+
+    def vs_fastest(r: dict) -> str:
+        times = [r[f"{p}_cpu_p50_us"] for p in peers if f"{p}_cpu_p50_us" in r]
+        return num(r["cpu_p50_us"] / max(min(times), 1e-9), 2) + "×" if times else "—"
+
+    rows = [[f"{r['rows']} × {r['live']}", us_or_ms(r["cpu_p50_us"])]
+            + [peer(r, p) for p in peers]
+            + [vs_fastest(r), us_or_ms(r["fill_cpu_p50_us"]), us_or_ms(r["wall_p50_us"])]
+            for r in runs]
+    sys.stdout.write(table(["rows × live", "processor call, CPU p50"]
+                           + [f"{p} apply, CPU p50" for p in peers]
+                           + ["processor / fastest peer", "masked_fill_ alone, CPU p50",
+                              "processor call, wall p50"],
+                           [False] + [True] * (len(peers) + 4), rows))
     return 0
 
 
