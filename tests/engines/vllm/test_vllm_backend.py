@@ -14,6 +14,8 @@ import json
 import os
 import pathlib
 import random
+import re
+import subprocess
 import sys
 from typing import Any, Iterator, List, Optional
 
@@ -198,6 +200,24 @@ def test_reject_leaves_state(backend: MaskdBackend, client: maskd.Client) -> Non
     assert not g.accept_tokens("r", [WIDTH - 1])
 
 
+def test_lost_session_ends_only_its_request(backend: MaskdBackend, client: maskd.Client) -> None:
+    """A session maskd no longer has (expired, server restarted): its row allows only the
+    stop tokens and its next accept fails (vLLM then finishes it with an error); the other
+    requests of the same Step are unaffected."""
+    bitmask = backend.allocate_token_bitmask(2)
+    lost = backend.compile_grammar(Opt.REGEX, "[0-9]+", stop_token_ids=set(EOS))
+    other = backend.compile_grammar(Opt.REGEX, "[0-9]+", stop_token_ids=set(EOS))
+    digit = backend.tokenizer.encode("7", add_special_tokens=False)[0]
+    for g in (lost, other):
+        g.fill_bitmask(bitmask, 0)
+        assert g.accept_tokens("r", [digit])
+    client.close_session(lost.sid)
+    got = row(backend, lost, bitmask, 0)
+    assert allowed(got).tolist() == sorted(EOS)
+    assert np.array_equal(row(backend, other, bitmask, 1), replay(client, other, [digit]))
+    assert not lost.accept_tokens("r", [EOS[0]])
+
+
 def test_speculative_validate_and_rollback_are_exact(backend: MaskdBackend,
                                                      client: maskd.Client) -> None:
     bitmask = backend.allocate_token_bitmask(8)
@@ -258,47 +278,36 @@ def test_speculative_validate_and_rollback_are_exact(backend: MaskdBackend,
         assert np.array_equal(row(backend, g, bitmask), replay(client, g, []))
 
 
-# -- end to end through vllm.LLM -----------------------------------------------------------
+# -- end to end through vllm.LLM: docs/engines.md's example --------------------------------
 
-def _lark_ok(grammar: str, text: str) -> bool:
-    import lark
-    try:
-        lark.Lark(grammar, start="start", parser="earley").parse(text)
-        return True
-    except lark.exceptions.LarkError:
-        return False
+def docs_example() -> str:
+    """The ```python block of docs/engines.md's "## vLLM" section."""
+    text = (REPO / "docs" / "engines.md").read_text()
+    section = text.split("\n## vLLM\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
 
 
-def test_llm_generate_through_the_plugin(server: Any, client: maskd.Client,
-                                         model_dir: pathlib.Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import jsonschema
-    import regex
+def test_docs_example(model_dir: pathlib.Path) -> None:
+    """docs/engines.md's example, as users run it: a fresh interpreter whose environment has
+    MASKD_VLLM_ADDR (vLLM's engine core in its own process, as by default), the plugin found
+    through the installed maskd package's entry point. It checks every output with regex,
+    jsonschema and lark, and that each finished ("stop") within max_tokens."""
     from importlib.metadata import entry_points
-
     assert any(ep.value == "maskd.integrations._vllm_plugin:register"
                for ep in entry_points(group="vllm.general_plugins")), \
         "the maskd package is not installed in this venv (scripts/engine_venv.sh installs it)"
-    monkeypatch.setenv("MASKD_VLLM_ADDR", server.addr)   # the one setting
-    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    from vllm import LLM, SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-
-    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=256, seed=0)
-    cases = [("regex", StructuredOutputsParams(regex=REGEX),
-              lambda s: regex.fullmatch(REGEX, s) is not None),
-             ("json", StructuredOutputsParams(json=SCHEMA),
-              lambda s: jsonschema.validate(json.loads(s), SCHEMA) is None),
-             ("lark", StructuredOutputsParams(grammar=LARK), lambda s: _lark_ok(LARK, s))]
-    params = [SamplingParams(temperature=1.0, seed=seed, max_tokens=48, structured_outputs=so)
-              for _, so, _ in cases for seed in range(4)]
-    outs = llm.generate(["Answer in the requested format:"] * len(params), params)
-    checks = [c for _, _, c in cases for _ in range(4)]
-    for o, check in zip(outs, checks):
-        c = o.outputs[0]
-        # Budget mode: every output closes within max_tokens (finish "stop", never "length").
-        assert c.finish_reason == "stop", (c.text, c.finish_reason)
-        assert check(c.text), c.text
-    names = [t.name for t in client.list_tokenizers()]
-    assert any(n.startswith("vllm-") for n in names), names  # maskd, not a builtin, served
+    fresh = MaskdServer()  # its tokenizers tell whether maskd, not a builtin, served vLLM
+    try:
+        env = dict(os.environ, MASKD_VLLM_ADDR=fresh.addr, MODEL=str(model_dir),
+                   VLLM_CPU_KVCACHE_SPACE="1")
+        r = subprocess.run([sys.executable, "-c", docs_example()], env=env, cwd=REPO,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
+        printed = [line for line in r.stdout.splitlines()
+                   if line.split(" ", 1)[0] in ("regex", "json", "grammar")]
+        assert len(printed) == 12, r.stdout[-3000:]
+        with maskd.Client(fresh.addr, timeout=60) as c:
+            names = [t.name for t in c.list_tokenizers()]
+        assert any(n.startswith("vllm-") for n in names), names
+    finally:
+        fresh.stop()
