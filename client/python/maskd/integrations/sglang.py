@@ -8,20 +8,22 @@ SGLang loads the plugin (``register_plugin``) in every process before it parses 
 arguments: the plugin adds ``maskd`` to ``--grammar-backend``'s choices, registers the
 backend, and hooks the grammar manager so that each request's grammar knows its
 ``max_new_tokens`` (maskd's budget mode: output closes within the budget instead of
-being cut off). Requests' ``regex``, ``json_schema``, ``ebnf`` (XGrammar's EBNF, which
-maskd reads as its ``ebnf`` grammar format; a Lark grammar there is recognised by its
-``name:`` rules) and ``structural_tag`` are compiled by
-maskd against SGLang's own tokenizer, registered with maskd once per process under a
-name derived from its content (sglang_tokenizer.py).
+being cut off), and the scheduler so that each step's Step leaves early (below).
+Requests' ``regex``, ``json_schema``, ``ebnf`` (XGrammar's EBNF, which maskd reads as
+its ``ebnf`` grammar format; a Lark grammar there is recognised by its ``name:``
+rules) and ``structural_tag`` are compiled by maskd against SGLang's own tokenizer,
+registered with maskd once per process under a name derived from its content
+(sglang_tokenizer.py).
 
 Per scheduler step. SGLang accepts each request's sampled token (``accept_token``),
 then, before sampling the next one, asks for the vocab mask of every grammar request
 of the batch in one call (``fill_vocab_mask_batched``). ``accept_token`` checks the
-token against the request's last mask (one bit) and queues it; the fill sends ONE
-maskd Step for the whole batch carrying every row's queued tokens (and rollbacks), and
-copies the reply's packed uint32 rows into SGLang's int32 vocab mask as they are (the
-layout is XGrammar's). With SGLang's overlap scheduler that call runs on the CPU while
-the GPU runs the forward pass. ``apply_vocab_mask`` is one vectorised torch op.
+token against the request's last mask (one bit) and queues it. When the scheduler has
+processed the batch's results (the hook on ``Scheduler.process_batch_result``),
+``prefetch`` sends ONE maskd Step for every row with queued tokens (and rollbacks)
+without waiting; the fill takes its reply (rows that moved meanwhile are stepped then,
+together) and copies the packed uint32 rows into SGLang's int32 vocab mask as they are
+(the layout is XGrammar's). ``apply_vocab_mask`` is one vectorised torch op.
 
 Sessions are created lazily on a grammar's first fill (the copies SGLang keeps in its
 grammar cache never hold one) and closed when SGLang marks the request finished or
