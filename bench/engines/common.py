@@ -37,7 +37,7 @@ class E2EContext:
     max_tokens: int          # the engine's max_tokens, and maskd's budget
     batch: int               # requests generated together
     seed: int
-    model_dir: pathlib.Path  # the tiny model (tiny_model.hf_model_dir())
+    model_dir: pathlib.Path  # the tiny model: the engine module's model_path(), else tiny_model.hf_model_dir()
     prompt: str = PROMPT
     tokenizer: str = TOKENIZER
 

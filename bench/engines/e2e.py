@@ -122,11 +122,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.backend == "maskd" and a.maskd is None:
         server = LocalMaskd()
     try:
-        import tiny_model
+        # An engine module's model_path() names its own model format (llama.cpp: the
+        # tiny model as GGUF); otherwise the tiny Hugging Face folder.
+        if hasattr(module, "model_path"):
+            model_dir = module.model_path()
+        else:
+            import tiny_model
+            model_dir = tiny_model.hf_model_dir()
         ctx = common.E2EContext(engine=a.engine, requests=requests,
                                 maskd_addr=a.maskd or (server.addr if server else ""),
                                 backend=a.backend, max_tokens=a.max_tokens, batch=a.batch,
-                                seed=a.seed, model_dir=tiny_model.hf_model_dir())
+                                seed=a.seed, model_dir=model_dir)
         before = scrape(server.metrics_url) if server else None
         res = module.run(ctx)
         work = None
