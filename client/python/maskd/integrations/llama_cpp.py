@@ -13,9 +13,10 @@ as its first sampler: each call gets every token in the context (prompt, then th
 tokens generated so far) and the next token's logits over the whole vocabulary, in id
 order. The first call of a generation starts a maskd session (the context then is the
 prompt); each later call that extends the previous context by one token steps it with
-that token. The mask (maskd's packed uint32 words) is unpacked and applied with numpy
-in buffers reused across steps: no per-token Python. Ids past the mask width (padding
-ids of the model's vocabulary) are masked. A sampled EOS id ends the session.
+that token. The mask's packed uint32 words are applied in place by maskd.apply_mask
+(bitwise on the logits' integer lanes: no bool array, no per-token Python; the strided
+view llama-cpp-python passes is fine). Ids past the mask width (padding ids of the
+model's vocabulary) are masked. A sampled EOS id ends the session.
 
 Not covered: llama-cpp-python has no hook between sampling and the next forward pass
 (its stopping criteria see the context without the new token), so the Step waits for
@@ -35,7 +36,7 @@ import numpy as np
 from maskd._common import GrammarLike, compile_request
 from maskd.resume import ResumeOptions
 from maskd.integrations._core import RowSessions, connect, constraint_kwargs
-from maskd.integrations._row_masks import DisallowedRows
+from maskd.masks import apply_mask
 
 
 class MaskdLogitsProcessor:
@@ -78,7 +79,6 @@ class MaskdLogitsProcessor:
             list(self.client.tokenizer(tokenizer).eos_ids)
         self.sessions: Optional[RowSessions] = None
         self._prev: Optional[np.ndarray] = None  # the context of the previous call
-        self._disallowed = DisallowedRows()
 
     @property
     def generated(self) -> list:
@@ -113,7 +113,6 @@ class MaskdLogitsProcessor:
                                         budget=self.max_new_tokens, resume=self.resume)
             reply, live = self.sessions.step(None)
         self._prev = np.array(input_ids, copy=True)
-        if live:
-            masked = self._disallowed.rows(reply.masks, live, 1, scores.shape[-1])[0]
-            np.copyto(scores, np.float32(-np.inf), where=masked)
+        if live:  # else the sequence ended (EOS): logits left alone
+            apply_mask(scores, reply.masks[0])
         return scores
