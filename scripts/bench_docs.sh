@@ -46,6 +46,10 @@
 #                     per-step work, no RPC, beside masked_fill_ alone and the peers' torch CPU
 #                     applies on the same packed rows); bench/tables/processor_step.py; ~3 min
 #   budget            bench/python/bench_budget.py; bench/tables/budget.py; <1 min
+#   engines           bench/engines/bench_engines.sh: scripts/engine_e2e.sh per engine (vllm, sglang,
+#                     llama.cpp, transformers, mlx-lm), constraint (regex, JSON Schema, GBNF) and
+#                     batch (1, 16), built-in backend and maskd; bench/tables/engines.py; ~30-40 min
+#                     (installs an engine's venv on first use: GBs; ENGINE_LIST to choose)
 #   grammar           grammar_bench (bundled qwen3, llama3, qwen3); bench/tables/grammar.py; ~1 min
 #   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
 #                     (PEER_ENGINES); bench/tables/grammar_peers.py; ~15-25 min (xgrammar's
@@ -80,7 +84,7 @@ if smoke; then
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
         vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction
-        restructure_ab adapters adapters_idle processor_step budget grammar grammar_peers)
+        restructure_ab adapters adapters_idle processor_step budget engines grammar grammar_peers)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -404,6 +408,18 @@ table_processor_step() {
     "One torch thread; medians of $steps calls per case; the peers from $PEERS_DIR (xgrammar 0.2.9, llguidance 1.9.1)."
 }
 table_budget() { pyclient budget budget.py bench/python/bench_budget.py -n "$(smoke && echo 20 || echo 1000)"; }
+table_engines() {
+  build maskd
+  local engines batches tokens
+  engines=${ENGINE_LIST:-$(smoke && echo transformers || echo "vllm sglang llama.cpp transformers mlx-lm")}
+  batches=$(smoke && echo 1 || echo "1 16")
+  tokens=$(smoke && echo 8 || echo 64)
+  ENGINES=$engines BATCHES=$batches MAX_TOKENS=$tokens SEED=1 \
+    bench/engines/bench_engines.sh "$out/engines.jsonl"
+  emit engines "ENGINES=\"$engines\" BATCHES=\"$batches\" MAX_TOKENS=$tokens SEED=1 bench/engines/bench_engines.sh OUT.jsonl" \
+    engines.py "$out/engines.jsonl" \
+    "One engine process per cell (scripts/engine_e2e.sh), the tiny random Llama with Qwen3's 151,936-wide logits, seeded temperature-1 sampling, budget mode on; ms/step: the constrained run's wall time over its decode steps; adds: minus the same process's unconstrained ms/step."
+}
 
 # Tables a table's run also writes, from the same measurements.
 byproducts() {
