@@ -410,7 +410,8 @@ MaskdService::Reactor* MaskdService::Rollback(Ctx* ctx, const v1::RollbackReques
   return Done(ctx, "Rollback", n.status());
 }
 
-absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* resp) {
+absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* resp,
+                                  const Interrupt* interrupt) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
   const int n = req.entries_size();
   absl::StatusOr<StepBatch::Buffers> io = step_->ThreadBuffers(static_cast<size_t>(n));
@@ -425,7 +426,7 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
     masks->resize(uint64_t{words} * 4 * static_cast<uint64_t>(n));
     return StepRows{reinterpret_cast<uint32_t*>(masks->data()), words, 0};
   };
-  if (absl::Status s = step_->Run(io->entries, place, io->results); !s.ok()) return s;
+  if (absl::Status s = step_->Run(io->entries, place, io->results, interrupt); !s.ok()) return s;
   resp->set_words_per_row(words);
   auto* results = resp->mutable_results();
   results->Clear();
@@ -439,7 +440,8 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
 
 MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
                                           v1::StepResponse* resp) {
-  return Done(ctx, "Step", DoStep(*req, resp));
+  const CallInterrupt interrupt(*ctx);
+  return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
 }
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
@@ -456,8 +458,8 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, std::string client)
-      : service_(service), client_(std::move(client)) {
+  StepStreamReactor(MaskdService* service, std::string client, const Ctx& ctx)
+      : service_(service), client_(std::move(client)), interrupt_(ctx) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -476,7 +478,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
       if (finished_) return;  // the reaper finished the stream
       if (ok) {
         Touch();
-        s = req_.ok ? service_->DoStep(req_.msg, &resp_) : req_.Error();
+        s = req_.ok ? service_->DoStep(req_.msg, &resp_, &interrupt_) : req_.Error();
         if (s.ok()) {
           // A large request (many tokens) is not kept for the stream's life.
           size_t tokens = 0;
@@ -570,6 +572,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
 
   MaskdService* const service_;
   const std::string client_;  // ClientKey of the caller
+  const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
   std::atomic<int> refs_{1};
   std::atomic<int64_t> last_ns_{0};
   absl::Mutex mu_;
@@ -609,7 +612,7 @@ MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
     }
     return new RefusedStream(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal));
   }
-  return new StepStreamReactor(this, std::move(client));
+  return new StepStreamReactor(this, std::move(client), *ctx);
 }
 
 void MaskdService::ReapStreams() {
@@ -667,8 +670,10 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                 absl::FailedPreconditionError(
                     absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
   }
+  // Polled while the grammar is parsed: a client that gives up stops the work.
+  const CallInterrupt interrupt(*ctx);
   auto guide = ConstraintGuide::Replay(
-      info->index, absl::MakeConstSpan(req->tokens().data(), req->tokens_size()));
+      info->index, absl::MakeConstSpan(req->tokens().data(), req->tokens_size()), &interrupt);
   if (!guide.ok()) return Done(ctx, "Mask", guide.status());
   uint32_t words = req->words_per_row() != 0 ? req->words_per_row() : info->index->num_words();
   if (words < info->index->num_words()) {
