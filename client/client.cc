@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addr,
               static_cast<int>(std::clamp<int64_t>(
                   absl::ToInt64Milliseconds(options.connect_timeout), 100, INT_MAX)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  if (!options.client_name.empty()) args.SetUserAgentPrefix("maskd-" + options.client_name);
   std::unique_ptr<Client> c(new Client());
   c->options_ = options;
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
@@ -422,13 +423,14 @@ void ResumableSession::Commit(uint32_t rollback, absl::Span<const uint32_t> toke
 }
 
 absl::Status ResumableSession::StepOnce(absl::Span<const uint32_t> tokens, uint32_t rollback,
-                                        uint32_t words_per_row, v1::StepResponse* resp,
+                                        uint32_t max_tokens_left, uint32_t words_per_row, v1::StepResponse* resp,
                                         absl::Time deadline, bool recovering, bool* lost) {
   v1::StepRequest req;
   v1::StepEntry* e = req.add_entries();
   e->set_session_id(session_id_);
   e->set_rollback(rollback);
   e->mutable_tokens()->Add(tokens.begin(), tokens.end());
+  e->set_max_tokens_left(max_tokens_left);
   req.set_words_per_row(words_per_row);
   grpc::ClientContext ctx;
   PrepareContext(&ctx, deadline, recovering);
@@ -446,9 +448,11 @@ absl::Status ResumableSession::StepOnce(absl::Span<const uint32_t> tokens, uint3
 }
 
 absl::Status ResumableSession::Step(absl::Span<const uint32_t> tokens, v1::StepResponse* resp,
-                                    uint32_t rollback, uint32_t words_per_row) {
+                                    uint32_t rollback, uint32_t words_per_row,
+                                    uint32_t max_tokens_left) {
   absl::Status s = WithRecovery("Step", [&](absl::Time deadline, bool recovering, bool* lost) {
-    return StepOnce(tokens, rollback, words_per_row, resp, deadline, recovering, lost);
+    return StepOnce(tokens, rollback, max_tokens_left, words_per_row, resp, deadline, recovering,
+                    lost);
   });
   if (!s.ok() && (resp->results_size() == 0 || resp->results(0).status().code() == 0 ||
                   resp->results(0).status().code() == kNotFound)) {

@@ -53,6 +53,10 @@ struct ClientOptions {
   // settings) may take. gRPC 1.51 takes it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
   // so it is set apart from the backoff above.
   absl::Duration connect_timeout = absl::Seconds(5);
+  // The engine this client serves ("llama.cpp", "vllm", ...), sent first in the
+  // gRPC user agent as "maskd-<name>" so the server's per-engine metrics count
+  // its steps (docs/operations.md); empty: not said.
+  std::string client_name;
 };
 
 // A bidirectional Step stream: one reply per request, in order. Not
@@ -185,9 +189,11 @@ class ResumableSession {
   // MaskRow(*resp, 0), as a one-entry Client::Step. An entry error is
   // returned as a non-OK status (FAILED_PRECONDITION for a token not allowed,
   // ...) with resp->results(0) set and nothing changed. `words_per_row` as in
-  // StepRequest.
+  // StepRequest; `max_tokens_left` as StepEntry.max_tokens_left (budget mode;
+  // 0: none).
   absl::Status Step(absl::Span<const uint32_t> tokens, v1::StepResponse* resp,
-                    uint32_t rollback = 0, uint32_t words_per_row = 0);
+                    uint32_t rollback = 0, uint32_t words_per_row = 0,
+                    uint32_t max_tokens_left = 0);
   // Undoes the last `n` accepted tokens (INVALID_ARGUMENT, nothing undone,
   // when n > tokens().size()).
   absl::Status Rollback(uint32_t n);
@@ -233,6 +239,7 @@ class ResumableSession {
   // One Step entry on the live session; *lost set when it found the session
   // gone or the server unreachable. Commits tokens_ on success.
   absl::Status StepOnce(absl::Span<const uint32_t> tokens, uint32_t rollback,
+                        uint32_t max_tokens_left,
                         uint32_t words_per_row, v1::StepResponse* resp, absl::Time deadline,
                         bool recovering, bool* lost);
   void Commit(uint32_t rollback, absl::Span<const uint32_t> tokens);

@@ -15,6 +15,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "grpcpp/support/message_allocator.h"
 #include "constraint/constraint_guide.h"
+#include "service/client_kind_of.h"
 #include "service/grpc_status.h"
 #include "service/log.h"
 #include "service/peer_credentials.h"
@@ -440,6 +441,7 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
 
 MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
                                           v1::StepResponse* resp) {
+  if (metrics_) metrics_->ClientStep(ClientKindOf(*ctx), static_cast<size_t>(req->entries_size()));
   const CallInterrupt interrupt(*ctx);
   return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
 }
@@ -458,8 +460,8 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, std::string client, const Ctx& ctx)
-      : service_(service), client_(std::move(client)), interrupt_(ctx) {
+  StepStreamReactor(MaskdService* service, std::string client, ClientKind kind, const Ctx& ctx)
+      : service_(service), client_(std::move(client)), kind_(kind), interrupt_(ctx) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -478,6 +480,9 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
       if (finished_) return;  // the reaper finished the stream
       if (ok) {
         Touch();
+        if (service_->metrics_ && req_.ok) {
+          service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
+        }
         s = req_.ok ? service_->DoStep(req_.msg, &resp_, &interrupt_) : req_.Error();
         if (s.ok()) {
           // A large request (many tokens) is not kept for the stream's life.
@@ -572,6 +577,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
 
   MaskdService* const service_;
   const std::string client_;  // ClientKey of the caller
+  const ClientKind kind_;     // for the per-client step counters
   const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
   std::atomic<int> refs_{1};
   std::atomic<int64_t> last_ns_{0};
@@ -612,7 +618,7 @@ MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
     }
     return new RefusedStream(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal));
   }
-  return new StepStreamReactor(this, std::move(client), *ctx);
+  return new StepStreamReactor(this, std::move(client), ClientKindOf(*ctx), *ctx);
 }
 
 void MaskdService::ReapStreams() {
@@ -656,50 +662,58 @@ void MaskdService::ReapStreams() {
 
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                           v1::MaskResponse* resp) {
-  if (static_cast<uint64_t>(req->tokens_size()) > step_->limits().max_tokens_per_request) {
-    return Done(ctx, "Mask",
-                absl::ResourceExhaustedError(absl::StrCat(
-                    "request carries ", req->tokens_size(), " tokens, more than ",
-                    step_->limits().max_tokens_per_request, " (--max-request-tokens)")));
+  const int64_t t0 = absl::GetCurrentTimeNanos();
+  const CallInterrupt interrupt(*ctx);
+  absl::Status s = DoMask(*req, resp, &interrupt);
+  if (metrics_ && s.ok()) {
+    metrics_->ObserveMask(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
+                          ClientKindOf(*ctx));
   }
-  auto info = cache_->Get(req->index_id());
-  if (!info.ok()) return Done(ctx, "Mask", info.status());
-  if (info->state == IndexState::kFailed) return Done(ctx, "Mask", info->status);
+  return Done(ctx, "Mask", s);
+}
+
+absl::Status MaskdService::DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp,
+                                  const Interrupt* interrupt) {
+  if (static_cast<uint64_t>(req.tokens_size()) > step_->limits().max_tokens_per_request) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request carries ", req.tokens_size(), " tokens, more than ",
+        step_->limits().max_tokens_per_request, " (--max-request-tokens)"));
+  }
+  auto info = cache_->Get(req.index_id());
+  if (!info.ok()) return info.status();
+  if (info->state == IndexState::kFailed) return info->status;
   if (info->state == IndexState::kCompiling) {
-    return Done(ctx, "Mask",
-                absl::FailedPreconditionError(
-                    absl::StrCat("index ", QuoteInput(req->index_id()), " is still compiling")));
+    return absl::FailedPreconditionError(
+        absl::StrCat("index ", QuoteInput(req.index_id()), " is still compiling"));
   }
   // Polled while the grammar is parsed: a client that gives up stops the work.
-  const CallInterrupt interrupt(*ctx);
   auto guide = ConstraintGuide::Replay(
-      info->index, absl::MakeConstSpan(req->tokens().data(), req->tokens_size()), &interrupt);
-  if (!guide.ok()) return Done(ctx, "Mask", guide.status());
-  uint32_t words = req->words_per_row() != 0 ? req->words_per_row() : info->index->num_words();
+      info->index, absl::MakeConstSpan(req.tokens().data(), req.tokens_size()), interrupt);
+  if (!guide.ok()) return guide.status();
+  uint32_t words = req.words_per_row() != 0 ? req.words_per_row() : info->index->num_words();
   if (words < info->index->num_words()) {
-    return Done(ctx, "Mask",
-                absl::InvalidArgumentError(absl::StrCat("words_per_row ", words,
-                                                        " is less than the index's ",
-                                                        info->index->num_words())));
+    return absl::InvalidArgumentError(absl::StrCat("words_per_row ", words,
+                                                   " is less than the index's ",
+                                                   info->index->num_words()));
   }
   if (uint64_t{words} * 4 > step_->limits().max_message_bytes) {
-    return Done(ctx, "Mask", absl::ResourceExhaustedError("words_per_row exceeds --max-message-bytes"));
+    return absl::ResourceExhaustedError("words_per_row exceeds --max-message-bytes");
   }
   std::string* mask = resp->mutable_mask();
   mask->resize(uint64_t{words} * 4);
   absl::Status s = guide->WriteMask(absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
-  if (!s.ok()) return Done(ctx, "Mask", s);
-  if (req->max_tokens_left() > 0) {
-    s = guide->ApplyTokenBudget(req->max_tokens_left(),
+  if (!s.ok()) return s;
+  if (req.max_tokens_left() > 0) {
+    s = guide->ApplyTokenBudget(req.max_tokens_left(),
                                 absl::Span<uint32_t>(reinterpret_cast<uint32_t*>(mask->data()), words));
-    if (!s.ok()) return Done(ctx, "Mask", s);
+    if (!s.ok()) return s;
   }
   resp->set_min_bytes_to_finish(guide->MinBytesToFinish());
   resp->set_words_per_row(words);
   resp->set_accepting(guide->IsAccepting());
   resp->set_finished(guide->IsFinished());
   resp->set_forced(guide->ForcedContinuation());
-  return Done(ctx, "Mask", absl::OkStatus());
+  return absl::OkStatus();
 }
 
 }  // namespace maskd

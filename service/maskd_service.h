@@ -74,6 +74,11 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // StepStream: registered over Checked<StepRequest> (see OpenStepStream);
   // the generated StepStream(Ctx*) is not used.
   Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
+  // The stateless mask of `req`: its tokens replayed on a fresh guide.
+  // `interrupt` (the call's; may be null) stops a grammar's parsing once the
+  // client is gone.
+  absl::Status DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp,
+                      const Interrupt* interrupt = nullptr);
 
   // One Step batch (unary or streamed): `req` translated for StepBatch::Run,
   // its results and rows into `resp`. A non-OK status fails the whole call;

@@ -1,5 +1,6 @@
 #include "service/metrics.h"
 
+#include <array>
 #include <limits>
 #include <sstream>
 
@@ -43,10 +44,12 @@ class Metrics::Hot : public prometheus::Collectable {
   Hot()
       : step_seconds({5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2,
                       5e-2, 0.1, 0.25, 1}),
-        step_batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}) {}
+        step_batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}),
+        mask_seconds({5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2,
+                      5e-2, 0.1, 0.25, 1}) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    std::vector<prometheus::MetricFamily> out(2);
+    std::vector<prometheus::MetricFamily> out(6);
     out[0].name = "maskd_step_seconds";
     out[0].help = "Server time per Step call (unary or one streamed message), in seconds";
     out[0].type = prometheus::MetricType::Histogram;
@@ -55,11 +58,44 @@ class Metrics::Hot : public prometheus::Collectable {
     out[1].help = "Entries per Step call";
     out[1].type = prometheus::MetricType::Histogram;
     out[1].metric.push_back(step_batch_size.Collect());
+    out[2].name = "maskd_mask_seconds";
+    out[2].help = "Server time per stateless Mask call, in seconds (_count: Mask calls)";
+    out[2].type = prometheus::MetricType::Histogram;
+    out[2].metric.push_back(mask_seconds.Collect());
+    PerClient(&out[3], "maskd_client_step_calls_total",
+              "Step calls (unary, streamed messages, StepInRegion) by the client's engine",
+              step_calls);
+    PerClient(&out[4], "maskd_client_step_entries_total", "Step entries by the client's engine",
+              step_entries);
+    PerClient(&out[5], "maskd_client_mask_calls_total", "Mask calls by the client's engine",
+              mask_calls);
     return out;
+  }
+
+  using PerClientCounts = std::array<std::atomic<uint64_t>, kNumClientKinds>;
+
+  // A counter family with one sample per client kind seen so far.
+  static void PerClient(prometheus::MetricFamily* f, const char* name, const char* help,
+                        const PerClientCounts& counts) {
+    f->name = name;
+    f->help = help;
+    f->type = prometheus::MetricType::Counter;
+    for (int k = 0; k < kNumClientKinds; ++k) {
+      const uint64_t v = counts[k].load(std::memory_order_relaxed);
+      if (v == 0) continue;
+      prometheus::ClientMetric m;
+      m.label.push_back({"client", std::string(ClientKindName(static_cast<ClientKind>(k)))});
+      m.counter.value = static_cast<double>(v);
+      f->metric.push_back(std::move(m));
+    }
   }
 
   AtomicHistogram step_seconds;
   AtomicHistogram step_batch_size;
+  AtomicHistogram mask_seconds;
+  PerClientCounts step_calls{};
+  PerClientCounts step_entries{};
+  PerClientCounts mask_calls{};
 };
 
 Metrics::Metrics(absl::string_view version)
@@ -125,6 +161,17 @@ void Metrics::ObserveCompile(double seconds, absl::string_view kind, absl::strin
 void Metrics::ObserveStep(double seconds, size_t batch_size) {
   hot_->step_seconds.Observe(seconds);
   hot_->step_batch_size.Observe(static_cast<double>(batch_size));
+}
+
+void Metrics::ClientStep(ClientKind kind, size_t entries) {
+  const size_t k = static_cast<size_t>(kind);
+  hot_->step_calls[k].fetch_add(1, std::memory_order_relaxed);
+  hot_->step_entries[k].fetch_add(entries, std::memory_order_relaxed);
+}
+
+void Metrics::ObserveMask(double seconds, ClientKind kind) {
+  hot_->mask_seconds.Observe(seconds);
+  hot_->mask_calls[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void Metrics::RpcError(absl::string_view method, int code) {

@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "service/client_label.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -71,6 +72,12 @@ class Metrics {
   // Hot path: lock-free.
   void ObserveStep(double seconds, size_t batch_size);
   void TokensAdvanced(uint64_t n) { tokens_advanced_->Increment(static_cast<double>(n)); }
+  // Hot path, lock-free: a Step call (unary, one streamed message or
+  // StepInRegion) of `entries` entries from a client of `kind`.
+  void ClientStep(ClientKind kind, size_t entries);
+  // A stateless Mask call that took `seconds` (maskd_mask_seconds; its _count
+  // counts Mask calls), from a client of `kind`.
+  void ObserveMask(double seconds, ClientKind kind);
   // An RPC (`method`, e.g. "Step") failed with gRPC status code `code` (1..16).
   void RpcError(absl::string_view method, int code);
   // A Step batch entry failed with `code`.

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/support/message_allocator.h"
+#include "service/client_kind_of.h"
 #include "service/grpc_status.h"
 #include "service/quote.h"
 #include "service/log.h"
@@ -210,7 +212,14 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
                                                                 v1::StepInRegionResponse* resp) {
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
-  return Done(ctx, "StepInRegion", DoStepInRegion(*req, resp, *uid));
+  const int64_t t0 = absl::GetCurrentTimeNanos();
+  absl::Status s = DoStepInRegion(*req, resp, *uid);
+  if (metrics_) {
+    const size_t n = static_cast<size_t>(req->entries_size());
+    metrics_->ClientStep(ClientKindOf(*ctx), n);
+    if (s.ok()) metrics_->ObserveStep(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9, n);
+  }
+  return Done(ctx, "StepInRegion", s);
 }
 
 absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& req,

@@ -37,7 +37,8 @@ for v in tvars.values():
 titles = " | ".join(p.get("title", "").lower() for p in panels)
 for want in ("step latency p50 / p99", "steps and tokens per second", "batch size", "compile latency",
              "compile outcomes", "cache hit ratio", "cache bytes", "active sessions", "expired sessions",
-             "errors by method and code"):
+             "errors by method and code", "steps per second by engine client",
+             "mask calls by engine client"):
     check(want in titles, f"a panel for '{want}'")
 
 exprs = dashboard_exprs(dash)

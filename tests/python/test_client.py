@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -450,6 +451,29 @@ def test_structural_tag_tool_call(client, qwen3_dir):
     with pytest.raises(maskd.MaskdError) as e:
         client.compile("qwen3", structural_tag={"tags": [{"begin": "<a>"}]})
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "tags[0]" in str(e.value)
+
+
+def test_cli_generate_closes_within_its_budget(addr):
+    """The README's demo: a JSON grammar generated at random closes within --max-tokens
+    (budget mode, on by default) in both command lines; --no-budget cuts it."""
+    grammar = str(REPO / "tests" / "data" / "grammars" / "json.gbnf")
+    maskctl = pathlib.Path(os.environ.get("MASKD_BIN", REPO / "build" / "bin" / "maskd")).parent / "maskctl"
+    clis = [lambda *a: _cli(addr, *a)]
+    if maskctl.exists():
+        clis.append(lambda *a: subprocess.run([str(maskctl), "--addr", addr, *a],
+                                              capture_output=True, text=True, timeout=120))
+    for cli in clis:
+        for seed in range(4):
+            args = ("generate", "--tokenizer", "qwen3", "--grammar", grammar, "--seed", str(seed))
+            r = cli(*args, "--max-tokens", "24")
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            assert out["finished"] and len(out["tokens"]) <= 24, out
+            text = bytes.fromhex(out["text_hex"]).decode()
+            assert out["text"] == text
+            json.loads(text)  # a complete JSON value
+        cut = json.loads(cli(*args, "--no-budget", "--max-tokens", "4").stdout)
+        assert not cut["finished"] and len(cut["tokens"]) == 4
 
 
 def test_cli_grammar_compile_generate(addr, tmp_path):

@@ -677,6 +677,47 @@ TEST(MaskdProcessTest, MetricsAfterKnownWorkload) {
   EXPECT_THAT(m, ::testing::Not(HasSubstr(std::to_string(s->session_id()))));
 }
 
+// What an engine gives the server shows in its metrics whichever RPC it uses:
+// Mask calls are counted and timed; Step calls and entries are counted by the
+// engine the client names in its user agent (a bounded label: an unknown name
+// is "other", no name "unknown").
+TEST(MaskdProcessTest, MetricsCountMaskCallsAndStepsPerEngineClient) {
+  MaskdProcess server;
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto vllm = server.Connect("vllm");
+  auto odd = server.Connect("my-engine{x=\"1\"}");
+  auto plain = server.Connect();
+  v1::CompileRequest compile;
+  compile.set_tokenizer("qwen3");
+  compile.set_regex("[0-9]{3}");
+  auto index = vllm->Compile(compile);
+  ASSERT_TRUE(index.ok()) << index.status();
+  auto s = vllm->CreateSession(compile);
+  ASSERT_TRUE(s.ok());
+  v1::StepRequest req;
+  req.add_entries()->set_session_id(s->session_id());
+  req.add_entries()->set_session_id(77);  // unknown: still an entry of the call
+  v1::StepResponse resp;
+  ASSERT_TRUE(vllm->Step(req, &resp).ok());
+  ASSERT_TRUE(vllm->Step(req, &resp).ok());
+  ASSERT_TRUE(odd->Step(req, &resp).ok());
+  ASSERT_TRUE(plain->Step(req, &resp).ok());
+  const uint32_t one[] = {kOne};
+  ASSERT_TRUE(vllm->Mask(index->index_id(), one).ok());
+  ASSERT_TRUE(plain->Mask(index->index_id(), {}).ok());
+  EXPECT_EQ(plain->Mask("no-such-index", {}).status().code(), absl::StatusCode::kNotFound);
+  const std::string m = server.Metrics();
+  EXPECT_EQ(MetricValue(m, "maskd_client_step_calls_total{client=\"vllm\"}"), 2) << m;
+  EXPECT_EQ(MetricValue(m, "maskd_client_step_entries_total{client=\"vllm\"}"), 4);
+  EXPECT_EQ(MetricValue(m, "maskd_client_step_calls_total{client=\"other\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "maskd_client_step_calls_total{client=\"unknown\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "maskd_mask_seconds_count"), 2);  // the failed one is an RPC error
+  EXPECT_EQ(MetricValue(m, "maskd_client_mask_calls_total{client=\"vllm\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "maskd_client_mask_calls_total{client=\"unknown\"}"), 1);
+  EXPECT_EQ(MetricValue(m, "maskd_rpc_errors_total{code=\"NOT_FOUND\",method=\"Mask\"}"), 1);
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("my-engine")));
+}
+
 TEST(MaskdProcessTest, SigtermDrainsInFlightRpcs) {
   MaskdProcess server({"--drain-delay=1s", "--grace-period=20s"});
   ASSERT_TRUE(server.ok()) << server.Log();

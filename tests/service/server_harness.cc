@@ -87,9 +87,10 @@ MaskdProcess::~MaskdProcess() {
   if (dir_.rfind("/tmp/maskd-test-", 0) == 0) (void)!system(cmd.c_str());
 }
 
-std::unique_ptr<Client> MaskdProcess::Connect() const {
+std::unique_ptr<Client> MaskdProcess::Connect(const std::string& client_name) const {
   ClientOptions options;
   options.timeout = absl::Seconds(30);
+  options.client_name = client_name;
   return *Client::Connect(addr_, options);
 }
 

@@ -27,7 +27,8 @@ class MaskdProcess {
   const std::string& addr() const { return addr_; }
   pid_t pid() const { return pid_; }
   int metrics_port() const { return metrics_port_; }
-  std::unique_ptr<Client> Connect() const;
+  // `client_name`: ClientOptions::client_name (the per-engine metrics label).
+  std::unique_ptr<Client> Connect(const std::string& client_name = "") const;
 
   // Sends `sig`.
   void Signal(int sig) const;

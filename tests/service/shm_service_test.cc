@@ -34,6 +34,7 @@ namespace maskd {
 namespace {
 
 using ::maskd::testing::MaskdProcess;
+using ::maskd::testing::MetricValue;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using Code = absl::StatusCode;
@@ -239,6 +240,7 @@ TEST(ShmPrefix, KeysOutsideTheServersPrefixAreRefused) {
 TEST_F(ShmTest, MasksEqualStepReplyByteForByte) {
   const int n = 3;
   std::vector<uint64_t> a = NewSessions(n), b = NewSessions(n);
+  const std::string metrics_before = server_->Metrics();
   const size_t offset = 64, bytes = size_t{n} * kQwenWords * 4;
   auto seg = NewSegment("masks", offset + bytes + 64);
   std::memset(seg.data(), 0xAB, seg.size());
@@ -288,6 +290,15 @@ TEST_F(ShmTest, MasksEqualStepReplyByteForByte) {
   const uint32_t* row1 =
       reinterpret_cast<const uint32_t*>(static_cast<char*>(seg.data()) + offset) + kQwenWords;
   for (uint32_t w = 0; w < kQwenWords; ++w) ASSERT_EQ(row1[w], 0u);
+  // StepInRegion calls count as Step calls in the metrics, with their batch size:
+  // 7 StepInRegion + 6 Step calls of 3 entries each.
+  const std::string m = server_->Metrics();
+  auto delta = [&](const std::string& name) {  // an absent sample (-1) is 0
+    return std::max(MetricValue(m, name), 0.0) - std::max(MetricValue(metrics_before, name), 0.0);
+  };
+  EXPECT_EQ(delta("maskd_step_batch_size_count"), 13) << m;
+  EXPECT_EQ(delta("maskd_step_batch_size_sum"), 39);
+  EXPECT_EQ(delta("maskd_client_step_entries_total{client=\"unknown\"}"), 39);
 }
 
 TEST_F(ShmTest, StepInRegionRequestErrorsStepNothing) {

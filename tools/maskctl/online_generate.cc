@@ -1,8 +1,12 @@
 // maskctl --addr ADDR generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE
-//   [--format F] | --structural-tag FILE) --seed S --max-tokens N [--resume]
+//   [--format F] | --structural-tag FILE) --seed S --max-tokens N [--no-budget] [--resume]
 // Drives one session through Step, choosing uniformly at random among the
-// allowed tokens (EOS included), until EOS or N tokens:
-// → {"session_id": "...", "tokens": [...], "text_hex": "...", "finished": bool}
+// allowed tokens (EOS included), until EOS or N tokens. Budget mode is on
+// (StepEntry.max_tokens_left = N minus the tokens so far), so the output
+// closes within N tokens wherever the constraint allows; --no-budget turns it
+// off (the output may then be cut at N tokens):
+// → {"session_id": "...", "tokens": [...], "text": "...", "text_hex": "...", "finished": bool}
+// ("text" with invalid UTF-8 replaced by U+FFFD; "text_hex" exact).
 // With --resume the session is a maskd::ResumableSession: a server restart
 // mid-generation is survived (same tokens as without it), and the line adds
 // "resumes": n.
@@ -29,16 +33,18 @@ int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t
     list += std::to_string(tokens[i]);
   }
   std::string extra = resumes < 0 ? "" : ", \"resumes\": " + std::to_string(resumes);
-  std::printf("{\"session_id\": \"%llu\", \"tokens\": [%s], \"text_hex\": \"%s\", \"finished\": %s%s}\n",
-              static_cast<unsigned long long>(id), list.c_str(), Hex(*text).c_str(),
-              finished ? "true" : "false", extra.c_str());
+  std::printf(
+      "{\"session_id\": \"%llu\", \"tokens\": [%s], \"text\": %s, \"text_hex\": \"%s\", "
+      "\"finished\": %s%s}\n",
+      static_cast<unsigned long long>(id), list.c_str(), JsonString(*text).c_str(),
+      Hex(*text).c_str(), finished ? "true" : "false", extra.c_str());
   return 0;
 }
 
 int Generate(const Context& ctx) {
   auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
                                               "structural-tag", "seed", "max-tokens"},
-                          {"resume"});
+                          {"resume", "no-budget"});
   if (!args.ok()) return Fail("generate", std::string(args.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
@@ -54,12 +60,17 @@ int Generate(const Context& ctx) {
   std::vector<uint32_t> tokens;
   maskd::v1::StepResponse resp;
   bool finished = false;
+  const bool budget = !args->Has("no-budget");
+  // Budget mode's max_tokens_left before the next token: >= 1 inside the loop.
+  auto left = [&] { return budget ? static_cast<uint32_t>(*max_tokens - tokens.size()) : 0u; };
   if (args->Has("resume")) {
     auto rs = maskd::ResumableSession::Create(client->get(), compile);
     if (!rs.ok()) return Fail("generate", rs.status().ToString());
     std::vector<uint32_t> last;
     for (;;) {
-      if (absl::Status s = (*rs)->Step(last, &resp); !s.ok()) return Fail("generate", s.ToString());
+      if (absl::Status s = (*rs)->Step(last, &resp, 0, 0, left()); !s.ok()) {
+        return Fail("generate", s.ToString());
+      }
       finished = resp.results(0).finished();
       if (finished || tokens.size() >= *max_tokens) break;
       int64_t t = RandomAllowed(maskd::MaskRow(resp, 0), {}, rng);
@@ -77,6 +88,7 @@ int Generate(const Context& ctx) {
   maskd::v1::StepEntry* entry = req.add_entries();
   entry->set_session_id(id);
   for (;;) {
+    entry->set_max_tokens_left(left());
     if (absl::Status s = (*client)->Step(req, &resp); !s.ok()) {
       (void)(*client)->CloseSession(id);
       return Fail("generate", s.ToString());
@@ -100,8 +112,8 @@ int Generate(const Context& ctx) {
 
 }  // namespace
 MASKCTL_COMMAND("generate",
-                "generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE [--format F] | --structural-tag FILE) [--seed S] [--max-tokens N] [--resume]   (needs --addr) "
-                "random constrained generation through one session (--resume: survives a server restart)",
+                "generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE [--format F] | --structural-tag FILE) [--seed S] [--max-tokens N] [--no-budget] [--resume]   (needs --addr) "
+                "random constrained generation through one session, closed within N tokens (budget mode; --no-budget: cut at N) (--resume: survives a server restart)",
                 Generate);
 
 }  // namespace maskctl

@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx)
   }
   maskd::ClientOptions options;
   options.max_message_bytes = 256 << 20;
+  options.client_name = "maskctl";
   if (ctx.tls_ca.empty() && !(ctx.tls_cert.empty() && ctx.tls_key.empty())) {
     return absl::InvalidArgumentError("--tls_cert/--tls_key need --tls_ca");
   }

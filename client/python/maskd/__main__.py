@@ -57,9 +57,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--max-tokens", type=int, default=64)
+            p.add_argument("--no-budget", action="store_true",
+                           help="no budget mode: the output may be cut at --max-tokens")
     a = ap.parse_args(argv)
     try:
-        with Client(a.addr, timeout=a.timeout) as c:
+        with Client(a.addr, timeout=a.timeout, client_name="maskctl") as c:
             if a.cmd == "health":
                 status = c.health(a.service)
                 print(json.dumps({"status": status}))
@@ -71,7 +73,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(json.dumps({"index_id": r.index_id, "state": state, "route": r.route,
                                   "dfa_states": r.dfa_states, "compile_ms": r.compile_ms}))
                 return 0
-            # generate: one session, uniform random choice among the allowed tokens (EOS included).
+            # generate: one session, uniform random choice among the allowed tokens (EOS
+            # included); budget mode (max_tokens_left: --max-tokens minus the tokens so far)
+            # unless --no-budget, so the output closes within --max-tokens.
             s = c.create_session(tokenizer=a.tokenizer, **_constraint(a))
             rng = random.Random(a.seed)
             tokens: List[int] = []
@@ -79,7 +83,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             finished = False
             try:
                 while True:
-                    reply = c.step([(s.session_id, entry)]).raise_for_status()
+                    left = 0 if a.no_budget else a.max_tokens - len(tokens)
+                    reply = c.step([(s.session_id, entry, 0, left)]).raise_for_status()
                     finished = reply.results[0].finished
                     if finished or len(tokens) >= a.max_tokens:
                         break
@@ -93,7 +98,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             finally:
                 c.close_session(s.session_id)
             print(json.dumps({"session_id": str(s.session_id), "tokens": tokens,
-                              "text_hex": text.hex(), "finished": finished}))
+                              "text": text.decode(errors="replace"), "text_hex": text.hex(),
+                              "finished": finished}))
             return 0
     except MaskdError as e:
         print(f"{a.cmd}: {e}", file=sys.stderr)

@@ -54,8 +54,19 @@ def status_code(value: int) -> grpc.StatusCode:
     return _CODES.get(value, grpc.StatusCode.UNKNOWN)
 
 
-def channel_options(max_message_bytes: int) -> list:
-    return [
+# The engine names maskd's metrics count steps by (maskd_client_step_calls_total{client}):
+# a client_name outside this set is counted as "other".
+CLIENT_NAMES = ("vllm", "sglang", "llama.cpp", "transformers", "mlx-lm", "outlines", "maskctl")
+
+
+def channel_options(max_message_bytes: int, client_name: Optional[str] = None) -> list:
+    """gRPC channel options; ``client_name`` (e.g. "vllm") goes first in the user agent as
+    ``maskd-<name>/<version>``, which the server's per-engine metrics read."""
+    ua = []
+    if client_name:
+        from maskd import __version__
+        ua = [("grpc.primary_user_agent", f"maskd-{client_name}/{__version__}")]
+    return ua + [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
         # gRPC's own reconnect backoff (1 s growing to 120 s) would leave a restarted

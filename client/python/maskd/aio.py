@@ -102,10 +102,12 @@ class AsyncClient:
     """The asyncio twin of maskd.Client (same arguments, same methods, awaitable)."""
 
     def __init__(self, addr: str, *, timeout: Optional[float] = None,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 client_name: Optional[str] = None):
         self.addr = addr
         self.timeout = timeout
-        self.channel = grpc.aio.insecure_channel(addr, options=channel_options(max_message_bytes))
+        self.channel = grpc.aio.insecure_channel(
+            addr, options=channel_options(max_message_bytes, client_name))
         self._stub = pb_grpc.MaskdStub(self.channel)
         self._health = self.channel.unary_unary(
             "/grpc.health.v1.Health/Check",

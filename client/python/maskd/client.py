@@ -171,13 +171,18 @@ class Client:
       addr: ``unix:///abs/path``, ``unix:relative``, ``host:port``.
       timeout: seconds allowed to every call; None: no deadline.
       max_message_bytes: gRPC send/receive limit (raise it for very large batches).
+      client_name: the engine this client serves ("vllm", "sglang", "llama.cpp",
+        "transformers", "mlx-lm", "outlines"), sent in the user agent so that the server's
+        per-engine metrics count its steps (docs/operations.md); None: not said.
     """
 
     def __init__(self, addr: str, *, timeout: Optional[float] = None,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 client_name: Optional[str] = None):
         self.addr = addr
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(addr, options=channel_options(max_message_bytes))
+        self.channel = grpc.insecure_channel(
+            addr, options=channel_options(max_message_bytes, client_name))
         self._stub = pb_grpc.MaskdStub(self.channel)
         self._health = self.channel.unary_unary(
             "/grpc.health.v1.Health/Check",

@@ -1,0 +1,304 @@
+"""maskd as vLLM's structured-output backend (maskd.integrations.vllm), against a real maskd
+and a real vLLM (CPU build, tests/engines/vllm/install.sh; run by scripts/test-engines.sh).
+
+Unit tests drive MaskdBackend / MaskdGrammar the way vLLM's StructuredOutputManager does and
+compare every bitmask row with maskd's stateless Mask RPC after the same tokens (a replay
+from the start: no session state involved). The end-to-end test generates through
+``vllm.LLM`` with nothing but MASKD_VLLM_ADDR set (docs/engines.md, "vLLM") and checks
+every output with an independent matcher (regex, jsonschema, lark).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import random
+import sys
+from typing import Any, Iterator, List, Optional
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bench" / "engines"))
+
+import tiny_model  # noqa: E402
+
+
+def _python_conftest() -> Any:
+    """tests/python/conftest.py (its MaskdServer), loaded under a name of its own."""
+    spec = importlib.util.spec_from_file_location("maskd_python_conftest",
+                                                  REPO / "tests" / "python" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MaskdServer = _python_conftest().MaskdServer
+
+import maskd  # noqa: E402
+from vllm.tokenizers import get_tokenizer  # noqa: E402
+from vllm.v1.structured_output.backend_types import StructuredOutputOptions as Opt  # noqa: E402
+
+from maskd.integrations.vllm import MaskdBackend, MaskdGrammar  # noqa: E402
+
+EOS = tiny_model.EOS_IDS
+WIDTH = tiny_model.SHAPE["vocab_size"]  # the model's logits width (> the tokenizer's ids)
+
+SCHEMA = {"type": "object",
+          "properties": {"name": {"type": "string", "maxLength": 8},
+                         "n": {"type": "integer", "minimum": 0, "maximum": 999},
+                         "ok": {"type": "boolean"}},
+          "required": ["name", "n", "ok"], "additionalProperties": False}
+REGEX = r"(cat|dog)s? [0-9]{2,4}"
+LARK = 'start: pair ("," pair)*\npair: KEY "=" VALUE\nKEY: /[a-z]{1,4}/\nVALUE: /[0-9]{1,3}/\n'
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    s = MaskdServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> pathlib.Path:
+    return tiny_model.hf_model_dir()
+
+
+@pytest.fixture(scope="module")
+def backend(server: Any, model_dir: pathlib.Path) -> Iterator[MaskdBackend]:
+    # What vLLM hands a backend: its config (unused by maskd's), its tokenizer, the
+    # model's logits width.
+    b = MaskdBackend(None, tokenizer=get_tokenizer(str(model_dir)), vocab_size=WIDTH,
+                     addr=server.addr)
+    yield b
+    b.destroy()
+
+
+@pytest.fixture(scope="module")
+def client(server: Any) -> Iterator[maskd.Client]:
+    with maskd.Client(server.addr, timeout=60) as c:
+        yield c
+
+
+def replay(client: maskd.Client, g: MaskdGrammar, tokens: List[int],
+           left: int = 0) -> np.ndarray:
+    """maskd's stateless mask after ``tokens`` from the start, as vLLM's int32 words."""
+    r = client.mask(g.index_id, tokens, words_per_row=(WIDTH + 31) // 32, max_tokens_left=left)
+    return np.asarray(r.mask).view(np.int32)
+
+
+def row(b: MaskdBackend, g: MaskdGrammar, bitmask: Any, idx: int = 0) -> np.ndarray:
+    bitmask[idx].fill_(-1)
+    g.fill_bitmask(bitmask, idx)
+    return bitmask[idx].numpy().copy()
+
+
+def allowed(words: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+
+
+def walk(b: MaskdBackend, client: maskd.Client, g: MaskdGrammar, rng: random.Random,
+         steps: int, bitmask: Any, budget: Optional[int] = None) -> List[int]:
+    """Samples allowed tokens like vLLM (fill, then accept), checking each row against the
+    replay; returns the tokens accepted."""
+    toks: List[int] = []
+    for _ in range(steps):
+        if g.is_terminated():
+            break
+        got = row(b, g, bitmask)
+        left = max(1, budget - len(toks)) if budget else 0
+        assert np.array_equal(got, replay(client, g, toks, left)), f"row after {toks}"
+        ids = allowed(got)
+        assert len(ids) > 0 and ids.max() < WIDTH
+        t = int(rng.choice(list(ids)))
+        assert g.accept_tokens("r", [t])
+        toks.append(t)
+    return toks
+
+
+def test_every_request_type_compiles_and_masks(backend: MaskdBackend, client: maskd.Client) -> None:
+    bitmask = backend.allocate_token_bitmask(2)
+    assert bitmask.shape == (2, (WIDTH + 31) // 32) and str(bitmask.dtype) == "torch.int32"
+    specs = [
+        (Opt.REGEX, REGEX),
+        (Opt.JSON, json.dumps(SCHEMA)),
+        (Opt.JSON_OBJECT, ""),
+        (Opt.CHOICE, json.dumps(["yes", "no", "a.b"])),
+        (Opt.GRAMMAR, LARK),
+        (Opt.GRAMMAR, 'root ::= "x" ("," "x")*'),                   # XGrammar EBNF
+        (Opt.GRAMMAR, 'root ::= "<" . ">"'),                        # GBNF (EBNF refuses '.')
+        (Opt.STRUCTURAL_TAG, json.dumps({                           # vLLM's legacy form
+            "type": "structural_tag", "triggers": ["<fn="],
+            "structures": [{"begin": "<fn=f>", "schema": {"type": "integer"}, "end": "</fn>"}]})),
+    ]
+    for kind, spec in specs:
+        g = backend.compile_grammar(kind, spec, stop_token_ids=set(EOS))
+        got = row(backend, g, bitmask)
+        assert np.array_equal(got, replay(client, g, [])), kind
+        assert len(allowed(got)) > 0, kind
+
+
+def test_choice_walks_to_a_choice(backend: MaskdBackend, client: maskd.Client) -> None:
+    bitmask = backend.allocate_token_bitmask(1)
+    tok = backend.tokenizer
+    for seed in range(5):
+        g = backend.compile_grammar(Opt.CHOICE, json.dumps(["yes", "no", "a.b"]),
+                                    stop_token_ids=set(EOS))
+        toks = walk(backend, client, g, random.Random(seed), 20, bitmask)
+        assert g.is_terminated() and toks[-1] in EOS
+        assert tok.decode(toks[:-1]) in ("yes", "no", "a.b")
+
+
+def test_rows_equal_replay_with_budget(backend: MaskdBackend, client: maskd.Client) -> None:
+    bitmask = backend.allocate_token_bitmask(1)
+    for seed in range(3):
+        g = backend.compile_grammar(Opt.JSON, json.dumps(SCHEMA), stop_token_ids=set(EOS),
+                                    max_tokens=40)
+        toks = walk(backend, client, g, random.Random(seed), 40, bitmask, budget=40)
+        # Budget mode: the output closes (EOS) within max_tokens.
+        assert g.is_terminated() and len(toks) <= 40
+        json.loads(backend.tokenizer.decode(toks[:-1]))
+
+
+def test_one_step_call_per_engine_step(backend: MaskdBackend, client: maskd.Client) -> None:
+    """Many requests, accept then fill as vLLM's scheduler does: one Step call per step."""
+    rng = random.Random(7)
+    gs = [backend.compile_grammar(Opt.REGEX, REGEX, stop_token_ids=set(EOS)) for _ in range(6)]
+    gs += [backend.compile_grammar(Opt.GRAMMAR, LARK, stop_token_ids=set(EOS)) for _ in range(6)]
+    bitmask = backend.allocate_token_bitmask(len(gs))
+    hist: List[List[int]] = [[] for _ in gs]
+    for _ in range(8):
+        before = (backend.steps, backend.solo_steps)
+        for i, g in enumerate(gs):
+            bitmask[i].fill_(-1)
+            g.fill_bitmask(bitmask, i)
+        assert backend.solo_steps == before[1] and backend.steps - before[0] <= 1
+        rows = bitmask.numpy()
+        for i, g in enumerate(gs):
+            if g.is_terminated():
+                continue
+            assert np.array_equal(rows[i], replay(client, g, hist[i]))
+            t = int(rng.choice(list(allowed(rows[i]))))
+            assert g.accept_tokens(str(i), [t])
+            hist[i].append(t)
+
+
+def test_reject_leaves_state(backend: MaskdBackend, client: maskd.Client) -> None:
+    bitmask = backend.allocate_token_bitmask(1)
+    g = backend.compile_grammar(Opt.REGEX, "[0-9]+", stop_token_ids=set(EOS))
+    bad = backend.tokenizer.encode("abc", add_special_tokens=False)[0]
+    assert not g.accept_tokens("r", [bad])
+    assert np.array_equal(row(backend, g, bitmask), replay(client, g, []))
+    assert g.validate_tokens([bad]) == []
+    # A padding id (past the tokenizer, inside the logits width) is never allowed.
+    assert not g.accept_tokens("r", [WIDTH - 1])
+
+
+def test_speculative_validate_and_rollback_are_exact(backend: MaskdBackend,
+                                                     client: maskd.Client) -> None:
+    bitmask = backend.allocate_token_bitmask(8)
+    for seed in range(4):
+        rng = random.Random(100 + seed)
+        ref = backend.compile_grammar(Opt.JSON, json.dumps(SCHEMA), stop_token_ids=set(EOS))
+        path = walk(backend, client, ref, rng, 60, bitmask)  # a valid sequence, EOS last
+        g = backend.compile_grammar(Opt.JSON, json.dumps(SCHEMA), stop_token_ids=set(EOS))
+        pos = 0
+        while pos < len(path):
+            k = rng.randint(1, 4)
+            draft = path[pos:pos + k]
+            if rng.random() < 0.4 and len(draft) > 1:  # a wrong draft token somewhere
+                j = rng.randrange(1, len(draft))
+                wrong = [t for t in allowed(row(backend, g, bitmask)).tolist()
+                         if t not in (draft[0],)]
+                draft = draft[:j] + [int(rng.choice(wrong[:50] or [WIDTH - 1]))] + draft[j + 1:]
+            ok = g.validate_tokens(draft)
+            # The exact valid prefix: each token allowed by the replayed mask before it.
+            want: List[int] = []
+            for t in draft:
+                m = replay(client, g, path[:pos] + want)
+                if not (m.view(np.uint32)[t >> 5] >> np.uint32(t & 31)) & np.uint32(1):
+                    break
+                want.append(t)
+                if t in EOS:
+                    break
+            assert ok == want, (pos, draft)
+            # vLLM's bitmask loop over the drafts: fill, accept, ..., bonus fill, rollback.
+            solo = backend.solo_steps
+            for i, t in enumerate(ok):
+                assert np.array_equal(row(backend, g, bitmask, i),
+                                      replay(client, g, path[:pos] + ok[:i]))
+                assert g.accept_tokens("r", [t])
+            if not g.is_terminated():
+                assert np.array_equal(row(backend, g, bitmask, len(ok)),
+                                      replay(client, g, path[:pos] + ok))
+            g.rollback(len(ok))
+            assert backend.solo_steps == solo  # the drafts' masks came from validate_tokens
+            assert not g.is_terminated()
+            assert np.array_equal(row(backend, g, bitmask), replay(client, g, path[:pos]))
+            # The scheduler then accepts the drafts the model kept plus its own next token
+            # (here: the drafts that agree with the path, and the path's next token).
+            n_keep = 0
+            for t, p in zip(ok, path[pos:]):
+                if t != p:
+                    break
+                n_keep += 1
+            step = path[pos:pos + n_keep + 1]
+            assert g.accept_tokens("r", step)
+            pos += len(step)
+        assert g.is_terminated()
+        # Rollback across the end: the EOS undone, the mask is the one before it.
+        g.rollback(1)
+        assert not g.is_terminated()
+        assert np.array_equal(row(backend, g, bitmask), replay(client, g, path[:-1]))
+        g.reset()
+        assert np.array_equal(row(backend, g, bitmask), replay(client, g, []))
+
+
+# -- end to end through vllm.LLM -----------------------------------------------------------
+
+def _lark_ok(grammar: str, text: str) -> bool:
+    import lark
+    try:
+        lark.Lark(grammar, start="start", parser="earley").parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
+
+
+def test_llm_generate_through_the_plugin(server: Any, client: maskd.Client,
+                                         model_dir: pathlib.Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import jsonschema
+    import regex
+    from importlib.metadata import entry_points
+
+    assert any(ep.value == "maskd.integrations._vllm_plugin:register"
+               for ep in entry_points(group="vllm.general_plugins")), \
+        "the maskd package is not installed in this venv (scripts/engine_venv.sh installs it)"
+    monkeypatch.setenv("MASKD_VLLM_ADDR", server.addr)   # the one setting
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=256, seed=0)
+    cases = [("regex", StructuredOutputsParams(regex=REGEX),
+              lambda s: regex.fullmatch(REGEX, s) is not None),
+             ("json", StructuredOutputsParams(json=SCHEMA),
+              lambda s: jsonschema.validate(json.loads(s), SCHEMA) is None),
+             ("lark", StructuredOutputsParams(grammar=LARK), lambda s: _lark_ok(LARK, s))]
+    params = [SamplingParams(temperature=1.0, seed=seed, max_tokens=48, structured_outputs=so)
+              for _, so, _ in cases for seed in range(4)]
+    outs = llm.generate(["Answer in the requested format:"] * len(params), params)
+    checks = [c for _, _, c in cases for _ in range(4)]
+    for o, check in zip(outs, checks):
+        c = o.outputs[0]
+        # Budget mode: every output closes within max_tokens (finish "stop", never "length").
+        assert c.finish_reason == "stop", (c.text, c.finish_reason)
+        assert check(c.text), c.text
+    names = [t.name for t in client.list_tokenizers()]
+    assert any(n.startswith("vllm-") for n in names), names  # maskd, not a builtin, served
