@@ -81,11 +81,17 @@ bool ConstraintGuide::Recharge() {
 }
 
 absl::StatusOr<ConstraintGuide> ConstraintGuide::Replay(std::shared_ptr<const ConstraintIndex> index,
-                                                        absl::Span<const uint32_t> tokens) {
+                                                        absl::Span<const uint32_t> tokens,
+                                                        const Interrupt* interrupt) {
   auto guide = Create(std::move(index));
   if (!guide.ok()) return guide.status();
+  guide->SetInterrupt(interrupt);
   if (absl::Status s = guide->Advance(tokens); !s.ok()) return s;
   return guide;
+}
+
+void ConstraintGuide::SetInterrupt(const Interrupt* interrupt) {
+  if (auto* g = std::get_if<grammar::GrammarGuide>(&state_)) g->SetInterrupt(interrupt);
 }
 
 absl::Status ConstraintGuide::Step(size_t rollback, absl::Span<const uint32_t> tokens,
@@ -143,7 +149,7 @@ absl::Status ConstraintGuide::StepGrammar(grammar::GrammarGuide& g, size_t rollb
     // Back to the state before the step: the same tokens from the same
     // parser state are accepted as before.
     (void)g.Rollback(tokens.size());
-    if (absl::Status redo = g.Advance(undone_); !redo.ok()) {
+    if (absl::Status redo = g.Readvance(undone_); !redo.ok()) {
       return absl::InternalError(absl::StrCat("step not undone: ", redo.message()));
     }
     (void)Recharge();  // the chart as before the step: fits what was charged

@@ -8,8 +8,9 @@
 //  - Rollback window: a grammar guide can always roll back to its start
 //    (rollback_available() == num_tokens()); its memory is bounded by the
 //    parser's max_chart_items instead of the window.
-//  - Mask writes can fail (RESOURCE_EXHAUSTED past a parser or mask-work
-//    limit); Step undoes its advance then, so the state is unchanged.
+//  - Mask writes and advances can fail (RESOURCE_EXHAUSTED past a parser,
+//    mask-work or parser-step limit; the Interrupt's status when stopped);
+//    Step undoes its advance then, so the state is unchanged.
 //  - Token budgets (ApplyTokenBudget) work on both routes; on a grammar
 //    they cost a parser walk of the allowed tokens (GrammarGuide's).
 //  - MinBytesToFinish is exact on both routes (on the grammar route from the
@@ -38,6 +39,7 @@
 #include "constraint/constraint_index.h"
 #include "grammar/grammar_guide.h"
 #include "index/guide.h"
+#include "index/interrupt.h"
 #include "index/mask_budget.h"
 
 namespace maskd {
@@ -52,9 +54,19 @@ class ConstraintGuide {
   static absl::StatusOr<ConstraintGuide> Create(std::shared_ptr<const ConstraintIndex> index,
                                                 size_t rollback_window = kUnboundedHistory,
                                                 std::shared_ptr<MaskBudget> chart_budget = nullptr);
-  // The guide reached from the start by `tokens` (stateless replay).
+  // The guide reached from the start by `tokens` (stateless replay), with
+  // `interrupt` set (SetInterrupt) before the tokens are advanced.
   static absl::StatusOr<ConstraintGuide> Replay(std::shared_ptr<const ConstraintIndex> index,
-                                                absl::Span<const uint32_t> tokens);
+                                                absl::Span<const uint32_t> tokens,
+                                                const Interrupt* interrupt = nullptr);
+
+  // On the grammar route, the calls that follow poll `interrupt` (null: none;
+  // not owned: the caller clears it before it dies) and fail with its status,
+  // state unchanged, as with any error (GrammarGuide::SetInterrupt); each
+  // mask, advance and budget walk is also bounded by the index's
+  // max_parser_steps. The regex route's calls are bounded per token and
+  // never poll it.
+  void SetInterrupt(const Interrupt* interrupt);
 
   const ConstraintIndex& index() const { return *index_; }
   uint32_t num_words() const { return index_->num_words(); }

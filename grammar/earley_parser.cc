@@ -106,8 +106,35 @@ void EarleyParser::GrowTable() {
   }
 }
 
+void EarleyParser::SetWorkLimit(size_t max_steps, const char* limit,
+                                const Interrupt* interrupt) {
+  work_ = 0;
+  max_work_ = max_steps;
+  work_limit_ = limit;
+  interrupt_ = interrupt;
+  work_check_ = 0;
+  (void)CheckWork();  // work_ 0 passes: sets work_check_
+}
+
+absl::Status EarleyParser::CheckWork() {
+  if (work_ > max_work_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the grammar parser needs more than ", max_work_, " steps in one call (", work_limit_,
+        "; a step: one Earley item added or found, by a scan, prediction or completion)"));
+  }
+  if (interrupt_ != nullptr && work_ > 0) {
+    absl::Status s = interrupt_->Check();
+    if (!s.ok()) return s;
+  }
+  const size_t past_limit = max_work_ == SIZE_MAX ? SIZE_MAX : max_work_ + 1;
+  const size_t next_poll = interrupt_ != nullptr ? work_ + kInterruptPollSteps : SIZE_MAX;
+  work_check_ = std::min(past_limit, next_poll);
+  return absl::OkStatus();
+}
+
 absl::Status EarleyParser::Add(const EarleyItem& item) {
   const size_t set = num_sets() - 1;
+  if (absl::Status w = Tick(); !w.ok()) return w;
   if (++steps_ > max_steps_per_set_) {
     return absl::ResourceExhaustedError(absl::StrCat("Earley set ", set, " needs more than ",
                                                      max_steps_per_set_,
@@ -175,6 +202,7 @@ absl::Status EarleyParser::Closure() {
       // advanced when they predicted it, and later ones will be; this pass
       // catches the rest. The set may grow while we read it: index anew.
       for (size_t j = begin; j < items_.size(); ++j) {
+        if (absl::Status t = Tick(); !t.ok()) return t;
         const EarleyItem w = items_[j];
         if (w.kind() != EarleyItem::kRule) continue;
         const Production& wp = productions[w.id()];

@@ -16,8 +16,10 @@
 // Memory: items live in flat arrays that keep their capacity across Pop, so a
 // walk that pushes and pops allocates nothing once they have grown. Limits:
 // per set, EarleyOptions::max_items_per_position and max_steps_per_position;
-// in all sets together, max_chart_items. Past one, the call that would build
-// the set fails with ResourceExhausted and the stack is unchanged.
+// in all sets together, max_chart_items; per call, the parser steps and the
+// caller's Interrupt given to SetWorkLimit. Past one, the call that would
+// build the set fails (ResourceExhausted, or the Interrupt's status) and the
+// stack is unchanged.
 //
 // Not thread-safe; copies are independent.
 #ifndef MASKD_GRAMMAR_EARLEY_PARSER_H_
@@ -34,6 +36,7 @@
 #include "absl/types/span.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "index/interrupt.h"
 
 namespace maskd::grammar {
 
@@ -71,6 +74,20 @@ class EarleyParser {
   // set stands for a text position the bytes have not reached; it is only
   // for looking ahead (grammar_index.cc), and is popped like any other.
   absl::StatusOr<bool> PushCompletion(const EarleyItem& scan);
+  // The steps between two polls of an Interrupt (SetWorkLimit).
+  static constexpr size_t kInterruptPollSteps = 4096;
+  // Bounds the calls that follow, until the next SetWorkLimit. Counting from
+  // zero the parser steps they take (earley.h: an item added or found there
+  // already, by a scan, prediction or completion), the step past `max_steps`
+  // fails its call with ResourceExhausted naming `limit` (a string literal:
+  // the option to raise); every kInterruptPollSteps steps, `interrupt` (null:
+  // none; not owned, outlives the calls) is polled and its first non-OK
+  // status fails the call. Either way the stack is as before the call. The
+  // default: no bound, no interrupt.
+  void SetWorkLimit(size_t max_steps, const char* limit, const Interrupt* interrupt);
+  // Steps taken since the last SetWorkLimit (or since Create).
+  size_t work() const { return work_; }
+
   // Drops the last set; the start set always stays.
   void Pop() { PopTo(num_sets() - 1); }
   // Drops sets until `n` remain (1 <= n <= num_sets()).
@@ -109,6 +126,11 @@ class EarleyParser {
   // set is empty.
   bool FinishSet();
   absl::Status Add(const EarleyItem& item);
+  // Counts one step against the work limit (SetWorkLimit).
+  absl::Status Tick() { return ++work_ < work_check_ ? absl::OkStatus() : CheckWork(); }
+  // Tick's slow path: fails past the limit or on an interrupt, else sets the
+  // step of the next check.
+  absl::Status CheckWork();
   // Adds every rule item of set `origin` that waits on `key`, advanced.
   absl::Status AdvanceWaiting(uint32_t origin, uint64_t key);
   // Adds to the set being built what ends `scan`'s terminal there yields:
@@ -154,6 +176,15 @@ class EarleyParser {
   uint32_t generation_ = 0;
   size_t steps_ = 0;
   bool ignore_started_ = false;
+
+  // The work limit (SetWorkLimit): steps taken, the step count at which
+  // Tick next leaves its fast path (past the limit or at the next poll),
+  // the limit and its name, and the interrupt polled.
+  size_t work_ = 0;
+  size_t work_check_ = SIZE_MAX;
+  size_t max_work_ = SIZE_MAX;
+  const char* work_limit_ = "";
+  const Interrupt* interrupt_ = nullptr;
 
   // MinBytesToFinish's memo, for a prefix of the sets: per set s,
   // RuleFinish(s, r) for each rule r waited on in s, as (r, bytes) sorted by

@@ -28,6 +28,7 @@ absl::Status GrammarGuide::WriteMask(absl::Span<uint32_t> words) {
     for (uint32_t eos : index_->vocab().eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
     return absl::OkStatus();
   }
+  BeginWork();
   return index_->FillMask(parser_, scratch_, words.data());
 }
 
@@ -49,6 +50,7 @@ absl::StatusOr<bool> GrammarGuide::IsAllowed(uint32_t token) {
   if (!vocab.has_token(token)) return false;
   if (vocab.is_eos(token)) return finished_ || parser_.IsAccepting();
   if (finished_ || vocab.is_special(token) || vocab.bytes(token).empty()) return false;
+  BeginWork();
   const size_t before = parser_.num_sets();
   absl::StatusOr<bool> live = PushToken(token);
   parser_.PopTo(before);
@@ -56,6 +58,11 @@ absl::StatusOr<bool> GrammarGuide::IsAllowed(uint32_t token) {
 }
 
 absl::Status GrammarGuide::Advance(uint32_t token) {
+  BeginWork();
+  return AdvanceOne(token);
+}
+
+absl::Status GrammarGuide::AdvanceOne(uint32_t token) {
   const Vocabulary& vocab = index_->vocab();
   if (token >= vocab.size()) {
     return absl::InvalidArgumentError(
@@ -95,11 +102,25 @@ absl::Status GrammarGuide::Advance(uint32_t token) {
 
 absl::Status GrammarGuide::Advance(absl::Span<const uint32_t> tokens) {
   const size_t before = num_tokens();
+  BeginWork();
   for (size_t i = 0; i < tokens.size(); ++i) {
-    absl::Status s = Advance(tokens[i]);
+    absl::Status s = AdvanceOne(tokens[i]);
     if (!s.ok()) {
       (void)Rollback(num_tokens() - before);
       return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrammarGuide::Readvance(absl::Span<const uint32_t> tokens) {
+  parser_.SetWorkLimit(SIZE_MAX, "", nullptr);
+  const size_t before = num_tokens();
+  for (uint32_t t : tokens) {
+    absl::Status s = AdvanceOne(t);
+    if (!s.ok()) {
+      (void)Rollback(num_tokens() - before);
+      return s;
     }
   }
   return absl::OkStatus();
@@ -126,7 +147,7 @@ absl::Status GrammarGuide::RollbackAndAdvance(size_t n, absl::Span<const uint32_
   absl::Status s = Advance(tokens);
   if (!s.ok()) {
     // The same tokens from the same parser state: accepted as before.
-    absl::Status redo = Advance(undone_);
+    absl::Status redo = Readvance(undone_);
     if (!redo.ok()) return absl::InternalError(absl::StrCat("rollback not undone: ", redo.message()));
   }
   return s;
@@ -135,6 +156,7 @@ absl::Status GrammarGuide::RollbackAndAdvance(size_t n, absl::Span<const uint32_
 absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {
   std::string out;
   if (finished_) return out;
+  BeginWork();
   const size_t before = parser_.num_sets();
   while (out.size() < max_bytes && !parser_.IsAccepting()) {
     const std::bitset<256> next = parser_.NextBytes();
@@ -166,6 +188,7 @@ absl::Status GrammarGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uin
   const size_t max_work = index_->options().max_mask_work;
   auto allowed = [&](uint32_t t) { return (words[t >> 5] >> (t & 31)) & 1; };
   budget_.clear();
+  BeginWork();
   size_t work = 0;
   for (uint32_t i = 1; i < trie.num_nodes();) {
     const TokenTrie::Node& node = nodes[i];

@@ -29,6 +29,7 @@
 #include "absl/types/span.h"
 #include "grammar/earley_parser.h"
 #include "grammar/grammar_index.h"
+#include "index/interrupt.h"
 
 namespace maskd::grammar {
 
@@ -37,6 +38,17 @@ class GrammarGuide {
   static absl::StatusOr<GrammarGuide> Create(std::shared_ptr<const GrammarIndex> index);
 
   const GrammarIndex& index() const { return *index_; }
+
+  // Every call below that runs the parser (a mask, an advance, a rollback
+  // that advances again, the token budget, the forced continuation) may take
+  // at most index().options().max_parser_steps parser steps, and polls
+  // `interrupt` (null: none; not owned, outlives the calls it is set for):
+  // past the bound the call fails with ResourceExhausted naming
+  // max_parser_steps, on an interrupt with the Interrupt's status, the state
+  // unchanged either way. A Fork does not inherit it.
+  void SetInterrupt(const Interrupt* interrupt) { interrupt_ = interrupt; }
+  // Parser steps the last such call took (past max_parser_steps: one more).
+  size_t parser_steps() const { return parser_.work(); }
 
   // Writes the current mask into `words` (packed layout), which must hold at
   // least index().num_words() words (InvalidArgument otherwise); words past
@@ -49,13 +61,22 @@ class GrammarGuide {
   absl::Status Advance(uint32_t token);
   // All or nothing; the message names the position of the offending id.
   absl::Status Advance(absl::Span<const uint32_t> tokens);
+  // Advance(tokens) with no work limit and no interrupt: for advancing again
+  // tokens this guide accepted before from the same state (undoing a failed
+  // step), which must not fail for having been stopped.
+  absl::Status Readvance(absl::Span<const uint32_t> tokens);
   // Undoes the last `n` tokens; InvalidArgument when n > num_tokens().
   absl::Status Rollback(size_t n);
   // Rollback(n) then Advance(tokens), all or nothing (the undone tokens are
   // advanced again when `tokens` fails).
   absl::Status RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens);
   // An independent copy (shares the index).
-  GrammarGuide Fork() const { return *this; }
+  GrammarGuide Fork() const {
+    GrammarGuide copy = *this;
+    copy.interrupt_ = nullptr;
+    copy.parser_.SetWorkLimit(SIZE_MAX, "", nullptr);
+    return copy;
+  }
 
   bool IsAccepting() const { return !finished_ && parser_.IsAccepting(); }
   bool IsFinished() const { return finished_; }
@@ -90,6 +111,11 @@ class GrammarGuide {
   GrammarGuide(std::shared_ptr<const GrammarIndex> index, EarleyParser parser)
       : index_(std::move(index)), parser_(std::move(parser)) {}
 
+  // Starts one call's work limit on the parser (SetInterrupt).
+  void BeginWork() {
+    parser_.SetWorkLimit(index_->options().max_parser_steps, "max_parser_steps", interrupt_);
+  }
+  absl::Status AdvanceOne(uint32_t token);
   // Pushes `token`'s bytes; false (parser unchanged) when one is refused.
   absl::StatusOr<bool> PushToken(uint32_t token);
 
@@ -101,6 +127,7 @@ class GrammarGuide {
   bool finished_ = false;
   size_t finished_at_ = 0;  // token_start_ index of the first EOS when finished_
   MaskScratch scratch_;
+  const Interrupt* interrupt_ = nullptr;
   std::vector<uint32_t> undone_;  // RollbackAndAdvance's scratch
   // ApplyTokenBudget's scratch: the allowed text tokens and their distances.
   std::vector<std::pair<uint32_t, uint64_t>> budget_;

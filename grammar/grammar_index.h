@@ -151,6 +151,15 @@ class GrammarIndex {
     // Work one mask may take: trie nodes visited plus Earley sets built.
     // Past it FillMask fails with ResourceExhausted naming this limit.
     size_t max_mask_work = size_t{1} << 26;
+    // Parser steps (EarleyParser::SetWorkLimit: Earley items added or
+    // found) one call of a GrammarGuide may take: one mask, one advance, one
+    // budget walk. max_mask_work counts Earley sets, and one set of an
+    // ambiguous grammar may cost millions of steps: this bounds the CPU time
+    // of a call. Past it the call fails with ResourceExhausted naming
+    // max_parser_steps.
+    // The masks of the example grammars (tests/data/grammars) take at most
+    // 30,000; a step is about 20 ns.
+    size_t max_parser_steps = size_t{1} << 26;
   };
 
   static absl::StatusOr<std::shared_ptr<const GrammarIndex>> Create(
@@ -175,7 +184,9 @@ class GrammarIndex {
 
   // Writes into words[0, num_words()) the mask of `parser`'s last set. The
   // parser ends as it began (the walk pushes and pops sets). Fails with
-  // ResourceExhausted past an Earley limit, leaving `words` undefined.
+  // ResourceExhausted past an Earley limit (the parser's work limit
+  // included: the caller sets it), or with the status of the parser's
+  // Interrupt, leaving `words` undefined.
   absl::Status FillMask(EarleyParser& parser, MaskScratch& scratch, uint32_t* words) const;
 
   // The memo entry of (terminal, DFA state), computing it when absent.

@@ -165,6 +165,9 @@ ABSL_FLAG(uint64_t, max_grammar_set_items, uint64_t{1} << 18,
 ABSL_FLAG(uint64_t, max_grammar_mask_work, uint64_t{1} << 22,
           "Work one grammar mask may take (trie nodes visited plus Earley sets built); past it "
           "the step fails with RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_grammar_parser_steps, uint64_t{1} << 24,
+          "Earley parser steps (items added or found) one grammar mask, one advance or one "
+          "budget walk may take; past it the step fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint64_t, max_grammar_memo_bytes, uint64_t{256} << 20,
           "Per grammar index: bytes of memoised token sets (also counted in --max-mask-bytes)");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
@@ -365,6 +368,7 @@ int Run(int argc, char** argv) {
   cache_options.grammar_index.earley.max_items_per_position =
       absl::GetFlag(FLAGS_max_grammar_set_items);
   cache_options.grammar_index.max_mask_work = absl::GetFlag(FLAGS_max_grammar_mask_work);
+  cache_options.grammar_index.max_parser_steps = absl::GetFlag(FLAGS_max_grammar_parser_steps);
   cache_options.grammar_index.max_memo_bytes = absl::GetFlag(FLAGS_max_grammar_memo_bytes);
   auto cache = std::make_unique<IndexCache>(cache_options, &metrics);
   SessionTableOptions session_options;

@@ -411,7 +411,8 @@ MaskdService::Reactor* MaskdService::Rollback(Ctx* ctx, const v1::RollbackReques
   return Done(ctx, "Rollback", n.status());
 }
 
-absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* resp) {
+absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* resp,
+                                  const Interrupt* interrupt) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
   const int n = req.entries_size();
   absl::StatusOr<StepBatch::Buffers> io = step_->ThreadBuffers(static_cast<size_t>(n));
@@ -426,7 +427,7 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
     masks->resize(uint64_t{words} * 4 * static_cast<uint64_t>(n));
     return StepRows{reinterpret_cast<uint32_t*>(masks->data()), words, 0};
   };
-  if (absl::Status s = step_->Run(io->entries, place, io->results); !s.ok()) return s;
+  if (absl::Status s = step_->Run(io->entries, place, io->results, interrupt); !s.ok()) return s;
   resp->set_words_per_row(words);
   auto* results = resp->mutable_results();
   results->Clear();
@@ -441,7 +442,8 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
 MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
                                           v1::StepResponse* resp) {
   if (metrics_) metrics_->ClientStep(ClientKindOf(*ctx), static_cast<size_t>(req->entries_size()));
-  return Done(ctx, "Step", DoStep(*req, resp));
+  const CallInterrupt interrupt(*ctx);
+  return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
 }
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
@@ -458,8 +460,8 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, std::string client, ClientKind kind)
-      : service_(service), client_(std::move(client)), kind_(kind) {
+  StepStreamReactor(MaskdService* service, std::string client, ClientKind kind, const Ctx& ctx)
+      : service_(service), client_(std::move(client)), kind_(kind), interrupt_(ctx) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -481,7 +483,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
         if (service_->metrics_ && req_.ok) {
           service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
         }
-        s = req_.ok ? service_->DoStep(req_.msg, &resp_) : req_.Error();
+        s = req_.ok ? service_->DoStep(req_.msg, &resp_, &interrupt_) : req_.Error();
         if (s.ok()) {
           // A large request (many tokens) is not kept for the stream's life.
           size_t tokens = 0;
@@ -576,6 +578,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   MaskdService* const service_;
   const std::string client_;  // ClientKey of the caller
   const ClientKind kind_;     // for the per-client step counters
+  const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
   std::atomic<int> refs_{1};
   std::atomic<int64_t> last_ns_{0};
   absl::Mutex mu_;
@@ -615,7 +618,7 @@ MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
     }
     return new RefusedStream(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal));
   }
-  return new StepStreamReactor(this, std::move(client), ClientKindOf(*ctx));
+  return new StepStreamReactor(this, std::move(client), ClientKindOf(*ctx), *ctx);
 }
 
 void MaskdService::ReapStreams() {
@@ -660,7 +663,8 @@ void MaskdService::ReapStreams() {
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                           v1::MaskResponse* resp) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
-  absl::Status s = DoMask(*req, resp);
+  const CallInterrupt interrupt(*ctx);
+  absl::Status s = DoMask(*req, resp, &interrupt);
   if (metrics_ && s.ok()) {
     metrics_->ObserveMask(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
                           ClientKindOf(*ctx));
@@ -668,7 +672,8 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   return Done(ctx, "Mask", s);
 }
 
-absl::Status MaskdService::DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp) {
+absl::Status MaskdService::DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp,
+                                  const Interrupt* interrupt) {
   if (static_cast<uint64_t>(req.tokens_size()) > step_->limits().max_tokens_per_request) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "request carries ", req.tokens_size(), " tokens, more than ",
@@ -681,8 +686,9 @@ absl::Status MaskdService::DoMask(const v1::MaskRequest& req, v1::MaskResponse* 
     return absl::FailedPreconditionError(
         absl::StrCat("index ", QuoteInput(req.index_id()), " is still compiling"));
   }
+  // Polled while the grammar is parsed: a client that gives up stops the work.
   auto guide = ConstraintGuide::Replay(
-      info->index, absl::MakeConstSpan(req.tokens().data(), req.tokens_size()));
+      info->index, absl::MakeConstSpan(req.tokens().data(), req.tokens_size()), interrupt);
   if (!guide.ok()) return guide.status();
   uint32_t words = req.words_per_row() != 0 ? req.words_per_row() : info->index->num_words();
   if (words < info->index->num_words()) {

@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "maskd/v1/maskd.grpc.pb.h"
+#include "service/call_interrupt.h"
 #include "service/checked_request.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
@@ -74,12 +75,18 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // the generated StepStream(Ctx*) is not used.
   Reactor* Mask(Ctx* ctx, const v1::MaskRequest*, v1::MaskResponse*) override;
   // The stateless mask of `req`: its tokens replayed on a fresh guide.
-  absl::Status DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp);
+  // `interrupt` (the call's; may be null) stops a grammar's parsing once the
+  // client is gone.
+  absl::Status DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp,
+                      const Interrupt* interrupt = nullptr);
 
   // One Step batch (unary or streamed): `req` translated for StepBatch::Run,
   // its results and rows into `resp`. A non-OK status fails the whole call;
-  // entry errors are in the reply. Reuses `resp`'s buffers.
-  absl::Status DoStep(const v1::StepRequest& req, v1::StepResponse* resp);
+  // entry errors are in the reply. Reuses `resp`'s buffers. `interrupt`
+  // (the call's; may be null) stops the grammar parsing of a call whose
+  // client is gone (StepBatch::Run).
+  absl::Status DoStep(const v1::StepRequest& req, v1::StepResponse* resp,
+                      const Interrupt* interrupt = nullptr);
 
   // Open StepStreams.
   size_t open_streams() const { return open_streams_.load(std::memory_order_relaxed); }

@@ -75,10 +75,15 @@ void Session::Touch() { last_used_ns_.store(NowNs(), std::memory_order_relaxed);
 
 StepOutcome Session::Step(uint32_t rollback, absl::Span<const uint32_t> tokens,
                           absl::Span<uint32_t> row, std::string* forced,
-                          uint32_t max_tokens_left) {
+                          uint32_t max_tokens_left, const Interrupt* interrupt) {
   Touch();
   StepOutcome out;
   absl::MutexLock lock(&mu_);
+  guide_.SetInterrupt(interrupt);
+  struct Clear {
+    ConstraintGuide& guide;
+    ~Clear() { guide.SetInterrupt(nullptr); }
+  } clear{guide_};
   out.status = guide_.Step(rollback, tokens, row, max_tokens_left);
   out.num_tokens = guide_.num_tokens();
   out.accepting = guide_.IsAccepting();

@@ -95,8 +95,11 @@ class Session {
   // written either way: StepBatch's row rule, service/step_batch.h), then
   // the forced continuation into `forced` (cleared; may be null).
   // `max_tokens_left` > 0: budget mode (Guide::ApplyTokenBudget on the mask).
+  // `interrupt` (may be null) is polled while a grammar is parsed
+  // (ConstraintGuide::SetInterrupt): once it fails, so does the step, undone.
   StepOutcome Step(uint32_t rollback, absl::Span<const uint32_t> tokens, absl::Span<uint32_t> row,
-                   std::string* forced, uint32_t max_tokens_left = 0);
+                   std::string* forced, uint32_t max_tokens_left = 0,
+                   const Interrupt* interrupt = nullptr);
   // Undoes the last n tokens; returns the count left. Errors as
   // ConstraintGuide::Rollback's; state unchanged on error.
   absl::StatusOr<uint64_t> Rollback(uint32_t n);

@@ -78,7 +78,7 @@ absl::Status StepBatch::CheckReplySize(uint64_t entries, uint64_t words_per_row)
 }
 
 absl::Status StepBatch::Run(absl::Span<const StepEntryInput> entries, PlaceRows place,
-                            absl::Span<StepEntryResult> results) {
+                            absl::Span<StepEntryResult> results, const Interrupt* interrupt) {
   const size_t n = entries.size();
   if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
   if (results.size() != n) {
@@ -119,6 +119,7 @@ absl::Status StepBatch::Run(absl::Span<const StepEntryInput> entries, PlaceRows 
     absl::Span<uint32_t> row(rows.base + i * rows.words_per_row, rows.words_per_row);
     Session* s = scratch.sessions[i].get();
     out.status = s == nullptr ? SessionTable::NotFound(e.session_id) : Refusal(*s, rows);
+    if (out.status.ok() && interrupt != nullptr) out.status = interrupt->Check();
     if (!out.status.ok()) {
       std::fill(row.begin(), row.end(), 0u);
       out.num_tokens = 0;
@@ -127,7 +128,8 @@ absl::Status StepBatch::Run(absl::Span<const StepEntryInput> entries, PlaceRows 
       out.min_bytes_to_finish = 0;
       out.forced.clear();
     } else {
-      StepOutcome o = s->Step(e.rollback, e.tokens, row, &out.forced, e.max_tokens_left);
+      StepOutcome o =
+          s->Step(e.rollback, e.tokens, row, &out.forced, e.max_tokens_left, interrupt);
       out.status = std::move(o.status);
       out.num_tokens = o.num_tokens;
       out.accepting = o.accepting;

@@ -117,9 +117,12 @@ class StepBatch {
 
   // Runs one batch (steps 1-4 above). results.size() == entries.size().
   // Returns OK once entries are being stepped (their errors are in
-  // `results`), else the call's error.
+  // `results`), else the call's error. `interrupt` (may be null: the caller
+  // cannot go away) is polled before each entry and while a grammar entry is
+  // parsed (Session::Step): once it fails, the entries not done yet fail
+  // with its status (CANCELLED, DEADLINE_EXCEEDED), their sessions unchanged.
   absl::Status Run(absl::Span<const StepEntryInput> entries, PlaceRows place,
-                   absl::Span<StepEntryResult> results);
+                   absl::Span<StepEntryResult> results, const Interrupt* interrupt = nullptr);
 
   // This thread's translation buffers for a batch of `n` entries: `entries`
   // to fill, `results` for Run. Valid until the thread's next call; capacity

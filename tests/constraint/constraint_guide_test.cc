@@ -12,6 +12,7 @@
 #include "grammar/grammar_guide.h"
 #include "gtest/gtest.h"
 #include "index/guide.h"
+#include "index/interrupt.h"
 #include "tests/index/test_util.h"
 
 namespace maskd {
@@ -38,6 +39,11 @@ std::shared_ptr<const ConstraintIndex> CompileGbnf(const std::string& text,
                                                    GrammarCompileOptions options = {}) {
   return Compile(Constraint::Grammar(text, GrammarFormat::kGbnf, std::move(options)));
 }
+
+// "a" tokens that `start: start start | "a"` takes more than
+// EarleyParser::kInterruptPollSteps parser steps to advance (its sets grow
+// with the text; its masks stay cheap: few tokens are all "a").
+constexpr size_t kInterruptedTokens = 48;
 
 // The id of the token whose bytes are `text`.
 uint32_t TokenOf(const std::string& text) {
@@ -204,6 +210,32 @@ TEST(ConstraintGuide, GrammarMaskOverWorkUndoesTheStep) {
     }
   }
   EXPECT_GT(found, 0) << "no max_mask_work admits one mask of the walk and refuses the next";
+}
+
+// Issue #24 (1b): a step stopped by its Interrupt (the caller gave up) fails
+// with the Interrupt's status and is undone: the tokens it rolled back are
+// advanced again whatever the Interrupt says, so the guide is where it was.
+TEST(ConstraintGuide, InterruptedGrammarStepIsUndone) {
+  auto index = Compile(Constraint::Grammar("start: start start | \"a\"\n", GrammarFormat::kLark));
+  ASSERT_NE(index, nullptr);
+  auto guide = ConstraintGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  const std::vector<uint32_t> as(kInterruptedTokens, TokenOf("a"));
+  std::vector<uint32_t> row(index->num_words()), before(index->num_words());
+  ASSERT_TRUE(guide->Step(0, as, absl::MakeSpan(before)).ok());
+  FlagInterrupt cancel;
+  cancel.Cancel();
+  guide->SetInterrupt(&cancel);
+  // Rolls back every token and advances them again: the advance alone takes
+  // more steps than one poll period, so the redo runs past a poll too.
+  std::fill(row.begin(), row.end(), 0xFFFFFFFFu);
+  absl::Status s = guide->Step(as.size(), as, absl::MakeSpan(row));
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_THAT(row, ::testing::Each(0u));
+  EXPECT_EQ(guide->num_tokens(), as.size());
+  guide->SetInterrupt(nullptr);
+  ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(row, before);
 }
 
 // Grammar guides charge their charts to a shared budget: the step that would

@@ -20,7 +20,9 @@
 #include "grammar/bnf_parser.h"
 #include "grammar/earley.h"
 #include "grammar/grammar_index.h"
+#include "grammar/lark_parser.h"
 #include "gtest/gtest.h"
+#include "index/interrupt.h"
 #include "tests/grammar/grammar_test_util.h"
 #include "tests/index/test_util.h"
 
@@ -308,6 +310,102 @@ TEST(GrammarGuideTest, ChartLimitIsResourceExhaustedAndChangesNothing) {
   EXPECT_GT(advanced, 0u);
   ASSERT_TRUE(guide->Rollback(1).ok());  // room again after a rollback
   EXPECT_TRUE(guide->Advance(open).ok());
+}
+
+// Issue #24 (1): an ambiguous grammar of two short rules costs seconds of
+// CPU per mask (one Earley set of it, millions of steps, while max_mask_work
+// counts sets). The Lark rule that concatenates itself, over any byte.
+constexpr char kSelfConcatLark[] = "start: start start | /./\n";
+constexpr int kSelfConcatTokens = 6;  // "a" tokens before the measured mask
+
+// The guide over `index` after kSelfConcatTokens "a" tokens.
+GrammarGuide SelfConcatGuide(std::shared_ptr<const GrammarIndex> index) {
+  auto guide = GrammarGuide::Create(index);
+  EXPECT_TRUE(guide.ok()) << guide.status();
+  const uint32_t a = TokenOf(index->vocab(), "a");
+  for (int i = 0; i < kSelfConcatTokens; ++i) EXPECT_TRUE(guide->Advance(a).ok());
+  return *std::move(guide);
+}
+
+// max_parser_steps bounds each call in parser steps: the mask past it is
+// RESOURCE_EXHAUSTED naming the limit and changes nothing (the guide masks
+// under a larger bound as before); an advance past it is refused whole.
+TEST(GrammarGuideTest, ParserStepLimitBoundsEachCallAndChangesNothing) {
+  absl::StatusOr<Grammar> g = ParseLark(kSelfConcatLark);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto free_index = MustIndex(*g);
+  GrammarGuide free = SelfConcatGuide(free_index);
+  std::vector<uint32_t> want(free_index->num_words());
+  ASSERT_TRUE(free.WriteMask(absl::MakeSpan(want)).ok());
+  const size_t mask_steps = free.parser_steps();
+  ASSERT_GT(mask_steps, size_t{1} << 20) << "the mask is not expensive: the test shows nothing";
+  EXPECT_EQ(free_index->options().max_parser_steps, size_t{1} << 26);
+  // The mask after one token costs fewer steps: the bound lies between.
+  GrammarGuide short_free = free.Fork();
+  ASSERT_TRUE(short_free.Rollback(kSelfConcatTokens - 1).ok());
+  ASSERT_TRUE(short_free.WriteMask(absl::MakeSpan(want)).ok());
+  const size_t short_steps = short_free.parser_steps();
+  ASSERT_LT(short_steps, mask_steps);
+
+  GrammarIndex::Options options;
+  options.max_parser_steps = (short_steps + mask_steps) / 2;
+  auto index = MustIndex(*g, options);
+  GrammarGuide bounded = SelfConcatGuide(index);
+  ASSERT_EQ(bounded.num_tokens(), static_cast<size_t>(kSelfConcatTokens));
+  std::vector<uint32_t> mask(index->num_words(), 7);
+  absl::Status s = bounded.WriteMask(absl::MakeSpan(mask));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_parser_steps"));
+  EXPECT_EQ(bounded.parser_steps(), options.max_parser_steps + 1);
+  // Unchanged and usable: the same tokens and state; rolled back to one
+  // token, where a mask is cheaper, the same mask as without the bound.
+  EXPECT_EQ(bounded.num_tokens(), static_cast<size_t>(kSelfConcatTokens));
+  EXPECT_EQ(bounded.num_bytes(), free.num_bytes());
+  EXPECT_EQ(bounded.IsAccepting(), free.IsAccepting());
+  ASSERT_TRUE(bounded.Rollback(kSelfConcatTokens - 1).ok());
+  s = bounded.WriteMask(absl::MakeSpan(mask));
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(mask, want);
+
+  // A bound below one advance's steps refuses the advance, all of it.
+  options.max_parser_steps = 50;
+  auto tiny = MustIndex(*g, options);
+  auto fresh = GrammarGuide::Create(tiny);
+  ASSERT_TRUE(fresh.ok());
+  const uint32_t a = TokenOf(tiny->vocab(), "a");
+  std::vector<uint32_t> many(kSelfConcatTokens, a);
+  s = fresh->Advance(absl::MakeConstSpan(many));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_parser_steps"));
+  EXPECT_EQ(fresh->num_tokens(), 0u);
+}
+
+// Issue #24 (1b): an Interrupt stops a call that has become unwanted with its
+// status, and the guide is as before the call; without it the call finishes.
+TEST(GrammarGuideTest, InterruptStopsACallAndChangesNothing) {
+  absl::StatusOr<Grammar> g = ParseLark(kSelfConcatLark);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto index = MustIndex(*g);
+  GrammarGuide guide = SelfConcatGuide(index);
+  std::vector<uint32_t> want(index->num_words()), mask(index->num_words());
+  {
+    GrammarGuide copy = guide.Fork();
+    ASSERT_TRUE(copy.WriteMask(absl::MakeSpan(want)).ok());
+  }
+  FlagInterrupt cancel;
+  cancel.Cancel();
+  guide.SetInterrupt(&cancel);
+  absl::Status s = guide.WriteMask(absl::MakeSpan(mask));
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_LE(guide.parser_steps(), EarleyParser::kInterruptPollSteps);
+  FlagInterrupt late(absl::Now() - absl::Seconds(1));
+  guide.SetInterrupt(&late);
+  s = guide.WriteMask(absl::MakeSpan(mask));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_EQ(guide.num_tokens(), static_cast<size_t>(kSelfConcatTokens));
+  guide.SetInterrupt(nullptr);
+  ASSERT_TRUE(guide.WriteMask(absl::MakeSpan(mask)).ok());
+  EXPECT_EQ(mask, want);
 }
 
 }  // namespace

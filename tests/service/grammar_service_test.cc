@@ -2,8 +2,11 @@
 // that Step, roll back and fork, the stateless Mask, limits and errors. Every
 // mask the server returns is compared with an in-process GrammarGuide on the
 // same (bundled) tokenizer, a separate compilation of the same grammar.
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -20,6 +23,9 @@ namespace {
 using ::maskd::testing::MaskdProcess;
 using ::maskd::testing::MetricValue;
 using ::testing::HasSubstr;
+
+// Mask tokens ("a") after which a mask of kSelfConcatLark takes minutes.
+constexpr int kAbandonedTokens = 200;
 
 constexpr char kArithmeticGbnf[] = R"g(root ::= expr
 expr ::= term (("+" | "-") term)*
@@ -332,6 +338,90 @@ TEST(GrammarServiceLimits, ParserLimitRefusesTheStepNotTheServer) {
   ASSERT_TRUE(client->Step(req, &resp).ok());
   EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
   EXPECT_EQ(resp.results(0).num_tokens(), accepted - 2);
+  EXPECT_TRUE(client->Ping().ok());
+}
+
+// Issue #24 (1): an ambiguous Lark grammar of one self-concatenating rule
+// over any byte costs seconds of CPU per mask (millions of parser steps in
+// one Earley set; --max-grammar-mask-work counts sets and never trips).
+constexpr char kSelfConcatLark[] = "start: start start | /./\n";
+constexpr uint32_t kTokenA = 64;  // "a" in Qwen3
+
+// --max-grammar-parser-steps bounds each mask and advance: the step whose
+// mask passes it fails with RESOURCE_EXHAUSTED naming the limit, the session
+// unchanged and usable; so does a Mask call; the server keeps serving.
+TEST(GrammarServiceLimits, ParserStepLimitRefusesTheMaskNotTheSession) {
+  // A mask after one "a" takes 15.7 million steps, after six 29.7 million.
+  MaskdProcess server({"--max-grammar-parser-steps=22000000"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto compiled = client->Compile(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto session = client->CreateSession(compiled->index_id());
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_EQ(*client->Detokenize("qwen3", std::vector<uint32_t>{kTokenA}), "a");
+  auto step = [&](std::vector<uint32_t> tokens) {
+    v1::StepRequest req;
+    auto* e = req.add_entries();
+    e->set_session_id(session->session_id());
+    for (uint32_t t : tokens) e->add_tokens(t);
+    v1::StepResponse resp;
+    EXPECT_TRUE(client->Step(req, &resp).ok());
+    return resp.results(0);
+  };
+  const std::vector<uint32_t> six(6, kTokenA);
+  auto refused = step(six);
+  EXPECT_EQ(refused.status().code(), static_cast<int>(absl::StatusCode::kResourceExhausted))
+      << refused.status().message();
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_parser_steps"));
+  EXPECT_EQ(refused.num_tokens(), 0u);
+  auto one = step({kTokenA});  // a cheap mask: the session is usable
+  EXPECT_EQ(one.status().code(), 0) << one.status().message();
+  EXPECT_EQ(one.num_tokens(), 1u);
+
+  v1::MaskRequest mask;
+  mask.set_index_id(compiled->index_id());
+  for (uint32_t t : six) mask.add_tokens(t);
+  grpc::ClientContext ctx;
+  v1::MaskResponse mask_resp;
+  grpc::Status s = client->stub()->Mask(&ctx, mask, &mask_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("max_parser_steps"));
+  EXPECT_TRUE(client->Ping().ok());
+}
+
+// Issue #24 (1b): a client that gives up (here: its deadline passes) stops
+// the mask it started: the server ends the call with CANCELLED or
+// DEADLINE_EXCEEDED within moments, not after the minutes the mask would
+// take, and serves other calls. (Not a timing assertion: the 60 s wait is a
+// bound on a failure, the fixed server answers in milliseconds.)
+TEST(GrammarServiceLimits, AbandonedMaskStopsItsWork) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto compiled = client->Compile(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  v1::MaskRequest mask;
+  mask.set_index_id(compiled->index_id());
+  for (int i = 0; i < kAbandonedTokens; ++i) mask.add_tokens(kTokenA);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  v1::MaskResponse mask_resp;
+  grpc::Status s = client->stub()->Mask(&ctx, mask, &mask_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  auto stopped = [&] {
+    const std::string m = server.Metrics();
+    return std::max(
+               MetricValue(m, "maskd_rpc_errors_total{code=\"CANCELLED\",method=\"Mask\"}"),
+               MetricValue(m, "maskd_rpc_errors_total{code=\"DEADLINE_EXCEEDED\",method=\"Mask\"}")) >=
+           1;
+  };
+  bool done = false;
+  for (int i = 0; i < 600 && !(done = stopped()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(done) << "the abandoned mask still runs after 60 s\n" << server.Metrics();
   EXPECT_TRUE(client->Ping().ok());
 }
 

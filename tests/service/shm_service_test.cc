@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -804,9 +805,35 @@ TEST_F(ShmTest, KeysThatAreNotObjectsAreTheClientsError) {
   rmdir(("/dev/shm" + dir).c_str());
 }
 
-// Runs shm_peer_child as `uid` (gid too) with `args`; returns its stdout
-// line ("<code>[ names]"), or "" when it could not run.
-std::string RunAs(uid_t uid, const std::vector<std::string>& args) {
+// Copies shm_peer_child into `dir` (mode 0755) and returns the copy's path,
+// or "" on error. The build tree may sit under a directory other users cannot
+// enter (/root, a 0700 mktemp folder); `dir` is one they can.
+std::string CopyPeerChild(const std::string& dir) {
+  const std::string from = std::string(MASKD_BIN_DIR) + "/shm_peer_child";
+  const std::string to = dir + "/shm_peer_child";
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary | std::ios::trunc);
+  out << in.rdbuf();
+  out.close();
+  if (!in || !out || chmod(to.c_str(), 0755) != 0) return "";
+  return to;
+}
+
+// Whether `uid` (gid too) may execute `path`.
+bool CanExecAs(uid_t uid, const std::string& path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(2);
+    _exit(access(path.c_str(), X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Runs `child` (a shm_peer_child) as `uid` (gid too) with `args`; returns its
+// stdout line ("<code>[ names]"), or "" when it could not run.
+std::string RunHelperAs(uid_t uid, const std::string& child, const std::vector<std::string>& args) {
   int out[2];
   if (pipe(out) != 0) return "";
   const pid_t pid = fork();
@@ -815,7 +842,7 @@ std::string RunAs(uid_t uid, const std::vector<std::string>& args) {
     close(out[0]);
     close(out[1]);
     if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(126);
-    std::vector<std::string> a = {std::string(MASKD_BIN_DIR) + "/shm_peer_child"};
+    std::vector<std::string> a = {child};
     a.insert(a.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : a) argv.push_back(s.data());
@@ -857,10 +884,20 @@ TEST(ShmOwnership, UnixCallersMayUseOnlyTheirOwnMemory) {
   ASSERT_TRUE(server.ok()) << server.Log();
   const std::string dir = server.addr().substr(7, server.addr().rfind('/') - 7);
   ASSERT_EQ(chmod(dir.c_str(), 0711), 0);  // let uid 65534 reach the socket
+  // ... and run the helper: from the build tree it may not (issue #24, 5).
+  const std::string child = CopyPeerChild(dir);
+  ASSERT_NE(child, "") << "cannot copy shm_peer_child into " << dir;
+  if (!CanExecAs(kNobody, child)) {
+    GTEST_SKIP() << "uid 65534 cannot execute " << child << " (is " << dir
+                 << "'s file system mounted noexec?)";
+  }
   auto client = server.Connect();
   ShmClient shm(client->channel(), absl::Seconds(30));
   const std::string addr = server.addr();
-  ASSERT_NE(RunAs(kNobody, {addr, "list"}), "") << "shm_peer_child did not run";
+  auto RunAs = [&child](uid_t uid, const std::vector<std::string>& args) {
+    return RunHelperAs(uid, child, args);
+  };
+  ASSERT_NE(RunAs(kNobody, {addr, "list"}), "") << "shm_peer_child did not run as uid 65534";
 
   // Root's 0600 object: nobody cannot register it; root can.
   auto roots = NewSegment("root-owned", 4096);
