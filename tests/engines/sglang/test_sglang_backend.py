@@ -215,6 +215,36 @@ def test_lost_session_is_recreated_and_replayed(sgl: Any, client: Any) -> None:
     assert g.session_id is None
 
 
+def test_maskd_unreachable_ends_rows_with_eos(sgl: Any) -> None:
+    """A failed Step does not raise in SGLang's scheduler: the rows allow only EOS."""
+    g = grammar(sgl, "regex", REGEX)
+    mask = g.allocate_vocab_mask(sgl.vocab, 2, "cpu")
+    g.fill_vocab_mask(mask, 0)
+    g.accept_token(sgl.tok.encode("1", add_special_tokens=False)[0])
+    live = sgl.backend.client
+    sgl.backend.client = maskd.Client("unix:///nonexistent/maskd.sock", timeout=5)
+    try:
+        g.fill_vocab_mask(mask, 1)
+    finally:
+        sgl.backend.client.close()
+        sgl.backend.client = live
+    assert set(allowed_ids(mask[1].numpy())) == set(tiny_model.EOS_IDS)
+    assert g.error and "UNAVAILABLE" in g.error
+    g.accept_token(tiny_model.EOS_IDS[0])
+    assert g.is_terminated()
+
+
+def test_json_object_is_any_json(sgl: Any, client: Any) -> None:
+    """SGLang's json_object response format ($$ANY$$): any JSON value."""
+    g = grammar(sgl, "json", "$$ANY$$")
+    mask = g.allocate_vocab_mask(sgl.vocab, 1, "cpu")
+    for t in sgl.tok.encode('[1, {"a": null}]', add_special_tokens=False):
+        g.fill_vocab_mask(mask, 0)
+        g.accept_token(t)
+    g.fill_vocab_mask(mask, 0)
+    assert set(tiny_model.EOS_IDS) <= set(allowed_ids(mask[0].numpy()))
+
+
 def test_jump_forward(sgl: Any, client: Any) -> None:
     g = grammar(sgl, "json", json.dumps(SCHEMA))
     helper = g.try_jump_forward(sgl.tok)
