@@ -442,8 +442,16 @@ class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
         behind = [g for g in grammars if not g.synced()]
         if behind:
             self._step_now(behind, words)
-        eos = self._eos_row(words or sglang_masks.words_for(self.vocab_size))
-        return np.stack([eos if g.mask is None else g.mask for g in grammars])
+        width = words or sglang_masks.words_for(self.vocab_size)
+        eos = self._eos_row(width)
+        rows = [eos if g.mask is None else g.mask for g in grammars]
+        if all(r.shape[0] == width for r in rows):
+            return np.stack(rows)
+        out = np.zeros((len(rows), width), np.uint32)  # another width (a prefetched row)
+        for j, r in enumerate(rows):
+            n = min(width, r.shape[0])
+            out[j, :n] = r[:n]
+        return out
 
     def _eos_row(self, words: int) -> np.ndarray:
         row = np.zeros(words, np.uint32)
