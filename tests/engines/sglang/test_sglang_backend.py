@@ -326,6 +326,25 @@ def test_structural_tag_formats() -> None:
                                          "format": {"type": "sequence", "elements": []}}))
 
 
+# -- docs/engines.md's example --------------------------------------------------------------
+def test_docs_example_runs(maskd_addr: str) -> None:
+    """The ```python block of docs/engines.md's "## SGLang" section, in a fresh interpreter
+    (maskd at $MASKD_ADDR, the tiny model's folder as MODEL_DIR)."""
+    import os
+    import subprocess
+    import sys
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    text = (repo / "docs" / "engines.md").read_text()
+    section = text[text.index("\n## SGLang\n"):]
+    section = section[:section.index("\n## ", 5)]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    env = dict(os.environ, MASKD_ADDR=maskd_addr, MODEL_DIR=str(tiny_model.hf_model_dir()))
+    r = subprocess.run([sys.executable, "-c", block], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert re.fullmatch(r"[0-9]{3}-[0-9]{4}", r.stdout.strip().splitlines()[-1])
+
+
 # -- SGLang's grammar path end to end --------------------------------------------------------
 def check_tool_text(text: str) -> None:
     """Free text, then one <tool_call>JSON</tool_call> (at_least_one, stop_after_first)."""
