@@ -9,9 +9,10 @@
 # The llama.cpp sources are vendor/llama.cpp of llama-cpp-python 0.3.36's sdist
 # (pip download, unpacked into build-llama/src once). With VENV (a venv where
 # tests/engines/llama.cpp/install.sh built llama-cpp-python from that sdist),
-# the sampler links that venv's libllama.so instead of building llama.cpp a
-# second time; without it llama.cpp is built here, statically (a few minutes
-# more). Jobs: $JOBS (default 2). Prints the build folder.
+# the sampler links that venv's libllama.so (copied into build-llama/llama-lib,
+# so that the binaries outlive the venv's cache folder) instead of building
+# llama.cpp a second time; without it llama.cpp is built here, statically
+# (a few minutes more). Jobs: $JOBS (default 2). Prints the build folder.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 venv=${1:-}
@@ -27,7 +28,10 @@ fi
 args=(-DMASKD_LLAMA_CPP_DIR="$src/vendor/llama.cpp")
 if [ -n "$venv" ]; then
   lib=$("$venv/bin/python" -c 'import llama_cpp, os; print(os.path.join(os.path.dirname(llama_cpp.__file__), "lib"))')
-  args+=(-DMASKD_LLAMA_CPP_LIB_DIR="$lib")
+  rm -rf "$out/llama-lib"
+  mkdir -p "$out/llama-lib"
+  cp -a "$lib"/lib*.so* "$out/llama-lib/"
+  args+=(-DMASKD_LLAMA_CPP_LIB_DIR="$out/llama-lib")
 else
   args+=(-DMASKD_LLAMA_CPP_LIB_DIR=)
 fi

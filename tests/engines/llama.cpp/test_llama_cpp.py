@@ -158,6 +158,8 @@ def test_cxx_sampler(llm, maskd_addr) -> None:
     checked here by the independent matchers."""
     p = subprocess.run([str(sampler_test_binary()), str(gguf_model_path()), maskd_addr],
                        capture_output=True, text=True, timeout=300)
+    assert p.returncode != 127, ("stale build (its libllama is gone): run "
+                                 "tests/engines/llama.cpp/build_sampler.sh VENV again: " + p.stderr)
     assert p.returncode == 0, p.stderr[-4000:]
     lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
     assert len(lines) == 15  # 5 constraints x 3 chains
