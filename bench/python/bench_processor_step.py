@@ -14,6 +14,10 @@ same CPU medians for
 
 * ``masked_fill_`` alone with a ready (rows, width) bool mask of the same positions (what
   the processor did before it applied the packed words directly);
+* the processor's apply alone (maskd._bitmask_torch, the processor's own applier) on the
+  packed rows as the processor lays them out: the part of the call that the peers'
+  applies below do, without the batch bookkeeping (the input_ids check, the tokens read,
+  the reply's rows laid out);
 * the in-process peers' torch CPU applies on the same packed rows, where they import
   (``llguidance.torch.apply_token_bitmask_inplace``, ``xgrammar.apply_token_bitmask_inplace``;
   scripts/bench_docs.sh puts build/bench-peers on PYTHONPATH): the rows as the processor
@@ -150,6 +154,10 @@ def case(rows: int, live_rows: int, allowed: int, steps: int, peers: dict) -> di
     want = base.clone()
     proc(torch.cat([ids, torch.zeros((rows, 1), dtype=torch.long)], dim=1), want)
     words = as_words(PackedRows().rows(proc.sessions.reply.masks, live, rows, LOGITS)).clone()
+    p50, got = _cpu_p50(lambda x: proc._applier.apply_(x, words), base, steps)
+    if not torch.equal(got.view(torch.int32), want.view(torch.int32)):
+        raise SystemExit("the apply alone differs from the processor's call")
+    out["apply_cpu_p50_us"] = p50
     for name, apply in peers.items():
         p50, got = _cpu_p50(lambda x: apply(x, words), base, steps)
         if not torch.equal(got.view(torch.int32), want.view(torch.int32)):
@@ -163,7 +171,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--allowed", type=int, default=2000, help="tokens each mask row allows")
-    ap.add_argument("--cases", default="1x1,8x8,8x5,32x32,64x64,64x40",
+    ap.add_argument("--cases", default="1x1,8x8,8x5,16x16,32x32,64x64,64x40",
                     help="rows x live rows, comma-separated")
     ap.add_argument("--no-peers", action="store_true", help="maskd's processor and the fill only")
     args = ap.parse_args()

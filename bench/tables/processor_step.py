@@ -5,9 +5,10 @@ per-step cost without the RPC"), from the JSON lines of
   $VENV/bin/python bench/python/bench_processor_step.py --steps 300 > P.jsonl
   python3 bench/tables/processor_step.py P.jsonl
 
-Per (rows, live rows): the median CPU time of one processor call; of the in-process peers'
+Per (rows, live rows): the median CPU time of one processor call; of its apply alone (the
+packed words on the logits, what the peers' columns time); of the in-process peers'
 torch CPU applies on the same packed rows in the same run (llguidance, xgrammar; "—" where
-the peer was not installed); the processor's time over the fastest peer's; and
+the peer was not installed); the apply's time over the fastest peer's; and
 masked_fill_ alone with a ready bool mask (the fill the processor did before it applied
 the packed words directly).
 """
@@ -39,17 +40,21 @@ def main() -> int:
 
     def vs_fastest(r: dict) -> str:
         times = [r[f"{p}_cpu_p50_us"] for p in peers if f"{p}_cpu_p50_us" in r]
-        return num(r["cpu_p50_us"] / max(min(times), 1e-9), 2) + "×" if times else "—"
+        mine = r.get("apply_cpu_p50_us")
+        if not times or mine is None:
+            return "—"
+        return num(mine / max(min(times), 1e-9), 2) + "×"
 
-    rows = [[f"{r['rows']} × {r['live']}", us_or_ms(r["cpu_p50_us"])]
+    rows = [[f"{r['rows']} × {r['live']}", us_or_ms(r["cpu_p50_us"]),
+             us_or_ms(r["apply_cpu_p50_us"]) if "apply_cpu_p50_us" in r else "—"]
             + [peer(r, p) for p in peers]
             + [vs_fastest(r), us_or_ms(r["fill_cpu_p50_us"]), us_or_ms(r["wall_p50_us"])]
             for r in runs]
-    sys.stdout.write(table(["rows × live", "processor call, CPU p50"]
+    sys.stdout.write(table(["rows × live", "processor call, CPU p50", "its apply alone, CPU p50"]
                            + [f"{p} apply, CPU p50" for p in peers]
-                           + ["processor / fastest peer", "masked_fill_ alone, CPU p50",
+                           + ["apply / fastest peer", "masked_fill_ alone, CPU p50",
                               "processor call, wall p50"],
-                           [False] + [True] * (len(peers) + 4), rows))
+                           [False] + [True] * (len(peers) + 5), rows))
     return 0
 
 
