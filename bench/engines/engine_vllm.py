@@ -45,6 +45,24 @@ class StepClock:
         core.step_fn = timed
 
 
+class CallClock:
+    """Wraps one method of an object and sums its calls' wall seconds."""
+
+    def __init__(self, obj: Any, name: str) -> None:
+        self.s = 0.0
+        self.calls = 0
+        fn: Callable[..., Any] = getattr(obj, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.s += time.perf_counter() - t0
+                self.calls += 1
+        setattr(obj, name, timed)
+
+
 def _core(llm: Any) -> Any:
     """The engine core (in this process: VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
     return llm.llm_engine.engine_core.engine_core
@@ -67,6 +85,10 @@ def run(ctx: E2EContext) -> EngineResult:
     notes.append(f"vLLM start-up {time.perf_counter() - t0:.1f} s")
     eos = set(llm.get_tokenizer().all_special_ids) & {151645, 151643}
     clock = StepClock(_core(llm))
+    # The structured-output work on the engine's critical path, either backend: the bitmask
+    # fill of each step and the accept_tokens of each sampled token.
+    manager = _core(llm).structured_output_manager
+    fill, accept = CallClock(manager, "grammar_bitmask"), CallClock(manager, "accept_tokens")
     samples: List[Sample] = []
     elapsed = 0.0
     n = 0
@@ -86,7 +108,10 @@ def run(ctx: E2EContext) -> EngineResult:
                 ids = ids[:-1]
             samples.append(Sample(req.id, c.text, ids, finished))
     step_ms, steps = list(clock.ms), len(clock.ms)
-    backend = _core(llm).scheduler.structured_output_manager.backend
+    notes.append(f"structured outputs on the critical path: bitmask fill "
+                 f"{1000 * fill.s / max(steps, 1):.2f} ms/step, accept_tokens "
+                 f"{1000 * accept.s / max(steps, 1):.2f} ms/step ({accept.calls} calls)")
+    backend = manager.backend
     if ctx.backend == "maskd":
         if getattr(backend, "is_maskd", False):
             notes.append(f"maskd Step calls: {backend.steps} batched (fill_bitmask), "

@@ -75,7 +75,7 @@ def backend(server: Any, model_dir: pathlib.Path) -> Iterator[MaskdBackend]:
     # What vLLM hands a backend: its config (unused by maskd's), its tokenizer, the
     # model's logits width.
     b = MaskdBackend(None, tokenizer=get_tokenizer(str(model_dir)), vocab_size=WIDTH,
-                     addr=server.addr)
+                     addr=server.addr, spec_tokens=4)  # as with 4 draft tokens a step
     yield b
     b.destroy()
 

@@ -49,8 +49,6 @@ log = logging.getLogger("maskd.vllm")
 # A Step entry's rollback must stay within the server's --rollback-window (4096 by
 # default); a longer one (reset() of a long request) re-creates the session instead.
 _MAX_ROLLBACK = 4000
-# Masks kept per request below the logical position (bounded memory; a miss costs a Step).
-_KEEP_BEHIND = 16
 
 _registered: Dict[Tuple[str, str], str] = {}  # (addr, name) -> name, per process
 _registered_lock = threading.Lock()
@@ -119,6 +117,8 @@ class MaskdBackend(StructuredOutputBackend):
     """
 
     addr: str = ""
+    # Draft tokens per step (speculative decoding); None: vLLM's config says.
+    spec_tokens: Optional[int] = None
     is_maskd = True  # what the plugin checks, without importing this module
 
     def __post_init__(self) -> None:
@@ -134,6 +134,13 @@ class MaskdBackend(StructuredOutputBackend):
         self._digest = hashlib.sha256(self._json).hexdigest()[:16]
         self._default_eos = sorted(int(t) for t in (getattr(self.tokenizer, "eos_token_id", None),)
                                    if t is not None)
+        if self.spec_tokens is None:
+            spec = getattr(self.vllm_config, "speculative_config", None)
+            self.spec_tokens = int(getattr(spec, "num_speculative_tokens", 0) or 0)
+        # Masks a request keeps below its position: the ones vLLM's per-draft fills and
+        # rollbacks may come back to. Each is a view of a Step reply and keeps that reply
+        # alive, so more would hold more replies (a miss only costs a Step).
+        self.keep_behind = self.spec_tokens + 1
         self.lock = threading.RLock()  # guards every grammar's state and the dirty set
         self._dirty: "weakref.WeakValueDictionary[int, MaskdGrammar]" = \
             weakref.WeakValueDictionary()
@@ -304,7 +311,7 @@ class MaskdGrammar(StructuredOutputGrammar):
         c, n = self._common, len(self._tokens)
         del self._server[c:]
         self._server.extend(self._tokens[c:])
-        for k in [k for k in self._masks if k > c or k < n - _KEEP_BEHIND]:
+        for k in [k for k in self._masks if k > c or k < n - self.backend.keep_behind]:
             del self._masks[k]
         self._masks[n] = row  # a read-only view of the reply (kept alive by it)
         self._common = n
