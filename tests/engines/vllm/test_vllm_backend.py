@@ -311,3 +311,42 @@ def test_docs_example(model_dir: pathlib.Path) -> None:
         assert any(n.startswith("vllm-") for n in names), names
     finally:
         fresh.stop()
+
+
+def test_llm_speculative_ngram(server: Any, model_dir: pathlib.Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's n-gram speculative decoding (3 drafts a step; the prompt repeats what the
+    constraints allow, so drafts come and many are valid): vLLM validates the drafts, fills a
+    row per draft and rolls back through maskd, and every output is still valid."""
+    import jsonschema
+    import regex
+    monkeypatch.setenv("MASKD_VLLM_ADDR", server.addr)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # to reach the backend's counters
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    llm = LLM(model=str(model_dir), enforce_eager=True, max_model_len=256, seed=0,
+              speculative_config={"method": "ngram", "num_speculative_tokens": 3,
+                                  "prompt_lookup_max": 3, "prompt_lookup_min": 1})
+    rx = r"(ab|ba|abab){1,12}"
+    schema = {"type": "object", "required": ["a"], "additionalProperties": False,
+              "properties": {"a": {"type": "array", "maxItems": 12,
+                                   "items": {"type": "integer", "minimum": 0, "maximum": 9}}}}
+    params = [SamplingParams(temperature=1.0, seed=s, max_tokens=60,
+                             structured_outputs=StructuredOutputsParams(regex=rx))
+              for s in range(4)]
+    params += [SamplingParams(temperature=1.0, seed=s, max_tokens=60,
+                              structured_outputs=StructuredOutputsParams(json=schema))
+               for s in range(4)]
+    outs = llm.generate(['ab ab ab ab ab ab {"a": [1, 1, 1, 1, 1]}'] * len(params), params)
+    for i, o in enumerate(outs):
+        text = o.outputs[0].text
+        assert o.outputs[0].finish_reason == "stop", text
+        if i < 4:
+            assert regex.fullmatch(rx, text), text
+        else:
+            jsonschema.validate(json.loads(text), schema)
+    b = llm.llm_engine.engine_core.engine_core.structured_output_manager.backend
+    assert isinstance(b, MaskdBackend) and b.spec_tokens == 3
+    assert b.solo_steps > 0  # validate_tokens ran on drafts
