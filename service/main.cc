@@ -114,6 +114,11 @@ ABSL_FLAG(uint64_t, max_sessions, 100000, "Live sessions at most");
 ABSL_FLAG(uint64_t, rollback_window, 4096,
           "Tokens a session can roll back (its history: 4 bytes per token, at most this many)");
 ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
+ABSL_FLAG(int32_t, mask_threads, 2,
+          "Threads that run Mask calls, off gRPC's callback threads, round-robin across clients");
+ABSL_FLAG(uint64_t, max_pending_masks_per_client, 64,
+          "Mask calls one client (uid on the unix socket, else connection) may have queued or "
+          "running; past it RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
@@ -391,8 +396,11 @@ int Run(int argc, char** argv) {
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   limits.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
+  // Outlives the server: calls it has queued finish during Shutdown.
+  WorkPool mask_pool({static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1)),
+                      absl::GetFlag(FLAGS_max_pending_masks_per_client)});
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &step_batch, &metrics, limits,
-                       MASKD_VERSION);
+                       MASKD_VERSION, &mask_pool);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);

@@ -100,11 +100,12 @@ const google::protobuf::ServiceDescriptor* MaskdDescriptor() {
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                            StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
-                           std::string version)
+                           std::string version, WorkPool* masks)
     : tokenizers_(tokenizers),
       cache_(cache),
       sessions_(sessions),
       step_(step),
+      masks_(masks),
       metrics_(metrics),
       limits_(limits),
       version_(std::move(version)),
@@ -662,14 +663,24 @@ void MaskdService::ReapStreams() {
 
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                           v1::MaskResponse* resp) {
-  const int64_t t0 = absl::GetCurrentTimeNanos();
-  const CallInterrupt interrupt(*ctx);
-  absl::Status s = DoMask(*req, resp, &interrupt);
-  if (metrics_ && s.ok()) {
-    metrics_->ObserveMask(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
-                          ClientKindOf(*ctx));
+  Reactor* r = ctx->DefaultReactor();
+  auto run = [this, ctx, req, resp, r] {
+    const int64_t t0 = absl::GetCurrentTimeNanos();
+    const CallInterrupt interrupt(*ctx);
+    absl::Status s = interrupt.Check();  // it may have waited in the queue
+    if (s.ok()) s = DoMask(*req, resp, &interrupt);
+    if (metrics_ && s.ok()) {
+      metrics_->ObserveMask(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
+                            ClientKindOf(*ctx));
+    }
+    FinishReactor(r, "Mask", s);
+  };
+  if (masks_ == nullptr) {
+    run();
+  } else if (absl::Status queued = masks_->Submit(ClientKey(*ctx), run); !queued.ok()) {
+    FinishReactor(r, "Mask", queued);
   }
-  return Done(ctx, "Mask", s);
+  return r;
 }
 
 absl::Status MaskdService::DoMask(const v1::MaskRequest& req, v1::MaskResponse* resp,

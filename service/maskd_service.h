@@ -26,6 +26,7 @@
 #include "service/session_table.h"
 #include "service/step_batch.h"
 #include "service/tokenizer_registry.h"
+#include "service/work_pool.h"
 
 namespace maskd {
 
@@ -44,10 +45,14 @@ struct ServiceLimits {
 class MaskdService final : public maskd::v1::Maskd::CallbackService {
  public:
   // Every pointer outlives the service; `metrics` may be null. `step` runs
-  // the Step batches (over `sessions`).
+  // the Step batches (over `sessions`). `masks` (may be null: on the
+  // callback thread) runs the Mask calls, off gRPC's callback threads and
+  // round-robin across clients (ClientKey), so that a client's slow grammar
+  // masks keep neither gRPC's threads nor another client's masks waiting;
+  // it must outlive the server's Shutdown (queued calls still finish).
   MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
-               std::string version);
+               std::string version, WorkPool* masks = nullptr);
   ~MaskdService() override;
 
   using Ctx = grpc::CallbackServerContext;
@@ -117,6 +122,7 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   IndexCache* const cache_;
   SessionTable* const sessions_;
   StepBatch* const step_;
+  WorkPool* const masks_;
   Metrics* const metrics_;
   const ServiceLimits limits_;
   const std::string version_;

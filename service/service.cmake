@@ -13,7 +13,8 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/relay.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/step_batch.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc)
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/work_pool.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})
 target_link_libraries(maskd_service
   PUBLIC maskd_constraint maskd_index maskd_proto prometheus-cpp::core absl::flat_hash_map absl::synchronization

@@ -3,7 +3,9 @@
 // mask the server returns is compared with an in-process GrammarGuide on the
 // same (bundled) tokenizer, a separate compilation of the same grammar.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -423,6 +425,100 @@ TEST(GrammarServiceLimits, AbandonedMaskStopsItsWork) {
   }
   EXPECT_TRUE(done) << "the abandoned mask still runs after 60 s\n" << server.Metrics();
   EXPECT_TRUE(client->Ping().ok());
+}
+
+// Issue #24 (1c): Mask calls run on --mask-threads, round-robin across
+// clients, at most --max-pending-masks-per-client of one client at once. A
+// client's flood of slow grammar masks (minutes each: no parser-step bound)
+// is refused past its cap and holds none of gRPC's callback threads: Ping
+// and a grammar Step are answered while the masks run; cancelled, they stop.
+TEST(GrammarServiceLimits, SlowMasksHoldNoCallbackThread) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000", "--mask-threads=1",
+                       "--max-pending-masks-per-client=4"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto slow = client->Compile(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  auto cheap = client->Compile(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(cheap.ok()) << cheap.status();
+  auto session = client->CreateSession(cheap->index_id());
+  ASSERT_TRUE(session.ok()) << session.status();
+
+  constexpr int kFlood = 12, kCap = 4;
+  v1::MaskRequest mask;
+  mask.set_index_id(slow->index_id());
+  for (int i = 0; i < kAbandonedTokens; ++i) mask.add_tokens(kTokenA);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<grpc::Status> results(kFlood);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < kFlood; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+    flood.emplace_back([&, i] {
+      v1::MaskResponse resp;
+      results[i] = client->stub()->Mask(contexts[i].get(), mask, &resp);
+      ++answered;
+    });
+  }
+  // The calls past the cap are refused at once; the others wait or run.
+  for (int i = 0; i < 600 && answered.load() < kFlood - kCap; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(answered.load(), kFlood - kCap) << "refused calls, of " << kFlood;
+
+  // Meanwhile Ping and a grammar Step are answered.
+  auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(30); };
+  grpc::ClientContext ping_ctx;
+  ping_ctx.set_deadline(deadline());
+  v1::PingResponse pong;
+  grpc::Status ping = client->stub()->Ping(&ping_ctx, v1::PingRequest(), &pong);
+  EXPECT_TRUE(ping.ok()) << ping.error_message();
+  v1::StepRequest step;
+  auto* e = step.add_entries();
+  e->set_session_id(session->session_id());
+  e->add_tokens(16);  // "1" in Qwen3
+  grpc::ClientContext step_ctx;
+  step_ctx.set_deadline(deadline());
+  v1::StepResponse stepped;
+  grpc::Status st = client->stub()->Step(&step_ctx, step, &stepped);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  if (st.ok()) {
+    EXPECT_EQ(stepped.results(0).status().code(), 0) << stepped.results(0).status().message();
+  }
+  EXPECT_EQ(answered.load(), kFlood - kCap) << "a slow mask finished: the test shows nothing";
+
+  for (auto& ctx : contexts) ctx->TryCancel();
+  for (std::thread& t : flood) t.join();
+  int refused = 0, cancelled = 0;
+  for (const grpc::Status& r : results) {
+    if (r.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_THAT(r.error_message(), HasSubstr("--max-pending-masks-per-client"));
+    }
+    if (r.error_code() == grpc::StatusCode::CANCELLED) ++cancelled;
+    if (r.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED &&
+        r.error_code() != grpc::StatusCode::CANCELLED) {
+      ADD_FAILURE() << "a slow mask ended " << r.error_code() << ": " << r.error_message();
+    }
+  }
+  EXPECT_EQ(refused, kFlood - kCap);
+  EXPECT_EQ(cancelled, kCap);
+  // The server stops their work: it serves this client's next mask once the
+  // cancelled ones have left the pool.
+  v1::MaskRequest small;
+  small.set_index_id(cheap->index_id());
+  grpc::Status m;
+  for (int i = 0; i < 300; ++i) {
+    grpc::ClientContext small_ctx;
+    small_ctx.set_deadline(deadline());
+    v1::MaskResponse small_resp;
+    m = client->stub()->Mask(&small_ctx, small, &small_resp);
+    if (m.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(m.ok()) << m.error_message();
 }
 
 // All grammar sessions' charts together within --max-grammar-chart-bytes: the
