@@ -114,9 +114,10 @@ def run(ctx: E2EContext) -> EngineResult:
     backend = manager.backend
     if ctx.backend == "maskd":
         if getattr(backend, "is_maskd", False):
-            notes.append(f"maskd Step calls: {backend.steps} batched (fill_bitmask), "
-                         f"{backend.solo_steps} for one request, over {steps} engine steps; "
-                         f"{1000 * backend.step_s / max(steps, 1):.2f} ms of them per step")
+            notes.append(f"maskd Step calls: {backend.steps} batched ({backend.prefetched} "
+                         f"sent early), {backend.solo_steps} for one request, over {steps} "
+                         f"engine steps; the engine waited "
+                         f"{1000 * backend.step_s / max(steps, 1):.2f} ms per step for them")
         else:
             notes.append(f"structured-output backend is {type(backend).__name__}, not maskd")
     # Baseline: the same engine, batch and process, no constraint, every row runs to

@@ -189,6 +189,41 @@ def test_one_step_call_per_engine_step(backend: MaskdBackend, client: maskd.Clie
             hist[i].append(t)
 
 
+def test_prefetch_then_fill_or_change(backend: MaskdBackend, client: maskd.Client) -> None:
+    """prefetch() (the plugin calls it when the scheduler has accepted a step's tokens) sends
+    the step's one Step early; fills collect it. A request changed after the prefetch
+    (rollback, more tokens) collects first, then gets its own exact mask."""
+    rng = random.Random(11)
+    gs = [backend.compile_grammar(Opt.JSON, json.dumps(SCHEMA), stop_token_ids=set(EOS),
+                                  max_tokens=60) for _ in range(5)]
+    bitmask = backend.allocate_token_bitmask(len(gs))
+    hist: List[List[int]] = [[] for _ in gs]
+    for step in range(12):
+        sent = backend.prefetched
+        backend.prefetch()
+        assert backend.prefetched == sent + (step > 0)
+        if step % 3 == 2:  # a draft-like change after the prefetch: one token and back
+            g, h = gs[step % len(gs)], hist[step % len(gs)]
+            bitmask[0].fill_(-1)
+            g.fill_bitmask(bitmask, 0)
+            t = int(rng.choice(list(allowed(bitmask[0].numpy()))))
+            assert g.accept_tokens("d", [t])
+            g.fill_bitmask(bitmask, 0)
+            assert np.array_equal(bitmask[0].numpy(), replay(client, g, h + [t], 60 - len(h) - 1))
+            g.rollback(1)
+        for i, g in enumerate(gs):
+            bitmask[i].fill_(-1)
+            g.fill_bitmask(bitmask, i)
+        rows = bitmask.numpy()
+        for i, g in enumerate(gs):
+            assert np.array_equal(rows[i], replay(client, g, hist[i], 60 - len(hist[i])))
+            t = int(rng.choice(list(allowed(rows[i]))))
+            if t in EOS:
+                continue  # keep every request going
+            assert g.accept_tokens(str(i), [t])
+            hist[i].append(t)
+
+
 def test_reject_leaves_state(backend: MaskdBackend, client: maskd.Client) -> None:
     bitmask = backend.allocate_token_bitmask(1)
     g = backend.compile_grammar(Opt.REGEX, "[0-9]+", stop_token_ids=set(EOS))

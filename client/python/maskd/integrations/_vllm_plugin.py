@@ -8,7 +8,9 @@ names (vLLM's backend names are a fixed list, so none can name maskd):
   for "auto" and for those names) accept what maskd compiles: maskd reports a bad
   constraint when it compiles it, which fails that request only;
 - ``StructuredOutputManager`` (engine core) builds a ``MaskdBackend`` instead of its own,
-  and compiles with the request's ``max_tokens`` (maskd's budget mode).
+  and compiles with the request's ``max_tokens`` (maskd's budget mode);
+- the scheduler, once it has accepted a step's sampled tokens, has the backend send the next
+  Step at once (``MaskdBackend.prefetch``), so it runs during scheduling and the forward pass.
 
 The variable is read when used, not when the plugin loads, so one process can create a
 vLLM engine without maskd and another with it.
@@ -108,3 +110,18 @@ def register() -> None:
 
     setattr(StructuredOutputManager, "grammar_init", maskd_grammar_init)
     setattr(StructuredOutputManager, "_create_grammar", maskd_create_grammar)
+
+    try:
+        from vllm.v1.core.sched.scheduler import Scheduler
+    except ImportError:
+        return  # no early Step: the first fill_bitmask of each step sends it
+    update_from_output = Scheduler.update_from_output
+
+    def maskd_update_from_output(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = update_from_output(self, *args, **kwargs)
+        backend: Any = getattr(self.structured_output_manager, "backend", None)
+        if getattr(backend, "is_maskd", False):
+            backend.prefetch()  # the step's accepted tokens are all in: send the next Step
+        return out
+
+    setattr(Scheduler, "update_from_output", maskd_update_from_output)

@@ -40,8 +40,8 @@ from vllm.v1.structured_output.backend_types import (StructuredOutputBackend,
                                                      StructuredOutputGrammar,
                                                      StructuredOutputOptions)
 
-from maskd._common import Grammar, MaskdError, status_code
-from maskd.client import Client
+from maskd._common import Grammar, MaskdError, StepReply, status_code
+from maskd.client import Client, StepFuture
 from maskd.integrations._core import constraint_kwargs
 
 log = logging.getLogger("maskd.vllm")
@@ -148,12 +148,14 @@ class MaskdBackend(StructuredOutputBackend):
         self._retired: "collections.deque[int]" = collections.deque()
         self._closer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maskd-close")
         self._views: Dict[int, np.ndarray] = {}
-        # Counters (read by benchmarks and tests): Step calls sent by fill_bitmask for all
-        # requests together; Step calls for one request (validate_tokens, accept_tokens
-        # without a mask); seconds spent in those calls (first masks at compile excluded).
+        # Counters (read by benchmarks and tests): batched Step calls (all requests whose
+        # state changed); Step calls for one request (validate_tokens, accept_tokens without
+        # a mask); seconds the engine waited for them (first masks at compile excluded).
         self.steps = 0
         self.solo_steps = 0
         self.step_s = 0.0
+        self.prefetched = 0  # batched Steps sent early (prefetch), counted in steps too
+        self._inflight: Optional[Tuple[List[MaskdGrammar], StepFuture]] = None
 
     # -- tokenizer ------------------------------------------------------------
     def tokenizer_name(self, stop_ids: Sequence[int]) -> str:
@@ -231,10 +233,49 @@ class MaskdBackend(StructuredOutputBackend):
             except (MaskdError, ValueError):
                 pass  # expired, server gone, or channel closed (ValueError): nothing to free
 
-    def flush(self) -> None:
-        """One Step for every request whose mask is not known (lock held by the caller)."""
+    def prefetch(self) -> None:
+        """Sends the Step of the coming engine step now, without waiting: the plugin calls
+        it when vLLM has accepted the step's sampled tokens (end of update_from_output), so
+        the call runs while vLLM schedules and runs the forward pass; the first fill_bitmask
+        (or any change to a request in it) collects the reply."""
+        with self.lock:
+            self._collect()
+            todo = self._todo()
+            if todo:
+                self._inflight = (todo, self.client.step_async([g._entry() for g in todo]))
+                self.prefetched += 1
+
+    def _todo(self) -> List["MaskdGrammar"]:
+        """The requests whose mask is not known, ready for a Step entry (lock held)."""
         todo = [g for g in list(self._dirty.values()) if g._needs_step()]
         self._dirty.clear()
+        for g in todo:
+            if len(g._server) - g._common > _MAX_ROLLBACK:
+                g._renew_session()
+        return todo
+
+    def _collect(self) -> None:
+        """Applies the prefetched Step's reply, waiting for it if needed (lock held). Every
+        change to a request's state collects first, so a reply always answers the state
+        its entries were built from."""
+        if self._inflight is None:
+            return
+        todo, fut = self._inflight
+        self._inflight = None
+        t0 = time.perf_counter()
+        try:
+            reply: Optional[StepReply] = fut.result()
+            err = None
+        except MaskdError as e:
+            reply, err = None, e
+        self.step_s += time.perf_counter() - t0  # only the wait is on the engine's path
+        self.steps += 1
+        self._apply(todo, reply, err)
+
+    def flush(self) -> None:
+        """One Step for every request whose mask is not known (lock held by the caller)."""
+        self._collect()
+        todo = self._todo()
         if todo:
             t0 = time.perf_counter()
             self.step(todo)
@@ -244,16 +285,18 @@ class MaskdBackend(StructuredOutputBackend):
 
     def step(self, grammars: Sequence["MaskdGrammar"]) -> None:
         """Brings each grammar's session to its logical state and stores the masks."""
-        for g in grammars:
-            if len(g._server) - g._common > _MAX_ROLLBACK:
-                g._renew_session()
         entries = [g._entry() for g in grammars]
         try:
-            reply = self.client.step(entries)
+            self._apply(grammars, self.client.step(entries), None)
         except MaskdError as e:
-            log.error("maskd Step for %d vLLM requests failed: %s", len(grammars), e)
+            self._apply(grammars, None, e)
+
+    def _apply(self, grammars: Sequence["MaskdGrammar"], reply: Optional[StepReply],
+               err: Optional[MaskdError]) -> None:
+        if reply is None:
+            log.error("maskd Step for %d vLLM requests failed: %s", len(grammars), err)
             for g in grammars:
-                g._broken = str(e)
+                g._broken = str(err)
             return
         for j, g in enumerate(grammars):
             r = reply.results[j]
@@ -357,6 +400,7 @@ class MaskdGrammar(StructuredOutputGrammar):
     # -- StructuredOutputGrammar ----------------------------------------------
     def accept_tokens(self, request_id: str, tokens: List[int]) -> bool:
         with self.backend.lock:
+            self.backend._collect()
             if self._term_at is not None:
                 return True  # tokens after the end are not the constraint's (as XGrammar)
             for t in tokens:
@@ -377,6 +421,7 @@ class MaskdGrammar(StructuredOutputGrammar):
 
     def validate_tokens(self, tokens: List[int]) -> List[int]:
         with self.backend.lock:
+            self.backend._collect()
             if self._term_at is not None:
                 return []
             ok: List[int] = []
@@ -395,6 +440,7 @@ class MaskdGrammar(StructuredOutputGrammar):
 
     def rollback(self, num_tokens: int) -> None:
         with self.backend.lock:
+            self.backend._collect()
             if num_tokens > len(self._tokens):
                 raise ValueError(f"rollback of {num_tokens} tokens past the start "
                                  f"({len(self._tokens)} accepted)")
@@ -435,6 +481,7 @@ class MaskdGrammar(StructuredOutputGrammar):
 
     def reset(self) -> None:
         with self.backend.lock:
+            self.backend._collect()
             self._pop(len(self._tokens))
             self._broken = None
             if self._cached() is None:
