@@ -135,6 +135,21 @@ def test_shm_demo_and_budget_and_adapters():
     assert [r[9] for r in rows(md)[1:]] == ["%.2f×" % (r["ms_per_step"] / base) for r in runs]
 
 
+def test_processor_step_ratio_is_apply_over_the_fastest_peer():
+    rc, md = run("processor_step.py", "bench_processor_step.jsonl")
+    assert rc == 0
+    runs = [json.loads(l) for l in (DATA / "bench_processor_step.jsonl").read_text().splitlines()]
+    body = rows(md)[1:]
+    assert len(body) == len(runs)
+    for r, j in zip(body, runs):
+        assert r[0] == f"{j['rows']} × {j['live']}"
+        peers = [j[k] for k in ("llguidance_cpu_p50_us", "xgrammar_cpu_p50_us") if k in j]
+        if peers and "apply_cpu_p50_us" in j:
+            assert r[5] == "%.2f×" % (j["apply_cpu_p50_us"] / min(peers))
+        else:  # a run without the peers (or from before the apply column): dashes, not figures
+            assert r[2] == r[3] == r[4] == r[5] == "—"
+
+
 def test_maskbench_reasons_and_limit():
     rc, md = run("maskbench_reasons.py", "maskbench_verbose.txt")
     assert rc == 0
