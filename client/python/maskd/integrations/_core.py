@@ -50,8 +50,10 @@ def constraint_kwargs(regex: Optional[str] = None, json_schema: Any = None,
     raise TypeError("json_schema must be a str, a dict or a Pydantic model class")
 
 
-def connect(client: Any) -> Client:
-    return client if isinstance(client, Client) else Client(str(client))
+def connect(client: Any, client_name: str) -> Client:
+    """``client`` itself when it is a Client, else a new Client to that address that names
+    the engine (``client_name``) in its user agent (the server's per-engine metrics)."""
+    return client if isinstance(client, Client) else Client(str(client), client_name=client_name)
 
 
 class RowSessions:

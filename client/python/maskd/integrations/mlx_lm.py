@@ -61,7 +61,7 @@ class MaskdLogitsProcessor:
                  index_id: Optional[str] = None,
                  eos_token_id: Optional[Sequence[int]] = None, overlap: bool = True,
                  max_tokens: Optional[int] = None):
-        self.client = connect(client)
+        self.client = connect(client, "mlx-lm")
         self.max_tokens = max_tokens
         self._prompt_len: Dict[int, int] = {}  # session -> its row's prompt length
         if index_id is not None:

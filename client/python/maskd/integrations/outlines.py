@@ -55,7 +55,7 @@ class MaskdOutlinesProcessor(OutlinesLogitsProcessor):
 
     def __init__(self, client: Any, tokenizer: str, index_id: str, tensor_library_name: str):
         super().__init__(tensor_library_name)
-        self.client = connect(client)
+        self.client = connect(client, "outlines")
         self.tokenizer = tokenizer
         self.index_id = index_id
         self.tensor_library_name = tensor_library_name
@@ -122,7 +122,7 @@ def Generator(model: Any, output_type: Any, *, client: Any, tokenizer: str) -> M
       output_type: any Outlines output type except a CFG.
       client: a maskd.Client or an address; tokenizer: the maskd tokenizer name.
     """
-    c = connect(client)
+    c = connect(client, "outlines")
     index_id = compile_output_type(c, tokenizer, output_type)
     proc = MaskdOutlinesProcessor(c, tokenizer, index_id, model.tensor_library_name)
     return MaskdGenerator(model, proc)

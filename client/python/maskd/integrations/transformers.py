@@ -78,7 +78,7 @@ class MaskdLogitsProcessor(LogitsProcessor):
                  eos_token_id: Optional[Sequence[int]] = None,
                  max_new_tokens: Optional[int] = None,
                  resume: Union[bool, ResumeOptions] = False):
-        self.client = connect(client)
+        self.client = connect(client, "transformers")
         self.max_new_tokens = max_new_tokens
         self.resume: Optional[Tuple[Any, ResumeOptions]] = None
         if index_id is not None:
