@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/support/message_allocator.h"
+#include "service/call_interrupt.h"
 #include "service/client_kind_of.h"
 #include "service/grpc_status.h"
 #include "service/quote.h"
@@ -213,7 +214,8 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
   const int64_t t0 = absl::GetCurrentTimeNanos();
-  absl::Status s = DoStepInRegion(*req, resp, *uid);
+  const CallInterrupt interrupt(*ctx);
+  absl::Status s = DoStepInRegion(*req, resp, *uid, &interrupt);
   if (metrics_) {
     const size_t n = static_cast<size_t>(req->entries_size());
     metrics_->ClientStep(ClientKindOf(*ctx), n);
@@ -224,14 +226,15 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
 
 absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& req,
                                                  v1::StepInRegionResponse* resp,
-                                                 std::optional<uid_t> caller) {
+                                                 std::optional<uid_t> caller,
+                                                 const Interrupt* interrupt) {
   const int n = req.entries_size();
   absl::StatusOr<StepBatch::Buffers> io = step_->ThreadBuffers(static_cast<size_t>(n));
   if (!io.ok()) return io.status();
   for (int i = 0; i < n; ++i) io->entries[i] = StepEntryFromProto(req.entries(i));
   Target target;
   auto place = [&](const StepBatchShape& shape) { return PlaceRows(req, caller, shape, &target); };
-  if (absl::Status s = step_->Run(io->entries, place, io->results); !s.ok()) return s;
+  if (absl::Status s = step_->Run(io->entries, place, io->results, interrupt); !s.ok()) return s;
   auto* results = resp->mutable_results();
   results->Clear();
   for (int i = 0; i < n; ++i) StepResultToProto(io->results[i], results->Add());

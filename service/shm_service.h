@@ -48,6 +48,7 @@
 #include "kernels/apply_mask.h"
 #include "kernels/shm_cuda.h"
 #include "maskd/v1/shm.grpc.pb.h"
+#include "index/interrupt.h"
 #include "service/checked_request.h"
 #include "service/metrics.h"
 #include "service/step_batch.h"
@@ -88,9 +89,11 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   // StepInRegion without gRPC, as uid `caller` (nullopt: a trusted
   // in-process caller, any region). A non-OK status fails the whole call (and
   // then no session was stepped, except DataLoss: see shm.proto); entry errors
-  // are in `resp`.
+  // are in `resp`. `interrupt` (the call's; may be null) stops a grammar
+  // entry's parsing once the client is gone (StepBatch::Run).
   absl::Status DoStepInRegion(const v1::StepInRegionRequest& req, v1::StepInRegionResponse* resp,
-                              std::optional<uid_t> caller = std::nullopt);
+                              std::optional<uid_t> caller = std::nullopt,
+                              const Interrupt* interrupt = nullptr);
 
   // The uid a call acts as: its peer's (SO_PEERCRED, service/peer_credentials.h)
   // on maskd's unix-socket listener; on a connection without credentials

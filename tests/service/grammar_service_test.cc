@@ -427,6 +427,44 @@ TEST(GrammarServiceLimits, AbandonedMaskStopsItsWork) {
   EXPECT_TRUE(client->Ping().ok());
 }
 
+// The same for a Step: its grammar entry fails CANCELLED or
+// DEADLINE_EXCEEDED once the client is gone, the session unchanged.
+TEST(GrammarServiceLimits, AbandonedStepStopsItsWork) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  auto session = client->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session->session_id());
+  for (int i = 0; i < kAbandonedTokens; ++i) e->add_tokens(kTokenA);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  v1::StepResponse resp;
+  grpc::Status s = client->stub()->Step(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  auto stopped = [&] {
+    const std::string m = server.Metrics();
+    return std::max(MetricValue(m, "maskd_step_entry_errors_total{code=\"CANCELLED\"}"),
+                    MetricValue(m, "maskd_step_entry_errors_total{code=\"DEADLINE_EXCEEDED\"}")) >= 1;
+  };
+  bool done = false;
+  for (int i = 0; i < 600 && !(done = stopped()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(done) << "the abandoned step still runs after 60 s\n" << server.Metrics();
+  v1::RollbackRequest none;  // the session is where it was: no token taken
+  none.set_session_id(session->session_id());
+  grpc::ClientContext rctx;
+  rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::RollbackResponse rolled;
+  grpc::Status r = client->stub()->Rollback(&rctx, none, &rolled);
+  EXPECT_TRUE(r.ok()) << r.error_message();
+  EXPECT_EQ(rolled.num_tokens(), 0u);
+}
+
 // Issue #24 (1c): Mask calls run on --mask-threads, round-robin across
 // clients, at most --max-pending-masks-per-client of one client at once. A
 // client's flood of slow grammar masks (minutes each: no parser-step bound)

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -931,6 +932,55 @@ TEST(ShmOwnership, UnixCallersMayUseOnlyTheirOwnMemory) {
   EXPECT_EQ(RunAs(kNobody, {addr, "step", "theirs"}), CodeOf(Code::kOk));
   EXPECT_EQ(RunAs(kNobody, {addr, "unregister", "theirs"}), CodeOf(Code::kOk));
   EXPECT_TRUE(shm.UnregisterRegion("roots").ok());
+}
+
+// Issue #24 (1b): a StepInRegion whose client gives up (its deadline passes)
+// stops parsing: the grammar entry fails CANCELLED or DEADLINE_EXCEEDED
+// within moments, not after the minutes its mask would take, and the session
+// is unchanged. (The 60 s wait bounds a failure; the fix answers at once.)
+TEST(ShmInterrupt, AbandonedStepInRegionStopsItsWork) {
+  MaskdProcess server({"--allow_shm", "--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = server.Connect();
+  v1::CompileRequest compile;
+  compile.set_tokenizer("qwen3");
+  compile.mutable_grammar()->set_text("start: start start | /./\n");
+  compile.mutable_grammar()->set_format(v1::Grammar::FORMAT_LARK);
+  compile.set_wait(true);
+  auto session = client->CreateSession(compile);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto seg = NewSegment("abandoned", kQwenWords * 4);
+  ShmClient shm(client->channel(), absl::Seconds(30));
+  ASSERT_TRUE(shm.RegisterSystemRegion("m", seg.key(), 0, seg.size()).ok());
+  v1::StepInRegionRequest req;
+  req.mutable_masks()->set_region("m");
+  auto* e = req.add_entries();
+  e->set_session_id(session->session_id());
+  for (int i = 0; i < 200; ++i) e->add_tokens(64);  // "a": the mask takes minutes
+  ShmClient impatient(client->channel(), absl::Milliseconds(300));
+  v1::StepInRegionResponse resp;
+  absl::Status s = impatient.StepInRegion(req, &resp);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s;
+  auto stopped = [&] {
+    const std::string m = server.Metrics();
+    return std::max(MetricValue(m, "maskd_step_entry_errors_total{code=\"CANCELLED\"}"),
+                    MetricValue(m, "maskd_step_entry_errors_total{code=\"DEADLINE_EXCEEDED\"}")) >= 1;
+  };
+  bool done = false;
+  for (int i = 0; i < 600 && !(done = stopped()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(done) << "the abandoned step still runs after 60 s\n" << server.Metrics();
+  v1::RollbackRequest none;  // the session is where it was: no token taken
+  none.set_session_id(session->session_id());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::RollbackResponse rolled;
+  grpc::Status r = client->stub()->Rollback(&ctx, none, &rolled);
+  EXPECT_TRUE(r.ok()) << r.error_message();
+  EXPECT_EQ(rolled.num_tokens(), 0u);
+  EXPECT_TRUE(shm.UnregisterRegion("m").ok());
 }
 
 // The TCP listener carries no peer credentials: SharedMemory calls there are
