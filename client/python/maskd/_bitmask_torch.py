@@ -14,8 +14,8 @@ Two implementations, the same bits out:
 
 * compiled (CPU): one fused loop (torch.compile, inductor's C++ backend, the kernel
   llguidance's torch apply compiles, here on the integer lanes): each logit reads its
-  bit and is written once. Compiled on first use per dtype (seconds; inductor caches it
-  on disk). If that fails (no C++ compiler) the eager path is used from then on, with
+  bit and is written once. Compiled on first use per dtype, and once more for one row
+  against several (seconds each; inductor caches the code on disk). If that fails (no C++ compiler) the eager path is used from then on, with
   one warning; ``MASKD_TORCH_COMPILE=0`` in the environment skips it.
 * eager (any device): per chunk of rows, in a buffer reused across calls (no bool array,
   no ``masked_fill_``), five elementwise integer passes over lanes of L bits:
@@ -54,8 +54,8 @@ def _spec(dtype: torch.dtype) -> _Spec:
     return s
 
 
-# The eager path's chunk on the CPU: at most this many bytes of logits per pass, so that
-# the chunk and the buffer stay in cache across the five passes.
+# The eager path's chunk on the CPU: rows of at most this many bytes of logits (and as
+# many of its buffer) per pass, so that both stay in cache across the five passes.
 _CPU_CHUNK_BYTES = 1 << 21
 
 _Kernel = Callable[[torch.Tensor, torch.Tensor, int], None]
