@@ -116,8 +116,10 @@ def run(ctx: E2EContext) -> EngineResult:
         if getattr(backend, "is_maskd", False):
             notes.append(f"maskd Step calls: {backend.steps} batched ({backend.prefetched} "
                          f"sent early), {backend.solo_steps} for one request, over {steps} "
-                         f"engine steps; the engine waited "
-                         f"{1000 * backend.step_s / max(steps, 1):.2f} ms per step for them")
+                         f"engine steps; per step the engine waited "
+                         f"{1000 * backend.step_s / max(steps, 1):.2f} ms for replies (within "
+                         f"the fill) and spent {1000 * backend.send_s / max(steps, 1):.2f} ms "
+                         f"sending early (after accept_tokens)")
         else:
             notes.append(f"structured-output backend is {type(backend).__name__}, not maskd")
     # Baseline: the same engine, batch and process, no constraint, every row runs to
