@@ -124,7 +124,7 @@ class MaskdBackend(StructuredOutputBackend):
     def __post_init__(self) -> None:
         if not self.addr:
             raise ValueError("MaskdBackend needs addr (MASKD_VLLM_ADDR)")
-        self.client = Client(self.addr)
+        self.client = Client(self.addr, client_name="vllm")  # per-engine server metrics
         self._json = tokenizer_json_bytes(self.tokenizer)
         n_ids = int(getattr(self.tokenizer, "max_token_id", len(self.tokenizer) - 1)) + 1
         # maskd's width: the logits width, or the tokenizer's if wider (masks are cut to
