@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, List
 
+import numpy as np
 import torch
 import transformers
 from transformers import AutoTokenizer, LlamaForCausalLM, StoppingCriteria
@@ -58,8 +59,16 @@ def run(ctx: E2EContext) -> EngineResult:
     prompt_len = inputs["input_ids"].shape[1]
     eos = set(model.generation_config.eos_token_id)
     client = maskd.Client(ctx.maskd_addr) if ctx.backend == "maskd" else None
+    rows = min(ctx.batch, len(ctx.requests))
     with torch.no_grad():  # warm-up: torch's first calls are not a decode step's cost
-        generate(model, inputs, min(ctx.batch, len(ctx.requests)), 2, ctx.seed, [], [])
+        generate(model, inputs, rows, 2, ctx.seed, [], [])
+    if client is not None:
+        # maskd's torch apply compiles on its first use per (dtype, one row or several):
+        # seconds, once per process (docs/python.md); not a decode step's cost either.
+        words = -(-model.config.vocab_size // 32)
+        for n in {1, rows}:
+            maskd.apply_mask(torch.zeros(n, model.config.vocab_size),
+                             np.full((n, words), 0xFFFFFFFF, np.uint32))
     samples: List[Sample] = []
     step_ms: List[float] = []
     steps, elapsed = 0, 0.0

@@ -1,7 +1,8 @@
 """Markdown for bench/engines/bench_engines.sh's JSON lines: per engine, constraint kind and
 batch size, ms per decode step unconstrained, with the engine's built-in backend and with
-maskd, what each adds over unconstrained, and the p99 step (where the engine's API lets the
-runner time single steps).
+maskd, what each adds over unconstrained, the p99 step (where the engine's API lets the
+runner time single steps), and the outputs an independent matcher rejected / requests (a
+built-in "backend" that is none, transformers' and mlx-lm's, generates unconstrained).
 
     python3 bench/tables/engines.py OUT.jsonl
 """
@@ -51,10 +52,15 @@ def main(path: str) -> None:
             return ms(d.get("ms_per_step"))
 
         version = m.get("engine_version") or b.get("engine_version") or ""
-        viol = sum(int(d.get("violations", 0)) for d in (b, m))
-        rows.append([f"{engine} {version}", kind, str(batch), ms(base), cell(b), ms(added(b)),
+        name = version if version.startswith(engine) or engine in version else \
+            f"{engine} {version}".strip()
+
+        def viol(d: Dict[str, Any]) -> str:
+            return "–" if "violations" not in d else f"{d['violations']} / {d['requests']}"
+
+        rows.append([name, kind, str(batch), ms(base), cell(b), ms(added(b)),
                      cell(m), ms(added(m)), ms(b.get("p99_step_ms")), ms(m.get("p99_step_ms")),
-                     str(viol)])
+                     viol(b), viol(m)])
         for d in (b, m):
             for n in d.get("notes", []) or []:
                 line = f"{engine} {d.get('backend')}: {n}"
@@ -62,8 +68,8 @@ def main(path: str) -> None:
                     notes.append(line)
     header = ["engine", "constraint", "batch", "unconstrained ms/step", "built-in ms/step",
               "built-in adds", "maskd ms/step", "maskd adds", "built-in p99 step ms",
-              "maskd p99 step ms", "violations"]
-    print(table(header, [False] * 3 + [True] * 8, rows), end="")
+              "maskd p99 step ms", "built-in violations", "maskd violations"]
+    print(table(header, [False] * 3 + [True] * 9, rows), end="")
     if notes:
         print()
         for n in notes:
