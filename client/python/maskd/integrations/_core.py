@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import grpc
 import numpy as np
 
-from maskd._common import GrammarLike, MaskdError, StepReply, status_code
+from maskd._common import GrammarLike, MaskdError, StepReply, compile_request, status_code
 from maskd.client import Client, StepFuture
 from maskd.resume import (ResumableSession, ResumableStepFuture, ResumeOptions, step_resumable,
                           step_resumable_async)
@@ -48,6 +48,25 @@ def constraint_kwargs(regex: Optional[str] = None, json_schema: Any = None,
     if hasattr(json_schema, "model_json_schema"):
         return {"json_schema": json.dumps(json_schema.model_json_schema())}
     raise TypeError("json_schema must be a str, a dict or a Pydantic model class")
+
+
+def compile_constraint(client: Client, tokenizer: str, index_id: Optional[str],
+                       resume: Union[bool, ResumeOptions],
+                       **constraint: Any) -> Tuple[str, Optional[Tuple[Any, ResumeOptions]]]:
+    """A processor's index and, with ``resume``, the CompileRequest its ResumableSessions
+    re-create from. ``index_id``: an index already compiled (then no constraint and no
+    resume); else ``constraint`` is constraint_kwargs' keywords (regex=, json_schema=, ...)."""
+    if index_id is not None:
+        if resume:
+            raise ValueError("resume=True needs the constraint "
+                             "(regex=/json_schema=/choices=/grammar=), not index_id=")
+        return index_id, None
+    kw = constraint_kwargs(**constraint)
+    ix = client.compile(tokenizer, **kw).index_id
+    if not resume:
+        return ix, None
+    opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()
+    return ix, (compile_request(tokenizer, **kw), opts)
 
 
 def connect(client: Any, client_name: str) -> Client:

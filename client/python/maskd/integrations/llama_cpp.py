@@ -33,9 +33,9 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from maskd._common import GrammarLike, compile_request
+from maskd._common import GrammarLike
 from maskd.resume import ResumeOptions
-from maskd.integrations._core import RowSessions, connect, constraint_kwargs
+from maskd.integrations._core import RowSessions, compile_constraint, connect
 from maskd.masks import apply_mask
 
 
@@ -64,17 +64,10 @@ class MaskdLogitsProcessor:
                  resume: Union[bool, ResumeOptions] = False):
         self.client = connect(client, "llama.cpp")
         self.max_new_tokens = max_new_tokens
-        self.resume: Optional[Tuple[Any, ResumeOptions]] = None
-        if index_id is not None:
-            if resume:
-                raise ValueError("resume=True needs the constraint, not index_id=")
-            self.index_id = index_id
-        else:
-            kw = constraint_kwargs(regex, json_schema, choices, grammar, structural_tag)
-            self.index_id = self.client.compile(tokenizer, **kw).index_id
-            if resume:
-                opts = resume if isinstance(resume, ResumeOptions) else ResumeOptions()
-                self.resume = (compile_request(tokenizer, **kw), opts)
+        self.resume: Optional[Tuple[Any, ResumeOptions]]
+        self.index_id, self.resume = compile_constraint(
+            self.client, tokenizer, index_id, resume, regex=regex, json_schema=json_schema,
+            choices=choices, grammar=grammar, structural_tag=structural_tag)
         self.eos_ids = list(eos_token_id) if eos_token_id is not None else \
             list(self.client.tokenizer(tokenizer).eos_ids)
         self.sessions: Optional[RowSessions] = None
