@@ -154,4 +154,25 @@ double MetricValue(const std::string& metrics, const std::string& prefix) {
   return -1;
 }
 
+bool WaitForAnyMetric(const MaskdProcess& server, const std::vector<std::string>& names) {
+  for (int i = 0; i < 600; ++i) {
+    const std::string m = server.Metrics();
+    for (const std::string& name : names) {
+      if (MetricValue(m, name) >= 1) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+int64_t SessionTokens(Client& client, uint64_t id) {
+  v1::RollbackRequest none;
+  none.set_session_id(id);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::RollbackResponse resp;
+  if (!client.stub()->Rollback(&ctx, none, &resp).ok()) return -1;
+  return static_cast<int64_t>(resp.num_tokens());
+}
+
 }  // namespace maskd::testing

@@ -53,6 +53,16 @@ class MaskdProcess {
 // (name plus labels as serialized); -1 when absent.
 double MetricValue(const std::string& metrics, const std::string& prefix);
 
+// Polls `server`'s metrics every 100 ms, for at most 60 s, until one of the
+// samples `names` (MetricValue prefixes) is >= 1; whether it got there. For
+// "the abandoned call's work stopped and was counted": a bound on a failure,
+// not a timing assertion.
+bool WaitForAnyMetric(const MaskdProcess& server, const std::vector<std::string>& names);
+
+// The tokens session `id` holds (a Rollback of none, so nothing changes); -1
+// when the call fails.
+int64_t SessionTokens(Client& client, uint64_t id);
+
 }  // namespace maskd::testing
 
 #endif  // MASKD_TESTS_SERVICE_SERVER_HARNESS_H_
