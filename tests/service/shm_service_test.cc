@@ -963,7 +963,15 @@ TEST(ShmInterrupt, AbandonedStepInRegionStopsItsWork) {
   ShmClient impatient(client->channel(), absl::Milliseconds(300));
   v1::StepInRegionResponse resp;
   absl::Status s = impatient.StepInRegion(req, &resp);
-  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s;
+  // The server may end the call (the entry failed: its deadline passed) just
+  // before the client's deadline fires: either way the work stopped.
+  if (s.ok()) {
+    ASSERT_EQ(resp.results_size(), 1);
+    EXPECT_EQ(resp.results(0).status().code(), static_cast<int>(Code::kDeadlineExceeded))
+        << resp.DebugString();
+  } else {
+    EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s;
+  }
   EXPECT_TRUE(WaitForAnyMetric(server, {"maskd_step_entry_errors_total{code=\"CANCELLED\"}",
                                          "maskd_step_entry_errors_total{code=\"DEADLINE_EXCEEDED\"}"}))
       << "the abandoned step still runs after 60 s\n" << server.Metrics();
