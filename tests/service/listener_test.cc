@@ -1,9 +1,10 @@
 // Listener (service/listener.h) and PeerCredentialsOf (service/peer_credentials.h)
 // with a real grpc::Server and a tiny service whose Detokenize answers with
 // what the server sees of the caller: "peer=<ctx.peer()> uid=<uid> pid=<pid>"
-// or "peer=<...> none", then " conn=<ConnectionOf id>" when there is one. A client under another uid is this binary run again
-// (fork, setuid(65534), exec) with MASKD_LISTENER_CHILD=<address>, so that the
-// child starts gRPC afresh; it prints the reply on stdout.
+// or "peer=<...> none", then " conn=<ConnectionOf id>" when there is one. A
+// client under another uid is this binary run again (fork, setuid(65534),
+// exec) with MASKD_LISTENER_CHILD=<address>, so that the child starts gRPC
+// afresh; it prints the reply on stdout.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
