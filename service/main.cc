@@ -119,8 +119,8 @@ ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(int32_t, mask_threads, 2,
           "Threads that run Mask calls, off gRPC's callback threads, round-robin across clients");
 ABSL_FLAG(uint64_t, max_pending_masks_per_client, 64,
-          "Mask calls one client (uid on the unix socket, else connection) may have queued or "
-          "running; past it RESOURCE_EXHAUSTED");
+          "Mask calls one client (--client-identity) may have queued or running; past it "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
