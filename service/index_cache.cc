@@ -294,10 +294,11 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
   size_t& mine = s.pending_by_client[spec.client];
-  if (mine >= s.options.max_pending_per_client) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many compilations in progress for this client (", mine,
-                     "; --max-pending-compiles-per-client)"));
+  if (s.options.max_pending_per_client != 0 && mine >= s.options.max_pending_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", spec.client, " has ", mine, " compilations in progress, its whole share (",
+        "--max-pending-compiles-per-client=", s.options.max_pending_per_client,
+        "; clients are told apart by --client-identity)"));
   }
   if (auto st = s.CheckLeasedBudget(0, &dropped); !st.ok()) return st;
   if (s.metrics) s.metrics->CacheMiss();

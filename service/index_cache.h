@@ -65,7 +65,7 @@ struct IndexCacheOptions {
   absl::Duration compile_timeout = absl::Seconds(30);  // --compile-timeout
   absl::Duration failure_ttl = absl::Seconds(10);    // --failure-ttl
   size_t max_pending = 256;                          // --max-pending-compiles
-  size_t max_pending_per_client = 128;               // --max-pending-compiles-per-client
+  size_t max_pending_per_client = 128;               // --max-pending-compiles-per-client; 0: no cap
   // Every compilation is first tried for at most this long on a thread of its
   // own (the fast lane), then, if not done, queued for the compile threads
   // and started again; zero: no fast lane.  --compile-fast-lane
@@ -96,7 +96,7 @@ struct CompileSpec {
   bool any_property_order = false;                     // kJsonSchema only
   bool eager = false;
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
-  // Who asks (the service passes the peer's identity); the queues are shared
+  // Who asks (its ClientKey, service/client_identity.h); the queues are shared
   // round-robin between clients and each has max_pending_per_client. Not
   // part of the key: identical requests of two clients share one entry.
   std::string client;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -34,6 +35,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
+#include "service/client_identity.h"
 #include "service/index_cache.h"
 #include "service/listener.h"
 #include "service/log.h"
@@ -117,14 +119,14 @@ ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(int32_t, mask_threads, 2,
           "Threads that run Mask calls, off gRPC's callback threads, round-robin across clients");
 ABSL_FLAG(uint64_t, max_pending_masks_per_client, 64,
-          "Mask calls one client (uid on the unix socket, else connection) may have queued or "
-          "running; past it RESOURCE_EXHAUSTED");
+          "Mask calls one client (--client-identity) may have queued or running; past it "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
 ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
 ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
-          "Compilations queued or running at most per client (peer address)");
+          "Compilations queued or running at most per client (--client-identity); 0: no cap");
 ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
           "Each compilation is first tried this long on a thread of its own, then queued for "
           "--compile_threads; 0: no fast lane");
@@ -133,7 +135,24 @@ ABSL_FLAG(uint64_t, max_message_bytes, uint64_t{64} << 20,
 ABSL_FLAG(uint32_t, max_batch, 1024, "Entries per Step call at most");
 ABSL_FLAG(uint32_t, max_streams, 256, "Open StepStreams at most (all clients together)");
 ABSL_FLAG(uint32_t, max_streams_per_client, 64,
-          "Open StepStreams at most per client (a uid on the unix socket, else a connection); "
+          "Open StepStreams at most per client (--client-identity); 0: no cap");
+// Per-client shares (docs/reliability.md, "Per-client shares"): each a
+// fixed number, a fraction of its global cap's default, so that one client
+// (hostile or leaking) exhausts only its own share. 0: no per-client cap.
+ABSL_FLAG(std::string, client_identity, "connection",
+          "What one client is, for every per-client share: connection (default; on the unix "
+          "socket an engine's processes often share one uid), uid (SO_PEERCRED on the unix "
+          "socket, else the connection), header (the maskd-client-id metadata, else the "
+          "connection: only for trusted clients), tls (the verified client certificate's "
+          "identity, else the connection)");
+ABSL_FLAG(uint64_t, max_sessions_per_client, 10000,
+          "Live sessions at most created (or forked) by one client (--client-identity); a "
+          "session counts until closed or expired; 0: no cap");
+ABSL_FLAG(uint64_t, max_tokenizers_per_client, 8,
+          "Tokenizers one client (--client-identity) may register (they stay until restart); "
+          "0: no cap");
+ABSL_FLAG(uint64_t, max_shm_regions_per_client, 64,
+          "Shared-memory regions one client (--client-identity) may have registered at once; "
           "0: no cap");
 ABSL_FLAG(absl::Duration, stream_idle_timeout, absl::Minutes(5),
           "A StepStream with no request for this long is finished (DEADLINE_EXCEEDED); 0: never");
@@ -328,8 +347,16 @@ int Run(int argc, char** argv) {
     }
   }
 
+  const std::optional<ClientIdentity> client_identity =
+      ParseClientIdentity(absl::GetFlag(FLAGS_client_identity));
+  if (!client_identity) {
+    LogError(absl::StrCat("--client_identity: want connection, uid, header or tls, got '",
+                          absl::GetFlag(FLAGS_client_identity).substr(0, 64), "'"));
+    return 2;
+  }
   TokenizerRegistry tokenizers(absl::GetFlag(FLAGS_max_tokenizers),
-                               absl::GetFlag(FLAGS_loop_mask_bytes));
+                               absl::GetFlag(FLAGS_loop_mask_bytes),
+                               absl::GetFlag(FLAGS_max_tokenizers_per_client));
   IndexCacheOptions cache_options;
   // Nesting limits: a flag may lower its parser's stack-safe maximum, never
   // raise it.
@@ -378,6 +405,7 @@ int Run(int argc, char** argv) {
   auto cache = std::make_unique<IndexCache>(cache_options, &metrics);
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  session_options.max_sessions_per_client = absl::GetFlag(FLAGS_max_sessions_per_client);
   session_options.ttl = absl::GetFlag(FLAGS_session_ttl);
   session_options.rollback_window = absl::GetFlag(FLAGS_rollback_window);
   session_options.grammar_chart_budget =
@@ -395,6 +423,7 @@ int Run(int argc, char** argv) {
   limits.max_grammar_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   limits.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
+  limits.client_identity = *client_identity;
   limits.stream_idle_timeout = absl::GetFlag(FLAGS_stream_idle_timeout);
   // Outlives the server: calls it has queued finish during Shutdown.
   WorkPool mask_pool({static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1)),
@@ -405,6 +434,8 @@ int Run(int argc, char** argv) {
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
   shm_options.allow_tcp = absl::GetFlag(FLAGS_shm_allow_tcp);
+  shm_options.max_regions_per_client = absl::GetFlag(FLAGS_max_shm_regions_per_client);
+  shm_options.client_identity = *client_identity;
   if (shm_options.key_prefix.empty() || shm_options.key_prefix[0] != '/') {
     LogError("--shm_prefix must start with '/'");
     return 2;

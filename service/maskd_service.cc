@@ -112,7 +112,9 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
       started_(absl::Now()),
       step_allocator_(
           std::make_unique<PooledAllocator<Checked<v1::StepRequest>, v1::StepResponse>>(
-              &StepReplyBytes)) {
+              &StepReplyBytes)),
+      stream_shares_("open StepStreams", "--max-streams-per-client",
+                     limits.max_streams_per_client) {
   // Every request through Checked<>: a request that does not parse gets
   // INVALID_ARGUMENT with a message, not gRPC's bare UNIMPLEMENTED.
   static std::once_flag log_once;
@@ -203,7 +205,7 @@ MaskdService::Reactor* MaskdService::RegisterTokenizer(Ctx* ctx,
   // Parsing a large tokenizer takes a while; it is rare and bounded by
   // --max-message-bytes, so it runs on the callback thread.
   auto e = tokenizers_->Register(req->name(), req->tokenizer_json(), req->tokenizer_config_json(),
-                                 options);
+                                 options, KeyOf(*ctx));
   if (!e.ok()) return Done(ctx, "RegisterTokenizer", e.status());
   FillTokenizer(*e, resp->mutable_tokenizer());
   return Done(ctx, "RegisterTokenizer", absl::OkStatus());
@@ -232,22 +234,10 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
   return Done(ctx, "Detokenize", absl::OkStatus());
 }
 
-// The client a request counts against (its share of the compile queues, its
-// open StepStreams): the caller's uid on the unix socket (every connection of
-// one user is one client);
-// otherwise the connection (gRPC's peer string: "fd:N" for plaintext TCP,
-// ip:port for TLS), which carries no identity beyond itself.
-std::string ClientKey(const grpc::CallbackServerContext& ctx) {
-  if (std::optional<PeerCredentials> cred = PeerCredentialsOf(ctx)) {
-    return absl::StrCat("uid:", cred->uid);
-  }
-  return ctx.peer();
-}
-
 absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
                                                    const grpc::CallbackServerContext& ctx) {
   CompileSpec spec;
-  spec.client = ClientKey(ctx);
+  spec.client = KeyOf(ctx);
   switch (req.constraint_case()) {
     case v1::CompileRequest::kRegex:
       spec.kind = ConstraintKind::kRegex;
@@ -356,11 +346,13 @@ MaskdService::Reactor* MaskdService::CancelCompile(Ctx* ctx, const v1::CancelCom
 MaskdService::Reactor* MaskdService::CreateSession(Ctx* ctx, const v1::CreateSessionRequest* req,
                                                    v1::CreateSessionResponse* resp) {
   Reactor* r = ctx->DefaultReactor();
-  auto finish = [this, r, resp](const IndexInfo& info) {
+  // Runs here or on a compile thread (after the call's context may be gone):
+  // it keeps the client's key, not the context.
+  auto finish = [this, r, resp, client = KeyOf(*ctx)](const IndexInfo& info) {
     if (info.state == IndexState::kFailed) return FinishReactor(r, "CreateSession", info.status);
     auto lease = cache_->Lease(info.id);
     if (!lease.ok()) return FinishReactor(r, "CreateSession", lease.status());
-    auto s = sessions_->Create(*std::move(lease));
+    auto s = sessions_->Create(*std::move(lease), client);
     if (!s.ok()) return FinishReactor(r, "CreateSession", s.status());
     resp->set_session_id((*s)->id());
     resp->set_index_id(info.id);
@@ -398,7 +390,7 @@ MaskdService::Reactor* MaskdService::CloseSession(Ctx* ctx, const v1::CloseSessi
 
 MaskdService::Reactor* MaskdService::ForkSession(Ctx* ctx, const v1::ForkSessionRequest* req,
                                                  v1::ForkSessionResponse* resp) {
-  auto s = sessions_->Fork(req->session_id());
+  auto s = sessions_->Fork(req->session_id(), KeyOf(*ctx));
   if (s.ok()) resp->set_session_id((*s)->id());
   return Done(ctx, "ForkSession", s.status());
 }
@@ -461,8 +453,9 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // reactions inline on a non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, std::string client, ClientKind kind, const Ctx& ctx)
-      : service_(service), client_(std::move(client)), kind_(kind), interrupt_(ctx) {
+  StepStreamReactor(MaskdService* service, ClientShares::Charge share, ClientKind kind,
+                    const Ctx& ctx)
+      : service_(service), share_(std::move(share)), kind_(kind), interrupt_(ctx) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -530,10 +523,9 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
     {
       absl::MutexLock lock(&service_->streams_mu_);
       service_->streams_.erase(this);
-      auto it = service_->streams_per_client_.find(client_);
-      if (--it->second == 0) service_->streams_per_client_.erase(it);
       service_->open_streams_.fetch_sub(1, std::memory_order_relaxed);
     }
+    share_ = ClientShares::Charge();  // the client's unit back when the call ends
     Unref();
   }
 
@@ -577,7 +569,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
 
   MaskdService* const service_;
-  const std::string client_;  // ClientKey of the caller
+  ClientShares::Charge share_;  // the caller's unit of --max-streams-per-client
   const ClientKind kind_;     // for the per-client step counters
   const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
   std::atomic<int> refs_{1};
@@ -597,29 +589,22 @@ class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
 };
 
 MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
-  std::string client = ClientKey(*ctx);
-  std::string refusal;
-  {
+  absl::StatusOr<ClientShares::Charge> share = stream_shares_.Take(KeyOf(*ctx));
+  absl::Status refusal = share.status();
+  if (refusal.ok()) {
     absl::MutexLock lock(&streams_mu_);
-    uint32_t& mine = streams_per_client_[client];
     if (open_streams_.load(std::memory_order_relaxed) >= limits_.max_streams) {
-      refusal = absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)");
-    } else if (limits_.max_streams_per_client != 0 && mine >= limits_.max_streams_per_client) {
-      refusal = absl::StrCat("at most ", limits_.max_streams_per_client,
-                             " open StepStreams per client (--max-streams-per-client)");
+      refusal = absl::ResourceExhaustedError(
+          absl::StrCat("at most ", limits_.max_streams, " open StepStreams (--max-streams)"));
     } else {
-      ++mine;
       open_streams_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (mine == 0) streams_per_client_.erase(client);
   }
-  if (!refusal.empty()) {
-    if (metrics_) {
-      metrics_->RpcError("StepStream", static_cast<int>(absl::StatusCode::kResourceExhausted));
-    }
-    return new RefusedStream(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal));
+  if (!refusal.ok()) {  // `share`, if taken, is given back here
+    if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(refusal.code()));
+    return new RefusedStream(ToGrpcStatus(refusal));
   }
-  return new StepStreamReactor(this, std::move(client), ClientKindOf(*ctx), *ctx);
+  return new StepStreamReactor(this, *std::move(share), ClientKindOf(*ctx), *ctx);
 }
 
 void MaskdService::ReapStreams() {
@@ -677,7 +662,7 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
   };
   if (masks_ == nullptr) {
     run();
-  } else if (absl::Status queued = masks_->Submit(ClientKey(*ctx), run); !queued.ok()) {
+  } else if (absl::Status queued = masks_->Submit(KeyOf(*ctx), run); !queued.ok()) {
     FinishReactor(r, "Mask", queued);
   }
   return r;

@@ -21,6 +21,8 @@
 #include "maskd/v1/maskd.grpc.pb.h"
 #include "service/call_interrupt.h"
 #include "service/checked_request.h"
+#include "service/client_identity.h"
+#include "service/client_shares.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
@@ -37,6 +39,9 @@ struct ServiceLimits {
   uint64_t max_grammar_bytes = 1 << 20;      // --max-grammar-bytes: grammar text
   uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
   uint32_t max_streams_per_client = 64;      // --max-streams-per-client (ClientKey); 0: no cap
+  // --client-identity: what a client is, for every per-client share
+  // (client_identity.h).
+  ClientIdentity client_identity = ClientIdentity::kConnection;
   // --stream-idle-timeout: a StepStream with no request for this long is
   // finished (DEADLINE_EXCEEDED); zero: never.
   absl::Duration stream_idle_timeout = absl::Minutes(5);
@@ -47,7 +52,7 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // Every pointer outlives the service; `metrics` may be null. `step` runs
   // the Step batches (over `sessions`). `masks` (may be null: on the
   // callback thread) runs the Mask calls, off gRPC's callback threads and
-  // round-robin across clients (ClientKey), so that a client's slow grammar
+  // round-robin across clients (KeyOf), so that a client's slow grammar
   // masks keep neither gRPC's threads nor another client's masks waiting;
   // it must outlive the server's Shutdown (queued calls still finish).
   MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
@@ -117,6 +122,10 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   void FinishReactor(Reactor* r, const char* method, const absl::Status& s);
   absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req,
                                        const grpc::CallbackServerContext& ctx);
+  // The client `ctx`'s call counts against (ClientKey, limits_.client_identity).
+  std::string KeyOf(const grpc::CallbackServerContext& ctx) const {
+    return ClientKey(ctx, limits_.client_identity);
+  }
 
   TokenizerRegistry* const tokenizers_;
   IndexCache* const cache_;
@@ -132,16 +141,12 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   std::atomic<size_t> open_streams_{0};
   absl::Mutex streams_mu_;
   absl::flat_hash_set<StepStreamReactor*> streams_ ABSL_GUARDED_BY(streams_mu_);
-  // Open StepStreams per ClientKey (entries > 0 only).
-  absl::flat_hash_map<std::string, uint32_t> streams_per_client_ ABSL_GUARDED_BY(streams_mu_);
+  // Open StepStreams per client (--max-streams-per-client); each stream's
+  // reactor holds its unit.
+  ClientShares stream_shares_;
   absl::Notification stop_reaper_;
   std::thread reaper_;
 };
-
-// The client a request counts against (IndexCache's per-client compile
-// share, --max-streams-per-client): "uid:N" on maskd's unix socket, else the
-// connection's peer string.
-std::string ClientKey(const grpc::CallbackServerContext& ctx);
 
 // Resident set size of this process in bytes (0 when unknown).
 uint64_t ProcessRssBytes();

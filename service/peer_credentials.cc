@@ -25,6 +25,7 @@ namespace {
 struct Entry {
   dev_t dev = 0;
   ino_t ino = 0;
+  uint64_t id = 0;  // ConnectionInfo::id
   bool has_creds = false;
   PeerCredentials creds;
 };
@@ -40,10 +41,11 @@ class Registry {
     e.has_creds = creds.has_value();
     if (creds) e.creds = *creds;
     absl::MutexLock l(&mu_);
+    e.id = ++last_id_;
     entries_[fd] = e;
     return true;
   }
-  std::optional<PeerCredentials> Lookup(int fd) {
+  std::optional<ConnectionInfo> Lookup(int fd) {
     Entry e;
     {
       absl::ReaderMutexLock l(&mu_);
@@ -51,14 +53,17 @@ class Registry {
       if (it == entries_.end()) return std::nullopt;
       e = it->second;
     }
-    if (!e.has_creds) return std::nullopt;
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_dev != e.dev || st.st_ino != e.ino) return std::nullopt;
-    return e.creds;
+    ConnectionInfo info;
+    info.id = e.id;
+    if (e.has_creds) info.creds = e.creds;
+    return info;
   }
 
  private:
   absl::Mutex mu_;
+  uint64_t last_id_ ABSL_GUARDED_BY(mu_) = 0;
   // One entry per fd number ever handed over (bounded by RLIMIT_NOFILE); a
   // closed connection's entry stays until its number is recorded again.
   absl::flat_hash_map<int, Entry> entries_ ABSL_GUARDED_BY(mu_);
@@ -71,13 +76,19 @@ Registry& TheRegistry() {
 
 }  // namespace
 
-std::optional<PeerCredentials> PeerCredentialsOf(const grpc::ServerContextBase& ctx) {
+std::optional<ConnectionInfo> ConnectionOf(const grpc::ServerContextBase& ctx) {
   const std::string peer = ctx.peer();
   absl::string_view p = peer;
   if (p.substr(0, 3) != "fd:") return std::nullopt;
   int fd;
   if (!absl::SimpleAtoi(p.substr(3), &fd) || fd < 0) return std::nullopt;
   return TheRegistry().Lookup(fd);
+}
+
+std::optional<PeerCredentials> PeerCredentialsOf(const grpc::ServerContextBase& ctx) {
+  std::optional<ConnectionInfo> c = ConnectionOf(ctx);
+  if (!c) return std::nullopt;
+  return c->creds;
 }
 
 namespace internal {

@@ -3,7 +3,9 @@
 # server binary (build/bin/maskd).
 add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/checked_request.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/client_identity.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/client_label.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/client_shares.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/index_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listener.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/log.cc

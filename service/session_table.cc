@@ -106,7 +106,9 @@ absl::StatusOr<uint64_t> Session::Rollback(uint32_t n) {
 }
 
 SessionTable::SessionTable(const SessionTableOptions& options, Metrics* metrics)
-    : options_(options), metrics_(metrics) {
+    : options_(options),
+      metrics_(metrics),
+      shares_("sessions", "--max-sessions-per-client", options.max_sessions_per_client) {
   absl::Duration period = options_.sweep_period;
   if (period <= absl::ZeroDuration()) {
     period = std::min(options_.ttl / 4, absl::Seconds(1));
@@ -152,35 +154,45 @@ absl::StatusOr<std::shared_ptr<Session>> SessionTable::Insert(std::shared_ptr<Se
   return s;
 }
 
-absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<IndexLease> lease) {
+absl::StatusOr<ClientShares::Charge> SessionTable::Reserve(absl::string_view client) {
+  // The client's share first: a client past it is told so, not that the
+  // server is full.
+  absl::StatusOr<ClientShares::Charge> charge = shares_.Take(client);
+  if (!charge.ok()) return charge.status();
   if (count_.fetch_add(1) >= options_.max_sessions) {
     count_.fetch_sub(1);
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
   }
+  return charge;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<IndexLease> lease,
+                                                              absl::string_view client) {
+  absl::StatusOr<ClientShares::Charge> charge = Reserve(client);
+  if (!charge.ok()) return charge.status();
   auto s = Session::Create(std::move(lease), options_.rollback_window,
                            options_.grammar_chart_budget);
   if (!s.ok()) {
     count_.fetch_sub(1);
     return s.status();
   }
+  (*s)->charge_ = *std::move(charge);
   return Insert(*std::move(s));
 }
 
-absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id) {
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id, absl::string_view client) {
   std::shared_ptr<Session> from = Find(id);
   if (!from) return NotFound(id);
-  if (count_.fetch_add(1) >= options_.max_sessions) {
-    count_.fetch_sub(1);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("at most ", options_.max_sessions, " live sessions (--max-sessions)"));
-  }
+  absl::StatusOr<ClientShares::Charge> charge = Reserve(client);
+  if (!charge.ok()) return charge.status();
   from->Touch();
   auto clone = from->Clone();
   if (!clone.ok()) {
     count_.fetch_sub(1);
     return clone.status();
   }
+  (*clone)->charge_ = *std::move(charge);
   return Insert(*std::move(clone));
 }
 

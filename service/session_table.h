@@ -10,7 +10,11 @@
 //    however long it runs, and a rollback past the window is OUT_OF_RANGE. A
 //    session on the grammar route can roll back to its start; its memory is
 //    bounded by the grammar's max_chart_items (constraint/constraint_guide.h).
-//  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that).
+//  - At most `max_sessions` live sessions (RESOURCE_EXHAUSTED past that),
+//    and at most `max_sessions_per_client` of them charged to one client
+//    (the key given to Create or Fork; ClientShares). A session's charge is
+//    given back when the session is gone (closed, expired, or the table
+//    destroyed), whatever became of the client's connection.
 //  - Grammar sessions' parser charts together stay within
 //    `grammar_chart_budget` (a step or fork past it is RESOURCE_EXHAUSTED).
 //  - A session unused for `ttl` is removed by the sweeper thread and counted
@@ -34,11 +38,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "constraint/constraint_guide.h"
+#include "service/client_shares.h"
 #include "service/index_cache.h"
 
 namespace maskd {
@@ -47,6 +53,7 @@ class Metrics;
 
 struct SessionTableOptions {
   size_t max_sessions = 100000;           // --max-sessions
+  size_t max_sessions_per_client = 0;     // --max-sessions-per-client; 0: no cap
   // Tokens a session can roll back (--rollback-window); memory per session's
   // history is at most 4 bytes times this.
   size_t rollback_window = 4096;
@@ -113,6 +120,7 @@ class Session {
   void Touch();
 
   uint64_t id_ = 0;  // set once, by SessionTable::Insert, before it is shared
+  ClientShares::Charge charge_;  // the creator's unit of its session share
   const std::shared_ptr<IndexLease> lease_;
   const uint32_t num_words_;
   const uint32_t vocab_size_;
@@ -129,16 +137,26 @@ class SessionTable {
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
 
-  absl::StatusOr<std::shared_ptr<Session>> Create(std::shared_ptr<IndexLease> lease);
+  // A new session charged to `client`'s share (its ClientKey; "" for an
+  // in-process caller). RESOURCE_EXHAUSTED naming --max-sessions-per-client
+  // when the client holds its whole share, --max-sessions when the table is
+  // full.
+  absl::StatusOr<std::shared_ptr<Session>> Create(std::shared_ptr<IndexLease> lease,
+                                                  absl::string_view client = "");
   // NOT_FOUND when unknown.
   absl::Status Close(uint64_t id);
-  absl::StatusOr<std::shared_ptr<Session>> Fork(uint64_t id);
+  // A copy of session `id`, charged to `client` (the caller, which need not
+  // be the session's creator), with Create's refusals.
+  absl::StatusOr<std::shared_ptr<Session>> Fork(uint64_t id, absl::string_view client = "");
   // Null when unknown. Does not refresh the TTL (Session::Step does).
   std::shared_ptr<Session> Find(uint64_t id) const;
 
   // Removes sessions idle since before `now - ttl`; returns how many.
   size_t ExpireIdle(absl::Time now);
   size_t size() const { return count_.load(std::memory_order_relaxed); }
+  // Sessions charged to `client` (gone ones may still count while a call
+  // that found them holds them).
+  uint64_t held_by(absl::string_view client) const { return shares_.held(client); }
 
   static absl::Status NotFound(uint64_t id);
 
@@ -152,10 +170,14 @@ class SessionTable {
   // 64 random bits, never 0 (getrandom(2), buffered per thread).
   static uint64_t NewId();
   absl::StatusOr<std::shared_ptr<Session>> Insert(std::shared_ptr<Session> s);
+  // A place for one more session charged to `client`: its share's unit, and
+  // one of max_sessions (given back by the caller when it fails later).
+  absl::StatusOr<ClientShares::Charge> Reserve(absl::string_view client);
   void Sweep();
 
   const SessionTableOptions options_;
   Metrics* const metrics_;
+  ClientShares shares_;
   std::atomic<size_t> count_{0};
   mutable Shard shards_[kShards];
   absl::Notification stop_;

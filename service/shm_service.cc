@@ -88,7 +88,11 @@ struct SharedMemoryService::Target {
 
 SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, StepBatch* step,
                                          Metrics* metrics)
-    : options_(options), step_(step), metrics_(metrics) {
+    : options_(options),
+      step_(step),
+      metrics_(metrics),
+      region_shares_("shared-memory regions", "--max-shm-regions-per-client",
+                     options.max_regions_per_client) {
   shm::RegionRegistry::Options ro;
   ro.allow_registration = options.allow_registration;
   ro.key_prefix = options.key_prefix;
@@ -144,6 +148,18 @@ absl::Status SharedMemoryService::CheckAllowed() const {
       "shared-memory registration is disabled on this server (start maskd with --allow_shm)");
 }
 
+absl::Status SharedMemoryService::RegisterCharged(
+    const grpc::ServerContextBase& ctx, absl::string_view name,
+    const std::function<absl::Status()>& registration) {
+  absl::MutexLock lock(&regions_mu_);
+  absl::StatusOr<ClientShares::Charge> charge =
+      region_shares_.Take(ClientKey(ctx, options_.client_identity));
+  if (!charge.ok()) return charge.status();
+  absl::Status s = registration();
+  if (s.ok()) region_charges_[name] = *std::move(charge);
+  return s;  // failed: the unit goes back with `charge`
+}
+
 absl::StatusOr<uid_t> SharedMemoryService::CallerUid(const grpc::ServerContextBase& ctx) const {
   if (std::optional<PeerCredentials> c = PeerCredentialsOf(ctx)) return c->uid;
   if (options_.allow_tcp) return geteuid();
@@ -158,7 +174,10 @@ SharedMemoryService::Reactor* SharedMemoryService::RegisterSystemRegion(
   absl::Status s = CheckAllowed();
   absl::StatusOr<uid_t> uid = s.ok() ? CallerUid(*ctx) : s;
   if (!uid.ok()) return Done(ctx, "RegisterSystemRegion", uid.status());
-  s = registry_->RegisterSystem(req->name(), req->key(), req->offset(), req->byte_size(), *uid);
+  s = RegisterCharged(*ctx, req->name(), [&] {
+    return registry_->RegisterSystem(req->name(), req->key(), req->offset(), req->byte_size(),
+                                     *uid);
+  });
   return Done(ctx, "RegisterSystemRegion", s);
 }
 
@@ -172,8 +191,10 @@ SharedMemoryService::Reactor* SharedMemoryService::RegisterCudaRegion(
   }
   absl::StatusOr<uid_t> uid = s.ok() ? CallerUid(*ctx) : s;
   if (!uid.ok()) return Done(ctx, "RegisterCudaRegion", uid.status());
-  s = registry_->RegisterCuda(req->name(), req->raw_handle(), req->device_id(), req->offset(),
-                              req->byte_size(), *uid);
+  s = RegisterCharged(*ctx, req->name(), [&] {
+    return registry_->RegisterCuda(req->name(), req->raw_handle(), req->device_id(),
+                                   req->offset(), req->byte_size(), *uid);
+  });
   return Done(ctx, "RegisterCudaRegion", s);
 }
 
@@ -205,7 +226,17 @@ SharedMemoryService::Reactor* SharedMemoryService::UnregisterRegion(
     Ctx* ctx, const v1::UnregisterRegionRequest* req, v1::UnregisterRegionResponse*) {
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "UnregisterRegion", uid.status());
-  return Done(ctx, "UnregisterRegion", registry_->Unregister(req->name(), *uid));
+  absl::MutexLock lock(&regions_mu_);
+  absl::Status s = registry_->Unregister(req->name(), *uid);
+  // The units of every region gone (one name, or all of the uid's) go back.
+  for (auto it = region_charges_.begin(); it != region_charges_.end();) {
+    if (registry_->Acquire(it->first).ok()) {
+      ++it;
+    } else {
+      region_charges_.erase(it++);
+    }
+  }
+  return Done(ctx, "UnregisterRegion", s);
 }
 
 SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,

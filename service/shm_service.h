@@ -10,6 +10,10 @@
 // as maskd's own uid. A system region's object must be owned by that uid; a
 // region is used, listed and unregistered only by the uid that registered it
 // (PERMISSION_DENIED otherwise; ListRegions shows only the caller's).
+// A region also takes a unit of its registering client's share
+// (`max_regions_per_client`; the client is its ClientKey, which by default is
+// the connection, not the uid), given back when the region is unregistered,
+// by whichever connection of the owning uid.
 //
 // StepInRegion is a StepBatch (service/step_batch.h) with a region target:
 // (1) the batch's limits, then, as its placement, the target's request-level
@@ -38,18 +42,23 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/support/message_allocator.h"
 #include "kernels/apply_mask.h"
 #include "kernels/shm_cuda.h"
 #include "maskd/v1/shm.grpc.pb.h"
 #include "index/interrupt.h"
 #include "service/checked_request.h"
+#include "service/client_identity.h"
+#include "service/client_shares.h"
 #include "service/metrics.h"
 #include "service/step_batch.h"
 #include "shm/region_registry.h"
@@ -63,6 +72,8 @@ struct ShmServiceOptions {
   bool allow_tcp = false;
   std::string key_prefix = "/maskd-";        // --shm_prefix
   size_t max_regions = 1024;                 // regions registered at once
+  size_t max_regions_per_client = 0;         // --max-shm-regions-per-client; 0: no cap
+  ClientIdentity client_identity = ClientIdentity::kConnection;  // --client-identity
   int apply_threads = 0;                     // CpuApplier threads; 0 = its default
 };
 
@@ -112,6 +123,11 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
                      grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   absl::Status CheckAllowed() const;
+  // Runs `registration` (a RegisterSystem or RegisterCuda of region `name`)
+  // charged to the caller's share; the unit stays with `name` until it is
+  // unregistered.
+  absl::Status RegisterCharged(const grpc::ServerContextBase& ctx, absl::string_view name,
+                               const std::function<absl::Status()>& registration);
   // What StepInRegion's placement decided (defined in shm_service.cc).
   struct Target;
   // StepInRegion's placement (StepBatch::PlaceRows): the target's checks;
@@ -128,6 +144,12 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   StepBatch* const step_;
   Metrics* const metrics_;
   std::unique_ptr<shm::RegionRegistry> registry_;
+  ClientShares region_shares_;
+  // Serialises registration and unregistration (rare calls) so that the
+  // charges follow the registry: one per registered region, by name.
+  absl::Mutex regions_mu_;
+  absl::flat_hash_map<std::string, ClientShares::Charge> region_charges_
+      ABSL_GUARDED_BY(regions_mu_);
   std::unique_ptr<CpuApplier> applier_;
   std::unique_ptr<ShmCuda> cuda_;
   std::unique_ptr<grpc::MessageAllocator<Checked<v1::StepInRegionRequest>, v1::StepInRegionResponse>>

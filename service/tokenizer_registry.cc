@@ -80,7 +80,7 @@ std::shared_ptr<const TokenizerContext> TokenizerRegistry::MakeContext(
   return TokenizerContext::Create(std::move(vocab), options);
 }
 
-absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
+absl::Status TokenizerRegistry::Add(TokenizerEntry entry, const absl::string_view* client) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(entry.name);
   if (it != entries_.end()) {
@@ -88,10 +88,19 @@ absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
     return absl::AlreadyExistsError(
         absl::StrCat("tokenizer ", QuoteInput(entry.name), " is already registered with other content"));
   }
+  // The client's share first: a client past it is told so, not that the
+  // registry is full.
+  ClientShares::Charge charge;
+  if (client != nullptr) {
+    absl::StatusOr<ClientShares::Charge> taken = shares_.Take(*client);
+    if (!taken.ok()) return taken.status();
+    charge = *std::move(taken);
+  }
   if (entries_.size() >= max_tokenizers_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
   }
+  if (charge.held()) charges_.push_back(std::move(charge));
   std::string name = entry.name;
   entries_.emplace(std::move(name), std::move(entry));
   return absl::OkStatus();
@@ -100,16 +109,21 @@ absl::Status TokenizerRegistry::Add(TokenizerEntry entry) {
 absl::StatusOr<TokenizerEntry> TokenizerRegistry::Register(absl::string_view name,
                                                            absl::string_view tokenizer_json,
                                                            absl::string_view config_json,
-                                                           const VocabularyOptions& options) {
+                                                           const VocabularyOptions& options,
+                                                           absl::string_view client) {
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid tokenizer name ", QuoteInput(name), ": want [A-Za-z0-9._-]{1,64}"));
   }
   {
     absl::MutexLock lock(&mu_);
-    if (!entries_.count(name) && entries_.size() >= max_tokenizers_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
+    if (!entries_.count(name)) {
+      // Refused before the (costly) parse; Add checks again.
+      if (absl::Status s = shares_.Check(client); !s.ok()) return s;
+      if (entries_.size() >= max_tokenizers_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("at most ", max_tokenizers_, " tokenizers (--max-tokenizers)"));
+      }
     }
   }
   std::string source = absl::StrCat("registered tokenizer '", name, "'");
@@ -121,7 +135,7 @@ absl::StatusOr<TokenizerEntry> TokenizerRegistry::Register(absl::string_view nam
     return absl::InvalidArgumentError(vocab.status().message());
   }
   TokenizerEntry entry{std::string(name), "registered", MakeContext(*std::move(vocab))};
-  if (absl::Status s = Add(entry); !s.ok()) return s;
+  if (absl::Status s = Add(entry, &client); !s.ok()) return s;
   return Get(name);
 }
 

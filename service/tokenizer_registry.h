@@ -6,8 +6,10 @@
 // extended at run time from tokenizer.json bytes. A name never changes its
 // vocabulary once registered. Each name holds one TokenizerContext (the
 // vocabulary, its token trie and loop-mask memo), shared by every index
-// compiled for it. Thread-safe; lookups take a reader lock (not on the Step
-// path: sessions hold their tokenizer through their index).
+// compiled for it. A registered tokenizer stays until the server stops, and
+// so does its unit of the registering client's share
+// (--max-tokenizers-per-client). Thread-safe; lookups take a reader lock (not
+// on the Step path: sessions hold their tokenizer through their index).
 #ifndef MASKD_SERVICE_TOKENIZER_REGISTRY_H_
 #define MASKD_SERVICE_TOKENIZER_REGISTRY_H_
 
@@ -22,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "index/tokenizer_context.h"
+#include "service/client_shares.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {
@@ -35,12 +38,16 @@ struct TokenizerEntry {
 
 class TokenizerRegistry {
  public:
-  // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that). Each
+  // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that), of which
+  // at most `max_per_client` registered by one client (0: no cap). Each
   // tokenizer's shared loop masks (index/loop_masks.h) keep at most
   // `loop_mask_bytes`.
   explicit TokenizerRegistry(size_t max_tokenizers = 64,
-                             size_t loop_mask_bytes = LoopMasks::kDefaultMaxBytes)
-      : max_tokenizers_(max_tokenizers), loop_mask_bytes_(loop_mask_bytes) {}
+                             size_t loop_mask_bytes = LoopMasks::kDefaultMaxBytes,
+                             size_t max_per_client = 0)
+      : max_tokenizers_(max_tokenizers),
+        loop_mask_bytes_(loop_mask_bytes),
+        shares_("registered tokenizers", "--max-tokenizers-per-client", max_per_client) {}
 
   // Loads every subfolder of `dir` (following symlinks). `vocab_sizes`
   // overrides a folder's `vocab_size` file, by name. Returns the names loaded;
@@ -50,11 +57,16 @@ class TokenizerRegistry {
       const std::string& dir, const std::map<std::string, uint32_t>& vocab_sizes,
       std::vector<std::string>* errors);
 
-  // Adds `name` from documents. ALREADY_EXISTS when `name` is taken by a
-  // different vocabulary (same content: returns the existing entry).
+  // Adds `name` from documents, charged to `client` (its ClientKey; ""
+  // for an in-process caller). ALREADY_EXISTS when `name` is taken by a
+  // different vocabulary (same content: returns the existing entry, charging
+  // nothing). RESOURCE_EXHAUSTED naming --max-tokenizers-per-client when the
+  // client has registered its whole share (checked before parsing, too),
+  // --max-tokenizers when the registry is full.
   absl::StatusOr<TokenizerEntry> Register(absl::string_view name, absl::string_view tokenizer_json,
                                           absl::string_view config_json,
-                                          const VocabularyOptions& options);
+                                          const VocabularyOptions& options,
+                                          absl::string_view client = "");
 
   // NOT_FOUND when unknown.
   absl::StatusOr<TokenizerEntry> Get(absl::string_view name) const;
@@ -66,7 +78,8 @@ class TokenizerRegistry {
   static bool ValidName(absl::string_view name);
 
  private:
-  absl::Status Add(TokenizerEntry entry);
+  // `client` null: not charged to anyone (loaded from the folder).
+  absl::Status Add(TokenizerEntry entry, const absl::string_view* client = nullptr);
   // `vocab`'s context, its memo bounded by loop_mask_bytes_.
   std::shared_ptr<const TokenizerContext> MakeContext(
       std::shared_ptr<const Vocabulary> vocab) const;
@@ -75,6 +88,9 @@ class TokenizerRegistry {
   const size_t loop_mask_bytes_;
   mutable absl::Mutex mu_;
   std::map<std::string, TokenizerEntry, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
+  ClientShares shares_;
+  // One per registered tokenizer, held for the life of the registry.
+  std::vector<ClientShares::Charge> charges_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace maskd

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "gtest/gtest.h"
@@ -105,13 +106,44 @@ TEST(HostileStreamsTest, OpenStreamsAreCapped) {
 }
 
 TEST(HostileStreamsTest, OpenStreamsArePerClient) {
-  // One client (a uid on the unix socket, whatever its connections) holds at
-  // most --max-streams-per-client streams, so it cannot take the whole
-  // --max-streams pool from the others.
+  // One client holds at most --max-streams-per-client streams, so it cannot
+  // take the whole --max-streams pool from the others. By default a client
+  // is a connection (two Clients of different names: two connections), so
+  // another connection of the same uid still opens streams.
   MaskdProcess server({"--max-streams=100", "--max-streams-per-client=2"});
   ASSERT_TRUE(server.ok()) << server.Log();
-  auto c = server.Connect();
-  auto other_connection = server.Connect();
+  auto c = server.Connect("streams-a");
+  auto other_connection = server.Connect("streams-b");
+  const uint64_t id = NewSession(*c, "[0-9]+");
+  v1::StepResponse resp;
+  auto s1 = c->OpenStepStream();
+  auto s2 = c->OpenStepStream();
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  ASSERT_TRUE((*s1)->Step(OneEntry(id), &resp).ok());
+  ASSERT_TRUE((*s2)->Step(OneEntry(id), &resp).ok());
+  auto s3 = c->OpenStepStream();
+  ASSERT_TRUE(s3.ok());
+  absl::Status refused = (*s3)->Step(OneEntry(id), &resp);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("open StepStreams, its whole share"));
+  EXPECT_THAT(refused.message(), HasSubstr("--max-streams-per-client=2"));
+  EXPECT_THAT(refused.message(), HasSubstr("client conn:"));
+  auto theirs = other_connection->OpenStepStream();
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_TRUE((*theirs)->Step(OneEntry(id), &resp).ok());
+  EXPECT_TRUE((*theirs)->Close().ok());
+  // A closed stream gives the client its slot back.
+  EXPECT_TRUE((*s2)->Close().ok());
+  EXPECT_TRUE(StepOnANewStreamSoon(*c, id).ok());
+}
+
+TEST(HostileStreamsTest, OpenStreamsArePerUidWithClientIdentityUid) {
+  // --client-identity=uid: every connection of one user is one client.
+  MaskdProcess server(
+      {"--max-streams=100", "--max-streams-per-client=2", "--client-identity=uid"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto c = server.Connect("streams-a");
+  auto other_connection = server.Connect("streams-b");
   const uint64_t id = NewSession(*c, "[0-9]+");
   v1::StepResponse resp;
   auto s1 = c->OpenStepStream();
@@ -125,10 +157,8 @@ TEST(HostileStreamsTest, OpenStreamsArePerClient) {
     absl::Status refused = (*s3)->Step(OneEntry(id), &resp);
     EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
     EXPECT_THAT(refused.message(), HasSubstr("--max-streams-per-client"));
+    EXPECT_THAT(refused.message(), HasSubstr(absl::StrCat("client uid:", getuid())));
   }
-  // A closed stream gives the client its slot back.
-  EXPECT_TRUE((*s2)->Close().ok());
-  EXPECT_TRUE(StepOnANewStreamSoon(*c, id).ok());
 }
 
 TEST(HostileStreamsTest, IdleStreamsAreFinished) {
@@ -363,6 +393,139 @@ TEST(HostileStatusTest, MessagesQuotingInputAreBounded) {
   auto t = c->RegisterTokenizer(reg);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(t.status().message().size(), 400u);
+}
+
+// Issue #24 finding 3: per-client shares, through the real binary. Each
+// Connection is a connection of its own (a local subchannel pool: gRPC would
+// otherwise share one connection between channels of equal arguments).
+class Connection {
+ public:
+  explicit Connection(const MaskdProcess& server, std::string client_id = "")
+      : client_id_(std::move(client_id)) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stub_ = v1::Maskd::NewStub(
+        grpc::CreateCustomChannel(server.addr(), grpc::InsecureChannelCredentials(), args));
+  }
+  // A session on "[0-9]+" (id in *id); the call's status.
+  grpc::Status CreateSession(uint64_t* id = nullptr) {
+    v1::CreateSessionRequest req;
+    req.mutable_compile()->set_tokenizer("qwen3");
+    req.mutable_compile()->set_regex("[0-9]+");
+    v1::CreateSessionResponse resp;
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    grpc::Status s = stub_->CreateSession(&ctx, req, &resp);
+    if (id != nullptr) *id = resp.session_id();
+    return s;
+  }
+  grpc::Status CloseSession(uint64_t id) {
+    v1::CloseSessionRequest req;
+    req.set_session_id(id);
+    v1::CloseSessionResponse resp;
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    return stub_->CloseSession(&ctx, req, &resp);
+  }
+  grpc::Status ForkSession(uint64_t id) {
+    v1::ForkSessionRequest req;
+    req.set_session_id(id);
+    v1::ForkSessionResponse resp;
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    return stub_->ForkSession(&ctx, req, &resp);
+  }
+  // Registers a tiny tokenizer named `name` (the same content each time).
+  grpc::Status RegisterTokenizer(const std::string& name) {
+    v1::RegisterTokenizerRequest req;
+    req.set_name(name);
+    req.set_tokenizer_json(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+      "merges": ["a b"]}, "added_tokens": [{"id": 3, "content": "<eos>", "special": true}],
+      "decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"}})");
+    req.set_tokenizer_config_json(R"({"eos_token": "<eos>"})");
+    v1::RegisterTokenizerResponse resp;
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    return stub_->RegisterTokenizer(&ctx, req, &resp);
+  }
+
+ private:
+  void Prepare(grpc::ClientContext* ctx) const {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (!client_id_.empty()) ctx->AddMetadata("maskd-client-id", client_id_);
+  }
+  std::string client_id_;
+  std::unique_ptr<v1::Maskd::Stub> stub_;
+};
+
+TEST(HostileSharesTest, OneConnectionCannotTakeEverySession) {
+  // Before: one connection could create all of --max-sessions, and every
+  // other client got RESOURCE_EXHAUSTED until the sessions expired.
+  MaskdProcess server({"--max-sessions=8", "--max-sessions-per-client=3"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  Connection greedy(server), polite(server);
+  std::vector<uint64_t> ids(3);
+  for (uint64_t& id : ids) ASSERT_TRUE(greedy.CreateSession(&id).ok());
+  grpc::Status refused = greedy.CreateSession();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("holds 3 sessions, its whole share"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-sessions-per-client=3"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("client conn:"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--client-identity"));
+  EXPECT_EQ(greedy.ForkSession(ids[0]).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Another connection is served (a fork of the greedy one's session too:
+  // the fork is charged to whoever asks).
+  uint64_t mine = 0;
+  grpc::Status ok = polite.CreateSession(&mine);
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_TRUE(polite.ForkSession(ids[0]).ok());
+  // Closing a session gives its creator the unit back.
+  ASSERT_TRUE(greedy.CloseSession(ids[0]).ok());
+  EXPECT_TRUE(greedy.CreateSession().ok());
+  EXPECT_TRUE(polite.CloseSession(mine).ok());
+}
+
+TEST(HostileSharesTest, OneConnectionCannotTakeEveryTokenizerSlot) {
+  // Before: one connection registered tokenizers until --max-tokenizers, and
+  // no one else could register.
+  MaskdProcess server({"--max-tokenizers-per-client=2"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  Connection greedy(server), polite(server);
+  ASSERT_TRUE(greedy.RegisterTokenizer("greedy1").ok());
+  ASSERT_TRUE(greedy.RegisterTokenizer("greedy2").ok());
+  grpc::Status refused = greedy.RegisterTokenizer("greedy3");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("holds 2 registered tokenizers, its whole share"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-tokenizers-per-client=2"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("client conn:"));
+  // Re-registering the same content is still fine; another connection
+  // registers its own.
+  EXPECT_TRUE(greedy.RegisterTokenizer("greedy1").ok());
+  grpc::Status ok = polite.RegisterTokenizer("polite1");
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+}
+
+TEST(HostileSharesTest, ClientIdHeaderNamesTheClient) {
+  // --client-identity=header: two connections sending the same
+  // maskd-client-id are one client; another id, or none (the connection),
+  // is another.
+  MaskdProcess server({"--max-sessions-per-client=1", "--client-identity=header"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  Connection first(server, "engine-7"), second(server, "engine-7");
+  ASSERT_TRUE(first.CreateSession().ok());
+  grpc::Status refused = second.CreateSession();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("client id:engine-7 holds 1 sessions"));
+  EXPECT_TRUE(Connection(server, "engine-8").CreateSession().ok());
+  EXPECT_TRUE(Connection(server).CreateSession().ok());
+  // An id that is not of the accepted form counts as the connection.
+  EXPECT_TRUE(Connection(server, "bad id").CreateSession().ok());
+}
+
+TEST(HostileSharesTest, UnknownClientIdentityIsRefusedAtStart) {
+  MaskdProcess server({"--client-identity=ip"}, /*wait_ready=*/false);
+  EXPECT_EQ(server.Wait(30), 2);
+  EXPECT_THAT(server.Log(), HasSubstr("--client_identity: want connection, uid, header or tls"));
 }
 
 }  // namespace

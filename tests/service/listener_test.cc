@@ -1,9 +1,10 @@
 // Listener (service/listener.h) and PeerCredentialsOf (service/peer_credentials.h)
 // with a real grpc::Server and a tiny service whose Detokenize answers with
 // what the server sees of the caller: "peer=<ctx.peer()> uid=<uid> pid=<pid>"
-// or "peer=<...> none". A client under another uid is this binary run again
-// (fork, setuid(65534), exec) with MASKD_LISTENER_CHILD=<address>, so that the
-// child starts gRPC afresh; it prints the reply on stdout.
+// or "peer=<...> none", then " conn=<ConnectionOf id>" when there is one. A
+// client under another uid is this binary run again (fork, setuid(65534),
+// exec) with MASKD_LISTENER_CHILD=<address>, so that the child starts gRPC
+// afresh; it prints the reply on stdout.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
@@ -42,6 +44,7 @@ class WhoAmI final : public v1::Maskd::CallbackService {
     } else {
       absl::StrAppend(&text, " none");
     }
+    if (auto conn = ConnectionOf(*ctx)) absl::StrAppend(&text, " conn=", conn->id);
     resp->set_text(text);
     auto* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
@@ -161,6 +164,23 @@ TEST_F(ListenerTest, TwoUidsEachSeeTheirOwnAndFdReuseDoesNotLeak) {
     EXPECT_NE(mine.find(absl::StrCat(" uid=0 pid=", getpid())), std::string::npos)
         << "round " << round << ": " << mine;
   }
+}
+
+// The connection number (the default per-client share key, issue #24) is
+// new for every connection, also when gRPC's peer string "fd:N" repeats
+// because a closed connection's fd number came back.
+TEST_F(ListenerTest, ConnectionNumbersAreNeverReused) {
+  const std::string addr = "unix://" + dir_ + "/s.sock";
+  ASSERT_NE(Start(addr), nullptr);
+  absl::flat_hash_set<std::string> conns;
+  for (int i = 0; i < 4; ++i) {  // each Ask: a connection, closed after
+    std::string answer = Ask(addr);
+    const size_t at = answer.find(" conn=");
+    ASSERT_NE(at, std::string::npos) << answer;
+    EXPECT_TRUE(conns.insert(answer.substr(at)).second) << "repeated: " << answer;
+  }
+  const std::string tcp = Ask(absl::StrCat("127.0.0.1:", Start("127.0.0.1:0")->port()));
+  EXPECT_NE(tcp.find(" conn="), std::string::npos) << tcp;  // plaintext TCP has one too
 }
 
 TEST_F(ListenerTest, TcpCarriesNoCredentials) {

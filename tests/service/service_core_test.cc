@@ -85,6 +85,32 @@ TEST(TokenizerRegistryTest, LoadDirAndRegister) {
   EXPECT_EQ(reg.List().size(), 2u);
 }
 
+// Issue #24 finding 3: one client registers at most max_per_client
+// tokenizers; the refusal names the share, the flag and the client, comes
+// before the document is parsed, and leaves other clients' registrations
+// and same-content re-registrations served.
+TEST(TokenizerRegistryTest, RegistrationsPerClientShare) {
+  TokenizerRegistry reg(/*max_tokenizers=*/10, LoopMasks::kDefaultMaxBytes,
+                        /*max_per_client=*/1);
+  const std::string json = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []},
+      "added_tokens": [], "decoder": {"type": "ByteLevel"}})";
+  ASSERT_TRUE(reg.Register("mine", json, "", {}, "conn:1").ok());
+  auto refused = reg.Register("more", json, "", {}, "conn:1");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("client conn:1 holds 1 registered tokenizers, its whole share "
+                        "(--max-tokenizers-per-client=1"));
+  // Refused before parsing: a broken document gets the same answer.
+  EXPECT_EQ(reg.Register("broken", "{", "", {}, "conn:1").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // The same name and content again charges nothing.
+  EXPECT_TRUE(reg.Register("mine", json, "", {}, "conn:1").ok());
+  // Another client registers its own.
+  auto other = reg.Register("theirs", json, "", {}, "conn:2");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(reg.List().size(), 2u);
+}
+
 TEST(IndexCacheTest, CompileHitAndIds) {
   Metrics metrics("test");
   IndexCache cache({}, &metrics);
@@ -527,6 +553,63 @@ TEST_F(SessionTableTest, ExpireIdle) {
   EXPECT_EQ(table.size(), 0u);
   EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_sessions_expired_total 2"));
   EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_sessions_active 0"));
+}
+
+// Issue #24 finding 3: a client (its key) holds at most
+// max_sessions_per_client sessions; past it RESOURCE_EXHAUSTED names the
+// share, the flag and the client, and other clients are served. Close,
+// expiry and a failed create give the unit back; a fork is charged to the
+// caller.
+TEST_F(SessionTableTest, SessionsPerClientShare) {
+  SessionTableOptions o;
+  o.max_sessions = 100;
+  o.max_sessions_per_client = 2;
+  o.ttl = absl::Seconds(30);
+  SessionTable table(o, nullptr);
+  auto a1 = table.Create(Lease(), "conn:1");
+  auto a2 = table.Create(Lease(), "conn:1");
+  ASSERT_TRUE(a1.ok() && a2.ok());
+  auto refused = table.Create(Lease(), "conn:1");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-sessions-per-client=2"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("client conn:1 holds 2 sessions"));
+  auto fork = table.Fork((*a1)->id(), "conn:1");
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kResourceExhausted);
+  // Another client is served, forks of conn:1's session included.
+  auto b1 = table.Create(Lease(), "conn:2");
+  auto b2 = table.Fork((*a1)->id(), "conn:2");
+  ASSERT_TRUE(b1.ok() && b2.ok());
+  EXPECT_EQ(table.held_by("conn:2"), 2u);
+  EXPECT_EQ(table.size(), 4u);
+  // Closing gives the unit back.
+  const uint64_t closed = (*a1)->id();
+  a1->reset();
+  ASSERT_TRUE(table.Close(closed).ok());
+  EXPECT_EQ(table.held_by("conn:1"), 1u);
+  auto a3 = table.Create(Lease(), "conn:1");
+  ASSERT_TRUE(a3.ok()) << a3.status();
+  // So does expiry.
+  a2->reset();
+  a3->reset();
+  b1->reset();
+  b2->reset();
+  EXPECT_EQ(table.ExpireIdle(absl::Now() + absl::Seconds(31)), 4u);
+  EXPECT_EQ(table.held_by("conn:1"), 0u);
+  EXPECT_EQ(table.held_by("conn:2"), 0u);
+  EXPECT_TRUE(table.Create(Lease(), "conn:1").ok());
+  EXPECT_TRUE(table.Create(Lease(), "conn:1").ok());
+}
+
+TEST_F(SessionTableTest, GlobalCapStillAppliesAndGivesTheShareBack) {
+  SessionTableOptions o;
+  o.max_sessions = 1;
+  o.max_sessions_per_client = 5;
+  SessionTable table(o, nullptr);
+  ASSERT_TRUE(table.Create(Lease(), "a").ok());
+  auto full = table.Create(Lease(), "b");
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.status().message(), HasSubstr("--max-sessions)"));
+  EXPECT_EQ(table.held_by("b"), 0u);  // a refused create holds nothing
 }
 
 TEST_F(SessionTableTest, SweeperExpiresUnusedSessions) {

@@ -239,6 +239,42 @@ TEST(ShmPrefix, KeysOutsideTheServersPrefixAreRefused) {
   EXPECT_THAT(bad.Log(), HasSubstr("--shm_prefix"));
 }
 
+// Issue #24 finding 3: one client (by default its connection) has at most
+// --max-shm-regions-per-client regions registered; another connection of the
+// same uid still registers; unregistering (from any connection of the uid)
+// gives the units back.
+TEST(ShmShares, RegionsPerClient) {
+  MaskdProcess server({"--allow_shm", "--max-shm-regions-per-client=2"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto connection = [&] {  // a connection of its own (no shared subchannel)
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return grpc::CreateCustomChannel(server.addr(), grpc::InsecureChannelCredentials(), args);
+  };
+  ShmClient mine(connection(), absl::Seconds(30)), theirs(connection(), absl::Seconds(30));
+  auto seg = NewSegment("shares", 4096);
+  ASSERT_TRUE(mine.RegisterSystemRegion("m1", seg.key(), 0, 4096).ok());
+  ASSERT_TRUE(mine.RegisterSystemRegion("m2", seg.key(), 0, 4096).ok());
+  absl::Status refused = mine.RegisterSystemRegion("m3", seg.key(), 0, 4096);
+  EXPECT_EQ(refused.code(), Code::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("holds 2 shared-memory regions, its whole share "
+                        "(--max-shm-regions-per-client=2"));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("client conn:"));
+  // A failed registration takes no unit: another connection has its own.
+  EXPECT_EQ(theirs.RegisterSystemRegion("t1", Key("gone"), 0, 8).code(), Code::kNotFound);
+  ASSERT_TRUE(theirs.RegisterSystemRegion("t1", seg.key(), 0, 4096).ok());
+  ASSERT_TRUE(theirs.RegisterSystemRegion("t2", seg.key(), 0, 4096).ok());
+  // Unregistering gives the unit back.
+  ASSERT_TRUE(mine.UnregisterRegion("m1").ok());
+  EXPECT_TRUE(mine.RegisterSystemRegion("m3", seg.key(), 0, 4096).ok());
+  // So does unregistering all of the uid's regions, from the other connection.
+  ASSERT_TRUE(theirs.UnregisterRegion("").ok());
+  EXPECT_TRUE(mine.RegisterSystemRegion("m4", seg.key(), 0, 4096).ok());
+  EXPECT_TRUE(mine.RegisterSystemRegion("m5", seg.key(), 0, 4096).ok());
+  EXPECT_TRUE(theirs.RegisterSystemRegion("t3", seg.key(), 0, 4096).ok());
+}
+
 // Masks target: the region holds exactly the bytes of Step's reply.
 TEST_F(ShmTest, MasksEqualStepReplyByteForByte) {
   const int n = 3;

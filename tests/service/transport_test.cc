@@ -454,6 +454,42 @@ TEST_F(TlsTest, ClientCaRequiresAVerifiedClientCertificate) {
   EXPECT_EQ(TlsHealth(tcp, "client"), "SERVING");
 }
 
+// --client-identity=tls (issue #24 finding 3): the per-client shares key
+// on the verified certificate, so two connections presenting one client
+// certificate are one client; without it each connection is its own.
+TEST_F(TlsTest, ClientIdentityTlsKeysOnTheCertificate) {
+  auto connect = [&](const std::string& tcp, int backoff_ms) {
+    ClientOptions o;  // a distinct backoff: a connection of its own
+    o.timeout = absl::Seconds(10);
+    o.tls_ca_pem = Read(File("ca.pem"));
+    o.tls_cert_pem = Read(File("client.pem"));
+    o.tls_key_pem = Read(File("client.key"));
+    o.reconnect_backoff_initial = absl::Milliseconds(backoff_ms);
+    return *Client::Connect(tcp, o);
+  };
+  v1::CompileRequest req;
+  req.set_tokenizer("qwen3");
+  req.set_regex("[0-9]+");
+  for (const char* identity : {"tls", "connection"}) {
+    MaskdProcess p({"--listen=127.0.0.1:0", "--tls_cert=" + File("server.pem"),
+                    "--tls_key=" + File("server.key"), "--tls_client_ca=" + File("ca.pem"),
+                    "--max_sessions_per_client=1", absl::StrCat("--client_identity=", identity)});
+    ASSERT_TRUE(p.ok()) << p.Log();
+    const std::string tcp = absl::StrCat("127.0.0.1:", TcpPort(p));
+    auto first = connect(tcp, 1000), second = connect(tcp, 1001);
+    ASSERT_TRUE(first->CreateSession(req).ok());
+    auto again = second->CreateSession(req);
+    if (std::string(identity) == "tls") {
+      EXPECT_EQ(again.status().code(), absl::StatusCode::kResourceExhausted) << again.status();
+      EXPECT_NE(again.status().message().find("client tls:client holds 1 sessions"),
+                std::string::npos)
+          << again.status();
+    } else {
+      EXPECT_TRUE(again.ok()) << again.status();
+    }
+  }
+}
+
 TEST_F(TlsTest, NonLoopbackPlaintextNeedsTheInsecureFlag) {
   MaskdProcess refused({"--listen=0.0.0.0:0"}, /*wait_ready=*/false);
   EXPECT_EQ(refused.Wait(30), 2) << refused.Log();
