@@ -100,12 +100,13 @@ const google::protobuf::ServiceDescriptor* MaskdDescriptor() {
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                            StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
-                           std::string version, WorkPool* masks)
+                           std::string version, WorkPool* masks, WorkPool* steps)
     : tokenizers_(tokenizers),
       cache_(cache),
       sessions_(sessions),
       step_(step),
       masks_(masks),
+      steps_(steps),
       metrics_(metrics),
       limits_(limits),
       version_(std::move(version)),
@@ -440,14 +441,36 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
   return absl::OkStatus();
 }
 
+WorkPool* MaskdService::StepPoolFor(const v1::StepRequest& req) const {
+  if (steps_ == nullptr || !StepsGrammar(*step_, req.entries())) return nullptr;
+  return steps_;
+}
+
 MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
                                           v1::StepResponse* resp) {
   if (metrics_) metrics_->ClientStep(ClientKindOf(*ctx), static_cast<size_t>(req->entries_size()));
-  const CallInterrupt interrupt(*ctx);
-  return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
+  WorkPool* pool = StepPoolFor(*req);
+  if (pool == nullptr) {
+    const CallInterrupt interrupt(*ctx);
+    return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
+  }
+  Reactor* r = ctx->DefaultReactor();
+  auto run = [this, ctx, req, resp, r] {
+    const CallInterrupt interrupt(*ctx);
+    absl::Status s = interrupt.Check();  // it may have waited in the queue
+    if (s.ok()) s = DoStep(*req, resp, &interrupt);
+    FinishReactor(r, "Step", s);
+  };
+  if (absl::Status queued = pool->Submit(ClientKey(*ctx), std::move(run)); !queued.ok()) {
+    FinishReactor(r, "Step", queued);
+  }
+  return r;
 }
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
+// A message whose batch steps a grammar session is stepped on the step pool
+// (StepPoolFor), others in OnReadDone; either way the next read starts only
+// after the reply is written, so replies keep the order of the requests.
 // The request and reply objects live as long as the stream, so their buffers
 // (the mask bytes above all) are reused from one message to the next; a
 // reply buffer far larger than the current reply is freed after the write,
@@ -456,9 +479,11 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // stream past --stream-idle-timeout.
 //
 // Lifetime: a reference for gRPC (dropped in OnDone) plus one per reaper
-// visit, so the reaper never touches a deleted reactor. mu_ orders the
-// reactions against the reaper; Finish is called outside it (it may run
-// reactions inline on a non-gRPC thread).
+// visit and one per queued step, so neither the reaper nor the pool touches
+// a deleted reactor. mu_ orders the reactions against the reaper; the step
+// runs outside it (reading_ is false then: the reaper leaves req_ and resp_
+// alone), and Finish is called outside it (it may run reactions inline on a
+// non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
   StepStreamReactor(MaskdService* service, std::string client, ClientKind kind, const Ctx& ctx)
@@ -474,38 +499,43 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   }
 
   void OnReadDone(bool ok) override {
-    absl::Status s;
     {
       absl::MutexLock lock(&mu_);
       reading_ = false;
       if (finished_) return;  // the reaper finished the stream
-      if (ok) {
-        Touch();
-        if (service_->metrics_ && req_.ok) {
-          service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
-        }
-        s = req_.ok ? service_->DoStep(req_.msg, &resp_, &interrupt_) : req_.Error();
-        if (s.ok()) {
-          // A large request (many tokens) is not kept for the stream's life.
-          size_t tokens = 0;
-          for (const v1::StepEntry& e : req_.msg.entries()) {
-            tokens += static_cast<size_t>(e.tokens_size());
-          }
-          if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
-            v1::StepRequest().Swap(&req_.msg);
-          }
-          StartWrite(&resp_);
-          return;
-        }
-      }
-      finished_ = true;
+      if (!ok) finished_ = true;
     }
     if (!ok) {  // the client half-closed (or the call is gone)
       Finish(grpc::Status::OK);
       return;
     }
-    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
-    Finish(ToGrpcStatus(s));
+    Touch();
+    if (!req_.ok) {
+      Fail(req_.Error());
+      return;
+    }
+    if (service_->metrics_) {
+      service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
+    }
+    WorkPool* pool = service_->StepPoolFor(req_.msg);
+    if (pool == nullptr) {
+      StepAndWrite();
+      return;
+    }
+    Ref();
+    absl::Status queued = pool->Submit(client_, [this] {
+      absl::Status s = interrupt_.Check();  // it may have waited in the queue
+      if (s.ok()) {
+        StepAndWrite();
+      } else {
+        Fail(s);
+      }
+      Unref();
+    });
+    if (!queued.ok()) {
+      Unref();  // the task was not run; gRPC's reference remains
+      Fail(queued);
+    }
   }
   void OnWriteDone(bool ok) override {
     {
@@ -569,6 +599,31 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   }
 
  private:
+  // Steps req_ into resp_ and writes it, or fails the stream.
+  void StepAndWrite() {
+    absl::Status s = service_->DoStep(req_.msg, &resp_, &interrupt_);
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    // A large request (many tokens) is not kept for the stream's life.
+    size_t tokens = 0;
+    for (const v1::StepEntry& e : req_.msg.entries()) tokens += static_cast<size_t>(e.tokens_size());
+    if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
+      v1::StepRequest().Swap(&req_.msg);
+    }
+    StartWrite(&resp_);
+  }
+  // Finishes the stream with `s` (not OK), counted.
+  void Fail(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+    }
+    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
+    Finish(ToGrpcStatus(s));
+  }
+
   static constexpr size_t kKeepBytes = size_t{1} << 20;
   static constexpr size_t kIdleKeepBytes = size_t{64} << 10;
   static constexpr size_t kKeepEntries = 4096;
