@@ -608,7 +608,9 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
     }
     // A large request (many tokens) is not kept for the stream's life.
     size_t tokens = 0;
-    for (const v1::StepEntry& e : req_.msg.entries()) tokens += static_cast<size_t>(e.tokens_size());
+    for (const v1::StepEntry& e : req_.msg.entries()) {
+      tokens += static_cast<size_t>(e.tokens_size());
+    }
     if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
       v1::StepRequest().Swap(&req_.msg);
     }

@@ -688,7 +688,8 @@ TEST(GrammarServiceLimits, SlowGrammarStepsHoldNoCallbackThread) {
   std::vector<uint64_t> slow_sessions;
   for (int i = 0; i < kSlow; ++i) {
     hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
-    auto s = hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    auto s =
+        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
     ASSERT_TRUE(s.ok()) << s.status();
     slow_sessions.push_back(s->session_id());
   }
@@ -697,7 +698,8 @@ TEST(GrammarServiceLimits, SlowGrammarStepsHoldNoCallbackThread) {
   ASSERT_TRUE(regex.ok()) << regex.status();
   auto cheap = victim->CreateSession(regex->index_id());
   ASSERT_TRUE(cheap.ok()) << cheap.status();
-  auto arithmetic = victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
   ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
   auto stream = victim->OpenStepStream();
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -769,7 +771,8 @@ TEST(GrammarServiceLimits, OneClientCannotHoldEveryStepThread) {
     slow_sessions.push_back(s->session_id());
   }
   auto victim = server.Connect("victim");
-  auto arithmetic = victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
   ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
 
   std::atomic<int> answered{0};
