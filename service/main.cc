@@ -117,10 +117,19 @@ ABSL_FLAG(uint64_t, rollback_window, 4096,
           "Tokens a session can roll back (its history: 4 bytes per token, at most this many)");
 ABSL_FLAG(int32_t, compile_threads, 2, "Compilation threads");
 ABSL_FLAG(int32_t, mask_threads, 2,
-          "Threads that run Mask calls, off gRPC's callback threads, round-robin across clients");
+          "Threads that run Mask calls, off gRPC's callback threads, round-robin across clients "
+          "(one client runs on all but one of them at most)");
 ABSL_FLAG(uint64_t, max_pending_masks_per_client, 64,
           "Mask calls one client (--client-identity) may have queued or running; past it "
           "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int32_t, step_threads, 0,
+          "Threads that run Step, StepStream and StepInRegion batches that step a grammar "
+          "session, off gRPC's callback threads, round-robin across clients (one client runs on "
+          "all but one of them at most); regex-only batches stay on gRPC's threads. 0: one per "
+          "CPU (at least 2)");
+ABSL_FLAG(uint64_t, max_pending_steps_per_client, 64,
+          "Grammar Step/StepInRegion calls and StepStream messages one client (--client-identity) "
+          "may have queued or running on the step threads; past it RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
@@ -263,6 +272,19 @@ std::string DefaultTokenizerDir() {
   std::string installed = ExeDir() + "/../share/maskd/tokenizers";
   if (std::filesystem::is_directory(installed, ec)) return installed;
   return std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
+}
+
+// The step pool's options from --step-threads (0: one per CPU, at least 2)
+// and --max-pending-steps-per-client.
+WorkPool::Options StepPoolOptions() {
+  WorkPool::Options o;
+  const int32_t threads = absl::GetFlag(FLAGS_step_threads);
+  o.threads = threads > 0 ? static_cast<size_t>(threads)
+                          : std::max<size_t>(std::thread::hardware_concurrency(), 2);
+  o.max_per_client = absl::GetFlag(FLAGS_max_pending_steps_per_client);
+  o.tasks = "grammar step batches";
+  o.cap_flag = "--max-pending-steps-per-client";
+  return o;
 }
 
 int Run(int argc, char** argv) {
@@ -428,8 +450,9 @@ int Run(int argc, char** argv) {
   // Outlives the server: calls it has queued finish during Shutdown.
   WorkPool mask_pool({static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1)),
                       absl::GetFlag(FLAGS_max_pending_masks_per_client)});
+  WorkPool step_pool(StepPoolOptions());
   MaskdService service(&tokenizers, cache.get(), sessions.get(), &step_batch, &metrics, limits,
-                       MASKD_VERSION, &mask_pool);
+                       MASKD_VERSION, &mask_pool, &step_pool);
   ShmServiceOptions shm_options;
   shm_options.allow_registration = absl::GetFlag(FLAGS_allow_shm);
   shm_options.key_prefix = absl::GetFlag(FLAGS_shm_prefix);
@@ -440,7 +463,7 @@ int Run(int argc, char** argv) {
     LogError("--shm_prefix must start with '/'");
     return 2;
   }
-  SharedMemoryService shm_service(shm_options, &step_batch, &metrics);
+  SharedMemoryService shm_service(shm_options, &step_batch, &metrics, &step_pool);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -679,6 +702,8 @@ int Run(int argc, char** argv) {
       }
       if (relay) t.closed_for_resets = relay->closed_for_resets();
       metrics.SetTransport(t);
+      metrics.SetWorkPool("mask", mask_pool.queued(), mask_pool.running());
+      metrics.SetWorkPool("step", step_pool.queued(), step_pool.running());
     } while (!stop_transport_stats.WaitForNotificationWithTimeout(absl::Seconds(1)));
   });
 

@@ -100,12 +100,13 @@ const google::protobuf::ServiceDescriptor* MaskdDescriptor() {
 
 MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                            StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
-                           std::string version, WorkPool* masks)
+                           std::string version, WorkPool* masks, WorkPool* steps)
     : tokenizers_(tokenizers),
       cache_(cache),
       sessions_(sessions),
       step_(step),
       masks_(masks),
+      steps_(steps),
       metrics_(metrics),
       limits_(limits),
       version_(std::move(version)),
@@ -432,14 +433,36 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
   return absl::OkStatus();
 }
 
+WorkPool* MaskdService::StepPoolFor(const v1::StepRequest& req) const {
+  if (steps_ == nullptr || !StepsGrammar(*step_, req.entries())) return nullptr;
+  return steps_;
+}
+
 MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
                                           v1::StepResponse* resp) {
   if (metrics_) metrics_->ClientStep(ClientKindOf(*ctx), static_cast<size_t>(req->entries_size()));
-  const CallInterrupt interrupt(*ctx);
-  return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
+  WorkPool* pool = StepPoolFor(*req);
+  if (pool == nullptr) {
+    const CallInterrupt interrupt(*ctx);
+    return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
+  }
+  Reactor* r = ctx->DefaultReactor();
+  auto run = [this, ctx, req, resp, r] {
+    const CallInterrupt interrupt(*ctx);
+    absl::Status s = interrupt.Check();  // it may have waited in the queue
+    if (s.ok()) s = DoStep(*req, resp, &interrupt);
+    FinishReactor(r, "Step", s);
+  };
+  if (absl::Status queued = pool->Submit(KeyOf(*ctx), std::move(run)); !queued.ok()) {
+    FinishReactor(r, "Step", queued);
+  }
+  return r;
 }
 
 // One reactor per stream: reads a StepRequest, answers it, reads the next.
+// A message whose batch steps a grammar session is stepped on the step pool
+// (StepPoolFor), others in OnReadDone; either way the next read starts only
+// after the reply is written, so replies keep the order of the requests.
 // The request and reply objects live as long as the stream, so their buffers
 // (the mask bytes above all) are reused from one message to the next; a
 // reply buffer far larger than the current reply is freed after the write,
@@ -448,14 +471,20 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // stream past --stream-idle-timeout.
 //
 // Lifetime: a reference for gRPC (dropped in OnDone) plus one per reaper
-// visit, so the reaper never touches a deleted reactor. mu_ orders the
-// reactions against the reaper; Finish is called outside it (it may run
-// reactions inline on a non-gRPC thread).
+// visit and one per queued step, so neither the reaper nor the pool touches
+// a deleted reactor. mu_ orders the reactions against the reaper; the step
+// runs outside it (reading_ is false then: the reaper leaves req_ and resp_
+// alone), and Finish is called outside it (it may run reactions inline on a
+// non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, ClientShares::Charge share, ClientKind kind,
-                    const Ctx& ctx)
-      : service_(service), share_(std::move(share)), kind_(kind), interrupt_(ctx) {
+  StepStreamReactor(MaskdService* service, std::string client, ClientShares::Charge share,
+                    ClientKind kind, const Ctx& ctx)
+      : service_(service),
+        client_(std::move(client)),
+        share_(std::move(share)),
+        kind_(kind),
+        interrupt_(ctx) {
     Touch();
     {
       absl::MutexLock lock(&service_->streams_mu_);
@@ -467,38 +496,43 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   }
 
   void OnReadDone(bool ok) override {
-    absl::Status s;
     {
       absl::MutexLock lock(&mu_);
       reading_ = false;
       if (finished_) return;  // the reaper finished the stream
-      if (ok) {
-        Touch();
-        if (service_->metrics_ && req_.ok) {
-          service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
-        }
-        s = req_.ok ? service_->DoStep(req_.msg, &resp_, &interrupt_) : req_.Error();
-        if (s.ok()) {
-          // A large request (many tokens) is not kept for the stream's life.
-          size_t tokens = 0;
-          for (const v1::StepEntry& e : req_.msg.entries()) {
-            tokens += static_cast<size_t>(e.tokens_size());
-          }
-          if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
-            v1::StepRequest().Swap(&req_.msg);
-          }
-          StartWrite(&resp_);
-          return;
-        }
-      }
-      finished_ = true;
+      if (!ok) finished_ = true;
     }
     if (!ok) {  // the client half-closed (or the call is gone)
       Finish(grpc::Status::OK);
       return;
     }
-    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
-    Finish(ToGrpcStatus(s));
+    Touch();
+    if (!req_.ok) {
+      Fail(req_.Error());
+      return;
+    }
+    if (service_->metrics_) {
+      service_->metrics_->ClientStep(kind_, static_cast<size_t>(req_.msg.entries_size()));
+    }
+    WorkPool* pool = service_->StepPoolFor(req_.msg);
+    if (pool == nullptr) {
+      StepAndWrite();
+      return;
+    }
+    Ref();
+    absl::Status queued = pool->Submit(client_, [this] {
+      absl::Status s = interrupt_.Check();  // it may have waited in the queue
+      if (s.ok()) {
+        StepAndWrite();
+      } else {
+        Fail(s);
+      }
+      Unref();
+    });
+    if (!queued.ok()) {
+      Unref();  // the task was not run; gRPC's reference remains
+      Fail(queued);
+    }
   }
   void OnWriteDone(bool ok) override {
     {
@@ -561,6 +595,33 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   }
 
  private:
+  // Steps req_ into resp_ and writes it, or fails the stream.
+  void StepAndWrite() {
+    absl::Status s = service_->DoStep(req_.msg, &resp_, &interrupt_);
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    // A large request (many tokens) is not kept for the stream's life.
+    size_t tokens = 0;
+    for (const v1::StepEntry& e : req_.msg.entries()) {
+      tokens += static_cast<size_t>(e.tokens_size());
+    }
+    if (static_cast<size_t>(req_.msg.entries_size()) > kKeepEntries || tokens > kKeepTokens) {
+      v1::StepRequest().Swap(&req_.msg);
+    }
+    StartWrite(&resp_);
+  }
+  // Finishes the stream with `s` (not OK), counted.
+  void Fail(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+    }
+    if (service_->metrics_) service_->metrics_->RpcError("StepStream", static_cast<int>(s.code()));
+    Finish(ToGrpcStatus(s));
+  }
+
   static constexpr size_t kKeepBytes = size_t{1} << 20;
   static constexpr size_t kIdleKeepBytes = size_t{64} << 10;
   static constexpr size_t kKeepEntries = 4096;
@@ -569,6 +630,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
 
   MaskdService* const service_;
+  const std::string client_;    // the caller (KeyOf): its queue in the step pool
   ClientShares::Charge share_;  // the caller's unit of --max-streams-per-client
   const ClientKind kind_;     // for the per-client step counters
   const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
@@ -589,7 +651,8 @@ class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
 };
 
 MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
-  absl::StatusOr<ClientShares::Charge> share = stream_shares_.Take(KeyOf(*ctx));
+  std::string client = KeyOf(*ctx);
+  absl::StatusOr<ClientShares::Charge> share = stream_shares_.Take(client);
   absl::Status refusal = share.status();
   if (refusal.ok()) {
     absl::MutexLock lock(&streams_mu_);
@@ -604,7 +667,8 @@ MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
     if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(refusal.code()));
     return new RefusedStream(ToGrpcStatus(refusal));
   }
-  return new StepStreamReactor(this, *std::move(share), ClientKindOf(*ctx), *ctx);
+  return new StepStreamReactor(this, std::move(client), *std::move(share), ClientKindOf(*ctx),
+                               *ctx);
 }
 
 void MaskdService::ReapStreams() {

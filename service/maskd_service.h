@@ -55,9 +55,14 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // round-robin across clients (KeyOf), so that a client's slow grammar
   // masks keep neither gRPC's threads nor another client's masks waiting;
   // it must outlive the server's Shutdown (queued calls still finish).
+  // `steps` (may be null: on the callback thread) likewise runs the Step
+  // calls and StepStream messages whose batch steps a grammar session
+  // (StepBatch::IsGrammarSession); a batch of regex sessions only is stepped
+  // on the callback thread (a table walk per token: no pool hop on the hot
+  // path). A stream has one message in flight, so its replies keep order.
   MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,
                StepBatch* step, Metrics* metrics, const ServiceLimits& limits,
-               std::string version, WorkPool* masks = nullptr);
+               std::string version, WorkPool* masks = nullptr, WorkPool* steps = nullptr);
   ~MaskdService() override;
 
   using Ctx = grpc::CallbackServerContext;
@@ -120,6 +125,9 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   void ReapStreams();
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   void FinishReactor(Reactor* r, const char* method, const absl::Status& s);
+  // The pool that runs `req`'s batch: steps_ when it steps a grammar
+  // session, else null (the callback thread).
+  WorkPool* StepPoolFor(const v1::StepRequest& req) const;
   absl::StatusOr<CompileSpec> MakeSpec(const v1::CompileRequest& req,
                                        const grpc::CallbackServerContext& ctx);
   // The client `ctx`'s call counts against (ClientKey, limits_.client_identity).
@@ -132,6 +140,7 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   SessionTable* const sessions_;
   StepBatch* const step_;
   WorkPool* const masks_;
+  WorkPool* const steps_;
   Metrics* const metrics_;
   const ServiceLimits limits_;
   const std::string version_;

@@ -131,6 +131,11 @@ Metrics::Metrics(absl::string_view version)
   connections_reset_closed_ = counter(
       "maskd_connections_reset_closed_total",
       "Connections closed for sending RST_STREAM faster than --max-resets-per-second");
+  work_pool_tasks_ = &prometheus::BuildGauge()
+                         .Name("maskd_work_pool_tasks")
+                         .Help("Tasks of a worker pool (mask: Mask calls; step: grammar step "
+                               "batches) queued or running, polled every second")
+                         .Register(*registry_);
   mask_bytes_ = gauge("maskd_index_mask_bytes",
                       "Bytes of token masks kept by all indexes (bounded by --max-mask-bytes)");
   masks_unkept_ = gauge("maskd_index_masks_unkept",
@@ -181,6 +186,12 @@ void Metrics::RpcError(absl::string_view method, int code) {
 
 void Metrics::StepEntryError(int code) {
   entry_errors_->Add({{"code", std::string(StatusCodeName(code))}}).Increment();
+}
+
+void Metrics::SetWorkPool(absl::string_view pool, size_t queued, size_t running) {
+  const std::string name(pool);
+  work_pool_tasks_->Add({{"pool", name}, {"state", "queued"}}).Set(static_cast<double>(queued));
+  work_pool_tasks_->Add({{"pool", name}, {"state", "running"}}).Set(static_cast<double>(running));
 }
 
 void Metrics::SetTransport(const TransportCounts& now) {

@@ -95,6 +95,10 @@ class Metrics {
   };
   void SetTransport(const TransportCounts& now);
 
+  // The tasks of WorkPool `pool` ("mask", "step") queued and running now,
+  // polled (maskd_work_pool_tasks{pool,state}).
+  void SetWorkPool(absl::string_view pool, size_t queued, size_t running);
+
   // The Prometheus text exposition of every metric (what /metrics serves).
   std::string Serialize() const;
 
@@ -121,6 +125,7 @@ class Metrics {
   prometheus::Counter* tokens_advanced_;
   prometheus::Family<prometheus::Counter>* rpc_errors_;
   prometheus::Family<prometheus::Counter>* entry_errors_;
+  prometheus::Family<prometheus::Gauge>* work_pool_tasks_;
 };
 
 // The canonical upper-case name of a gRPC / absl status code ("NOT_FOUND").

@@ -96,6 +96,9 @@ class Session {
   const std::string& index_id() const { return lease_->id(); }
   uint32_t num_words() const { return num_words_; }
   uint32_t vocab_size() const { return vocab_size_; }
+  // kGrammar: a step may parse for long (up to --max-grammar-parser-steps
+  // per mask or advance); kRegex: a table walk per token.
+  ConstraintRoute route() const { return lease_->index()->route(); }
 
   // ConstraintGuide::Step (undoes `rollback` tokens, advances by `tokens`,
   // writes the next mask into `row`, all or nothing; every word of `row` is

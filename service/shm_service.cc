@@ -17,6 +17,7 @@
 #include "service/grpc_status.h"
 #include "service/quote.h"
 #include "service/log.h"
+#include "service/maskd_service.h"  // ClientKey
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
 #include "service/step_proto.h"
@@ -87,10 +88,11 @@ struct SharedMemoryService::Target {
 };
 
 SharedMemoryService::SharedMemoryService(const ShmServiceOptions& options, StepBatch* step,
-                                         Metrics* metrics)
+                                         Metrics* metrics, WorkPool* steps)
     : options_(options),
       step_(step),
       metrics_(metrics),
+      steps_(steps),
       region_shares_("shared-memory regions", "--max-shm-regions-per-client",
                      options.max_regions_per_client) {
   shm::RegionRegistry::Options ro;
@@ -133,13 +135,17 @@ void SharedMemoryService::CheckRequests(int index, const char* name,
 
 SharedMemoryService::Reactor* SharedMemoryService::Done(Ctx* ctx, const char* method,
                                                         const absl::Status& s) {
+  Reactor* r = ctx->DefaultReactor();
+  Finish(r, method, s);
+  return r;
+}
+
+void SharedMemoryService::Finish(Reactor* r, const char* method, const absl::Status& s) {
   if (!s.ok() && metrics_) metrics_->RpcError(method, static_cast<int>(s.code()));
   if (s.code() == absl::StatusCode::kInternal || s.code() == absl::StatusCode::kUnknown) {
     LogError(absl::StrCat(method, ": ", s.message()));
   }
-  Reactor* r = ctx->DefaultReactor();
   r->Finish(ToGrpcStatus(s));
-  return r;
 }
 
 absl::Status SharedMemoryService::CheckAllowed() const {
@@ -244,15 +250,32 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
                                                                 v1::StepInRegionResponse* resp) {
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
+  if (steps_ == nullptr || !StepsGrammar(*step_, req->entries())) {
+    return Done(ctx, "StepInRegion", RunStepInRegion(*ctx, *req, resp, *uid));
+  }
+  Reactor* r = ctx->DefaultReactor();
+  auto run = [this, ctx, req, resp, r, caller = *uid] {
+    Finish(r, "StepInRegion", RunStepInRegion(*ctx, *req, resp, caller));
+  };
+  if (absl::Status queued = steps_->Submit(ClientKey(*ctx, options_.client_identity), std::move(run)); !queued.ok()) {
+    Finish(r, "StepInRegion", queued);
+  }
+  return r;
+}
+
+absl::Status SharedMemoryService::RunStepInRegion(const Ctx& ctx,
+                                                  const v1::StepInRegionRequest& req,
+                                                  v1::StepInRegionResponse* resp, uid_t caller) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
-  const CallInterrupt interrupt(*ctx);
-  absl::Status s = DoStepInRegion(*req, resp, *uid, &interrupt);
+  const CallInterrupt interrupt(ctx);
+  absl::Status s = interrupt.Check();  // it may have waited in the step pool
+  if (s.ok()) s = DoStepInRegion(req, resp, caller, &interrupt);
   if (metrics_) {
-    const size_t n = static_cast<size_t>(req->entries_size());
-    metrics_->ClientStep(ClientKindOf(*ctx), n);
+    const size_t n = static_cast<size_t>(req.entries_size());
+    metrics_->ClientStep(ClientKindOf(ctx), n);
     if (s.ok()) metrics_->ObserveStep(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9, n);
   }
-  return Done(ctx, "StepInRegion", s);
+  return s;
 }
 
 absl::Status SharedMemoryService::DoStepInRegion(const v1::StepInRegionRequest& req,

@@ -28,7 +28,9 @@
 // The call holds a RegionLease throughout, so an UnregisterRegion in between
 // removes the name at once but unmaps only after the call replies.
 //
-// Threads: callbacks run on gRPC's threads and block for the apply (CPU:
+// Threads: a StepInRegion whose batch steps a grammar session runs on the
+// step WorkPool (as Maskd.Step does: service/maskd_service.h), others on
+// gRPC's callback thread. Either blocks for the apply (CPU:
 // tens to hundreds of microseconds; CUDA: until the stream is synchronised).
 // CPU applies share one CpuApplier (its pool is created once; calls
 // serialise); CUDA work is serialised by ShmCuda (kernels/shm_cuda.h). No
@@ -61,6 +63,7 @@
 #include "service/client_shares.h"
 #include "service/metrics.h"
 #include "service/step_batch.h"
+#include "service/work_pool.h"
 #include "shm/region_registry.h"
 
 namespace maskd {
@@ -80,8 +83,12 @@ struct ShmServiceOptions {
 class SharedMemoryService final : public v1::SharedMemory::CallbackService {
  public:
   // `step` (which runs the batches, with their limits) and `metrics`
-  // (nullable) outlive the service.
-  SharedMemoryService(const ShmServiceOptions& options, StepBatch* step, Metrics* metrics);
+  // (nullable) outlive the service. `steps` (nullable: on the callback
+  // thread) runs the calls whose batch steps a grammar session, off gRPC's
+  // threads and round-robin across clients (ClientKey); it must outlive the
+  // server's Shutdown.
+  SharedMemoryService(const ShmServiceOptions& options, StepBatch* step, Metrics* metrics,
+                      WorkPool* steps = nullptr);
   ~SharedMemoryService() override;
 
   using Ctx = grpc::CallbackServerContext;
@@ -122,6 +129,10 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
                      Reactor* (SharedMemoryService::*method)(Ctx*, const Req*, Resp*),
                      grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
+  void Finish(Reactor* r, const char* method, const absl::Status& s);
+  // StepInRegion's work once its caller is known (metrics included).
+  absl::Status RunStepInRegion(const Ctx& ctx, const v1::StepInRegionRequest& req,
+                               v1::StepInRegionResponse* resp, uid_t caller);
   absl::Status CheckAllowed() const;
   // Runs `registration` (a RegisterSystem or RegisterCuda of region `name`)
   // charged to the caller's share; the unit stays with `name` until it is
@@ -143,6 +154,7 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   const ShmServiceOptions options_;
   StepBatch* const step_;
   Metrics* const metrics_;
+  WorkPool* const steps_;
   std::unique_ptr<shm::RegionRegistry> registry_;
   ClientShares region_shares_;
   // Serialises registration and unregistration (rare calls) so that the

@@ -36,6 +36,16 @@ inline void StepResultToProto(const StepEntryResult& r, v1::StepResult* out) {
   st->set_message(BoundMessage(r.status.message()));
 }
 
+// Whether some entry of `entries` steps a grammar session
+// (StepBatch::IsGrammarSession): such a batch runs on the step WorkPool.
+template <typename Entries>
+bool StepsGrammar(const StepBatch& batch, const Entries& entries) {
+  for (const v1::StepEntry& e : entries) {
+    if (batch.IsGrammarSession(e.session_id())) return true;
+  }
+  return false;
+}
+
 }  // namespace maskd
 
 #endif  // MASKD_SERVICE_STEP_PROTO_H_

@@ -172,6 +172,59 @@ TEST_F(GrammarServiceTest, GbnfSessionsMatchTheEngine) {
   WalkAndCompare(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF, GrammarFormat::kGbnf, 1);
 }
 
+// A StepStream of grammar steps (each message runs on the step pool) answers
+// in order and as unary Steps do: the stream steps one session, unary Steps
+// a twin with the same tokens; every reply matches (mask, count, state). The
+// stream's messages also carry a regex session beside the grammar one (the
+// whole batch goes to the pool).
+TEST_F(GrammarServiceTest, GrammarStepStreamMatchesUnary) {
+  auto compiled = client_->Compile(GrammarRequest(kCallsLark, v1::Grammar::FORMAT_LARK));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto streamed = client_->CreateSession(compiled->index_id());
+  auto unary = client_->CreateSession(compiled->index_id());
+  auto regex = client_->CompileRegex("qwen3", "[a-z]*");
+  ASSERT_TRUE(streamed.ok() && unary.ok() && regex.ok());
+  auto regex_session = client_->CreateSession(regex->index_id());
+  ASSERT_TRUE(regex_session.ok()) << regex_session.status();
+  auto stream = client_->OpenStepStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  auto vocab = ::maskd::testing::BundledVocabulary();
+  std::mt19937 rng(7);
+  std::vector<uint32_t> next;
+  int steps = 0;
+  for (int step = 0; step < 20; ++step, ++steps) {
+    v1::StepRequest sreq, ureq;
+    auto* se = sreq.add_entries();
+    se->set_session_id(streamed->session_id());
+    sreq.add_entries()->set_session_id(regex_session->session_id());
+    auto* ue = ureq.add_entries();
+    ue->set_session_id(unary->session_id());
+    for (uint32_t t : next) {
+      se->add_tokens(t);
+      ue->add_tokens(t);
+    }
+    v1::StepResponse sresp, uresp;
+    ASSERT_TRUE((*stream)->Step(sreq, &sresp).ok()) << "step " << step;
+    ASSERT_TRUE(client_->Step(ureq, &uresp).ok()) << "step " << step;
+    ASSERT_EQ(sresp.results_size(), 2);
+    ASSERT_EQ(sresp.results(0).status().code(), 0) << sresp.results(0).status().message();
+    EXPECT_EQ(sresp.results(1).status().code(), 0) << sresp.results(1).status().message();
+    EXPECT_EQ(sresp.results(0).num_tokens(), static_cast<uint64_t>(step == 0 ? 0 : step));
+    EXPECT_EQ(sresp.results(0).num_tokens(), uresp.results(0).num_tokens());
+    EXPECT_EQ(sresp.results(0).accepting(), uresp.results(0).accepting());
+    absl::Span<const uint32_t> srow = MaskRow(sresp, 0), urow = MaskRow(uresp, 0);
+    ASSERT_TRUE(std::equal(urow.begin(), urow.end(), srow.begin())) << "step " << step;
+    if (uresp.results(0).finished()) break;
+    std::vector<uint32_t> allowed = AllowedIds(urow, vocab->size());
+    ASSERT_FALSE(allowed.empty());
+    uint32_t t = allowed[rng() % allowed.size()];
+    if (vocab->is_eos(t) && allowed.size() > 1) t = allowed[0] == t ? allowed[1] : allowed[0];
+    next = {t};
+  }
+  EXPECT_GE(steps, 10);
+  EXPECT_TRUE((*stream)->Close().ok());
+}
+
 TEST_F(GrammarServiceTest, EbnfSessionsMatchTheEngine) {
   WalkAndCompare(kArithmeticGbnf, v1::Grammar::FORMAT_EBNF, GrammarFormat::kEbnf, 2);
 }
@@ -546,6 +599,201 @@ TEST(GrammarServiceLimits, SlowMasksHoldNoCallbackThread) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(m.ok()) << m.error_message();
+}
+
+// A Step of kAbandonedTokens "a" on a kSelfConcatLark session: minutes of
+// parsing without a parser-step bound.
+v1::StepRequest SlowStep(uint64_t session_id) {
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session_id);
+  for (int i = 0; i < kAbandonedTokens; ++i) e->add_tokens(kTokenA);
+  return req;
+}
+
+// One SlowStep, unary or as a StepStream's only message, on its own thread
+// until `ctx` is cancelled; `answered` counts the calls that ended.
+struct SlowCall {
+  grpc::ClientContext ctx;
+  grpc::Status status;
+  std::thread thread;
+
+  void Start(Client* client, uint64_t session_id, bool stream, std::atomic<int>* answered) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+    thread = std::thread([this, client, session_id, stream, answered] {
+      const v1::StepRequest req = SlowStep(session_id);
+      v1::StepResponse resp;
+      if (stream) {
+        auto rw = client->stub()->StepStream(&ctx);
+        if (rw->Write(req) && rw->Read(&resp)) rw->WritesDone();
+        status = rw->Finish();
+      } else {
+        status = client->stub()->Step(&ctx, req, &resp);
+      }
+      ++*answered;
+    });
+  }
+};
+
+// Polls the server's metrics (every 100 ms, at most 60 s) until the step
+// pool holds `tasks` tasks, queued or running, and runs at least one when
+// `tasks` > 0 (how many run depends on how the server tells the callers
+// apart: one client runs on all threads but one).
+bool WaitForStepPool(const MaskdProcess& server, int tasks) {
+  for (int i = 0; i < 600; ++i) {
+    const std::string m = server.Metrics();
+    const double running =
+        MetricValue(m, "maskd_work_pool_tasks{pool=\"step\",state=\"running\"}");
+    const double queued = MetricValue(m, "maskd_work_pool_tasks{pool=\"step\",state=\"queued\"}");
+    if (running + queued == tasks && (tasks == 0 || running >= 1)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::chrono::system_clock::time_point In30s() {
+  return std::chrono::system_clock::now() + std::chrono::seconds(30);
+}
+
+// A one-entry Step of `tokens` on `session_id`, with a 30 s deadline: OK and
+// the entry OK.
+void ExpectCheapStep(Client& client, uint64_t session_id, std::vector<uint32_t> tokens) {
+  v1::StepRequest req;
+  auto* e = req.add_entries();
+  e->set_session_id(session_id);
+  for (uint32_t t : tokens) e->add_tokens(t);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In30s());
+  v1::StepResponse resp;
+  grpc::Status s = client.stub()->Step(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
+}
+
+// Issue #24 (1c) for steps: batches that step a grammar session run on
+// --step-threads (Step, StepStream, StepInRegion), round-robin across
+// clients; regex batches stay on gRPC's threads. Four connections whose
+// grammar steps take minutes (two unary, two streamed; some run, the others
+// wait)
+// hold none of gRPC's callback threads: another client's Ping, health check,
+// regex Step and regex StepStream message are answered while all four are
+// still unanswered. Cancelled, the slow steps stop: the pool serves a
+// grammar step again.
+TEST(GrammarServiceLimits, SlowGrammarStepsHoldNoCallbackThread) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000", "--step-threads=2"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  constexpr int kSlow = 4;
+  std::vector<std::unique_ptr<Client>> hostile;
+  std::vector<uint64_t> slow_sessions;
+  for (int i = 0; i < kSlow; ++i) {
+    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
+    auto s =
+        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    ASSERT_TRUE(s.ok()) << s.status();
+    slow_sessions.push_back(s->session_id());
+  }
+  auto victim = server.Connect("victim");
+  auto regex = victim->CompileRegex("qwen3", "[0-9]+");
+  ASSERT_TRUE(regex.ok()) << regex.status();
+  auto cheap = victim->CreateSession(regex->index_id());
+  ASSERT_TRUE(cheap.ok()) << cheap.status();
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
+  auto stream = victim->OpenStepStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+
+  std::atomic<int> answered{0};
+  std::vector<SlowCall> slow(kSlow);
+  for (int i = 0; i < kSlow; ++i) {
+    slow[i].Start(hostile[i].get(), slow_sessions[i], /*stream=*/i % 2 == 1, &answered);
+  }
+  // All four reached the pool (--step-threads=2: some run, the others wait).
+  ASSERT_TRUE(WaitForStepPool(server, kSlow)) << server.Metrics();
+
+  grpc::ClientContext ping_ctx;
+  ping_ctx.set_deadline(In30s());
+  v1::PingResponse pong;
+  grpc::Status ping = victim->stub()->Ping(&ping_ctx, v1::PingRequest(), &pong);
+  EXPECT_TRUE(ping.ok()) << ping.error_message();
+  auto health = victim->Health();
+  EXPECT_TRUE(health.ok() && *health == "SERVING") << health.status();
+  ExpectCheapStep(*victim, cheap->session_id(), {16});  // "1" in Qwen3
+  v1::StepRequest streamed;
+  auto* e = streamed.add_entries();
+  e->set_session_id(cheap->session_id());
+  e->add_tokens(16);
+  v1::StepResponse streamed_resp;
+  absl::Status st = (*stream)->Step(streamed, &streamed_resp);
+  EXPECT_TRUE(st.ok()) << st;
+  if (st.ok()) {
+    EXPECT_EQ(streamed_resp.results(0).num_tokens(), 2u);
+  }
+  EXPECT_EQ(answered.load(), 0) << "a slow step ended: the test shows nothing";
+
+  for (SlowCall& c : slow) c.ctx.TryCancel();
+  for (SlowCall& c : slow) c.thread.join();
+  for (const SlowCall& c : slow) {
+    EXPECT_EQ(c.status.error_code(), grpc::StatusCode::CANCELLED) << c.status.error_message();
+  }
+  // The server stops their work (running and queued): the pool serves a
+  // grammar step again. (Not a timing assertion: the 30 s deadline bounds a
+  // failure; without the interrupt the slow steps would hold both threads
+  // for minutes.)
+  ExpectCheapStep(*victim, arithmetic->session_id(), {16});
+  EXPECT_TRUE(WaitForStepPool(server, 0)) << server.Metrics();
+  EXPECT_TRUE((*stream)->Close().ok());
+}
+
+// One client's tasks run on all step threads but one: a client (one TCP
+// connection) whose three grammar steps take minutes holds one of the two
+// threads, and another client's cheap grammar step runs on the other while
+// the three are still unanswered. Past --max-pending-steps-per-client the
+// first client is refused, naming the flag.
+TEST(GrammarServiceLimits, OneClientCannotHoldEveryStepThread) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000", "--step-threads=2",
+                       "--max-pending-steps-per-client=3", "--listen=127.0.0.1:0"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  // The TCP port in the start line's listen=... (after the unix socket).
+  const std::string log = server.Log();
+  const size_t at = log.find(",127.0.0.1:", log.find(" listen="));
+  ASSERT_NE(at, std::string::npos) << log;
+  auto tcp = Client::Connect("127.0.0.1:" + std::to_string(atoi(log.c_str() + at + 11)));
+  ASSERT_TRUE(tcp.ok()) << tcp.status();
+  Client& hostile = **tcp;  // its key: the TCP peer; the victim's: its uid
+  constexpr int kSlow = 3;
+  std::vector<uint64_t> slow_sessions;
+  for (int i = 0; i < kSlow + 1; ++i) {
+    auto s = hostile.CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    ASSERT_TRUE(s.ok()) << s.status();
+    slow_sessions.push_back(s->session_id());
+  }
+  auto victim = server.Connect("victim");
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
+
+  std::atomic<int> answered{0};
+  std::vector<SlowCall> slow(kSlow);
+  for (int i = 0; i < kSlow; ++i) slow[i].Start(&hostile, slow_sessions[i], false, &answered);
+  ASSERT_TRUE(WaitForStepPool(server, kSlow)) << server.Metrics();  // one runs, two wait
+  // A fourth is past the client's cap.
+  grpc::ClientContext refused_ctx;
+  refused_ctx.set_deadline(In30s());
+  v1::StepResponse refused_resp;
+  grpc::Status refused =
+      hostile.stub()->Step(&refused_ctx, SlowStep(slow_sessions[kSlow]), &refused_resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-pending-steps-per-client"));
+
+  ExpectCheapStep(*victim, arithmetic->session_id(), {16});  // "1" in Qwen3
+  EXPECT_EQ(answered.load(), 0) << "a slow step ended: the test shows nothing";
+
+  for (SlowCall& c : slow) c.ctx.TryCancel();
+  for (SlowCall& c : slow) c.thread.join();
+  EXPECT_TRUE(WaitForStepPool(server, 0)) << server.Metrics();
 }
 
 // All grammar sessions' charts together within --max-grammar-chart-bytes: the

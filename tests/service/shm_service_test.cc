@@ -340,6 +340,54 @@ TEST_F(ShmTest, MasksEqualStepReplyByteForByte) {
   EXPECT_EQ(delta("maskd_client_step_entries_total{client=\"unknown\"}"), 39);
 }
 
+// A batch with a grammar session runs on the step pool (--step-threads), off
+// the callback thread: its rows land in the region as a unary Step's reply
+// carries them, with a regex session beside it in the same batch.
+TEST_F(ShmTest, GrammarBatchMasksEqualStepReplyByteForByte) {
+  v1::CompileRequest grammar;
+  grammar.set_tokenizer("qwen3");
+  grammar.mutable_grammar()->set_text("root ::= [0-9]+ (\"+\" [0-9]+)*\n");
+  grammar.mutable_grammar()->set_format(v1::Grammar::FORMAT_GBNF);
+  grammar.set_wait(true);
+  auto ga = client_->CreateSession(grammar);
+  auto gb = client_->CreateSession(grammar);
+  ASSERT_TRUE(ga.ok() && gb.ok()) << ga.status() << gb.status();
+  const uint64_t ra = NewSession(), rb = NewSession();
+  const size_t bytes = size_t{2} * kQwenWords * 4;
+  auto seg = NewSegment("grammar", bytes);
+  ASSERT_TRUE(shm_->RegisterSystemRegion("g", seg.key(), 0, seg.size()).ok());
+  v1::StepInRegionRequest sreq;
+  sreq.mutable_masks()->set_region("g");
+  sreq.add_entries()->set_session_id(ga->session_id());
+  sreq.add_entries()->set_session_id(ra);
+  v1::StepRequest req;
+  req.add_entries()->set_session_id(gb->session_id());
+  req.add_entries()->set_session_id(rb);
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 6; ++step) {
+    std::memset(seg.data(), 0xAB, seg.size());
+    v1::StepInRegionResponse sresp;
+    v1::StepResponse resp;
+    ASSERT_TRUE(shm_->StepInRegion(sreq, &sresp).ok());
+    ASSERT_TRUE(client_->Step(req, &resp).ok());
+    ASSERT_EQ(resp.masks().size(), bytes);
+    ASSERT_EQ(std::memcmp(seg.data(), resp.masks().data(), bytes), 0) << "step " << step;
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(sresp.results(i).status().code(), 0) << sresp.results(i).status().message();
+      EXPECT_EQ(sresp.results(i).num_tokens(), resp.results(i).num_tokens());
+      EXPECT_EQ(sresp.results(i).num_tokens(), static_cast<uint64_t>(step));
+      std::vector<uint32_t> allowed = AllowedTokens(MaskRow(resp, i));
+      ASSERT_FALSE(allowed.empty());
+      const uint32_t t = allowed[rng() % allowed.size()];
+      for (auto* e : {sreq.mutable_entries(i), req.mutable_entries(i)}) {
+        e->clear_tokens();
+        e->add_tokens(t);
+      }
+    }
+  }
+  EXPECT_TRUE(shm_->UnregisterRegion("g").ok());
+}
+
 TEST_F(ShmTest, StepInRegionRequestErrorsStepNothing) {
   uint64_t id = NewSession();
   uint64_t wide = NewSession("tiny100", "[ab]*"), narrow = NewSession("tiny40", "[ab]*");
