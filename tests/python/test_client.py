@@ -506,6 +506,7 @@ def test_cli_grammar_compile_generate(addr, tmp_path):
 
 def test_generated_code_is_current():
     need("grpc_tools")
+    need("mypy_protobuf")  # its protoc plugins write the .pyi stubs
     r = subprocess.run([sys.executable, str(REPO / "client" / "python" / "gen_proto.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
