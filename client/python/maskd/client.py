@@ -41,7 +41,7 @@ def _rpc(fn: Callable[..., Resp], req: Any, timeout: Optional[float]) -> Resp:
 class StepFuture:
     """A Step in flight (``Client.step_async``); ``result()`` waits for its reply."""
 
-    def __init__(self, fut: "grpc.Future[pb.StepResponse]"):
+    def __init__(self, fut: grpc.Future[pb.StepResponse]):
         self._fut = fut
 
     def done(self) -> bool:

@@ -149,7 +149,7 @@ class ResumableStepFuture:
         self._client: Optional[Client] = self._ents[0][0].client if self._ents else None
         self._wpr = words_per_row
         self._ops: Optional[Ops[StepReply]] = None  # waits for the reply of _fut
-        self._fut: Optional["grpc.Future[pb.StepResponse]"] = None
+        self._fut: Optional[grpc.Future[pb.StepResponse]] = None
         if batch_live(self._ents):
             client: Client = self._ents[0][0].client
             self._ops = step_batch(self._ents, words_per_row)

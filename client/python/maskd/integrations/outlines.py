@@ -22,7 +22,7 @@ JSON layout: maskd writes JSON as ``json.dumps`` does (``", "`` and ``": "``); O
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from outlines import Generator as _OutlinesGenerator
 from outlines.processors import OutlinesLogitsProcessor
