@@ -506,6 +506,34 @@ def test_cli_grammar_compile_generate(addr, tmp_path):
 
 def test_generated_code_is_current():
     need("grpc_tools")
+    need("mypy_protobuf")  # its protoc plugins write the .pyi stubs
     r = subprocess.run([sys.executable, str(REPO / "client" / "python" / "gen_proto.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_version_is_the_pyproject_one():
+    # Written once (client/python/pyproject.toml), read back from the installed metadata; the
+    # fallback of a source tree never installed (_version.py run from the checkout) reads the
+    # same line.
+    from importlib import metadata
+
+    text = (REPO / "client" / "python" / "pyproject.toml").read_text()
+    want = re_mod.search(r'(?m)^version = "([^"]+)"', text).group(1)
+    assert maskd.__version__ == metadata.version("maskd") == want
+    src = REPO / "client" / "python" / "maskd" / "_version.py"
+    r = subprocess.run([sys.executable, "-c", "import sys, runpy; "
+                        "print(runpy.run_path(sys.argv[1])['_source_version']())", str(src)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == want, r.stdout + r.stderr
+
+
+def test_health_status_names():
+    from grpc_health.v1 import health_pb2
+
+    from maskd._common import serving_status_name
+
+    assert serving_status_name(health_pb2.HealthCheckResponse.SERVING) == "SERVING"
+    assert serving_status_name(health_pb2.HealthCheckResponse.NOT_SERVING) == "NOT_SERVING"
+    assert serving_status_name(health_pb2.HealthCheckResponse.SERVICE_UNKNOWN) == "SERVICE_UNKNOWN"
+    assert serving_status_name(99) == "UNKNOWN"  # a status this version does not know

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2 as health_pb
 
-from maskd import _health_pb2 as health_pb
 from maskd._common import MaskdError
 from maskd.aio_resume import AsyncResumableSession, async_step_resumable
 from maskd.resume import ResumableSession, ResumeOptions, step_resumable, step_resumable_async
@@ -188,8 +188,8 @@ class FakeClient:
     def __init__(self, fake: FakeMaskd, asyncio_: bool = False):
         method = _AsyncMethod if asyncio_ else _SyncMethod
         self.timeout = 10.0
-        self._stub = _Stub(fake, method)
-        self._health = method(fake, "Health")
+        self.stub = _Stub(fake, method)
+        self.health_check = method(fake, "Health")
 
 
 # -- random scenarios, both drivers ------------------------------------------

@@ -10,12 +10,13 @@ maskd.shm (logits in shared memory), maskd.resume (sessions that survive a
 server restart), maskd.integrations.{transformers,mlx_lm,outlines}.
 Documentation: docs/python.md.
 """
+from maskd._version import __version__
 from maskd._common import Grammar, MaskdError, MaskReply, StepReply, step_request
 from maskd.client import Client, StepFuture, StepStream
 from maskd.resume import ResumableSession, ResumeOptions, step_resumable
 from maskd.masks import allowed_tokens, apply_mask, is_allowed, unpack_mask
 
-__version__ = "0.1.0"
-__all__ = ["Client", "StepStream", "StepFuture", "StepReply", "MaskReply", "MaskdError", "Grammar",
+__all__ = ["__version__",
+           "Client", "StepStream", "StepFuture", "StepReply", "MaskReply", "MaskdError", "Grammar",
            "ResumableSession", "ResumeOptions", "step_resumable",
            "apply_mask", "unpack_mask", "allowed_tokens", "is_allowed", "step_request"]

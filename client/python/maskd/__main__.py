@@ -9,13 +9,13 @@ import argparse
 import json
 import random
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from maskd import Client, Grammar, MaskdError
 from maskd.masks import allowed_tokens
 
 
-def _constraint(a: argparse.Namespace) -> dict:
+def _constraint(a: argparse.Namespace) -> Dict[str, Any]:
     if sum(x is not None for x in (a.regex, a.json_schema, a.grammar, a.structural_tag)) != 1:
         raise SystemExit("give exactly one of --regex, --json-schema FILE, --grammar FILE or "
                          "--structural-tag FILE")

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
+import numpy.typing as npt
+from grpc_health.v1 import health_pb2 as health_pb
 
+from maskd._version import __version__
 from maskd.v1 import maskd_pb2 as pb
 
 # gRPC's default receive limit is 4 MiB; 256 rows of a 128k vocabulary are
@@ -32,7 +35,7 @@ class MaskdError(Exception):
     for a failed Step entry (``code`` is then that entry's code).
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str, *, entry: Optional[int] = None):
+    def __init__(self, code: grpc.StatusCode, message: str, *, entry: Optional[int] = None) -> None:
         self.code = code
         self.message = message[:_MAX_MESSAGE_CHARS]
         self.entry = entry
@@ -41,12 +44,13 @@ class MaskdError(Exception):
 
     @staticmethod
     def from_rpc(err: grpc.RpcError) -> "MaskdError":
-        code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+        # Some RpcErrors carry no code (the base class has no code()), some a None one.
+        code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
         details = err.details() if hasattr(err, "details") else str(err)
         return MaskdError(code or grpc.StatusCode.UNKNOWN, details or "")
 
 
-_CODES = {c.value[0]: c for c in grpc.StatusCode}
+_CODES: Dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
 
 
 def status_code(value: int) -> grpc.StatusCode:
@@ -59,12 +63,14 @@ def status_code(value: int) -> grpc.StatusCode:
 CLIENT_NAMES = ("vllm", "sglang", "llama.cpp", "transformers", "mlx-lm", "outlines", "maskctl")
 
 
-def channel_options(max_message_bytes: int, client_name: Optional[str] = None) -> list:
+ChannelOptions = List[Tuple[str, Union[str, int]]]
+
+
+def channel_options(max_message_bytes: int, client_name: Optional[str] = None) -> ChannelOptions:
     """gRPC channel options; ``client_name`` (e.g. "vllm") goes first in the user agent as
     ``maskd-<name>/<version>``, which the server's per-engine metrics read."""
-    ua = []
+    ua: ChannelOptions = []
     if client_name:
-        from maskd import __version__
         ua = [("grpc.primary_user_agent", f"maskd-{client_name}/{__version__}")]
     return ua + [
         ("grpc.max_receive_message_length", max_message_bytes),
@@ -77,6 +83,20 @@ def channel_options(max_message_bytes: int, client_name: Optional[str] = None) -
         # HTTP/2 settings), not as a backoff: 100 ms failed TLS handshakes under load.
         ("grpc.min_reconnect_backoff_ms", 5000),
     ]
+
+
+# grpc.health.v1 Check, called by name on a client's channel (its messages come from
+# grpcio-health-checking).
+HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check"
+
+
+def serving_status_name(status: int) -> str:
+    """A grpc.health.v1 ServingStatus by name: "SERVING", "NOT_SERVING", "UNKNOWN" or
+    "SERVICE_UNKNOWN" ("UNKNOWN" for a value this version does not know)."""
+    try:
+        return health_pb.HealthCheckResponse.ServingStatus.Name(status)
+    except ValueError:
+        return "UNKNOWN"
 
 
 # One Step entry: a session id, or (session_id, tokens), (session_id, tokens, rollback) or
@@ -116,6 +136,9 @@ class Grammar:
 
 
 GrammarLike = Union[str, Grammar]
+# A JSON document given as its text or as the dict json.dumps writes (a JSON Schema, a
+# structural tag).
+JsonLike = Union[str, Dict[str, Any]]
 
 
 def grammar_message(grammar: GrammarLike) -> pb.Grammar:
@@ -131,9 +154,9 @@ SCHEMA_ROUTES = {"auto": pb.SCHEMA_ROUTE_AUTO, "regex": pb.SCHEMA_ROUTE_REGEX,
 
 
 def compile_request(tokenizer: str, *, regex: Optional[str] = None,
-                    json_schema: Union[str, dict, None] = None,
+                    json_schema: Optional[JsonLike] = None,
                     grammar: Optional[GrammarLike] = None,
-                    structural_tag: Union[str, dict, None] = None, eager: bool = False,
+                    structural_tag: Optional[JsonLike] = None, eager: bool = False,
                     timeout_ms: int = 0, schema_route: str = "auto",
                     any_property_order: bool = False,
                     wait: bool = True) -> pb.CompileRequest:
@@ -164,9 +187,9 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
 
 def create_session_request(index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
                            regex: Optional[str] = None,
-                           json_schema: Union[str, dict, None] = None,
+                           json_schema: Optional[JsonLike] = None,
                            grammar: Optional[GrammarLike] = None,
-                           structural_tag: Union[str, dict, None] = None,
+                           structural_tag: Optional[JsonLike] = None,
                            eager: bool = False) -> pb.CreateSessionRequest:
     """A CreateSession at ``index_id``, or at ``tokenizer`` + one constraint (as
     ``compile_request``) compiled in the same call."""
@@ -179,7 +202,11 @@ def create_session_request(index_id: Optional[str] = None, *, tokenizer: Optiona
     raise ValueError("give index_id= or tokenizer= with a constraint")
 
 
-def mask_view(data: bytes, rows: int, words_per_row: int) -> np.ndarray:
+# A packed mask: rows of little-endian uint32 words.
+MaskArray = npt.NDArray[np.uint32]
+
+
+def mask_view(data: bytes, rows: int, words_per_row: int) -> MaskArray:
     """(rows, words_per_row) read-only uint32 view of packed mask bytes (no copy)."""
     if words_per_row == 0 or rows == 0:
         return np.zeros((rows, words_per_row), dtype=np.uint32)
@@ -197,7 +224,7 @@ class StepReply:
     """
 
     results: Sequence[pb.StepResult]
-    masks: np.ndarray
+    masks: MaskArray
     words_per_row: int
 
     @staticmethod
@@ -221,7 +248,7 @@ class MaskReply:
     """A Mask reply: ``mask`` is a read-only (words_per_row,) uint32 view;
     ``min_bytes_to_finish``: fewest bytes still needed to reach an end (0 when accepting)."""
 
-    mask: np.ndarray
+    mask: MaskArray
     words_per_row: int
     accepting: bool
     finished: bool

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import (Any, Callable, Generator, Iterable, List, Optional, Sequence, Tuple,
-                    TypeVar, Union)
+from typing import (Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple,
+                    TypeVar, Union, cast)
 
 import grpc
 import numpy as np
+from grpc_health.v1 import health_pb2 as health_pb
 
-from maskd import _health_pb2 as health_pb
-from maskd._common import MaskdError, StepReply
-from maskd.client import _HEALTH_STATUS
+from maskd._common import MaskdError, StepReply, serving_status_name
 from maskd.v1 import maskd_pb2 as pb
 
 T = TypeVar("T")
@@ -58,7 +57,8 @@ class ResumeOptions:
 
 @dataclasses.dataclass(frozen=True)
 class Call:
-    """One unary RPC: ``method`` of the Maskd service ("Health": grpc.health.v1 Check).
+    """One unary RPC: ``method`` of the Maskd service (a name of the client's ``stub``), or
+    "Health": grpc.health.v1 Check (the client's ``health_check``).
 
     ``deadline``: time.monotonic() seconds the call must end by (None: only the client's
     timeout). ``recovering``: the call waits for the channel to reconnect (wait_for_ready)
@@ -70,11 +70,11 @@ class Call:
     deadline: Optional[float] = None
     recovering: bool = False
 
-    def stub_method(self, client: Any) -> Callable[..., Any]:
-        """The callable of ``client`` (a Client or an AsyncClient) that makes this call."""
-        return client._health if self.method == "Health" else getattr(client._stub, self.method)
+    def stub_method(self, client: Any) -> Any:
+        """The multi-callable of ``client`` (a Client or an AsyncClient) that makes this call."""
+        return client.health_check if self.method == "Health" else getattr(client.stub, self.method)
 
-    def options(self, client_timeout: Optional[float]) -> dict:
+    def options(self, client_timeout: Optional[float]) -> Dict[str, Any]:
         """The call's keyword arguments: timeout (seconds, None: none) and wait_for_ready."""
         t = client_timeout
         if self.deadline is not None:
@@ -192,8 +192,7 @@ class SessionCore:
         # (NOT_SERVING; CreateSession would say "unknown tokenizer"): wait for SERVING.
         h = yield Call("Health", health_pb.HealthCheckRequest(), deadline, True)
         if h.status != health_pb.HealthCheckResponse.SERVING:
-            raise MaskdError(grpc.StatusCode.UNAVAILABLE,
-                             f"maskd is {_HEALTH_STATUS.get(h.status, h.status)}")
+            raise MaskdError(grpc.StatusCode.UNAVAILABLE, f"maskd is {serving_status_name(h.status)}")
         created = yield Call("CreateSession", pb.CreateSessionRequest(compile=self.compile),
                              deadline, True)
         sid = created.session_id
@@ -253,7 +252,7 @@ class SessionCore:
             req = pb.StepRequest(words_per_row=words_per_row)
             req.entries.add(session_id=self.session_id, rollback=rollback,
                             max_tokens_left=max_tokens_left).tokens.extend(toks)
-            resp = yield from self._rpc(Call("Step", req, deadline, recovering))
+            resp: pb.StepResponse = yield from self._rpc(Call("Step", req, deadline, recovering))
             st = resp.results[0].status
             if st.code == _NOT_FOUND:
                 raise _Lost(MaskdError(grpc.StatusCode.NOT_FOUND, st.message), wait=False)
@@ -350,11 +349,11 @@ def step_batch(ents: Sequence[BatchEntry], words_per_row: int) -> Ops[StepReply]
         if results[i] is None:  # lost, or a closed session: redo alone
             r1 = yield from s._step_ops(toks, rb, words_per_row, left)
             results[i], wprs[i], rows[i] = r1.results[0], r1.words_per_row, r1.masks
-    return _merge(results, rows, wprs)
+    return _merge(cast(List[pb.StepResult], results), rows, wprs)  # every slot filled above
 
 
-def _absorb(resp: pb.StepResponse, ents: Sequence[BatchEntry], results: list, rows: list,
-            wprs: list) -> bool:
+def _absorb(resp: pb.StepResponse, ents: Sequence[BatchEntry],
+            results: List[Optional[pb.StepResult]], rows: List[bytes], wprs: List[int]) -> bool:
     """Takes a batch Step reply into results/rows/wprs (index i for ents[i]): commits the
     steps the server confirmed and abandons the sessions it lost (NOT_FOUND), leaving their
     slots None to be redone. True when every entry came back."""
@@ -372,7 +371,8 @@ def _absorb(resp: pb.StepResponse, ents: Sequence[BatchEntry], results: list, ro
     return all(r is not None for r in results)
 
 
-def _merge(results: list, rows: list, wprs: list) -> StepReply:
+def _merge(results: Sequence[pb.StepResult], rows: Sequence[bytes],
+           wprs: Sequence[int]) -> StepReply:
     """One reply from per-entry results and rows of possibly different widths."""
     w = max(wprs)
     out = pb.StepResponse(words_per_row=w)

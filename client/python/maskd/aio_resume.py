@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
-from maskd._common import GrammarLike, MaskdError, StepReply, compile_request
+from maskd._common import GrammarLike, JsonLike, MaskdError, StepReply, compile_request
 from maskd._resume_core import (Op, Ops, ResumeOptions, SessionCore, Sleep, batch_entries,
                                 step_batch)
 from maskd.aio import AsyncClient
@@ -45,7 +45,8 @@ async def _run(client: Optional[AsyncClient], ops: Ops[T]) -> T:
             try:
                 op = ops.send(reply) if error is None else ops.throw(error)
             except StopIteration as done:
-                return done.value
+                result: T = done.value
+                return result
             reply, error = None, None
             try:
                 reply = await _perform(client, op)
@@ -78,9 +79,9 @@ class AsyncResumableSession(SessionCore):
 
     @classmethod
     async def create(cls, client: AsyncClient, tokenizer: str, *, regex: Optional[str] = None,
-                     json_schema: Union[str, dict, None] = None,
+                     json_schema: Optional[JsonLike] = None,
                      grammar: Optional[GrammarLike] = None,
-                     structural_tag: Union[str, dict, None] = None, eager: bool = False,
+                     structural_tag: Optional[JsonLike] = None, eager: bool = False,
                      options: ResumeOptions = ResumeOptions()) -> "AsyncResumableSession":
         return await cls.from_compile(client, compile_request(
             tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,

@@ -13,26 +13,25 @@ forward pass) and ``StepStream``.
 """
 from __future__ import annotations
 
-import threading
-from typing import Callable, Iterable, List, Optional, Sequence, TypeVar, Union
+import queue
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, TypeVar
 
 import grpc
+from grpc_health.v1 import health_pb2 as health_pb
 
-from maskd import _health_pb2 as health_pb
-from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, EntryLike, GrammarLike, MaskdError,
-                           MaskReply, StepReply, channel_options, compile_request,
-                           create_session_request, step_request)
+from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, HEALTH_CHECK_METHOD, EntryLike, GrammarLike,
+                           JsonLike, MaskdError, MaskReply, StepReply, channel_options,
+                           compile_request, create_session_request, serving_status_name,
+                           step_request)
 from maskd.v1 import maskd_pb2 as pb
 from maskd.v1 import maskd_pb2_grpc as pb_grpc
 from maskd.v1 import shm_pb2 as shm_pb
 from maskd.v1 import shm_pb2_grpc as shm_grpc
 
-T = TypeVar("T")
-
-_HEALTH_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+Resp = TypeVar("Resp")
 
 
-def _rpc(fn: Callable[..., T], req, timeout: Optional[float]) -> T:
+def _rpc(fn: Callable[..., Resp], req: Any, timeout: Optional[float]) -> Resp:
     try:
         return fn(req, timeout=timeout)
     except grpc.RpcError as e:
@@ -42,7 +41,7 @@ def _rpc(fn: Callable[..., T], req, timeout: Optional[float]) -> T:
 class StepFuture:
     """A Step in flight (``Client.step_async``); ``result()`` waits for its reply."""
 
-    def __init__(self, fut: grpc.Future):
+    def __init__(self, fut: grpc.Future[pb.StepResponse]):
         self._fut = fut
 
     def done(self) -> bool:
@@ -63,21 +62,13 @@ class StepStream:
     loop owns it (not thread-safe). ``send`` + ``recv`` let a caller keep one
     request in flight while it does other work; ``step`` does both."""
 
-    _END = object()
-
     def __init__(self, stub: pb_grpc.MaskdStub, timeout: Optional[float]):
-        self._cv = threading.Condition()
-        self._queue: List[object] = []
+        # Requests for gRPC's sending thread, in order; None ends the stream.
+        self._requests: queue.SimpleQueue[Optional[pb.StepRequest]] = queue.SimpleQueue()
         self._closed = False
 
-        def requests():
-            while True:
-                with self._cv:
-                    while not self._queue:
-                        self._cv.wait()
-                    item = self._queue.pop(0)
-                if item is StepStream._END:
-                    return
+        def requests() -> Iterator[pb.StepRequest]:
+            while (item := self._requests.get()) is not None:
                 yield item
 
         self._call = stub.StepStream(requests(), timeout=timeout)
@@ -87,10 +78,7 @@ class StepStream:
         """Queues one StepRequest (its reply comes back, in order, from ``recv``)."""
         if self._closed:
             raise MaskdError(grpc.StatusCode.FAILED_PRECONDITION, "step stream is closed")
-        req = step_request(entries, words_per_row)
-        with self._cv:
-            self._queue.append(req)
-            self._cv.notify()
+        self._requests.put(step_request(entries, words_per_row))
         self._pending += 1
 
     def recv(self) -> StepReply:
@@ -115,9 +103,7 @@ class StepStream:
         if self._closed:
             return
         self._closed = True
-        with self._cv:
-            self._queue.append(StepStream._END)
-            self._cv.notify()
+        self._requests.put(None)
         try:
             for _ in self._call:  # drain replies not received
                 pass
@@ -128,7 +114,7 @@ class StepStream:
     def __enter__(self) -> "StepStream":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -183,11 +169,14 @@ class Client:
         self.timeout = timeout
         self.channel = grpc.insecure_channel(
             addr, options=channel_options(max_message_bytes, client_name))
-        self._stub = pb_grpc.MaskdStub(self.channel)
-        self._health = self.channel.unary_unary(
-            "/grpc.health.v1.Health/Check",
-            request_serializer=health_pb.HealthCheckRequest.SerializeToString,
-            response_deserializer=health_pb.HealthCheckResponse.FromString)
+        # The generated stub of maskd.v1.Maskd on this channel (every method below is one
+        # call of it), and grpc.health.v1 Health/Check (messages from grpcio-health-checking).
+        self.stub = pb_grpc.MaskdStub(self.channel)
+        self.health_check: grpc.UnaryUnaryMultiCallable[
+            health_pb.HealthCheckRequest, health_pb.HealthCheckResponse] = self.channel.unary_unary(
+                HEALTH_CHECK_METHOD,
+                request_serializer=health_pb.HealthCheckRequest.SerializeToString,
+                response_deserializer=health_pb.HealthCheckResponse.FromString)
         self.shm = SharedMemoryClient(self.channel, timeout)
 
     # -- lifetime -------------------------------------------------------------
@@ -197,24 +186,24 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- server ---------------------------------------------------------------
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN"."""
-        r = _rpc(self._health, health_pb.HealthCheckRequest(service=service), self.timeout)
-        return _HEALTH_STATUS.get(r.status, "UNKNOWN")
+        r = _rpc(self.health_check, health_pb.HealthCheckRequest(service=service), self.timeout)
+        return serving_status_name(r.status)
 
     def ping(self) -> None:
-        _rpc(self._stub.Ping, pb.PingRequest(), self.timeout)
+        _rpc(self.stub.Ping, pb.PingRequest(), self.timeout)
 
     def stats(self) -> pb.StatsResponse:
-        return _rpc(self._stub.Stats, pb.StatsRequest(), self.timeout)
+        return _rpc(self.stub.Stats, pb.StatsRequest(), self.timeout)
 
     # -- tokenizers -----------------------------------------------------------
     def list_tokenizers(self) -> List[pb.Tokenizer]:
-        return list(_rpc(self._stub.ListTokenizers, pb.ListTokenizersRequest(), self.timeout).tokenizers)
+        return list(_rpc(self.stub.ListTokenizers, pb.ListTokenizersRequest(), self.timeout).tokenizers)
 
     def tokenizer(self, name: str) -> pb.Tokenizer:
         """One tokenizer by name (NOT_FOUND when the server has none of that name)."""
@@ -229,17 +218,17 @@ class Client:
         req = pb.RegisterTokenizerRequest(name=name, tokenizer_json=tokenizer_json,
                                           tokenizer_config_json=tokenizer_config_json,
                                           vocab_size=vocab_size, eos_ids=list(eos_ids))
-        return _rpc(self._stub.RegisterTokenizer, req, self.timeout).tokenizer
+        return _rpc(self.stub.RegisterTokenizer, req, self.timeout).tokenizer
 
     def detokenize(self, tokenizer: str, tokens: Sequence[int], include_special: bool = False) -> bytes:
         req = pb.DetokenizeRequest(tokenizer=tokenizer, tokens=[int(t) for t in tokens],
                                    include_special=include_special)
-        return _rpc(self._stub.Detokenize, req, self.timeout).text
+        return _rpc(self.stub.Detokenize, req, self.timeout).text
 
     # -- indexes --------------------------------------------------------------
     def compile(self, tokenizer: str, *, regex: Optional[str] = None,
-                json_schema: Optional[str] = None, grammar: Optional[GrammarLike] = None,
-                structural_tag: Union[str, dict, None] = None,
+                json_schema: Optional[JsonLike] = None, grammar: Optional[GrammarLike] = None,
+                structural_tag: Optional[JsonLike] = None,
                 eager: bool = False, timeout_ms: int = 0, schema_route: str = "auto",
                 any_property_order: bool = False,
                 wait: bool = True) -> pb.CompileResponse:
@@ -250,39 +239,39 @@ class Client:
                               structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
                               schema_route=schema_route, any_property_order=any_property_order,
                               wait=wait)
-        return _rpc(self._stub.Compile, req, self.timeout)
+        return _rpc(self.stub.Compile, req, self.timeout)
 
     def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
-        return _rpc(self._stub.GetIndex, pb.GetIndexRequest(index_id=index_id, wait=wait), self.timeout)
+        return _rpc(self.stub.GetIndex, pb.GetIndexRequest(index_id=index_id, wait=wait), self.timeout)
 
     def cancel_compile(self, index_id: str) -> bool:
-        return _rpc(self._stub.CancelCompile, pb.CancelCompileRequest(index_id=index_id),
+        return _rpc(self.stub.CancelCompile, pb.CancelCompileRequest(index_id=index_id),
                     self.timeout).cancelled
 
     # -- sessions -------------------------------------------------------------
     def create_session(self, index_id: Optional[str] = None, *, tokenizer: Optional[str] = None,
-                       regex: Optional[str] = None, json_schema: Optional[str] = None,
+                       regex: Optional[str] = None, json_schema: Optional[JsonLike] = None,
                        grammar: Optional[GrammarLike] = None,
-                       structural_tag: Union[str, dict, None] = None,
+                       structural_tag: Optional[JsonLike] = None,
                        eager: bool = False) -> pb.CreateSessionResponse:
         """A session at the start of an index, given by ``index_id`` or compiled from
         ``tokenizer`` + a constraint (as ``compile``) in the same call."""
         req = create_session_request(index_id, tokenizer=tokenizer, regex=regex,
                                      json_schema=json_schema, grammar=grammar,
                                      structural_tag=structural_tag, eager=eager)
-        return _rpc(self._stub.CreateSession, req, self.timeout)
+        return _rpc(self.stub.CreateSession, req, self.timeout)
 
     def close_session(self, session_id: int) -> None:
-        _rpc(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id), self.timeout)
+        _rpc(self.stub.CloseSession, pb.CloseSessionRequest(session_id=session_id), self.timeout)
 
     def fork_session(self, session_id: int) -> int:
         """A new session in the same state; returns its id."""
-        return _rpc(self._stub.ForkSession, pb.ForkSessionRequest(session_id=session_id),
+        return _rpc(self.stub.ForkSession, pb.ForkSessionRequest(session_id=session_id),
                     self.timeout).session_id
 
     def rollback(self, session_id: int, num_tokens: int) -> int:
         """Undoes the last ``num_tokens`` tokens; returns the tokens left."""
-        return _rpc(self._stub.Rollback, pb.RollbackRequest(session_id=session_id, num_tokens=num_tokens),
+        return _rpc(self.stub.Rollback, pb.RollbackRequest(session_id=session_id, num_tokens=num_tokens),
                     self.timeout).num_tokens
 
     # -- steps ----------------------------------------------------------------
@@ -290,21 +279,21 @@ class Client:
         """One decoding step for a batch: ``entries`` are session ids or
         ``(session_id, tokens_since_last_step[, rollback])``. Entry errors are in
         ``reply.results[i].status`` (``reply.raise_for_status()`` raises them)."""
-        return StepReply.from_proto(_rpc(self._stub.Step, step_request(entries, words_per_row),
+        return StepReply.from_proto(_rpc(self.stub.Step, step_request(entries, words_per_row),
                                          self.timeout))
 
     def step_async(self, entries: Iterable[EntryLike], words_per_row: int = 0) -> StepFuture:
         """Starts a Step and returns at once; ``.result()`` waits for the reply."""
-        return StepFuture(self._stub.Step.future(step_request(entries, words_per_row),
+        return StepFuture(self.stub.Step.future(step_request(entries, words_per_row),
                                                  timeout=self.timeout))
 
     def step_stream(self) -> StepStream:
         """Opens a StepStream (close it, or use it as a context manager)."""
-        return StepStream(self._stub, self.timeout)
+        return StepStream(self.stub, self.timeout)
 
     def mask(self, index_id: str, tokens: Sequence[int] = (), words_per_row: int = 0,
              max_tokens_left: int = 0) -> MaskReply:
         """Stateless: the mask after ``tokens`` from the start of an index."""
         req = pb.MaskRequest(index_id=index_id, tokens=[int(t) for t in tokens], words_per_row=words_per_row,
                              max_tokens_left=max_tokens_left)
-        return MaskReply.from_proto(_rpc(self._stub.Mask, req, self.timeout))
+        return MaskReply.from_proto(_rpc(self.stub.Mask, req, self.timeout))

@@ -29,7 +29,8 @@ def unpack_mask(mask: np.ndarray, width: int) -> np.ndarray:
 
 def allowed_tokens(mask: np.ndarray) -> List[int]:
     """Token ids allowed by one packed row, increasing."""
-    return np.flatnonzero(unpack_mask(mask, 32 * mask.shape[-1])).tolist()
+    tokens: List[int] = np.flatnonzero(unpack_mask(mask, 32 * mask.shape[-1])).tolist()
+    return tokens
 
 
 def is_allowed(mask: np.ndarray, token: int) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
-from maskd._common import GrammarLike, MaskdError, StepReply, compile_request
+from maskd._common import GrammarLike, JsonLike, MaskdError, StepReply, compile_request
 from maskd._resume_core import (Call, Op, Ops, ResumeOptions, SessionCore, Sleep,
                                 batch_entries, batch_live, step_batch)
 from maskd.client import Client
@@ -62,7 +62,8 @@ def _run(client: Optional[Client], ops: Ops[T], reply: Any = None,
             try:
                 op = ops.send(reply) if error is None else ops.throw(error)
             except StopIteration as done:
-                return done.value
+                result: T = done.value
+                return result
             reply, error = None, None
             try:
                 reply = _perform(client, op)
@@ -91,9 +92,9 @@ class ResumableSession(SessionCore):
 
     @classmethod
     def create(cls, client: Client, tokenizer: str, *, regex: Optional[str] = None,
-               json_schema: Union[str, dict, None] = None,
+               json_schema: Optional[JsonLike] = None,
                grammar: Optional[GrammarLike] = None,
-               structural_tag: Union[str, dict, None] = None, eager: bool = False,
+               structural_tag: Optional[JsonLike] = None, eager: bool = False,
                options: ResumeOptions = ResumeOptions()) -> "ResumableSession":
         """A session at the start of one constraint (as ``Client.compile``) for ``tokenizer``."""
         return cls(client, compile_request(tokenizer, regex=regex, json_schema=json_schema,
@@ -148,7 +149,7 @@ class ResumableStepFuture:
         self._client: Optional[Client] = self._ents[0][0].client if self._ents else None
         self._wpr = words_per_row
         self._ops: Optional[Ops[StepReply]] = None  # waits for the reply of _fut
-        self._fut: Optional[grpc.Future] = None
+        self._fut: Optional[grpc.Future[pb.StepResponse]] = None
         if batch_live(self._ents):
             client: Client = self._ents[0][0].client
             self._ops = step_batch(self._ents, words_per_row)

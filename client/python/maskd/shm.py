@@ -18,8 +18,10 @@ from multiprocessing import shared_memory
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from maskd._common import EntryLike, MaskdError, status_code, step_request
+from maskd.client import Client
 from maskd.v1 import shm_pb2 as shm_pb
 
 _DTYPES = {
@@ -40,7 +42,7 @@ class ShmLogits:
       prefix: the server's --shm_prefix.
     """
 
-    def __init__(self, client: Any, rows: int, vocab: int, dtype: str = "float32", *,
+    def __init__(self, client: Client, rows: int, vocab: int, dtype: str = "float32", *,
                  prefix: str = "/maskd-"):
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}")
@@ -52,9 +54,10 @@ class ShmLogits:
         self.byte_size = rows * vocab * elem
         token = f"{os.getpid()}-{secrets.token_hex(6)}"
         # SharedMemory prepends "/" itself on POSIX.
-        self._shm = shared_memory.SharedMemory(name=prefix.lstrip("/") + token, create=True,
-                                               size=self.byte_size)
-        self.key = "/" + self._shm.name.lstrip("/")
+        shm = shared_memory.SharedMemory(name=prefix.lstrip("/") + token, create=True,
+                                         size=self.byte_size)
+        self._shm: Optional[shared_memory.SharedMemory] = shm  # None once closed
+        self.key = "/" + shm.name.lstrip("/")
         self.region = f"py-{token}"
         self._registered = False
         try:
@@ -65,7 +68,7 @@ class ShmLogits:
             raise
 
     @classmethod
-    def from_array(cls, client: Any, logits: Any, **kw: Any) -> "ShmLogits":
+    def from_array(cls, client: Client, logits: Any, **kw: Any) -> "ShmLogits":
         """A region holding a copy of ``logits`` (NumPy array or torch CPU tensor, (rows, vocab))."""
         mod = type(logits).__module__
         if mod.startswith("torch"):
@@ -87,18 +90,20 @@ class ShmLogits:
         return r
 
     @property
-    def array(self) -> np.ndarray:
+    def array(self) -> npt.NDArray[Any]:
         """A NumPy (rows, vocab) view of the shared buffer (float32 / float16)."""
         if self._np_dtype is None:
             raise TypeError("no NumPy dtype for bfloat16: use tensor()")
-        return np.ndarray((self.rows, self.vocab), dtype=self._np_dtype, buffer=self._shm.buf)
+        view: npt.NDArray[Any] = np.ndarray((self.rows, self.vocab), dtype=self._np_dtype,
+                                            buffer=self._buffer())
+        return view
 
     def tensor(self) -> Any:
         """A torch (rows, vocab) CPU tensor sharing the buffer."""
         import torch
 
         dt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.dtype]
-        return torch.frombuffer(self._shm.buf, dtype=dt).view(self.rows, self.vocab)
+        return torch.frombuffer(self._buffer(), dtype=dt).view(self.rows, self.vocab)
 
     def step(self, entries: Iterable[EntryLike], *, row_map: Optional[Sequence[int]] = None,
              rows: Optional[int] = None, check: bool = True) -> shm_pb.StepInRegionResponse:
@@ -122,7 +127,15 @@ class ShmLogits:
                     raise MaskdError(status_code(r.status.code), r.status.message, entry=i)
         return resp
 
+    def _buffer(self) -> memoryview:
+        buf = self._shm.buf if self._shm is not None else None
+        if buf is None:
+            raise ValueError("ShmLogits is closed")
+        return buf
+
     def _release(self) -> None:
+        if self._shm is None:
+            return
         try:
             self._shm.close()
         finally:
@@ -146,5 +159,5 @@ class ShmLogits:
     def __enter__(self) -> "ShmLogits":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -7,8 +7,9 @@
 # the build machines are shared); its vendor/llama.cpp is also what
 # build_sampler.sh builds the C++ sampler against. gguf writes the tiny test
 # model (bench/engines/tiny_gguf.py); jsonschema, regex and lark are the
-# independent matchers of tests/engines/llama.cpp/test_llama_cpp.py; grpcio and
-# protobuf are the maskd client's own dependencies (client/python/pyproject.toml);
+# independent matchers of tests/engines/llama.cpp/test_llama_cpp.py; grpcio,
+# grpcio-health-checking and protobuf are the maskd client's own dependencies
+# (client/python/pyproject.toml);
 # setuptools and wheel let scripts/engine_venv.sh install client/python without
 # build isolation (Debian's venv setuptools 66 has no bdist_wheel without wheel).
 # scripts/engine_venv.sh caches the venv keyed on this file's hash.
@@ -24,4 +25,4 @@ export CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DL
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 nice "$pip" install -q --no-binary llama-cpp-python "llama-cpp-python==0.3.36"
 "$pip" install -q gguf numpy jsonschema regex lark pytest \
-  "grpcio>=1.85.1" "protobuf>=7.35.1" "setuptools>=68" wheel
+  "grpcio>=1.85.1" "grpcio-health-checking>=1.85.1" "protobuf>=7.35.1" "setuptools>=68" wheel

@@ -53,6 +53,7 @@ einops==0.8.2
 uvicorn==0.55.0
 fastapi==0.165.0
 grpcio==1.85.3
+grpcio-health-checking==1.85.1
 protobuf==7.36.2
 jsonschema==4.26.0
 lark==1.3.1

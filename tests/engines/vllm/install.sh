@@ -52,6 +52,7 @@ frozenlist==1.8.0
 fsspec==2026.9.0
 googleapis-common-protos==1.76.0
 grpcio==1.85.3
+grpcio-health-checking==1.85.1
 h11==0.16.0
 hf-xet==1.8.0
 httpcore==1.0.9
@@ -202,4 +203,5 @@ mapfile -t REQ_ARR <<<"$REQS"
 "${PIP[@]}" -c "$CONSTRAINTS" "${REQ_ARR[@]}" torch==2.13.0 torchvision==0.28.0
 # Test tools, and the maskd client's requirements (scripts/engine_venv.sh installs the client
 # itself from client/python on every call, so this cached venv never holds a stale one).
-"${PIP[@]}" -c "$CONSTRAINTS" jsonschema regex lark pytest "grpcio>=1.85.1" "protobuf>=7.35.1"
+"${PIP[@]}" -c "$CONSTRAINTS" jsonschema regex lark pytest "grpcio>=1.85.1" \
+  "grpcio-health-checking>=1.85.1" "protobuf>=7.35.1"

@@ -121,7 +121,8 @@ class RowSessions:
         return len(self.ids)
 
     def _entries(self, tokens: Optional[Sequence[int]]) -> Tuple[List[Tuple[Any, ...]], List[int]]:
-        entries, live = [], []
+        entries: List[Tuple[Any, ...]] = []
+        live: List[int] = []
         for i, sid in enumerate(self.ids):
             if self.done[i]:
                 continue

@@ -29,7 +29,7 @@ token would otherwise continue the old session.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class MaskdLogitsProcessor:
         self._prev: Optional[np.ndarray] = None  # the context of the previous call
 
     @property
-    def generated(self) -> list:
+    def generated(self) -> List[int]:
         """Tokens of the current generation that maskd accepted."""
         return list(self.sessions.tokens[0]) if self.sessions is not None else []
 
@@ -98,13 +98,14 @@ class MaskdLogitsProcessor:
                 and np.array_equal(input_ids[:-1], prev))
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        if self._continues(input_ids):
-            reply, live = self.sessions.step([int(input_ids[-1])])
+        sessions = self.sessions
+        if sessions is not None and self._continues(input_ids):
+            reply, live = sessions.step([int(input_ids[-1])])
         else:
             self.close()
-            self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, 1,
-                                        budget=self.max_new_tokens, resume=self.resume)
-            reply, live = self.sessions.step(None)
+            self.sessions = sessions = RowSessions(self.client, self.index_id, self.eos_ids, 1,
+                                                   budget=self.max_new_tokens, resume=self.resume)
+            reply, live = sessions.step(None)
         self._prev = np.array(input_ids, copy=True)
         if live:  # else the sequence ended (EOS): logits left alone
             apply_mask(scores, reply.masks[0])

@@ -35,7 +35,7 @@ import grpc
 import mlx.core as mx
 import numpy as np
 
-from maskd._common import GrammarLike, MaskdError, status_code
+from maskd._common import EntryLike, GrammarLike, MaskdError, status_code
 from maskd.integrations._core import connect, constraint_kwargs
 from maskd.masks import apply_mask
 
@@ -99,7 +99,7 @@ class MaskdLogitsProcessor:
             toks = []
         if self.max_tokens:
             left = self.max_tokens - (ids.size - self._prompt_len[sid])
-            entry: tuple = (sid, toks, 0, max(1, left))
+            entry: EntryLike = (sid, toks, 0, max(1, left))
         else:
             entry = (sid, toks)
         reply = self.client.step([entry])

@@ -22,7 +22,7 @@ JSON layout: maskd writes JSON as ``json.dumps`` does (``", "`` and ``": "``); O
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict
 
 from outlines import Generator as _OutlinesGenerator
 from outlines.processors import OutlinesLogitsProcessor
@@ -30,10 +30,11 @@ from outlines.types import CFG, JsonSchema
 from outlines.types.dsl import python_types_to_terms, to_regex
 
 from maskd._common import Grammar
+from maskd.client import Client
 from maskd.integrations._core import connect
 
 
-def compile_output_type(client: Any, tokenizer: str, output_type: Any) -> str:
+def compile_output_type(client: Client, tokenizer: str, output_type: Any) -> str:
     """Compiles an Outlines output type on maskd; returns the index id."""
     term = python_types_to_terms(output_type)
     if isinstance(term, CFG):
@@ -63,7 +64,8 @@ class MaskdOutlinesProcessor(OutlinesLogitsProcessor):
             from maskd.integrations.transformers import MaskdLogitsProcessor as Torch
 
             self.inner: Any = Torch(self.client, tokenizer, index_id=index_id)
-            self.prefetch = self.inner.prefetch
+            # The transformers processor's StoppingCriteria (MaskdGenerator passes it on).
+            self.prefetch: Any = self.inner.prefetch
         elif tensor_library_name == "mlx":
             from maskd.integrations.mlx_lm import MaskdLogitsProcessor as Mlx
 
@@ -94,7 +96,7 @@ class MaskdGenerator:
         self.logits_processor = processor
         self.generator = _OutlinesGenerator(model, processor=processor)
 
-    def _kwargs(self, kw: dict) -> dict:
+    def _kwargs(self, kw: Dict[str, Any]) -> Dict[str, Any]:
         if self.logits_processor.prefetch is not None and "stopping_criteria" not in kw:
             from transformers import StoppingCriteriaList
 

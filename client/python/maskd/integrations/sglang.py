@@ -92,7 +92,7 @@ def _utf8_prefix(data: bytes) -> str:
     return data.decode("utf-8", errors="ignore")
 
 
-class MaskdGrammar(BaseGrammarObject):  # type: ignore[misc]
+class MaskdGrammar(BaseGrammarObject):
     """One request's constraint state, held by a maskd session.
 
     Invariants: ``tokens`` are the tokens accepted so far (the request's output). The
@@ -264,7 +264,7 @@ class MaskdGrammar(BaseGrammarObject):  # type: ignore[misc]
                 f"tokens={len(self.tokens)}, session={self.session_id})")
 
 
-class MaskdGrammarBackend(BaseGrammarBackend):  # type: ignore[misc]
+class MaskdGrammarBackend(BaseGrammarBackend):
     """Compiles SGLang's constraints with maskd and steps their sessions.
 
     Args:

@@ -103,8 +103,9 @@ class MaskdLogitsProcessor(LogitsProcessor):
                 and input_ids.shape[0] == prev.shape[0] and input_ids.shape[1] == prev.shape[1] + 1)
 
     def _prefetch(self, input_ids: torch.Tensor) -> None:
-        if self._continues(input_ids) and not all(self.sessions.done):
-            self.sessions.prefetch(input_ids[:, -1].tolist())
+        sessions = self.sessions
+        if sessions is not None and self._continues(input_ids) and not all(sessions.done):
+            sessions.prefetch(input_ids[:, -1].tolist())
 
     def close(self) -> None:
         """Ends the sessions of the last generation."""
@@ -121,18 +122,20 @@ class MaskdLogitsProcessor(LogitsProcessor):
 
     # -- LogitsProcessor --------------------------------------------------------
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if self._continues(input_ids):
+        sessions = self.sessions
+        if sessions is not None and self._continues(input_ids):
             if not torch.equal(input_ids[:, :-1], self._prev):
                 raise MaskdError(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     "MaskdLogitsProcessor: batch rows changed between steps (beam search reorders "
                     "rows); use num_beams=1 (greedy or sampling, num_return_sequences for several)")
-            reply, live = self.sessions.step(input_ids[:, -1].tolist())
+            reply, live = sessions.step(input_ids[:, -1].tolist())
         else:
             self.close()
-            self.sessions = RowSessions(self.client, self.index_id, self.eos_ids, input_ids.shape[0],
-                                        budget=self.max_new_tokens, resume=self.resume)
-            reply, live = self.sessions.step(None)
+            self.sessions = sessions = RowSessions(
+                self.client, self.index_id, self.eos_ids, input_ids.shape[0],
+                budget=self.max_new_tokens, resume=self.resume)
+            reply, live = sessions.step(None)
         self._prev = input_ids
         self._applier.apply_(scores, self._words(reply.masks, live, scores))  # in place
         return scores
