@@ -54,6 +54,18 @@ absl::Status CheckTextSize(const Constraint& c, const RequestTextLimits& limits)
                                                    " (--max-regex-bytes)"));
 }
 
+absl::StatusOr<JsonWhitespace> ReadWhitespace(const v1::CompileOptions& o) {
+  switch (o.json_whitespace()) {
+    case v1::JSON_WHITESPACE_PYTHON: return JsonWhitespace::kPython;
+    case v1::JSON_WHITESPACE_COMPACT: return JsonWhitespace::kCompact;
+    case v1::JSON_WHITESPACE_FLEXIBLE: return JsonWhitespace::kFlexible;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.json_whitespace ", o.json_whitespace(),
+          ": expected JSON_WHITESPACE_PYTHON, JSON_WHITESPACE_COMPACT or JSON_WHITESPACE_FLEXIBLE"));
+  }
+}
+
 // CompileOptions, as far as they apply to c->kind.
 absl::Status ReadOptions(const v1::CompileOptions& o, Constraint* c) {
   SchemaRoute route = SchemaRoute::kAuto;
@@ -66,11 +78,14 @@ absl::Status ReadOptions(const v1::CompileOptions& o, Constraint* c) {
           absl::StrCat("options.schema_route ", o.schema_route(),
                        ": expected SCHEMA_ROUTE_AUTO, SCHEMA_ROUTE_REGEX or SCHEMA_ROUTE_GRAMMAR"));
   }
+  auto whitespace = ReadWhitespace(o);
+  if (!whitespace.ok()) return whitespace.status();
   c->options.eager = o.eager();
   if (c->kind == ConstraintKind::kJsonSchema) c->options.schema_route = route;
   // A structural tag's schemas take the same layout as a JSON Schema's.
   if (c->kind == ConstraintKind::kJsonSchema || c->kind == ConstraintKind::kStructuralTag) {
     c->options.json_schema.any_property_order = o.any_property_order();
+    c->options.json_schema.whitespace = *whitespace;
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -146,6 +147,28 @@ TEST(ConstraintFromRequest, ErrorsNameTheProblem) {
   format.set_tokenizer("qwen3");
   format.mutable_grammar()->set_format(static_cast<v1::Grammar::Format>(9));
   EXPECT_THAT(Convert(format).status().message(), HasSubstr("grammar.format 9"));
+  v1::CompileRequest whitespace = SchemaRequest();
+  whitespace.mutable_options()->set_json_whitespace(static_cast<v1::JsonWhitespace>(7));
+  EXPECT_THAT(Convert(whitespace).status().message(), HasSubstr("options.json_whitespace 7"));
+}
+
+TEST(ConstraintFromRequest, JsonWhitespaceReachesTheConverter) {
+  const ConstraintCompiler compiler;
+  for (auto [whitespace, spaced, compact] :
+       {std::tuple{v1::JSON_WHITESPACE_PYTHON, true, false},
+        std::tuple{v1::JSON_WHITESPACE_COMPACT, false, true},
+        std::tuple{v1::JSON_WHITESPACE_FLEXIBLE, true, true}}) {
+    SCOPED_TRACE(v1::JsonWhitespace_Name(whitespace));
+    v1::CompileRequest req = SchemaRequest();
+    req.mutable_options()->set_json_whitespace(whitespace);
+    auto c = Convert(req);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto compiled = compiler.Compile(*c);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const Dfa& dfa = compiled->index->token_index()->dfa();
+    EXPECT_EQ(dfa.Matches(R"({"a": 1})"), spaced);
+    EXPECT_EQ(dfa.Matches(R"({"a":1})"), compact);
+  }
 }
 
 // Compiles `c` in `cache` and waits.
