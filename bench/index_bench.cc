@@ -41,7 +41,7 @@
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
 #include "benchmark/benchmark.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
 #include "index/random_walk.h"
@@ -74,11 +74,16 @@ std::shared_ptr<const TokenizerContext> LoadShared(const std::string& name) {
   return cache[name] = TokenizerContext::Create(*std::move(v));
 }
 
-// A regex's index through the compile path the service takes (index/compile.h).
+// A regex's index through the compile path the service takes
+// (constraint/constraint_compiler.h); eager: on `threads` threads.
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileIndex(
-    const std::string& regex, std::shared_ptr<const TokenizerContext> context,
-    const CompileOptions& options = {}) {
-  auto compiled = CompileConstraint(Constraint::Regex(regex), std::move(context), options);
+    const std::string& regex, std::shared_ptr<const TokenizerContext> context, bool eager = false,
+    int threads = 1) {
+  Constraint constraint = Constraint::Regex(regex, std::move(context));
+  constraint.options.eager = eager;
+  CompileLimits limits;
+  limits.precompute_threads = threads;
+  auto compiled = ConstraintCompiler(std::move(limits)).Compile(constraint);
   if (!compiled.ok()) return compiled.status();
   return compiled->index->token_index();
 }
@@ -170,12 +175,9 @@ void CompileFirstMaskFreshVocab(benchmark::State& state, std::string tokenizer, 
 
 void CompileReady(benchmark::State& state, std::string tokenizer, std::string regex, int threads) {
   auto context = LoadShared(tokenizer);
-  CompileOptions options;
-  options.eager = true;
-  options.threads = threads;
   size_t bytes = 0, states = 0;
   for (auto _ : state) {
-    auto index = CompileIndex(regex, context, options);
+    auto index = CompileIndex(regex, context, /*eager=*/true, threads);
     if (!index.ok()) {
       state.SkipWithError(std::string(index.status().message()).c_str());
       return;
@@ -190,9 +192,7 @@ void CompileReady(benchmark::State& state, std::string tokenizer, std::string re
 // An eagerly built index, or null after marking the benchmark skipped.
 std::shared_ptr<const TokenIndex> EagerIndex(benchmark::State& state, const std::string& tokenizer,
                                              const std::string& regex) {
-  CompileOptions options;
-  options.eager = true;
-  auto index = CompileIndex(regex, LoadShared(tokenizer), options);
+  auto index = CompileIndex(regex, LoadShared(tokenizer), /*eager=*/true);
   if (!index.ok()) {
     state.SkipWithError(std::string(index.status().message()).c_str());
     return nullptr;

@@ -1,6 +1,6 @@
 // JsonSchemaGrammar: a JSON Schema as a Grammar, the grammar route's front
 // end — JsonSchemaToRules (schema/json_schema.h) lowered by
-// GrammarFromRegexRules (grammar/regex_rules.h). CompileConstraint uses it for
+// GrammarFromRegexRules (grammar/regex_rules.h). ConstraintCompiler uses it for
 // a schema on the grammar route (docs/json-schema.md, "Routes").
 #ifndef MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_
 #define MASKD_CONSTRAINT_SCHEMA_GRAMMAR_H_

@@ -101,8 +101,8 @@ struct JsonSchemaOptions {
   //  - max_states, max_nfa_states: per internal DFA. A DFA over the cap is
   //    not used and the converter falls back as each use documents (enum
   //    values kept, exclusion not enforced, pattern anchored; the last
-  //    with its own lower cap of 4000 states). CompileConstraint lowers them
-  //    to its CompileOptions::dfa caps.
+  //    with its own lower cap of 4000 states). ConstraintCompiler lowers them
+  //    to its CompileLimits' max_dfa_states and max_nfa_states.
   //  - deadline, cancel: past the deadline the conversion fails with
   //    DeadlineExceeded; with the flag set, Cancelled. Checked at each
   //    subschema and inside each internal DFA build. Not part of

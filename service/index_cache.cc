@@ -19,14 +19,8 @@ namespace maskd {
 
 struct IndexCache::Entry {
   std::string id;
-  std::string tokenizer;
-  std::shared_ptr<const TokenizerContext> context;
-  ConstraintKind kind = ConstraintKind::kRegex;
-  GrammarFormat grammar_format = GrammarFormat::kLark;
-  SchemaRoute schema_route = SchemaRoute::kAuto;
-  bool any_property_order = false;
-  std::string constraint;  // cleared once compiled
-  bool eager = false;
+  Constraint constraint;   // its text cleared once compiled
+  std::string tokenizer;   // name, reported back
   std::string client;      // whose share of the queue it counts against
   bool in_fast_lane = true;  // not yet tried on the fast lane
   absl::Time created;
@@ -94,6 +88,7 @@ class FairQueue {
 struct IndexLease::Shared {
   IndexCacheOptions options;
   std::shared_ptr<MaskBudget> mask_budget;  // null: no bound
+  std::unique_ptr<const ConstraintCompiler> compiler;  // under options.compile and mask_budget
   Metrics* metrics = nullptr;
   absl::Mutex mu;
   absl::CondVar cv;
@@ -121,9 +116,9 @@ struct IndexLease::Shared {
     info.state = e.state;
     info.status = e.status;
     info.index = e.index;
-    info.kind = e.kind;
+    info.kind = e.constraint.kind;
     info.tokenizer = e.tokenizer;
-    info.vocab_size = e.context->vocabulary().size();
+    info.vocab_size = e.constraint.tokenizer->vocabulary().size();
     if (e.index) {
       info.dfa_states = e.index->num_dfa_states();
       info.memory_bytes = e.index->MemoryBytes();
@@ -213,6 +208,9 @@ IndexCache::IndexCache(const IndexCacheOptions& options, Metrics* metrics)
   if (options.max_mask_bytes != 0) {
     shared_->mask_budget = std::make_shared<MaskBudget>(options.max_mask_bytes);
   }
+  CompileLimits limits = options.compile;
+  limits.mask_budget = shared_->mask_budget;
+  shared_->compiler = std::make_unique<const ConstraintCompiler>(std::move(limits));
   shared_->metrics = metrics;
   int n = std::max(1, options.compile_threads);
   for (int i = 0; i < n; ++i) shared_->threads.emplace_back([this] { Worker(1); });
@@ -240,39 +238,13 @@ IndexCache::~IndexCache() {
   for (auto& e : left) Finish(e, absl::CancelledError("server shutting down"), nullptr, 0, 0);
 }
 
-std::string IndexCache::IndexId(const CompileSpec& spec) {
-  // Length-prefixed fields: no two keys share a serialization.
-  std::string key;
-  auto add = [&](absl::string_view f) {
-    uint64_t n = f.size();
-    key.append(reinterpret_cast<const char*>(&n), sizeof n);
-    key.append(f.data(), f.size());
-  };
-  add(std::string(ConstraintKindName(spec.kind)));
-  if (spec.kind == ConstraintKind::kGrammar) add(std::string(GrammarFormatName(spec.grammar_format)));
-  if (spec.kind == ConstraintKind::kJsonSchema) {
-    add(std::string(SchemaRouteName(spec.schema_route)));
-    add(spec.any_property_order ? "any-order" : "schema-order");
-  }
-  // The converter's defaults, not the server's options: the server sets only
-  // limits, which refuse a schema rather than change its regex (except a
-  // --max-dfa-states under the converter's own DFA cap, one per server).
-  if (spec.kind == ConstraintKind::kJsonSchema || spec.kind == ConstraintKind::kStructuralTag) {
-    add(JsonSchemaOptionsKey(JsonSchemaOptions()));
-  }
-  add(spec.context ? spec.context->vocabulary().content_hash() : "");
-  add(spec.eager ? "eager" : "lazy");
-  add(spec.constraint);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(key.data(), key.size(), digest, &len, EVP_sha256(), nullptr);
-  return absl::StrCat(
-      "ix-", absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), 16)));
+std::string IndexCache::IndexId(const Constraint& constraint) {
+  return absl::StrCat("ix-", constraint.CacheKey());
 }
 
 absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback on_done) {
-  if (!spec.context) return absl::InvalidArgumentError("no tokenizer");
-  std::string id = IndexId(spec);
+  if (!spec.constraint.tokenizer) return absl::InvalidArgumentError("no tokenizer");
+  std::string id = IndexId(spec.constraint);
   auto& s = *shared_;
   std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&s.mu);
@@ -304,14 +276,8 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   if (s.metrics) s.metrics->CacheMiss();
   auto e = std::make_shared<Entry>();
   e->id = id;
-  e->tokenizer = spec.tokenizer;
-  e->context = spec.context;
-  e->kind = spec.kind;
-  e->grammar_format = spec.grammar_format;
-  e->schema_route = spec.schema_route;
-  e->any_property_order = spec.any_property_order;
   e->constraint = spec.constraint;
-  e->eager = spec.eager;
+  e->tokenizer = spec.tokenizer;
   e->client = spec.client;
   e->in_fast_lane = s.options.fast_lane_budget > absl::ZeroDuration();
   e->created = absl::Now();
@@ -420,17 +386,11 @@ void IndexCache::Worker(int lane) {
 void IndexCache::Run(const std::shared_ptr<Entry>& e) {
   absl::Time start = absl::Now();
   double queue_ms = absl::ToDoubleMilliseconds(start - e->created);
-  const IndexCacheOptions& o = shared_->options;
-  CompileOptions options;
-  options.regex = o.regex;
-  options.dfa.max_states = o.max_dfa_states;
-  options.dfa.max_nfa_states = o.max_nfa_states;
   const bool fast = e->in_fast_lane;
-  options.dfa.deadline = fast ? std::min(e->deadline, start + o.fast_lane_budget) : e->deadline;
-  options.dfa.cancel = &e->cancel;
-  options.eager = e->eager;
-  options.threads = 1;
-  options.index.budget = shared_->mask_budget;
+  CompileBudget budget;
+  budget.deadline =
+      fast ? std::min(e->deadline, start + shared_->options.fast_lane_budget) : e->deadline;
+  budget.cancel = &e->cancel;
   absl::StatusOr<std::shared_ptr<const ConstraintIndex>> index;
   if (e->cancel.load()) {
     index = absl::CancelledError("compilation cancelled");
@@ -438,17 +398,7 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     index = absl::DeadlineExceededError("compilation deadline passed while queued");
   } else {
     // The schema's warnings (keywords not enforced) are not reported.
-    Constraint constraint;
-    constraint.kind = e->kind;
-    constraint.text = e->constraint;
-    constraint.json_schema = o.json_schema;
-    constraint.grammar.format = e->grammar_format;
-    constraint.schema_route = e->schema_route;
-    constraint.json_schema.any_property_order = e->any_property_order;
-    constraint.grammar.limits = o.grammar;
-    constraint.grammar.index = o.grammar_index;
-    constraint.grammar.index.budget = shared_->mask_budget;
-    auto compiled = CompileConstraint(constraint, e->context, options);
+    auto compiled = shared_->compiler->Compile(e->constraint, budget);
     if (compiled.ok()) {
       index = std::move(compiled->index);
     } else {
@@ -488,7 +438,8 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
   }
   if (s.metrics) {
     std::string result = status.ok() ? "ok" : absl::AsciiStrToLower(std::string(StatusCodeName(static_cast<int>(status.code()))));
-    s.metrics->ObserveCompile(compile_ms / 1e3, std::string(ConstraintKindName(e->kind)), result);
+    s.metrics->ObserveCompile(compile_ms / 1e3, std::string(ConstraintKindName(e->constraint.kind)),
+                              result);
   }
   std::vector<Entry::Waiter> waiters;
   IndexInfo info;
@@ -537,8 +488,8 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
     e->finished_at = absl::Now();
     e->queue_ms = queue_ms;
     e->compile_ms = compile_ms;
-    e->constraint.clear();
-    e->constraint.shrink_to_fit();
+    e->constraint.text.clear();
+    e->constraint.text.shrink_to_fit();
     if (status.ok()) {
       e->state = IndexState::kReady;
       e->index = std::move(index);

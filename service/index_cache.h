@@ -1,9 +1,11 @@
-// IndexCache: compiled indexes keyed by (constraint, tokenizer, options).
+// IndexCache: compiled indexes keyed by their Constraint (kind, text,
+// options, tokenizer: constraint/constraint.h).
 //
 // Invariants:
-//  - One entry per key, named by its index id ("ix-" + 32 hex digits of the
-//    key's SHA-256). Identical concurrent requests share the entry and its one
-//    compilation.
+//  - One entry per Constraint::CacheKey(), named by its index id ("ix-" + the
+//    key's 32 hex digits). Identical concurrent requests share the entry and
+//    its one compilation. Every entry is compiled by one ConstraintCompiler
+//    under the options' CompileLimits.
 //  - Entries are compiled on `compile_threads` threads, each against a
 //    deadline (request timeout capped at `compile_timeout`) and a cancel flag.
 //  - Fair scheduling: each new entry is first tried on the fast lane (one
@@ -18,11 +20,11 @@
 //  - A request joining an entry being compiled keeps its own deadline: when
 //    the entry's deadline passes, waiters whose deadline has not are kept
 //    and the entry is queued again with the latest of theirs.
-//  - Ready indexes are bounded in bytes (TokenIndex::MemoryBytes, which grows
-//    as masks are computed lazily): past `max_bytes`, least recently used
-//    entries are evicted, except entries leased by live sessions and the most
-//    recently used one. An index larger than `max_bytes` on its own fails with
-//    RESOURCE_EXHAUSTED.
+//  - Ready indexes are bounded in bytes (ConstraintIndex::MemoryBytes, which
+//    grows as masks are computed lazily): past `max_bytes`, least recently
+//    used entries are evicted, except entries leased by live sessions and the
+//    most recently used one. An index larger than `max_bytes` on its own fails
+//    with RESOURCE_EXHAUSTED.
 //  - Hard bound: leased entries cannot be evicted, so a new compilation is
 //    refused (RESOURCE_EXHAUSTED) while leased bytes are at `max_bytes`, and a
 //    first lease on an entry is refused when it would take them past it. The
@@ -30,8 +32,8 @@
 //    plus what leased lazy indexes grow by as their masks are computed;
 //    that growth, and every index's kept masks, are bounded by one
 //    MaskBudget of max_mask_bytes shared by all indexes of the cache.
-//  - Grammar indexes are entries like any other (keyed by their format and
-//    text); their memo counts against the same max_bytes and max_mask_bytes.
+//  - Grammar indexes are entries like any other; their memo counts against
+//    the same max_bytes and max_mask_bytes.
 // Thread-safe. No method is on the Step path (sessions hold their index).
 #ifndef MASKD_SERVICE_INDEX_CACHE_H_
 #define MASKD_SERVICE_INDEX_CACHE_H_
@@ -46,11 +48,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "automaton/regex.h"
-#include "constraint/compile.h"
-#include "index/token_index.h"
-#include "index/tokenizer_context.h"
-#include "schema/json_schema.h"
+#include "constraint/constraint_compiler.h"
 
 namespace maskd {
 
@@ -70,31 +68,17 @@ struct IndexCacheOptions {
   // own (the fast lane), then, if not done, queued for the compile threads
   // and started again; zero: no fast lane.  --compile-fast-lane
   absl::Duration fast_lane_budget = absl::Milliseconds(100);
-  // --max-regex-bytes, --max-regex-repeat, --max-regex-nesting
-  RegexLimits regex;
-  // JSON Schema conversion: --max-schema-nesting, --max-schema-depth,
-  // --max-pattern-nesting (the rest at its defaults).
-  JsonSchemaOptions json_schema;
-  uint32_t max_dfa_states = 100000;                  // --max-dfa-states
-  uint32_t max_nfa_states = 2000000;                 // --max-nfa-states
-  // Grammars: --max-grammar-bytes, --max-grammar-rules, --max-grammar-terminals,
-  // --max-grammar-symbols, --max-grammar-nesting, --max-grammar-repeat.
-  grammar::GrammarLimits grammar;
-  // A grammar index's parser and mask limits: --max-grammar-chart-items,
-  // --max-grammar-set-items, --max-grammar-mask-work, --max-grammar-memo-bytes
-  // (the memo also counts against max_mask_bytes).
-  grammar::GrammarIndex::Options grammar_index;
+  // What one compilation may do: the --max-regex-*, --max-dfa-states,
+  // --max-nfa-states, --max-schema-*, --max-pattern-nesting and
+  // --max-grammar-* flags (constraint/constraint_compiler.h). Its mask_budget
+  // is replaced by the cache's (max_mask_bytes).
+  CompileLimits compile;
 };
 
 struct CompileSpec {
-  std::string tokenizer;  // name, reported back
-  std::shared_ptr<const TokenizerContext> context;
-  ConstraintKind kind = ConstraintKind::kRegex;
-  std::string constraint;
-  GrammarFormat grammar_format = GrammarFormat::kLark;  // kGrammar only
-  SchemaRoute schema_route = SchemaRoute::kAuto;       // kJsonSchema only
-  bool any_property_order = false;                     // kJsonSchema only
-  bool eager = false;
+  // What to compile; the entry's key (IndexId).
+  Constraint constraint;
+  std::string tokenizer;  // the tokenizer's name, reported back
   absl::Duration timeout = absl::ZeroDuration();  // zero: options' compile_timeout
   // Who asks (its ClientKey, service/client_identity.h); the queues are shared
   // round-robin between clients and each has max_pending_per_client. Not
@@ -149,8 +133,8 @@ class IndexCache {
   IndexCache(const IndexCache&) = delete;
   IndexCache& operator=(const IndexCache&) = delete;
 
-  // The id `spec` has (or would have).
-  static std::string IndexId(const CompileSpec& spec);
+  // The id of `constraint`'s entry: "ix-" + its CacheKey().
+  static std::string IndexId(const Constraint& constraint);
 
   // Finds or starts the entry for `spec`. Returns its snapshot now. When that
   // snapshot is kCompiling and `on_done` is set, `on_done` runs later, once.

@@ -396,10 +396,10 @@ int Run(int argc, char** argv) {
       return 2;
     }
   }
-  cache_options.regex.max_nesting = absl::GetFlag(FLAGS_max_regex_nesting);
-  cache_options.json_schema.max_schema_nesting = absl::GetFlag(FLAGS_max_schema_nesting);
-  cache_options.json_schema.max_schema_depth = absl::GetFlag(FLAGS_max_schema_depth);
-  cache_options.json_schema.max_pattern_nesting = absl::GetFlag(FLAGS_max_pattern_nesting);
+  cache_options.compile.regex.max_nesting = absl::GetFlag(FLAGS_max_regex_nesting);
+  cache_options.compile.max_schema_nesting = absl::GetFlag(FLAGS_max_schema_nesting);
+  cache_options.compile.max_schema_depth = absl::GetFlag(FLAGS_max_schema_depth);
+  cache_options.compile.max_pattern_nesting = absl::GetFlag(FLAGS_max_pattern_nesting);
   cache_options.max_bytes = absl::GetFlag(FLAGS_cache_bytes);
   cache_options.max_mask_bytes = absl::GetFlag(FLAGS_max_mask_bytes);
   cache_options.compile_threads = absl::GetFlag(FLAGS_compile_threads);
@@ -408,22 +408,24 @@ int Run(int argc, char** argv) {
   cache_options.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
   cache_options.max_pending_per_client = absl::GetFlag(FLAGS_max_pending_compiles_per_client);
   cache_options.fast_lane_budget = absl::GetFlag(FLAGS_compile_fast_lane);
-  cache_options.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
-  cache_options.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
-  cache_options.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
-  cache_options.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
-  cache_options.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
-  cache_options.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);
-  cache_options.grammar.max_terminals = absl::GetFlag(FLAGS_max_grammar_terminals);
-  cache_options.grammar.max_symbols = absl::GetFlag(FLAGS_max_grammar_symbols);
-  cache_options.grammar.max_nesting = absl::GetFlag(FLAGS_max_grammar_nesting);
-  cache_options.grammar.max_repeat = absl::GetFlag(FLAGS_max_grammar_repeat);
-  cache_options.grammar_index.earley.max_chart_items = absl::GetFlag(FLAGS_max_grammar_chart_items);
-  cache_options.grammar_index.earley.max_items_per_position =
+  cache_options.compile.regex.max_pattern_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
+  cache_options.compile.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
+  cache_options.compile.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
+  cache_options.compile.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
+  cache_options.compile.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
+  cache_options.compile.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);
+  cache_options.compile.grammar.max_terminals = absl::GetFlag(FLAGS_max_grammar_terminals);
+  cache_options.compile.grammar.max_symbols = absl::GetFlag(FLAGS_max_grammar_symbols);
+  cache_options.compile.grammar.max_nesting = absl::GetFlag(FLAGS_max_grammar_nesting);
+  cache_options.compile.grammar.max_repeat = absl::GetFlag(FLAGS_max_grammar_repeat);
+  cache_options.compile.grammar_index.earley.max_chart_items =
+      absl::GetFlag(FLAGS_max_grammar_chart_items);
+  cache_options.compile.grammar_index.earley.max_items_per_position =
       absl::GetFlag(FLAGS_max_grammar_set_items);
-  cache_options.grammar_index.max_mask_work = absl::GetFlag(FLAGS_max_grammar_mask_work);
-  cache_options.grammar_index.max_parser_steps = absl::GetFlag(FLAGS_max_grammar_parser_steps);
-  cache_options.grammar_index.max_memo_bytes = absl::GetFlag(FLAGS_max_grammar_memo_bytes);
+  cache_options.compile.grammar_index.max_mask_work = absl::GetFlag(FLAGS_max_grammar_mask_work);
+  cache_options.compile.grammar_index.max_parser_steps =
+      absl::GetFlag(FLAGS_max_grammar_parser_steps);
+  cache_options.compile.grammar_index.max_memo_bytes = absl::GetFlag(FLAGS_max_grammar_memo_bytes);
   auto cache = std::make_unique<IndexCache>(cache_options, &metrics);
   SessionTableOptions session_options;
   session_options.max_sessions = absl::GetFlag(FLAGS_max_sessions);

@@ -16,6 +16,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "constraint/constraint_guide.h"
 #include "service/client_kind_of.h"
+#include "service/constraint_request.h"
 #include "service/grpc_status.h"
 #include "service/log.h"
 #include "service/peer_credentials.h"
@@ -237,65 +238,14 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
 
 absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
                                                    const grpc::CallbackServerContext& ctx) {
+  auto constraint = ConstraintFromRequest(
+      req, *tokenizers_, {limits_.max_constraint_bytes, limits_.max_grammar_bytes});
+  if (!constraint.ok()) return constraint.status();
   CompileSpec spec;
-  spec.client = KeyOf(ctx);
-  switch (req.constraint_case()) {
-    case v1::CompileRequest::kRegex:
-      spec.kind = ConstraintKind::kRegex;
-      spec.constraint = req.regex();
-      break;
-    case v1::CompileRequest::kJsonSchema:
-      spec.kind = ConstraintKind::kJsonSchema;
-      spec.constraint = req.json_schema();
-      break;
-    case v1::CompileRequest::kGrammar:
-      spec.kind = ConstraintKind::kGrammar;
-      spec.constraint = req.grammar().text();
-      switch (req.grammar().format()) {
-        case v1::Grammar::FORMAT_LARK: spec.grammar_format = GrammarFormat::kLark; break;
-        case v1::Grammar::FORMAT_GBNF: spec.grammar_format = GrammarFormat::kGbnf; break;
-        case v1::Grammar::FORMAT_EBNF: spec.grammar_format = GrammarFormat::kEbnf; break;
-        default:
-          return absl::InvalidArgumentError(
-              absl::StrCat("grammar.format ", req.grammar().format(),
-                           ": expected FORMAT_LARK, FORMAT_GBNF or FORMAT_EBNF"));
-      }
-      if (spec.constraint.size() > limits_.max_grammar_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "grammar of ", spec.constraint.size(), " bytes exceeds ", limits_.max_grammar_bytes,
-            " (--max-grammar-bytes)"));
-      }
-      break;
-    case v1::CompileRequest::kStructuralTag:
-      spec.kind = ConstraintKind::kStructuralTag;
-      spec.constraint = req.structural_tag();
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          "no constraint: set regex, json_schema, grammar or structural_tag");
-  }
-  if (spec.kind != ConstraintKind::kGrammar &&
-      spec.constraint.size() > limits_.max_constraint_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "constraint of ", spec.constraint.size(), " bytes exceeds ", limits_.max_constraint_bytes,
-        " (--max-regex-bytes)"));
-  }
-  auto tok = tokenizers_->Get(req.tokenizer());
-  if (!tok.ok()) return tok.status();
-  spec.tokenizer = tok->name;
-  spec.context = tok->context;
-  spec.eager = req.options().eager();
-  spec.any_property_order = req.options().any_property_order();
-  switch (req.options().schema_route()) {
-    case v1::SCHEMA_ROUTE_AUTO: spec.schema_route = SchemaRoute::kAuto; break;
-    case v1::SCHEMA_ROUTE_REGEX: spec.schema_route = SchemaRoute::kRegex; break;
-    case v1::SCHEMA_ROUTE_GRAMMAR: spec.schema_route = SchemaRoute::kGrammar; break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.schema_route ", req.options().schema_route(),
-          ": expected SCHEMA_ROUTE_AUTO, SCHEMA_ROUTE_REGEX or SCHEMA_ROUTE_GRAMMAR"));
-  }
+  spec.constraint = *std::move(constraint);
+  spec.tokenizer = req.tokenizer();
   spec.timeout = absl::Milliseconds(req.options().timeout_ms());
+  spec.client = KeyOf(ctx);
   return spec;
 }
 

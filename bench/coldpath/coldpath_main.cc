@@ -47,7 +47,7 @@
 #include "absl/strings/str_format.h"
 #include "automaton/dfa.h"
 #include "bench/coldpath/coldpath_util.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
@@ -115,10 +115,11 @@ int main(int argc, char** argv) {
   const auto context = maskd::TokenizerContext::Create(*vocab);
   const double vocab_load_ms = MsSince(t0);
 
-  maskd::CompileOptions options;
-  options.index.share_loops = share_loops;
+  maskd::CompileLimits limits;
+  limits.share_loops = share_loops;
   t0 = Clock::now();
-  auto compiled = maskd::CompileConstraint(maskd::Constraint::Regex(regex), context, options);
+  auto compiled =
+      maskd::ConstraintCompiler(limits).Compile(maskd::Constraint::Regex(regex, context));
   const double compile_ms = MsSince(t0);
   if (!compiled.ok()) Die(absl::StrCat("compile: ", compiled.status().message()));
   const std::shared_ptr<const maskd::TokenIndex> index = compiled->index->token_index();
@@ -243,7 +244,9 @@ int main(int argc, char** argv) {
     if (!dfa.ok()) Die(std::string(dfa.status().message()));
     std::vector<double> us;
     for (int r = 0; r < scratch_reps; ++r) {
-      auto fresh = maskd::TokenIndex::Create(*dfa, context, options.index);
+      maskd::TokenIndex::Options index_options;
+      index_options.share_loops = share_loops;
+      auto fresh = maskd::TokenIndex::Create(*dfa, context, index_options);
       auto s0 = Clock::now();
       fresh->WriteMask(fresh->start(), mask.data());
       us.push_back(MsSince(s0) * 1000.0);

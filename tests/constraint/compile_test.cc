@@ -1,8 +1,9 @@
-// CompileConstraint: the same index as the stages it replaces (JsonSchemaToRegex
-// then CompileRegex with the schema route's regex limit), its budget (deadline
-// and cancel before each stage and inside the schema conversion, state caps
-// reaching the converter's own DFAs) and its size limits.
-#include "constraint/compile.h"
+// ConstraintCompiler: the same index as the stages it replaces
+// (JsonSchemaToRegex then CompileRegex with the schema route's regex limit),
+// its budget (deadline and cancel before each stage and inside the schema
+// conversion), its limits (state caps reaching the converter's own DFAs, size
+// limits) and its refusal of a constraint without a tokenizer.
+#include "constraint/constraint_compiler.h"
 
 #include <atomic>
 #include <chrono>
@@ -40,12 +41,12 @@ void ExpectSameMasks(const TokenIndex& a, const TokenIndex& b, uint32_t max_stat
   }
 }
 
-TEST(CompileConstraint, RegexGivesCompileRegexsIndex) {
+TEST(ConstraintCompiler, RegexGivesCompileRegexsIndex) {
   auto context = BundledTokenizer();
   for (const std::string regex : {"[0-9]+", "(cat|dog)s?", R"([a-z]{2,5}@[a-z]+\.(com|org))",
                                   R"re(\{"a": "[^"\\]{0,12}"\})re"}) {
     SCOPED_TRACE(regex);
-    auto compiled = CompileConstraint(Constraint::Regex(regex), context);
+    auto compiled = ConstraintCompiler().Compile(Constraint::Regex(regex, context));
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     EXPECT_TRUE(compiled->warnings.empty());
     auto old = CompileRegex(regex, context);
@@ -54,7 +55,7 @@ TEST(CompileConstraint, RegexGivesCompileRegexsIndex) {
   }
 }
 
-TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
+TEST(ConstraintCompiler, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
   auto context = BundledTokenizer();
   const std::string schemas[] = {
       R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
@@ -70,7 +71,7 @@ TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
   for (const JsonSchemaOptions& options : {JsonSchemaOptions(), compact}) {
     for (const std::string& schema : schemas) {
       SCOPED_TRACE(schema);
-      auto compiled = CompileConstraint(Constraint::JsonSchema(schema, options), context);
+      auto compiled = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, context, options));
       ASSERT_TRUE(compiled.ok()) << compiled.status();
       // The stages by hand, as the service, maskctl and maskbench ran them.
       auto converted = JsonSchemaToRegex(schema, options);
@@ -83,18 +84,16 @@ TEST(CompileConstraint, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
       EXPECT_EQ(compiled->warnings, converted->warnings);
     }
   }
-  auto unique = CompileConstraint(Constraint::JsonSchema(schemas[3]), context);
+  auto unique = ConstraintCompiler().Compile(Constraint::JsonSchema(schemas[3], context));
   ASSERT_TRUE(unique.ok());
   ASSERT_EQ(unique->warnings.size(), 1u);
   EXPECT_THAT(unique->warnings[0], HasSubstr("uniqueItems"));
 }
 
-TEST(CompileConstraint, EagerPrecomputesEveryReachableState) {
-  CompileOptions options;
-  options.eager = true;
-  auto compiled =
-      CompileConstraint(Constraint::JsonSchema(R"({"enum":["yes","no"]})"), BundledTokenizer(),
-                        options);
+TEST(ConstraintCompiler, EagerPrecomputesEveryReachableState) {
+  Constraint eager = Constraint::JsonSchema(R"({"enum":["yes","no"]})", BundledTokenizer());
+  eager.options.eager = true;
+  auto compiled = ConstraintCompiler().Compile(eager);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_GT(compiled->index->token_index()->num_computed_states(), 1u);
 }
@@ -112,28 +111,27 @@ std::string SlowSchema(int n) {
   return absl::StrCat(R"({"type":"object","properties":{)", props, "}}");
 }
 
-TEST(CompileConstraint, SpentBudgetStopsBeforeAnyStage) {
+TEST(ConstraintCompiler, SpentBudgetStopsBeforeAnyStage) {
   auto context = BundledTokenizer();
   std::atomic<bool> cancel{true};
-  CompileOptions cancelled;
-  cancelled.dfa.cancel = &cancel;
-  CompileOptions expired;
-  expired.dfa.deadline = absl::InfinitePast();
-  for (const Constraint& c :
-       {Constraint::Regex("[0-9]+"), Constraint::JsonSchema(R"({"type":"integer"})")}) {
-    EXPECT_EQ(CompileConstraint(c, context, cancelled).status().code(),
-              absl::StatusCode::kCancelled);
-    EXPECT_EQ(CompileConstraint(c, context, expired).status().code(),
-              absl::StatusCode::kDeadlineExceeded);
+  CompileBudget cancelled;
+  cancelled.cancel = &cancel;
+  CompileBudget expired;
+  expired.deadline = absl::InfinitePast();
+  const ConstraintCompiler compiler;
+  for (const Constraint& c : {Constraint::Regex("[0-9]+", context),
+                              Constraint::JsonSchema(R"({"type":"integer"})", context)}) {
+    EXPECT_EQ(compiler.Compile(c, cancelled).status().code(), absl::StatusCode::kCancelled);
+    EXPECT_EQ(compiler.Compile(c, expired).status().code(), absl::StatusCode::kDeadlineExceeded);
   }
 }
 
-TEST(CompileConstraint, DeadlineTripsInsideSchemaConversion) {
+TEST(ConstraintCompiler, DeadlineTripsInsideSchemaConversion) {
   const std::string schema = SlowSchema(2000);  // about 10 s of conversion unbounded
-  CompileOptions options;
-  options.dfa.deadline = absl::Now() + absl::Milliseconds(100);
+  CompileBudget budget;
+  budget.deadline = absl::Now() + absl::Milliseconds(100);
   const absl::Time start = absl::Now();
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledTokenizer(), options);
+  auto r = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, BundledTokenizer()), budget);
   const absl::Duration took = absl::Now() - start;
   ASSERT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   EXPECT_EQ(FailedStage(r.status()), CompileStage::kConvert);
@@ -141,17 +139,17 @@ TEST(CompileConstraint, DeadlineTripsInsideSchemaConversion) {
   EXPECT_LT(took, absl::Seconds(3));
 }
 
-TEST(CompileConstraint, CancelTripsInsideSchemaConversion) {
+TEST(ConstraintCompiler, CancelTripsInsideSchemaConversion) {
   const std::string schema = SlowSchema(2000);
   std::atomic<bool> cancel{false};
-  CompileOptions options;
-  options.dfa.cancel = &cancel;
+  CompileBudget budget;
+  budget.cancel = &cancel;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     cancel.store(true);
   });
   const absl::Time start = absl::Now();
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), BundledTokenizer(), options);
+  auto r = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, BundledTokenizer()), budget);
   const absl::Duration took = absl::Now() - start;
   canceller.join();
   ASSERT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
@@ -185,17 +183,17 @@ TEST(JsonSchemaBudget, DeadlineTripsInsideTheConvertersDfaBuild) {
 // sibling pattern keeps the value the filter would drop when the pattern's
 // automaton (x{20}: over 20 states) does not fit; the values are then checked
 // neither one by one nor by the rest's regex.
-TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
+TEST(ConstraintCompiler, StateCapReachesTheConvertersDfas) {
   const std::string schema = R"({"type":"string","enum":["ab","abcd"],"pattern":"^(ab|x{20})$"})";
   auto context = BundledTokenizer();
-  auto filtered = CompileConstraint(Constraint::JsonSchema(schema), context);
+  auto filtered = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, context));
   ASSERT_TRUE(filtered.ok()) << filtered.status();
   EXPECT_TRUE(filtered->index->token_index()->dfa().Matches(R"("ab")"));
   EXPECT_FALSE(filtered->index->token_index()->dfa().Matches(R"("abcd")"));
 
-  CompileOptions capped;
-  capped.dfa.max_states = 12;  // the result needs 8 states, the pattern over 20
-  auto kept = CompileConstraint(Constraint::JsonSchema(schema), context, capped);
+  CompileLimits capped;
+  capped.max_dfa_states = 12;  // the result needs 8 states, the pattern over 20
+  auto kept = ConstraintCompiler(capped).Compile(Constraint::JsonSchema(schema, context));
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("ab")"));
   EXPECT_TRUE(kept->index->token_index()->dfa().Matches(R"("abcd")"));
@@ -207,40 +205,40 @@ TEST(CompileConstraint, StateCapReachesTheConvertersDfas) {
   EXPECT_THAT(by_options->regex, HasSubstr("abcd"));
 }
 
-TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
+TEST(ConstraintCompiler, LimitsAreResourceExhaustedNamingTheLimit) {
   auto context = BundledTokenizer();
   const std::string object_schema =
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}})";
   struct Case {
     const char* limit;
     Constraint constraint;
-    CompileOptions options;
+    CompileLimits limits;
   };
   std::vector<Case> cases;
   {
     JsonSchemaOptions o;
     o.max_schema_bytes = 8;
-    cases.push_back({"max_schema_bytes", Constraint::JsonSchema(object_schema, o), {}});
+    cases.push_back({"max_schema_bytes", Constraint::JsonSchema(object_schema, context, o), {}});
   }
   {
     JsonSchemaOptions o;
     o.max_regex_bytes = 100;
-    cases.push_back({"max_regex_bytes", Constraint::JsonSchema(object_schema, o), {}});
+    cases.push_back({"max_regex_bytes", Constraint::JsonSchema(object_schema, context, o), {}});
   }
   {
-    CompileOptions o;
+    CompileLimits o;
     o.regex.max_pattern_bytes = 4;
-    cases.push_back({"max_pattern_bytes", Constraint::Regex("[0-9]+x"), o});
+    cases.push_back({"max_pattern_bytes", Constraint::Regex("[0-9]+x", context), o});
   }
   {
-    CompileOptions o;
-    o.dfa.max_states = 4;
-    cases.push_back({"max_states", Constraint::Regex("[a-z]{10}"), o});
-    cases.push_back({"max_states", Constraint::JsonSchema(object_schema), o});
+    CompileLimits o;
+    o.max_dfa_states = 4;
+    cases.push_back({"max_states", Constraint::Regex("[a-z]{10}", context), o});
+    cases.push_back({"max_states", Constraint::JsonSchema(object_schema, context), o});
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.constraint.text);
-    auto r = CompileConstraint(c.constraint, context, c.options);
+    auto r = ConstraintCompiler(c.limits).Compile(c.constraint);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
     EXPECT_THAT(r.status().message(), HasSubstr(c.limit));
   }
@@ -248,46 +246,58 @@ TEST(CompileConstraint, LimitsAreResourceExhaustedNamingTheLimit) {
 
 // A converted regex may be as long as max_regex_bytes allows, past the
 // regex parser's max_pattern_bytes for hand-written regexes.
-TEST(CompileConstraint, SchemaRouteTakesTheConvertersRegexLimit) {
+TEST(ConstraintCompiler, SchemaRouteTakesTheConvertersRegexLimit) {
   auto context = BundledTokenizer();
   const std::string schema =
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},
           "required":["a","b"],"additionalProperties":false})";
   CompileOptions options;
   options.regex.max_pattern_bytes = 32;
+  CompileLimits limits;
+  limits.regex = options.regex;
   auto converted = JsonSchemaToRegex(schema);
   ASSERT_TRUE(converted.ok());
   ASSERT_GT(converted->regex.size(), 32u);
   EXPECT_EQ(CompileRegex(converted->regex, context, options).status().code(),
             absl::StatusCode::kResourceExhausted);
-  auto r = CompileConstraint(Constraint::JsonSchema(schema), context, options);
+  auto r = ConstraintCompiler(limits).Compile(Constraint::JsonSchema(schema, context));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->index->token_index()->dfa().Matches(R"({"a": "x", "b": 1})"));
   // The same text as a regex is held to max_pattern_bytes.
-  EXPECT_EQ(CompileConstraint(Constraint::Regex(converted->regex), context, options).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      ConstraintCompiler(limits).Compile(Constraint::Regex(converted->regex, context)).status().code(),
+      absl::StatusCode::kResourceExhausted);
 }
 
-TEST(CompileConstraint, ErrorsNameTheirStage) {
+TEST(ConstraintCompiler, ErrorsNameTheirStage) {
   auto context = BundledTokenizer();
-  auto bad_schema = CompileConstraint(Constraint::JsonSchema(R"({"type":"string","pattern":"(a)\\1"})"), context);
+  const ConstraintCompiler compiler;
+  auto bad_schema =
+      compiler.Compile(Constraint::JsonSchema(R"({"type":"string","pattern":"(a)\\1"})", context));
   ASSERT_EQ(bad_schema.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(bad_schema.status()), CompileStage::kConvert);
-  auto bad_regex = CompileConstraint(Constraint::Regex("(a"), context);
+  auto bad_regex = compiler.Compile(Constraint::Regex("(a", context));
   ASSERT_EQ(bad_regex.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(bad_regex.status()), CompileStage::kIndex);
-  CompileOptions tiny;
-  tiny.dfa.max_states = 4;
+  CompileLimits tiny_limits;
+  tiny_limits.max_dfa_states = 4;
+  const ConstraintCompiler tiny(tiny_limits);
   // On the regex route the one DFA is over max_states; the grammar route
   // (auto's fallback) splits the regex into terminals that fit.
-  Constraint integer = Constraint::JsonSchema(R"({"type":"integer"})");
-  integer.schema_route = SchemaRoute::kRegex;
-  auto big = CompileConstraint(integer, context, tiny);
+  Constraint integer = Constraint::JsonSchema(R"({"type":"integer"})", context);
+  integer.options.schema_route = SchemaRoute::kRegex;
+  auto big = tiny.Compile(integer);
   ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(FailedStage(big.status()), CompileStage::kIndex);
-  auto split = CompileConstraint(Constraint::JsonSchema(R"({"type":"integer"})"), context, tiny);
+  auto split = tiny.Compile(Constraint::JsonSchema(R"({"type":"integer"})", context));
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_EQ(split->index->route(), ConstraintRoute::kGrammar);
+}
+
+TEST(ConstraintCompiler, RefusesAConstraintWithoutTokenizer) {
+  auto r = ConstraintCompiler().Compile(Constraint::Regex("[0-9]+", nullptr));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("no tokenizer"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "gmock/gmock.h"
 #include "grammar/grammar_guide.h"
 #include "gtest/gtest.h"
@@ -29,15 +29,15 @@ ws ::= [ ]*
 )";
 
 std::shared_ptr<const ConstraintIndex> Compile(const Constraint& c,
-                                               const CompileOptions& options = {}) {
-  auto compiled = CompileConstraint(c, BundledTokenizer(), options);
+                                               const CompileLimits& limits = {}) {
+  auto compiled = ConstraintCompiler(limits).Compile(c);
   EXPECT_TRUE(compiled.ok()) << compiled.status();
   return compiled.ok() ? compiled->index : nullptr;
 }
 
 std::shared_ptr<const ConstraintIndex> CompileGbnf(const std::string& text,
-                                                   GrammarCompileOptions options = {}) {
-  return Compile(Constraint::Grammar(text, GrammarFormat::kGbnf, std::move(options)));
+                                                   const CompileLimits& limits = {}) {
+  return Compile(Constraint::Grammar(text, GrammarFormat::kGbnf, BundledTokenizer()), limits);
 }
 
 // "a" tokens that `start: start start | "a"` takes more than
@@ -64,7 +64,7 @@ std::vector<uint32_t> Allowed(const std::vector<uint32_t>& row, uint32_t vocab_s
 }
 
 TEST(ConstraintGuide, RegexRouteStepsAsGuide) {
-  auto index = Compile(Constraint::Regex("(ab|cd)+[0-9]{1,3}"));
+  auto index = Compile(Constraint::Regex("(ab|cd)+[0-9]{1,3}", BundledTokenizer()));
   ASSERT_NE(index, nullptr);
   ASSERT_EQ(index->route(), ConstraintRoute::kRegex);
   auto guide = ConstraintGuide::Create(index, 8);
@@ -184,9 +184,9 @@ TEST(ConstraintGuide, GrammarMaskOverWorkUndoesTheStep) {
                                       TokenOf("1"),  TokenOf("}"),   TokenOf("}")};
   int found = 0;
   for (size_t work = 1; work <= (size_t{1} << 22); work *= 2) {
-    GrammarCompileOptions options;
-    options.index.max_mask_work = work;
-    auto index = CompileGbnf(kJsonishGbnf, options);
+    CompileLimits limits;
+    limits.grammar_index.max_mask_work = work;
+    auto index = CompileGbnf(kJsonishGbnf, limits);
     ASSERT_NE(index, nullptr);
     auto guide = ConstraintGuide::Create(index);
     ASSERT_TRUE(guide.ok());
@@ -216,7 +216,8 @@ TEST(ConstraintGuide, GrammarMaskOverWorkUndoesTheStep) {
 // with the Interrupt's status and is undone: the tokens it rolled back are
 // advanced again whatever the Interrupt says, so the guide is where it was.
 TEST(ConstraintGuide, InterruptedGrammarStepIsUndone) {
-  auto index = Compile(Constraint::Grammar("start: start start | \"a\"\n", GrammarFormat::kLark));
+  auto index = Compile(
+      Constraint::Grammar("start: start start | \"a\"\n", GrammarFormat::kLark, BundledTokenizer()));
   ASSERT_NE(index, nullptr);
   auto guide = ConstraintGuide::Create(index);
   ASSERT_TRUE(guide.ok());
@@ -285,44 +286,39 @@ TEST(ConstraintGuide, ChartBudgetBoundsGrammarGuidesTogether) {
 
 TEST(ConstraintGuide, CompileReportsGrammarErrorsAndLimits) {
   auto context = BundledTokenizer();
-  auto bad = CompileConstraint(Constraint::Grammar("root ::= [z-a]\n", GrammarFormat::kGbnf), context);
+  const ConstraintCompiler compiler;
+  auto bad = compiler.Compile(Constraint::Grammar("root ::= [z-a]\n", GrammarFormat::kGbnf, context));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("line 1, column"));
   EXPECT_EQ(FailedStage(bad.status()), CompileStage::kConvert);
 
-  GrammarCompileOptions small;
-  small.limits.max_text_bytes = 8;
-  auto big = CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf, small),
-                               context);
+  CompileLimits small;
+  small.grammar.max_text_bytes = 8;
+  auto big =
+      ConstraintCompiler(small).Compile(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf, context));
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(big.status().message(), HasSubstr("max_text_bytes"));
 
-  CompileOptions capped;
-  capped.dfa.max_states = 2;
-  auto states = CompileConstraint(
-      Constraint::Grammar("start: /[a-z]{1,20}/\n", GrammarFormat::kLark), context, capped);
+  CompileLimits capped;
+  capped.max_dfa_states = 2;
+  auto states = ConstraintCompiler(capped).Compile(
+      Constraint::Grammar("start: /[a-z]{1,20}/\n", GrammarFormat::kLark, context));
   EXPECT_EQ(states.status().code(), absl::StatusCode::kResourceExhausted) << states.status();
 
   std::atomic<bool> cancel{true};
-  CompileOptions cancelled;
-  cancelled.dfa.cancel = &cancel;
-  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), context,
-                              cancelled)
-                .status()
-                .code(),
-            absl::StatusCode::kCancelled);
-  CompileOptions expired;
-  expired.dfa.deadline = absl::Now() - absl::Seconds(1);
-  EXPECT_EQ(CompileConstraint(Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf), context,
-                              expired)
-                .status()
-                .code(),
+  CompileBudget cancelled;
+  cancelled.cancel = &cancel;
+  const Constraint jsonish = Constraint::Grammar(kJsonishGbnf, GrammarFormat::kGbnf, context);
+  EXPECT_EQ(compiler.Compile(jsonish, cancelled).status().code(), absl::StatusCode::kCancelled);
+  CompileBudget expired;
+  expired.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(compiler.Compile(jsonish, expired).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 
   for (auto [format, text] : {std::pair{GrammarFormat::kLark, "start: \"a\" | \"b\"\n"},
                               std::pair{GrammarFormat::kGbnf, "root ::= \"a\" | \"b\"\n"},
                               std::pair{GrammarFormat::kEbnf, "root ::= \"a\" | \"b\"\n"}}) {
-    auto ok = CompileConstraint(Constraint::Grammar(text, format), context);
+    auto ok = compiler.Compile(Constraint::Grammar(text, format, context));
     ASSERT_TRUE(ok.ok()) << GrammarFormatName(format) << ": " << ok.status();
     EXPECT_EQ(ok->index->route(), ConstraintRoute::kGrammar);
     EXPECT_TRUE(ok->warnings.empty());

@@ -1,5 +1,5 @@
 // JSON Schema routes: the grammar route (JsonSchemaToRules + GrammarFromRegexRules)
-// against the regex route on the bundled MaskBench slice, and CompileConstraint's
+// against the regex route on the bundled MaskBench slice, and ConstraintCompiler's
 // automatic choice between them.
 #include <algorithm>
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "constraint/schema_grammar.h"
 #include "gmock/gmock.h"
@@ -166,8 +166,8 @@ bool Spell(ConstraintGuide& guide, const Vocabulary& vocab, const std::string& t
 TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
-  auto c = CompileConstraint(
-      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"type":"integer"}}})"), tokenizer);
+  auto c = ConstraintCompiler().Compile(
+      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"type":"integer"}}})", tokenizer));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
 }
@@ -175,7 +175,7 @@ TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
 TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
-  auto c = CompileConstraint(Constraint::JsonSchema(kTree), tokenizer);
+  auto c = ConstraintCompiler().Compile(Constraint::JsonSchema(kTree, tokenizer));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   EXPECT_TRUE(c->warnings.empty());
@@ -192,9 +192,9 @@ TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
 
   // Forced onto the regex route: recursion cut, with a warning; the deep tree
   // is refused there.
-  Constraint regex_route = Constraint::JsonSchema(kTree);
-  regex_route.schema_route = SchemaRoute::kRegex;
-  auto r = CompileConstraint(regex_route, tokenizer);
+  Constraint regex_route = Constraint::JsonSchema(kTree, tokenizer);
+  regex_route.options.schema_route = SchemaRoute::kRegex;
+  auto r = ConstraintCompiler().Compile(regex_route);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->index->route(), ConstraintRoute::kRegex);
   ASSERT_FALSE(r->warnings.empty());
@@ -223,7 +223,7 @@ TEST(SchemaRoutes, RecursionThroughAllOfAndSiblingKeywordsIsExact) {
               "children": {"type": "array", "items": )", children_items, R"(}},
               "required": ["name", "children"], "additionalProperties": false}},
             "$ref": "#/definitions/node"})");
-    auto c = CompileConstraint(Constraint::JsonSchema(schema), tokenizer);
+    auto c = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, tokenizer));
     ASSERT_TRUE(c.ok()) << c.status() << "\n" << children_items;
     EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
     for (int depth : {0, 3, 8}) {
@@ -239,10 +239,10 @@ TEST(SchemaRoutes, RecursionThroughAllOfAndSiblingKeywordsIsExact) {
   }
   // Every instance would be infinitely deep (each node requires a child
   // node): no valid instance, an error rather than a depth limit.
-  auto none = CompileConstraint(Constraint::JsonSchema(
+  auto none = ConstraintCompiler().Compile(Constraint::JsonSchema(
       R"({"definitions": {"n": {"type": "object", "required": ["c"], "properties":
           {"c": {"allOf": [{"$ref": "#/definitions/n"}, {"type": "object"}]}}}},
-         "$ref": "#/definitions/n"})"), tokenizer);
+         "$ref": "#/definitions/n"})", tokenizer));
   ASSERT_FALSE(none.ok());
   EXPECT_THAT(std::string(none.status().message()),
               HasSubstr("schema has no valid instance: every instance of the subschema at "
@@ -261,9 +261,9 @@ TEST(SchemaRoutes, ManyOptionalMembersCompileOnTheGrammarRoute) {
     absl::StrAppend(&props, i ? ", " : "", "\"p", i, "\": {\"type\": \"integer\"}");
   }
   Constraint c = Constraint::JsonSchema(absl::StrCat(
-      R"({"type": "object", "additionalProperties": false, "properties": {)", props, "}}"));
-  c.schema_route = SchemaRoute::kGrammar;
-  auto compiled = CompileConstraint(c, tokenizer);
+      R"({"type": "object", "additionalProperties": false, "properties": {)", props, "}}"), tokenizer);
+  c.options.schema_route = SchemaRoute::kGrammar;
+  auto compiled = ConstraintCompiler().Compile(c);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   for (const char* text : {R"({"p0": 1, "p299": 2})", R"({"p150": 3})", "{}"}) {
     auto guide = ConstraintGuide::Create(compiled->index);
@@ -279,9 +279,9 @@ TEST(SchemaRoutes, ManyOptionalMembersCompileOnTheGrammarRoute) {
 TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
-  Constraint grammar_route = Constraint::JsonSchema(R"({"type":"object"})");
-  grammar_route.schema_route = SchemaRoute::kGrammar;
-  auto c = CompileConstraint(grammar_route, tokenizer);
+  Constraint grammar_route = Constraint::JsonSchema(R"({"type":"object"})", tokenizer);
+  grammar_route.options.schema_route = SchemaRoute::kGrammar;
+  auto c = ConstraintCompiler().Compile(grammar_route);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   std::string deep = "1";
@@ -292,7 +292,7 @@ TEST(SchemaRoutes, AnyValueNestsWithoutABoundOnTheGrammarRoute) {
   ASSERT_TRUE(Spell(*guide, *vocab, deep)) << deep;
   EXPECT_TRUE(guide->IsAccepting());
   // The regex route (the automatic choice here) nests any value 2 deep.
-  auto auto_route = CompileConstraint(Constraint::JsonSchema(R"({"type":"object"})"), tokenizer);
+  auto auto_route = ConstraintCompiler().Compile(Constraint::JsonSchema(R"({"type":"object"})", tokenizer));
   ASSERT_TRUE(auto_route.ok());
   EXPECT_EQ(auto_route->index->route(), ConstraintRoute::kRegex);
   auto rg = ConstraintGuide::Create(auto_route->index);
@@ -315,7 +315,7 @@ TEST(SchemaRoutes, OverTheRegexLimitTakesTheGrammarRoute) {
   EXPECT_EQ(regex.status().code(), absl::StatusCode::kResourceExhausted);
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
-  auto c = CompileConstraint(Constraint::JsonSchema(schema, o), tokenizer);
+  auto c = ConstraintCompiler().Compile(Constraint::JsonSchema(schema, tokenizer, o));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   auto guide = ConstraintGuide::Create(c->index);
@@ -349,9 +349,9 @@ TEST(SchemaRoutes, LongArrayOfObjectsCompilesOnTheGrammarRoute) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
   for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kGrammar}) {
-    Constraint c = Constraint::JsonSchema(schema);
-    c.schema_route = route;
-    auto compiled = CompileConstraint(c, tokenizer);
+    Constraint c = Constraint::JsonSchema(schema, tokenizer);
+    c.options.schema_route = route;
+    auto compiled = ConstraintCompiler().Compile(c);
     ASSERT_TRUE(compiled.ok()) << SchemaRouteName(route) << ": " << compiled.status();
     EXPECT_EQ(compiled->index->route(), ConstraintRoute::kGrammar);
     for (int n : {2, 3, 999, 1000}) {
@@ -418,22 +418,22 @@ TEST(SchemaRoutes, AnyPropertyOrderAcceptsEveryOrderAndNothingElse) {
     EXPECT_GT(accepted, 10);
     EXPECT_GT(checked, 300);
   }
-  // Through CompileConstraint: the automatic route takes the grammar route;
+  // Through ConstraintCompiler: the automatic route takes the grammar route;
   // the regex route refuses the option; past 8 properties, schema order.
   auto tokenizer = testing::BundledTokenizer();
   JsonSchemaOptions o;
   o.any_property_order = true;
   const char* kSchema = R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]})";
-  auto c = CompileConstraint(Constraint::JsonSchema(kSchema, o), tokenizer);
+  auto c = ConstraintCompiler().Compile(Constraint::JsonSchema(kSchema, tokenizer, o));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->index->route(), ConstraintRoute::kGrammar);
   auto guide = ConstraintGuide::Create(c->index);
   ASSERT_TRUE(guide.ok());
   ASSERT_TRUE(Spell(*guide, *tokenizer->shared_vocabulary(), R"({"b": 2, "a": 1})"));
   EXPECT_TRUE(guide->IsAccepting());
-  Constraint regex_route = Constraint::JsonSchema(kSchema, o);
-  regex_route.schema_route = SchemaRoute::kRegex;
-  auto refused = CompileConstraint(regex_route, tokenizer);
+  Constraint regex_route = Constraint::JsonSchema(kSchema, tokenizer, o);
+  regex_route.options.schema_route = SchemaRoute::kRegex;
+  auto refused = ConstraintCompiler().Compile(regex_route);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("any_property_order"));
   std::string nine;
@@ -455,9 +455,10 @@ TEST(SchemaRoutes, ErrorsOfBothRoutes) {
   }
   JsonSchemaOptions small;
   small.max_regex_bytes = 32 << 10;
-  Constraint both = Constraint::JsonSchema(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"), small);
-  both.grammar.limits.max_rules = 4;
-  auto failed = CompileConstraint(both, tokenizer);
+  Constraint both = Constraint::JsonSchema(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"), tokenizer, small);
+  CompileLimits few_rules;
+  few_rules.grammar.max_rules = 4;
+  auto failed = ConstraintCompiler(few_rules).Compile(both);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted) << failed.status();
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr("max_rules"));
@@ -465,24 +466,23 @@ TEST(SchemaRoutes, ErrorsOfBothRoutes) {
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr("max_regex_bytes"));
   EXPECT_EQ(FailedStage(failed.status()), CompileStage::kConvert);
   // Refused by the converter on both routes alike: the message once.
-  auto unsupported = CompileConstraint(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})"), tokenizer);
+  auto unsupported = ConstraintCompiler().Compile(Constraint::JsonSchema(R"({"$dynamicRef":"#x"})", tokenizer));
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(unsupported.status()), CompileStage::kConvert);
   EXPECT_THAT(std::string(unsupported.status().message()), ::testing::Not(HasSubstr("on the regex route")));
   // A recursion without a base case has no instance on either route.
-  auto endless = CompileConstraint(
-      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})"),
-      tokenizer);
+  auto endless = ConstraintCompiler().Compile(
+      Constraint::JsonSchema(R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})", tokenizer));
   ASSERT_FALSE(endless.ok());
   EXPECT_EQ(endless.status().code(), absl::StatusCode::kInvalidArgument);
   // A deadline that has passed ends the compilation, on whichever route.
   for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kRegex, SchemaRoute::kGrammar}) {
-    Constraint c = Constraint::JsonSchema(kTree);
-    c.schema_route = route;
-    CompileOptions late;
-    late.dfa.deadline = absl::Now() - absl::Seconds(1);
-    auto r = CompileConstraint(c, tokenizer, late);
+    Constraint c = Constraint::JsonSchema(kTree, tokenizer);
+    c.options.schema_route = route;
+    CompileBudget late;
+    late.deadline = absl::Now() - absl::Seconds(1);
+    auto r = ConstraintCompiler().Compile(c, late);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << SchemaRouteName(route);
   }

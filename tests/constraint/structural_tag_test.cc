@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
@@ -106,8 +106,8 @@ TEST(StructuralTag, SampledOutputsHoldValidCalls) {
                  "required": ["name", "arguments"], "additionalProperties": false}}],
       "at_least_one": true, "stop_after_first": true})";
   auto vocab = ::maskd::testing::BundledVocabulary();
-  auto compiled =
-      CompileConstraint(Constraint::StructuralTag(doc), ::maskd::testing::BundledTokenizer());
+  auto compiled = ConstraintCompiler().Compile(
+      Constraint::StructuralTag(doc, ::maskd::testing::BundledTokenizer()));
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_EQ(compiled->index->route(), ConstraintRoute::kGrammar);
   const RE2 call(R"(([^<]|<[^t]|<t[^o])*<tool_call>\{"name": "get_weather", "arguments": \{"city": "[^"\\]{0,8}"\}\}</tool_call>)");
@@ -297,8 +297,9 @@ TEST(StructuralTag, ErrorsNameTheirPlace) {
   auto many = StructuralTagGrammar(
       R"({"tags": [{"begin": "<a>", "regex": "x"}, {"begin": "<b>", "regex": "y"}]})", few);
   EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
-  // Through CompileConstraint an error of the document is a conversion error.
-  auto bad = CompileConstraint(Constraint::StructuralTag("{}"), ::maskd::testing::BundledTokenizer());
+  // Through ConstraintCompiler an error of the document is a conversion error.
+  auto bad = ConstraintCompiler().Compile(
+      Constraint::StructuralTag("{}", ::maskd::testing::BundledTokenizer()));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FailedStage(bad.status()), CompileStage::kConvert);
 }

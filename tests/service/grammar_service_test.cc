@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -84,7 +84,8 @@ class GrammarServiceTest : public ::testing::Test {
   // guide, comparing every mask; then rolls back and forks.
   void WalkAndCompare(const std::string& text, v1::Grammar::Format format, GrammarFormat local,
                       uint32_t seed) {
-    WalkAndCompare(GrammarRequest(text, format), Constraint::Grammar(text, local), seed);
+    WalkAndCompare(GrammarRequest(text, format), Constraint::Grammar(text, local, ::maskd::testing::BundledTokenizer()),
+                   seed);
   }
   void WalkAndCompare(const v1::CompileRequest& request, const Constraint& local, uint32_t seed) {
     auto compiled = client_->Compile(request);
@@ -96,7 +97,7 @@ class GrammarServiceTest : public ::testing::Test {
     const uint64_t id = session->session_id();
 
     auto vocab = ::maskd::testing::BundledVocabulary();
-    auto index = CompileConstraint(local, ::maskd::testing::BundledTokenizer());
+    auto index = ConstraintCompiler().Compile(local);
     ASSERT_TRUE(index.ok()) << index.status();
     auto guide = ConstraintGuide::Create(index->index);
     ASSERT_TRUE(guide.ok());
@@ -248,7 +249,8 @@ v1::CompileRequest SchemaRequest(const std::string& schema, v1::SchemaRoute rout
 
 TEST_F(GrammarServiceTest, RecursiveSchemaSessionsMatchTheEngine) {
   // SCHEMA_ROUTE_AUTO (the default) takes the grammar route for a recursive $ref.
-  WalkAndCompare(SchemaRequest(kTreeSchema, v1::SCHEMA_ROUTE_AUTO), Constraint::JsonSchema(kTreeSchema), 4);
+  WalkAndCompare(SchemaRequest(kTreeSchema, v1::SCHEMA_ROUTE_AUTO),
+                 Constraint::JsonSchema(kTreeSchema, ::maskd::testing::BundledTokenizer()), 4);
 }
 
 TEST_F(GrammarServiceTest, SchemaRoutesAreReportedAndKeyed) {

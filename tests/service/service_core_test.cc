@@ -37,9 +37,8 @@ std::shared_ptr<const TokenizerContext> Qwen() {
 CompileSpec Spec(const std::string& regex, bool eager = false) {
   CompileSpec s;
   s.tokenizer = "qwen3";
-  s.context = Qwen();
-  s.constraint = regex;
-  s.eager = eager;
+  s.constraint = Constraint::Regex(regex, Qwen());
+  s.constraint.options.eager = eager;
   return s;
 }
 
@@ -122,11 +121,11 @@ TEST(IndexCacheTest, CompileHitAndIds) {
   IndexInfo b = CompileWait(cache, Spec("[0-9]+"));
   EXPECT_TRUE(b.cache_hit);
   EXPECT_EQ(a.id, b.id);
-  EXPECT_EQ(a.id, IndexCache::IndexId(Spec("[0-9]+")));
-  EXPECT_NE(a.id, IndexCache::IndexId(Spec("[0-9]+", /*eager=*/true)));
+  EXPECT_EQ(a.id, IndexCache::IndexId(Spec("[0-9]+").constraint));
+  EXPECT_NE(a.id, IndexCache::IndexId(Spec("[0-9]+", /*eager=*/true).constraint));
   CompileSpec schema = Spec("[0-9]+");
-  schema.kind = ConstraintKind::kJsonSchema;
-  EXPECT_NE(a.id, IndexCache::IndexId(schema));
+  schema.constraint.kind = ConstraintKind::kJsonSchema;
+  EXPECT_NE(a.id, IndexCache::IndexId(schema.constraint));
   auto got = cache.Get(a.id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->state, IndexState::kReady);
@@ -197,7 +196,7 @@ TEST(IndexCacheTest, CancelAndDeadlineStopASchemaConversion) {
                     R"(.{12}z"})");
   }
   CompileSpec slow = Spec(absl::StrCat(R"({"type":"object","properties":{)", props, "}}"));
-  slow.kind = ConstraintKind::kJsonSchema;
+  slow.constraint.kind = ConstraintKind::kJsonSchema;
   IndexCache cache({}, nullptr);
   absl::Notification done;
   IndexInfo out;

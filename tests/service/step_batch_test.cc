@@ -83,8 +83,7 @@ class StepBatchTest : public ::testing::Test {
     auto t = tokenizers_.Get(tok);
     EXPECT_TRUE(t.ok()) << t.status();
     spec.tokenizer = tok;
-    spec.context = t->context;
-    spec.constraint = regex;
+    spec.constraint = Constraint::Regex(regex, t->context);
     absl::Notification done;
     IndexInfo out;
     auto snap = cache_->Compile(spec, [&](const IndexInfo& info) {

@@ -14,7 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
@@ -56,18 +56,18 @@ absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintF
   auto regex = args.Get("regex");
   auto schema_file = args.Get("json-schema");
   if (absl::Status s = OneConstraintFlag(args); !s.ok()) return s;
-  maskd::Constraint constraint = maskd::Constraint::Regex(regex.value_or(""));
+  maskd::Constraint constraint = maskd::Constraint::Regex(regex.value_or(""), context);
   if (schema_file) {
     std::ifstream in(*schema_file, std::ios::binary);
     if (!in) return absl::NotFoundError(absl::StrCat(*schema_file, ": cannot open"));
     std::stringstream text;
     text << in.rdbuf();
-    constraint = maskd::Constraint::JsonSchema(text.str());
+    constraint = maskd::Constraint::JsonSchema(text.str(), context);
     const std::string route = args.Get("route").value_or("auto");
     if (route == "regex") {
-      constraint.schema_route = maskd::SchemaRoute::kRegex;
+      constraint.options.schema_route = maskd::SchemaRoute::kRegex;
     } else if (route == "grammar") {
-      constraint.schema_route = maskd::SchemaRoute::kGrammar;
+      constraint.options.schema_route = maskd::SchemaRoute::kGrammar;
     } else if (route != "auto") {
       return absl::InvalidArgumentError(
           absl::StrCat("--route ", route, ": expected auto, regex or grammar"));
@@ -75,7 +75,7 @@ absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintF
   } else if (args.Has("route")) {
     return absl::InvalidArgumentError("--route applies to --json-schema only");
   }
-  auto compiled = maskd::CompileConstraint(constraint, std::move(context));
+  auto compiled = maskd::ConstraintCompiler().Compile(constraint);
   if (!compiled.ok()) {
     if (schema_file && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
       return absl::Status(compiled.status().code(),

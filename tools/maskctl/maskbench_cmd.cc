@@ -1,7 +1,7 @@
 // maskctl maskbench --tokenizer T FILE.jsonl [FILE.jsonl ...]
 //
 // Runs MaskBench-style files (one {"schema", "tests": [{"valid", "text"}]}
-// object per line) through the whole engine: CompileConstraint (JSON Schema
+// object per line) through the whole engine: ConstraintCompiler (JSON Schema
 // -> regex -> DFA -> token index) -> Guide. An instance is accepted when its text can be walked
 // token by token (at each step the longest allowed token that is a prefix of
 // what remains) and EOS is allowed at the end. A schema passes when it
@@ -13,7 +13,7 @@
 //    "tbm_p50_us", "tbm_avg_us", "tbm_p99_us"}
 // TTFM: schema text to the first mask (convert + compile + first mask).
 // TBM: one mask written plus one token advanced, per token of valid instances.
-// --timeout-s N: each schema's deadline for CompileConstraint (conversion
+// --timeout-s N: each schema's deadline for ConstraintCompiler (conversion
 // and compilation), 10 s by default; past it the schema fails to compile.
 // --verbose: one line per failure on stderr, then the top failure reasons.
 // --no-share-loops: every state's first mask walks the whole token trie (the
@@ -47,7 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "constraint/compile.h"
+#include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "index/guide.h"
 #include "index/loop_masks.h"
@@ -334,12 +334,13 @@ int RunMaskbench(const Context& ctx) {
       };
 
       auto t0 = Clock::now();
-      maskd::CompileOptions copt;
-      copt.index.share_loops = !args->Has("no-share-loops");
-      copt.dfa.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
-      maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, options);
-      constraint.schema_route = route;
-      auto compiled = maskd::CompileConstraint(constraint, *context, copt);
+      maskd::CompileLimits limits;
+      limits.share_loops = !args->Has("no-share-loops");
+      maskd::CompileBudget budget;
+      budget.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
+      maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, *context, options);
+      constraint.options.schema_route = route;
+      auto compiled = maskd::ConstraintCompiler(std::move(limits)).Compile(constraint, budget);
       const double compile_us = UsSince(t0);
       if (!compiled.ok()) {
         std::string msg(compiled.status().message());

@@ -42,6 +42,34 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _JsonWhitespace:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _JsonWhitespaceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_JsonWhitespace.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    JSON_WHITESPACE_PYTHON: _JsonWhitespace.ValueType  # 0
+    """As Python's json.dumps writes it: ", " between items, ": " after keys,
+    nothing else. MaskBench's layout.
+    """
+    JSON_WHITESPACE_COMPACT: _JsonWhitespace.ValueType  # 1
+    """None: json.dumps(separators=(",", ":"))."""
+    JSON_WHITESPACE_FLEXIBLE: _JsonWhitespace.ValueType  # 2
+    """Up to 8 spaces, tabs or newlines around every structural token."""
+
+class JsonWhitespace(_JsonWhitespace, metaclass=_JsonWhitespaceEnumTypeWrapper):
+    """Where JSON text generated for a schema may hold whitespace."""
+
+JSON_WHITESPACE_PYTHON: JsonWhitespace.ValueType  # 0
+"""As Python's json.dumps writes it: ", " between items, ": " after keys,
+nothing else. MaskBench's layout.
+"""
+JSON_WHITESPACE_COMPACT: JsonWhitespace.ValueType  # 1
+"""None: json.dumps(separators=(",", ":"))."""
+JSON_WHITESPACE_FLEXIBLE: JsonWhitespace.ValueType  # 2
+"""Up to 8 spaces, tabs or newlines around every structural token."""
+Global___JsonWhitespace: _TypeAlias = JsonWhitespace  # noqa: Y015
+
 class _SchemaRoute:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -417,6 +445,7 @@ class CompileOptions(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     SCHEMA_ROUTE_FIELD_NUMBER: _builtins.int
     ANY_PROPERTY_ORDER_FIELD_NUMBER: _builtins.int
+    JSON_WHITESPACE_FIELD_NUMBER: _builtins.int
     eager: _builtins.bool
     """Compute every reachable state's mask during compilation instead of on
     first use (slower compile, flat step latency). Regex route only: a
@@ -438,6 +467,11 @@ class CompileOptions(_message.Message):
     the grammar route (SCHEMA_ROUTE_REGEX refuses it). Objects with more than
     8 declared properties keep the schema order. Part of the cache key.
     """
+    json_whitespace: Global___JsonWhitespace.ValueType
+    """JSON Schema, and a structural tag's schemas: the whitespace the JSON
+    text may hold (docs/json-schema.md, "Options": whitespace). Part of the
+    cache key.
+    """
     def __init__(
         self,
         *,
@@ -445,10 +479,11 @@ class CompileOptions(_message.Message):
         timeout_ms: _builtins.int = ...,
         schema_route: Global___SchemaRoute.ValueType = ...,
         any_property_order: _builtins.bool = ...,
+        json_whitespace: Global___JsonWhitespace.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["any_property_order", b"any_property_order", "eager", b"eager", "schema_route", b"schema_route", "timeout_ms", b"timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["any_property_order", b"any_property_order", "eager", b"eager", "json_whitespace", b"json_whitespace", "schema_route", b"schema_route", "timeout_ms", b"timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
