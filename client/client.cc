@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/client_id.h"
 
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -23,6 +24,9 @@ absl::Status FromGrpc(const grpc::Status& s) {
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addr,
                                                         const ClientOptions& options) {
   if (addr.empty()) return absl::InvalidArgumentError("empty server address");
+  if (!options.client_id.empty()) {
+    if (absl::Status s = ValidateClientId(options.client_id); !s.ok()) return s;
+  }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
@@ -53,7 +57,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addr,
   } else if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError("a TLS client certificate needs tls_ca_pem");
   }
-  c->channel_ = grpc::CreateCustomChannel(addr, creds, args);
+  if (options.client_id.empty()) {
+    c->channel_ = grpc::CreateCustomChannel(addr, creds, args);
+  } else {
+    // An interceptor, not Prepare: every call on the channel carries the id,
+    // whoever makes it (ShmClient, the health stub, stub() callers).
+    std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> ids;
+    ids.push_back(ClientIdInterceptorFactory(options.client_id));
+    c->channel_ = grpc::experimental::CreateCustomChannelWithInterceptors(addr, creds, args,
+                                                                          std::move(ids));
+  }
   if (!c->channel_) return absl::InvalidArgumentError("cannot create a channel to " + addr);
   c->stub_ = v1::Maskd::NewStub(c->channel_);
   return c;

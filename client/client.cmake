@@ -4,7 +4,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-add_library(maskd_client STATIC ${CMAKE_CURRENT_SOURCE_DIR}/client.cc)
+add_library(maskd_client STATIC ${CMAKE_CURRENT_SOURCE_DIR}/client.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/client_id.cc)
 set_target_properties(maskd_client PROPERTIES EXPORT_NAME client)
 target_compile_options(maskd_client PRIVATE ${MASKD_WARNINGS})
 target_include_directories(maskd_client PUBLIC

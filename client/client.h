@@ -57,6 +57,13 @@ struct ClientOptions {
   // gRPC user agent as "maskd-<name>" so the server's per-engine metrics count
   // its steps (docs/operations.md); empty: not said.
   std::string client_name;
+  // Who this client is to a server run with --client-identity=header (its
+  // per-client shares of sessions, tokenizers, streams, shm regions and
+  // pending work; docs/reliability.md): sent as the `maskd-client-id` metadata
+  // of every call on channel(), ShmClient's and stub()'s included. 1 to 128
+  // bytes of [A-Za-z0-9._:@/+-] (Connect refuses another with
+  // INVALID_ARGUMENT); empty: not sent. Clients with one id share one share.
+  std::string client_id;
 };
 
 // A bidirectional Step stream: one reply per request, in order. Not

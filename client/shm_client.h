@@ -1,6 +1,7 @@
 // maskd::ShmClient: a typed client of maskd.v1.SharedMemory
 // (proto/maskd/v1/shm.proto) over an existing gRPC channel, e.g.
-// maskd::Client::channel(). Thread-safe, like the channel.
+// maskd::Client::channel(). Thread-safe, like the channel. On a Client's
+// channel its calls carry the Client's ClientOptions::client_id.
 //
 // Also re-exports the helpers that create what a region refers to:
 //  - maskd::shm::PosixShmSegment (shm/posix_segment.h): create + map a POSIX

@@ -12,6 +12,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health_pb2 as health_pb
 
+from maskd._client_id import aio_client_id_interceptors, checked_client_id
 from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, HEALTH_CHECK_METHOD, EntryLike, GrammarLike,
                            JsonLike, MaskdError, MaskReply, StepReply, channel_options,
                            compile_request, create_session_request, serving_status_name,
@@ -106,11 +107,13 @@ class AsyncClient:
 
     def __init__(self, addr: str, *, timeout: Optional[float] = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 client_name: Optional[str] = None):
+                 client_name: Optional[str] = None, client_id: Optional[str] = None):
         self.addr = addr
         self.timeout = timeout
+        self.client_id = checked_client_id(client_id)
         self.channel = grpc.aio.insecure_channel(
-            addr, options=channel_options(max_message_bytes, client_name))
+            addr, options=channel_options(max_message_bytes, client_name),
+            interceptors=aio_client_id_interceptors(self.client_id) if self.client_id else None)
         # As maskd.Client's: the generated stub and grpc.health.v1 Health/Check.
         self.stub = pb_grpc.MaskdStub(self.channel)
         self.health_check: grpc.aio.UnaryUnaryMultiCallable[

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, 
 import grpc
 from grpc_health.v1 import health_pb2 as health_pb
 
+from maskd._client_id import ClientIdInterceptor, checked_client_id
 from maskd._common import (DEFAULT_MAX_MESSAGE_BYTES, HEALTH_CHECK_METHOD, EntryLike, GrammarLike,
                            JsonLike, MaskdError, MaskReply, StepReply, channel_options,
                            compile_request, create_session_request, serving_status_name,
@@ -160,15 +161,23 @@ class Client:
       client_name: the engine this client serves ("vllm", "sglang", "llama.cpp",
         "transformers", "mlx-lm", "outlines"), sent in the user agent so that the server's
         per-engine metrics count its steps (docs/operations.md); None: not said.
+      client_id: who this client is to a server run with ``--client-identity=header``
+        (whose per-client shares its sessions, tokenizers, streams and regions count
+        against; clients with one id share one share): sent as the ``maskd-client-id``
+        metadata of every call on ``channel`` (stub, health, ``shm``, streams). 1 to 128
+        bytes of ``[A-Za-z0-9._:@/+-]``, else ValueError; None: not sent.
     """
 
     def __init__(self, addr: str, *, timeout: Optional[float] = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 client_name: Optional[str] = None):
+                 client_name: Optional[str] = None, client_id: Optional[str] = None):
         self.addr = addr
         self.timeout = timeout
+        self.client_id = checked_client_id(client_id)
         self.channel = grpc.insecure_channel(
             addr, options=channel_options(max_message_bytes, client_name))
+        if self.client_id is not None:
+            self.channel = grpc.intercept_channel(self.channel, ClientIdInterceptor(self.client_id))
         # The generated stub of maskd.v1.Maskd on this channel (every method below is one
         # call of it), and grpc.health.v1 Health/Check (messages from grpcio-health-checking).
         self.stub = pb_grpc.MaskdStub(self.channel)
