@@ -1,5 +1,5 @@
-// maskctl --addr ADDR bench --tokenizer NAME --regex R --sessions K --steps N
-//   [--stream] [--seed S] [--pings P] [--rss]
+// maskctl --addr ADDR bench --tokenizer NAME CONSTRAINT (constraint_flags.h)
+//   [--sessions K] [--steps N] [--stream] [--rss] [--seed S] [--pings P]
 // K sessions each advance by one random allowed token per step (EOS avoided
 // while anything else is allowed), all K batched in one Step call per step;
 // then P (default 1000) empty Ping calls on the same channel.
@@ -18,6 +18,7 @@
 
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_util.h"
 
 namespace maskctl {
@@ -32,10 +33,7 @@ double Percentile(std::vector<double> v, double p) {
 
 int Bench(const Context& ctx) {
   using Clock = std::chrono::steady_clock;
-  auto args = Args::Parse(ctx.args,
-                          {"tokenizer", "regex", "json-schema", "sessions", "steps", "seed", "pings"},
-                          {"stream", "rss"});
-  if (!args.ok()) return Fail("bench", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto k = args->GetUint("sessions", 1);
   auto n = args->GetUint("steps", 100);
   auto seed = args->GetUint("seed", 1);
@@ -154,9 +152,11 @@ int Bench(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("bench",
-                "bench --tokenizer NAME --regex R --sessions K --steps N [--stream] [--rss]   "
-                "(needs --addr) Step latency against a running maskd",
+MASKCTL_COMMAND(bench, "bench", "Step latency against a running maskd", Form{},
+                OnlineConstraintForm("bench --tokenizer NAME CONSTRAINT"
+                                     " [--sessions K] [--steps N] [--stream] [--rss] [--seed S] "
+                                     "[--pings P]",
+                                     {"sessions", "steps", "seed", "pings"}, {"stream", "rss"}),
                 Bench);
 
 }  // namespace maskctl

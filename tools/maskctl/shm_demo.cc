@@ -1,12 +1,12 @@
-// maskctl --addr ADDR shm-demo --tokenizer NAME --regex R --rows K --steps N
-//   [--dtype fp32|bf16|fp16] [--seed S] [--key /maskd-...]
+// maskctl --addr ADDR shm-demo --tokenizer NAME CONSTRAINT (constraint_flags.h)
+//   [--rows K] [--steps N] [--dtype fp32|bf16|fp16] [--seed S] [--key /maskd-...]
 // Masks applied in place in shared memory (SharedMemory.StepInRegion) against
 // masks returned in the reply (Maskd.Step) and applied by the client with
 // maskd::CpuApplier, on the same batch in the same run:
 //  - a POSIX shared-memory logits buffer of K rows x the tokenizer's vocab
 //    (--key, default /maskd-shm-demo-<pid>; the server needs --allow_shm and
 //    a --shm_prefix the key starts with) is registered as a region;
-//  - 2K sessions over the regex: K stepped by StepInRegion (apply path), K
+//  - 2K sessions over the constraint: K stepped by StepInRegion (apply path), K
 //    twins stepped by Step (reply path) with the same tokens;
 //  - each step: both logits buffers are filled with 1.0; the apply path calls
 //    StepInRegion (logits target, identity row map); the reply path calls Step
@@ -31,6 +31,7 @@
 
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_util.h"
 
 #include "client/shm_client.h"
@@ -94,13 +95,12 @@ struct Cleanup {
 int ShmDemo(const Context& ctx) {
   using Clock = std::chrono::steady_clock;
   const char* kCmd = "shm-demo";
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "rows", "steps", "dtype", "seed", "key"},
-                          {});
-  if (!args.ok()) return Fail(kCmd, std::string(args.status().message()));
-  auto tokenizer = args->Require("tokenizer");
-  if (!tokenizer.ok()) return Fail(kCmd, std::string(tokenizer.status().message()));
-  auto regex = args->Require("regex");
-  if (!regex.ok()) return Fail(kCmd, std::string(regex.status().message()));
+  const Args* args = &ctx.args;
+  auto compile_or = CompileRequestFromFlags(*args);
+  if (!compile_or.ok()) return Fail(kCmd, std::string(compile_or.status().message()));
+  maskd::v1::CompileRequest compile = *std::move(compile_or);
+  compile.set_wait(true);
+  const std::string* tokenizer = &compile.tokenizer();
   auto k = args->GetUint("rows", 1);
   auto n = args->GetUint("steps", 100);
   auto seed = args->GetUint("seed", 1);
@@ -154,10 +154,6 @@ int ShmDemo(const Context& ctx) {
   }
   cleanup.region = region;
 
-  maskd::v1::CompileRequest compile;
-  compile.set_tokenizer(*tokenizer);
-  compile.set_regex(*regex);
-  compile.set_wait(true);
   maskd::v1::StepInRegionRequest apply_req;
   maskd::v1::StepInRegionResponse apply_resp;
   maskd::v1::StepRequest reply_req;
@@ -271,10 +267,12 @@ int ShmDemo(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("shm-demo",
-                "shm-demo --tokenizer NAME --regex R --rows K --steps N [--dtype fp32|bf16|fp16] "
-                "[--key /maskd-...]   (needs --addr; server --allow_shm) masks applied in shared "
-                "memory vs returned in the reply",
+MASKCTL_COMMAND(shm_demo, "shm-demo",
+                "masks applied in shared memory vs returned in the reply (server --allow_shm)", Form{},
+                OnlineConstraintForm("shm-demo --tokenizer NAME CONSTRAINT"
+                                     " [--rows K] [--steps N] [--dtype fp32|bf16|fp16] [--seed S] "
+                                     "[--key /maskd-...]",
+                                     {"rows", "steps", "dtype", "seed", "key"}, {}),
                 ShmDemo);
 
 }  // namespace maskctl
