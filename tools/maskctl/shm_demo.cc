@@ -32,6 +32,7 @@
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/constraint_flags.h"
+#include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
 
 #include "client/shm_client.h"
@@ -39,13 +40,6 @@
 
 namespace maskctl {
 namespace {
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
-}
 
 // Bit patterns of 1.0 and -inf per dtype.
 struct Pattern {
@@ -80,14 +74,11 @@ inline uint32_t Get(const void* data, size_t i, const Pattern& p) {
   return v;
 }
 
-// Closes sessions and unregisters the region on every exit path.
-struct Cleanup {
-  maskd::Client* client;
+// Unregisters the region on every exit path.
+struct RegionCleanup {
   maskd::ShmClient* shm;
   std::string region;
-  std::vector<uint64_t> ids;
-  ~Cleanup() {
-    for (uint64_t id : ids) (void)client->CloseSession(id);
+  ~RegionCleanup() {
     if (!region.empty()) (void)shm->UnregisterRegion(region);
   }
 };
@@ -131,23 +122,15 @@ int ShmDemo(const Context& ctx) {
   if (!client.ok()) return Fail(kCmd, std::string(client.status().message()));
   maskd::Client& c = **client;
   maskd::ShmClient shm(c.channel());
-  uint32_t vocab = 0;
-  std::vector<uint32_t> eos;
-  auto list = c.ListTokenizers();
-  if (!list.ok()) return Fail(kCmd, list.status().ToString());
-  for (const auto& t : *list) {
-    if (t.name() == *tokenizer) {
-      vocab = t.vocab_size();
-      eos.assign(t.eos_ids().begin(), t.eos_ids().end());
-    }
-  }
-  if (vocab == 0) return Fail(kCmd, "unknown tokenizer '" + *tokenizer + "'");
-  std::sort(eos.begin(), eos.end());
+  auto server_tokenizer = FindServerTokenizer(c, *tokenizer);
+  if (!server_tokenizer.ok()) return Fail(kCmd, std::string(server_tokenizer.status().message()));
+  const uint32_t vocab = server_tokenizer->vocab_size;
+  const std::vector<uint32_t>& eos = server_tokenizer->eos_ids;
   const size_t rows = *k, elems = rows * vocab;
 
   auto seg = maskd::shm::PosixShmSegment::Create(key, elems * pat.size);
   if (!seg.ok()) return Fail(kCmd, "creating " + key + ": " + seg.status().ToString());
-  Cleanup cleanup{&c, &shm, "", {}};
+  RegionCleanup cleanup{&shm, ""};
   const std::string region = "shm-demo-" + std::to_string(getpid());
   if (absl::Status s = shm.RegisterSystemRegion(region, key, 0, seg->size()); !s.ok()) {
     return Fail(kCmd, "RegisterSystemRegion: " + s.ToString());
@@ -158,15 +141,10 @@ int ShmDemo(const Context& ctx) {
   maskd::v1::StepInRegionResponse apply_resp;
   maskd::v1::StepRequest reply_req;
   maskd::v1::StepResponse reply_resp;
+  SessionSet sessions(&c);  // closed before the region is unregistered
+  if (absl::Status s = sessions.Create(compile, 2 * rows); !s.ok()) return Fail(kCmd, s.ToString());
   for (size_t i = 0; i < 2 * rows; ++i) {
-    auto s = c.CreateSession(compile);
-    if (!s.ok()) return Fail(kCmd, "CreateSession: " + s.status().ToString());
-    cleanup.ids.push_back(s->session_id());
-    if (i < rows) {
-      apply_req.add_entries()->set_session_id(s->session_id());
-    } else {
-      reply_req.add_entries()->set_session_id(s->session_id());
-    }
+    (i < rows ? apply_req.add_entries() : reply_req.add_entries())->set_session_id(sessions.ids()[i]);
   }
   maskd::v1::LogitsTarget* target = apply_req.mutable_logits();
   target->set_region(region);

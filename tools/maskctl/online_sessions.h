@@ -1,0 +1,50 @@
+// The client code maskctl's online load generators (bench, shm-demo) share:
+// the server's view of a tokenizer, a set of sessions closed on every exit
+// path, and latency percentiles.
+#ifndef MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
+#define MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/client.h"
+
+namespace maskctl {
+
+// A tokenizer the server loaded (ListTokenizers).
+struct ServerTokenizer {
+  uint32_t vocab_size = 0;        // logits width
+  std::vector<uint32_t> eos_ids;  // sorted
+};
+
+// The tokenizer the server knows as `name`; NotFound naming it when none.
+absl::StatusOr<ServerTokenizer> FindServerTokenizer(maskd::Client& client, const std::string& name);
+
+// Sessions over one client, closed by CloseAll or on destruction (errors
+// ignored: the server expires what it cannot close).
+class SessionSet {
+ public:
+  explicit SessionSet(maskd::Client* client) : client_(client) {}
+  SessionSet(const SessionSet&) = delete;
+  SessionSet& operator=(const SessionSet&) = delete;
+  ~SessionSet() { CloseAll(); }
+
+  // Creates `n` sessions over `compile`; the first error, naming the RPC.
+  absl::Status Create(const maskd::v1::CompileRequest& compile, size_t n);
+  void CloseAll();
+  const std::vector<uint64_t>& ids() const { return ids_; }
+
+ private:
+  maskd::Client* client_;
+  std::vector<uint64_t> ids_;
+};
+
+// The `p` quantile (0..1) of `v`, nearest rank; 0 when empty.
+double Percentile(std::vector<double> v, double p);
+
+}  // namespace maskctl
+
+#endif  // MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
