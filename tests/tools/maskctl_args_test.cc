@@ -5,8 +5,10 @@
 // library); the parser is exercised through the built binary.
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
