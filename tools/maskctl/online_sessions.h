@@ -42,6 +42,18 @@ class SessionSet {
   std::vector<uint64_t> ids_;
 };
 
+// "<what> entry <i>: <message>" for the first entry of `results` (a Step
+// reply's repeated StepResult) whose status is not OK; "" when none.
+template <typename Results>
+std::string FirstFailedEntry(const Results& results, const std::string& what) {
+  for (int i = 0; i < results.size(); ++i) {
+    if (results.Get(i).status().code() != 0) {
+      return what + " entry " + std::to_string(i) + ": " + results.Get(i).status().message();
+    }
+  }
+  return "";
+}
+
 // The `p` quantile (0..1) of `v`, nearest rank; 0 when empty.
 double Percentile(std::vector<double> v, double p);
 

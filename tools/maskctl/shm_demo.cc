@@ -27,6 +27,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/maskctl/args.h"
@@ -74,6 +75,54 @@ inline uint32_t Get(const void* data, size_t i, const Pattern& p) {
   return v;
 }
 
+// --dtype's value: the logits' dtype, in the library's terms and the proto's.
+absl::StatusOr<std::pair<maskd::LogitsDtype, maskd::v1::LogitsDtype>> DtypeNamed(const std::string& name) {
+  if (name == "fp32") return std::pair{maskd::LogitsDtype::kFloat32, maskd::v1::LOGITS_DTYPE_FP32};
+  if (name == "fp16") return std::pair{maskd::LogitsDtype::kFloat16, maskd::v1::LOGITS_DTYPE_FP16};
+  if (name == "bf16") return std::pair{maskd::LogitsDtype::kBFloat16, maskd::v1::LOGITS_DTYPE_BF16};
+  return absl::InvalidArgumentError("--dtype must be fp32, fp16 or bf16");
+}
+
+// The logits of both paths after one step: `shm` (applied in shared memory)
+// and `local` (the reply's masks applied by the client), `rows` x `vocab`.
+struct StepLogits {
+  const void* shm;
+  const void* local;
+  size_t rows;
+  uint32_t vocab;
+  Pattern pat;
+};
+
+// Checks every logit of both buffers against the Step reply's masks
+// (allowed: 1.0 unchanged, else -inf) and picks each row's next token at
+// random among those the shared-memory logits allow, avoiding `eos` (sorted)
+// while another is allowed (-1: none). Returns the number of wrong logits.
+uint64_t CheckAndPick(const StepLogits& l, const maskd::v1::StepResponse& reply,
+                      const std::vector<uint32_t>& eos, std::mt19937_64& rng,
+                      std::vector<int64_t>* next) {
+  uint64_t mismatches = 0;
+  std::vector<uint32_t> allowed, allowed_non_eos;
+  for (size_t r = 0; r < l.rows; ++r) {
+    absl::Span<const uint32_t> mask = maskd::MaskRow(reply, static_cast<int>(r));
+    const size_t base = r * l.vocab;
+    allowed.clear();
+    allowed_non_eos.clear();
+    for (uint32_t t = 0; t < l.vocab; ++t) {
+      const uint32_t want = maskd::Allowed(mask, t) ? l.pat.one : l.pat.neg_inf;
+      const uint32_t got = Get(l.shm, base + t, l.pat);
+      mismatches += (got != want) + (Get(l.local, base + t, l.pat) != want);
+      if (got != l.pat.neg_inf) {
+        allowed.push_back(t);
+        if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
+      }
+    }
+    const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
+    (*next)[r] = pool.empty() ? -1
+                              : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+  }
+  return mismatches;
+}
+
 // Unregisters the region on every exit path.
 struct RegionCleanup {
   maskd::ShmClient* shm;
@@ -100,20 +149,9 @@ int ShmDemo(const Context& ctx) {
   }
   if (*k == 0 || *n == 0) return Fail(kCmd, "--rows and --steps must be > 0");
   const std::string dtype_name = args->Get("dtype").value_or("fp32");
-  maskd::LogitsDtype dtype;
-  maskd::v1::LogitsDtype proto_dtype;
-  if (dtype_name == "fp32") {
-    dtype = maskd::LogitsDtype::kFloat32;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_FP32;
-  } else if (dtype_name == "fp16") {
-    dtype = maskd::LogitsDtype::kFloat16;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_FP16;
-  } else if (dtype_name == "bf16") {
-    dtype = maskd::LogitsDtype::kBFloat16;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_BF16;
-  } else {
-    return Fail(kCmd, "--dtype must be fp32, fp16 or bf16");
-  }
+  auto dtypes = DtypeNamed(dtype_name);
+  if (!dtypes.ok()) return Fail(kCmd, std::string(dtypes.status().message()));
+  const auto [dtype, proto_dtype] = *dtypes;
   const Pattern pat = PatternOf(dtype);
   const std::string key =
       args->Get("key").value_or("/maskd-shm-demo-" + std::to_string(getpid()));
@@ -158,20 +196,8 @@ int ShmDemo(const Context& ctx) {
   maskd::LogitsBatch local_batch{local.data(), dtype, static_cast<int64_t>(rows), vocab, 0};
   std::mt19937_64 rng(*seed);
   std::vector<int64_t> next(rows, -1);
-  std::vector<uint32_t> allowed, allowed_non_eos;
-  allowed.reserve(vocab);
-  allowed_non_eos.reserve(vocab);
   std::vector<double> apply_us, reply_us;
   uint64_t mismatches = 0;
-  auto check_entries = [&](const auto& results, const char* rpc, uint64_t step) -> std::string {
-    for (int i = 0; i < results.size(); ++i) {
-      if (results.Get(i).status().code() != 0) {
-        return std::string(rpc) + " step " + std::to_string(step) + " entry " + std::to_string(i) +
-               ": " + results.Get(i).status().message();
-      }
-    }
-    return "";
-  };
 
   for (uint64_t step = 0; step < *n; ++step) {
     for (size_t r = 0; r < rows; ++r) {
@@ -208,33 +234,17 @@ int ShmDemo(const Context& ctx) {
     absl::Status s2 = step % 2 == 0 ? run_reply() : run_apply();
     if (!s1.ok()) return Fail(kCmd, s1.ToString());
     if (!s2.ok()) return Fail(kCmd, s2.ToString());
-    if (std::string e = check_entries(apply_resp.results(), "StepInRegion", step); !e.empty()) {
+    const std::string at = " step " + std::to_string(step);
+    if (std::string e = FirstFailedEntry(apply_resp.results(), "StepInRegion" + at); !e.empty()) {
       return Fail(kCmd, e);
     }
-    if (std::string e = check_entries(reply_resp.results(), "Step", step); !e.empty()) {
+    if (std::string e = FirstFailedEntry(reply_resp.results(), "Step" + at); !e.empty()) {
       return Fail(kCmd, e);
     }
     if (reply_resp.words_per_row() != apply_resp.words_per_row()) {
       return Fail(kCmd, "words_per_row differs between Step and StepInRegion");
     }
-    for (size_t r = 0; r < rows; ++r) {
-      absl::Span<const uint32_t> mask = maskd::MaskRow(reply_resp, static_cast<int>(r));
-      const size_t base = r * vocab;
-      allowed.clear();
-      allowed_non_eos.clear();
-      for (uint32_t t = 0; t < vocab; ++t) {
-        const uint32_t want = maskd::Allowed(mask, t) ? pat.one : pat.neg_inf;
-        const uint32_t got = Get(seg->data(), base + t, pat);
-        mismatches += (got != want) + (Get(local.data(), base + t, pat) != want);
-        if (got != pat.neg_inf) {
-          allowed.push_back(t);
-          if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
-        }
-      }
-      const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
-      next[r] = pool.empty() ? -1
-                             : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
-    }
+    mismatches += CheckAndPick({seg->data(), local.data(), rows, vocab, pat}, reply_resp, eos, rng, &next);
   }
   std::printf("{\"rows\": %zu, \"steps\": %llu, \"dtype\": \"%s\", \"mismatches\": %llu, "
               "\"apply_p50_us\": %.1f, \"reply_p50_us\": %.1f}\n",
