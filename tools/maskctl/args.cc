@@ -1,5 +1,9 @@
 #include "tools/maskctl/args.h"
 
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -76,6 +80,18 @@ absl::StatusOr<std::vector<uint32_t>> Args::GetUintList(const std::string& name)
     out.push_back(x);
   }
   return out;
+}
+
+absl::StatusOr<std::string> ReadFileArg(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace maskctl

@@ -1,5 +1,6 @@
 // Argument parsing shared by maskctl subcommands: "--name value",
-// "--name=value", boolean "--name", and positional arguments.
+// "--name=value", boolean "--name", and positional arguments; and the
+// FILE convention (a path, or "-" for standard input).
 #ifndef MASKD_TOOLS_MASKCTL_ARGS_H_
 #define MASKD_TOOLS_MASKCTL_ARGS_H_
 
@@ -36,6 +37,10 @@ class Args {
   std::map<std::string, std::string> values_;
   std::vector<std::string> positional_;
 };
+
+// A FILE argument's content: the file at `path`, or standard input for "-".
+// NotFound naming the file when it cannot be read.
+absl::StatusOr<std::string> ReadFileArg(const std::string& path);
 
 }  // namespace maskctl
 

@@ -19,44 +19,28 @@
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/digest.h"
 #include "tools/maskctl/report.h"
-#include "tools/maskctl/grammar_flag.h"
 
 namespace maskctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The grammar file, parsed by its format's front end; errors name the file
-// (the front ends' messages give the line and column).
-absl::StatusOr<maskd::grammar::Grammar> ReadGrammarFlag(const Args& args) {
-  auto file = ReadGrammarFile(args);
-  if (!file.ok()) return file.status();
-  auto g = maskd::grammar::ParseGrammarText(file->text, file->format);
-  if (!g.ok()) {
-    return absl::Status(g.status().code(), absl::StrCat(file->path, ": ", g.status().message()));
-  }
-  return g;
-}
-
 }  // namespace
 
-const std::set<std::string>& GrammarValueFlags() {
-  static const auto* flags = new std::set<std::string>{"grammar", "format"};
-  return *flags;
-}
-
-absl::StatusOr<GrammarArg> CompileGrammarFlag(const Args& args,
-                                              std::shared_ptr<const maskd::TokenizerContext> context) {
+absl::StatusOr<GrammarArg> CompileGrammarSource(const ConstraintSource& source,
+                                                std::shared_ptr<const maskd::TokenizerContext> context) {
   GrammarArg out;
   out.started = Clock::now();
-  auto g = ReadGrammarFlag(args);
-  if (!g.ok()) return g.status();
+  // The front ends' messages give the line and column; the file is named here.
+  auto g = maskd::grammar::ParseGrammarText(source.text, source.options.grammar_format);
+  if (!g.ok()) {
+    return absl::Status(g.status().code(), absl::StrCat(source.path, ": ", g.status().message()));
+  }
   out.rules = g->rules.size();
   out.terminals = g->terminals.size();
   auto index = maskd::grammar::GrammarIndex::Create(*g, std::move(context));
   if (!index.ok()) {
-    return absl::Status(index.status().code(),
-                        absl::StrCat(*args.Get("grammar"), ": ", index.status().message()));
+    return absl::Status(index.status().code(), absl::StrCat(source.path, ": ", index.status().message()));
   }
   out.index = *std::move(index);
   return out;

@@ -1,22 +1,20 @@
-// The --grammar FILE [--format lark|gbnf|ebnf] forms of maskctl's offline
-// compile, walk and sample: a context-free grammar (grammar/) instead of a
-// regex or a JSON Schema. The format defaults to the file's extension
-// (.lark, .gbnf, .ebnf). Output lines follow the regex forms' contract, with
-// grammar figures where the regex forms give DFA ones.
+// The grammar forms of maskctl's offline compile, walk and sample: a
+// --grammar FILE (a context-free grammar, grammar/), or a JSON Schema or a
+// structural tag that compiled to a grammar. Output lines follow the regex
+// forms' contract, with grammar figures where the regex forms give DFA ones.
 #ifndef MASKD_TOOLS_MASKCTL_GRAMMAR_CMDS_H_
 #define MASKD_TOOLS_MASKCTL_GRAMMAR_CMDS_H_
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar_index.h"
 #include "index/tokenizer_context.h"
-#include "tools/maskctl/args.h"
+#include "tools/maskctl/constraint_flags.h"
 
 namespace maskctl {
 
@@ -29,12 +27,10 @@ struct GrammarArg {
   std::chrono::steady_clock::time_point started;
 };
 
-// The value flags the grammar forms read: add them to Args::Parse's set.
-const std::set<std::string>& GrammarValueFlags();
-
-// --grammar FILE [--format F] compiled against `context`; errors name the file.
-absl::StatusOr<GrammarArg> CompileGrammarFlag(const Args& args,
-                                              std::shared_ptr<const maskd::TokenizerContext> context);
+// A --grammar FILE's source (constraint_flags.h) compiled against `context`;
+// errors name the file.
+absl::StatusOr<GrammarArg> CompileGrammarSource(const ConstraintSource& source,
+                                                std::shared_ptr<const maskd::TokenizerContext> context);
 // A JSON Schema's grammar-route index, compiled from `started` on.
 GrammarArg SchemaGrammarArg(std::shared_ptr<const maskd::grammar::GrammarIndex> index,
                             std::chrono::steady_clock::time_point started);

@@ -1,7 +1,6 @@
 #include "tools/maskctl/grammar_flag.h"
 
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,18 +16,16 @@ absl::StatusOr<GrammarFile> ReadGrammarFile(const Args& args) {
       if (absl::EndsWith(*path, absl::StrCat(".", ext))) name = ext;
     }
     if (name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(*path, ": give --format lark|gbnf|ebnf"));
+      return absl::InvalidArgumentError(absl::StrCat(*path, ": give --format lark|gbnf|ebnf (the name has no known extension)"));
     }
   }
   auto format = maskd::grammar::GrammarFormatNamed(name);
   if (!format) {
     return absl::InvalidArgumentError(absl::StrCat("--format ", name, ": expected lark, gbnf or ebnf"));
   }
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(*path, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return GrammarFile{*path, text.str(), *format};
+  auto text = ReadFileArg(*path);
+  if (!text.ok()) return text.status();
+  return GrammarFile{*path, *std::move(text), *format};
 }
 
 }  // namespace maskctl

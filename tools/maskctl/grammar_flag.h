@@ -1,6 +1,6 @@
-// --grammar FILE [--format lark|gbnf|ebnf]: a grammar file for maskctl's
-// offline commands and its online compile/generate. The format defaults to
-// the file's extension (.lark, .gbnf, .ebnf).
+// --grammar FILE [--format lark|gbnf|ebnf]: a grammar file ("-": standard
+// input) for maskctl's commands (constraint_flags.h). The format defaults to
+// the file's extension (.lark, .gbnf, .ebnf); stdin needs --format.
 #ifndef MASKD_TOOLS_MASKCTL_GRAMMAR_FLAG_H_
 #define MASKD_TOOLS_MASKCTL_GRAMMAR_FLAG_H_
 

@@ -24,6 +24,7 @@
 #include "tools/maskctl/report.h"
 #include "tools/maskctl/grammar_cmds.h"
 #include "tools/maskctl/tokenizer_flag.h"
+#include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online.h"
 
 namespace maskctl {
@@ -31,85 +32,56 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// `flags` plus the tokenizer and grammar value flags.
-std::set<std::string> WithTokenizerFlags(std::set<std::string> flags) {
-  const auto& t = TokenizerValueFlags();
-  flags.insert(t.begin(), t.end());
-  const auto& g = GrammarValueFlags();
-  flags.insert(g.begin(), g.end());
-  return flags;
-}
+// What a command's CONSTRAINT compiled to: a regex-route index, or a grammar
+// (`grammar.index` set).
+struct CompiledArg {
+  std::shared_ptr<const maskd::TokenIndex> regex;
+  GrammarArg grammar;
+};
 
-// Exactly one constraint flag.
-absl::Status OneConstraintFlag(const Args& args) {
-  const int n = args.Has("regex") + args.Has("json-schema") + args.Has("grammar");
-  if (n != 1) return absl::InvalidArgumentError("give exactly one of --regex, --json-schema or --grammar");
-  return absl::OkStatus();
-}
-
-// The index of a command's constraint: --regex R, or --json-schema FILE
-// (with the converter's default options, on --route auto|regex|grammar,
-// default auto). A schema's warnings go to stderr, one per line; its
-// conversion errors name the file.
-absl::StatusOr<std::shared_ptr<const maskd::ConstraintIndex>> CompileConstraintFlag(
-    const Args& args, std::shared_ptr<const maskd::TokenizerContext> context) {
-  auto regex = args.Get("regex");
-  auto schema_file = args.Get("json-schema");
-  if (absl::Status s = OneConstraintFlag(args); !s.ok()) return s;
-  maskd::Constraint constraint = maskd::Constraint::Regex(regex.value_or(""), context);
-  if (schema_file) {
-    std::ifstream in(*schema_file, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat(*schema_file, ": cannot open"));
-    std::stringstream text;
-    text << in.rdbuf();
-    constraint = maskd::Constraint::JsonSchema(text.str(), context);
-    const std::string route = args.Get("route").value_or("auto");
-    if (route == "regex") {
-      constraint.options.schema_route = maskd::SchemaRoute::kRegex;
-    } else if (route == "grammar") {
-      constraint.options.schema_route = maskd::SchemaRoute::kGrammar;
-    } else if (route != "auto") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--route ", route, ": expected auto, regex or grammar"));
-    }
-  } else if (args.Has("route")) {
-    return absl::InvalidArgumentError("--route applies to --json-schema only");
+// The command's CONSTRAINT (constraint_flags.h) against --tokenizer: a
+// --grammar FILE straight into a GrammarIndex (its figures as written), the
+// others through ConstraintCompiler with the converter's default options but
+// those the flags set. A schema's warnings go to stderr, one per line, then
+// the route taken; conversion errors name the file.
+absl::StatusOr<CompiledArg> CompileConstraintFlags(const Args& args,
+                                                   std::shared_ptr<const maskd::TokenizerContext> context) {
+  const Clock::time_point started = Clock::now();
+  auto source = ReadConstraintFlags(args);
+  if (!source.ok()) return source.status();
+  if (source->kind == maskd::ConstraintKind::kGrammar) {
+    auto g = CompileGrammarSource(*source, std::move(context));
+    if (!g.ok()) return g.status();
+    return CompiledArg{nullptr, *std::move(g)};
   }
-  auto compiled = maskd::ConstraintCompiler().Compile(constraint);
+  auto compiled = maskd::ConstraintCompiler().Compile(ToConstraint(*source, std::move(context)));
   if (!compiled.ok()) {
-    if (schema_file && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
+    if (!source->path.empty() && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
       return absl::Status(compiled.status().code(),
-                          absl::StrCat(*schema_file, ": ", compiled.status().message()));
+                          absl::StrCat(source->path, ": ", compiled.status().message()));
     }
     return compiled.status();
   }
   for (const auto& w : compiled->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::fprintf(stderr, "route: %s\n", std::string(maskd::ConstraintRouteName(compiled->index->route())).c_str());
-  return compiled->index;
+  if (compiled->index->grammar_index()) {
+    return CompiledArg{nullptr, SchemaGrammarArg(compiled->index->grammar_index(), started)};
+  }
+  return CompiledArg{compiled->index->token_index(), {}};
 }
 
 int RunCompile(const Context& ctx) {
-  if (!ctx.addr.empty()) return RunOnlineCompile(ctx);
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "threads"}), {"eager"});
-  if (!args.ok()) return Fail("compile", std::string(args.status().message()));
+  if (ctx.online()) return RunOnlineCompile(ctx);
+  const Args* args = &ctx.args;
   auto context = LoadTokenizerContextFlag(*args);
   if (!context.ok()) return Fail("compile", std::string(context.status().message()));
   auto threads = args->GetUint("threads", 1);
   if (!threads.ok()) return Fail("compile", std::string(threads.status().message()));
-  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("compile", std::string(s.message()));
-  if (args->Has("grammar")) {
-    auto g = CompileGrammarFlag(*args, *context);
-    if (!g.ok()) return Fail("compile", std::string(g.status().message()));
-    return RunGrammarCompile(*g);
-  }
-
   Clock::time_point t0 = Clock::now();
-  auto compiled = CompileConstraintFlag(*args, *context);
+  auto compiled = CompileConstraintFlags(*args, *context);
   if (!compiled.ok()) return Fail("compile", std::string(compiled.status().message()));
-  if ((*compiled)->grammar_index()) {
-    return RunGrammarCompile(SchemaGrammarArg((*compiled)->grammar_index(), t0));
-  }
-  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
+  if (compiled->grammar.index) return RunGrammarCompile(compiled->grammar);
+  const std::shared_ptr<const maskd::TokenIndex>* index = &compiled->regex;
   double compile_ms = MsSince(t0);
   std::vector<uint32_t> mask((*index)->num_words());
   maskd::Guide guide(*index);
@@ -130,25 +102,15 @@ int RunCompile(const Context& ctx) {
 }
 
 int RunWalk(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "tokens"}), {"full"});
-  if (!args.ok()) return Fail("walk", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto context = LoadTokenizerContextFlag(*args);
   if (!context.ok()) return Fail("walk", std::string(context.status().message()));
   auto tokens = args->GetUintList("tokens");
   if (!tokens.ok()) return Fail("walk", std::string(tokens.status().message()));
-  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("walk", std::string(s.message()));
-  if (args->Has("grammar")) {
-    auto g = CompileGrammarFlag(*args, *context);
-    if (!g.ok()) return Fail("walk", std::string(g.status().message()));
-    return RunGrammarWalk(*g, *tokens, args->Has("full"));
-  }
-  auto compiled = CompileConstraintFlag(*args, *context);
+  auto compiled = CompileConstraintFlags(*args, *context);
   if (!compiled.ok()) return Fail("walk", std::string(compiled.status().message()));
-  if ((*compiled)->grammar_index()) {
-    return RunGrammarWalk(SchemaGrammarArg((*compiled)->grammar_index(), Clock::now()), *tokens,
-                          args->Has("full"));
-  }
-  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
+  if (compiled->grammar.index) return RunGrammarWalk(compiled->grammar, *tokens, args->Has("full"));
+  const std::shared_ptr<const maskd::TokenIndex>* index = &compiled->regex;
 
   const bool full = args->Has("full");
   maskd::Guide guide(*index);
@@ -180,47 +142,51 @@ int RunWalk(const Context& ctx) {
 }
 
 int RunSample(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, WithTokenizerFlags({"regex", "json-schema", "route", "seed", "max-tokens"}), {});
-  if (!args.ok()) return Fail("sample", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto context = LoadTokenizerContextFlag(*args);
   if (!context.ok()) return Fail("sample", std::string(context.status().message()));
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("sample", std::string(seed.status().message()));
   if (!max_tokens.ok()) return Fail("sample", std::string(max_tokens.status().message()));
-  if (auto s = OneConstraintFlag(*args); !s.ok()) return Fail("sample", std::string(s.message()));
-  if (args->Has("grammar")) {
-    auto g = CompileGrammarFlag(*args, *context);
-    if (!g.ok()) return Fail("sample", std::string(g.status().message()));
-    return RunGrammarSample(*g, *seed, *max_tokens);
-  }
-  auto compiled = CompileConstraintFlag(*args, *context);
+  auto compiled = CompileConstraintFlags(*args, *context);
   if (!compiled.ok()) return Fail("sample", std::string(compiled.status().message()));
-  if ((*compiled)->grammar_index()) {
-    return RunGrammarSample(SchemaGrammarArg((*compiled)->grammar_index(), Clock::now()), *seed,
-                            *max_tokens);
-  }
-  const std::shared_ptr<const maskd::TokenIndex>* index = &(*compiled)->token_index();
+  if (compiled->grammar.index) return RunGrammarSample(compiled->grammar, *seed, *max_tokens);
+  const std::shared_ptr<const maskd::TokenIndex>* index = &compiled->regex;
   auto walk = maskd::RandomWalk(*index, *seed, *max_tokens);
   if (!walk.ok()) return Fail("sample", std::string(walk.status().message()));
   PrintJsonLine({{"tokens", walk->tokens}, {"text_hex", Hex(walk->text)}, {"finished", walk->finished}});
   return 0;
 }
 
+// The offline forms' flags: the tokenizer file's, CONSTRAINT's, and `own`.
+Form Offline(std::string usage, FlagNames own_value, FlagNames own_bool) {
+  return Form{std::move(usage),
+              Union({TokenizerValueFlags(), ConstraintValueFlags(), std::move(own_value)}),
+              Union({ConstraintBoolFlags(), std::move(own_bool)})};
+}
+
 }  // namespace
 
-MASKCTL_COMMAND("compile",
-                "compile --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format "
-                "lark|gbnf|ebnf]) [--eager [--threads N]] "
-                "[--vocab-size N] [--eos IDS]   (with --addr: compile on a server, --tokenizer NAME)",
-                RunCompile);
-MASKCTL_COMMAND("walk",
-                "walk --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format F]) "
-                "--tokens 12,345,6 [--full]",
-                RunWalk);
-MASKCTL_COMMAND("sample",
-                "sample --tokenizer T (--regex R | --json-schema FILE [--route auto|regex|grammar] | --grammar FILE [--format F]) "
-                "--seed S --max-tokens N",
-                RunSample);
+#define MASKCTL_TOKENIZER_FILE_USAGE "--tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] "
+
+MASKCTL_COMMAND(compile, "compile",
+                "compiles CONSTRAINT; prints its figures (online: the index id and state)",
+                Offline("compile " MASKCTL_TOKENIZER_FILE_USAGE "CONSTRAINT"
+                        " [--eager [--threads N]]",
+                        {"threads"}, {"eager"}),
+                OnlineCompileForm(), RunCompile);
+MASKCTL_COMMAND(walk, "walk",
+                "one line per step of the given tokens: the mask's size, digest and acceptance",
+                Offline("walk " MASKCTL_TOKENIZER_FILE_USAGE "CONSTRAINT"
+                        " [--tokens ID[,ID...]] [--full]",
+                        {"tokens"}, {"full"}),
+                Form{}, RunWalk);
+MASKCTL_COMMAND(sample, "sample",
+                "a random text CONSTRAINT allows, chosen token by token",
+                Offline("sample " MASKCTL_TOKENIZER_FILE_USAGE "CONSTRAINT"
+                        " [--seed S] [--max-tokens N]",
+                        {"seed", "max-tokens"}, {}),
+                Form{}, RunSample);
 
 }  // namespace maskctl

@@ -1,4 +1,4 @@
-// maskctl maskbench --tokenizer T FILE.jsonl [FILE.jsonl ...]
+// maskctl maskbench --tokenizer T FILE.jsonl [FILE.jsonl ...] (a FILE "-": standard input)
 //
 // Runs MaskBench-style files (one {"schema", "tests": [{"valid", "text"}]}
 // object per line) through the whole engine: ConstraintCompiler (JSON Schema
@@ -35,6 +35,7 @@
 #include <ctime>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <string>
 #include <string_view>
@@ -236,13 +237,7 @@ std::string ReasonKey(const std::string& msg) {
 }
 
 int RunMaskbench(const Context& ctx) {
-  std::set<std::string> value_flags = TokenizerValueFlags();
-  value_flags.insert(SchemaValueFlags().begin(), SchemaValueFlags().end());
-  value_flags.insert({"timeout-s", "route"});
-  std::set<std::string> bool_flags = SchemaBoolFlags();
-  bool_flags.insert({"verbose", "no-share-loops", "fresh", "require-text", "cpu-time", "stages"});
-  auto args = Args::Parse(ctx.args, value_flags, bool_flags);
-  if (!args.ok()) return Fail("maskbench", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
   auto timeout_s = args->GetUint("timeout-s", 10);
   if (!timeout_s.ok()) return Fail("maskbench", std::string(timeout_s.status().message()));
@@ -273,8 +268,12 @@ int RunMaskbench(const Context& ctx) {
   Reasons reasons;
   std::vector<uint32_t> mask;
   for (const std::string& path : args->positional()) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Fail("maskbench", absl::StrCat(path, ": cannot open"));
+    std::ifstream file;
+    if (path != "-") {
+      file.open(path, std::ios::binary);
+      if (!file) return Fail("maskbench", absl::StrCat(path, ": cannot open"));
+    }
+    std::istream& in = path == "-" ? std::cin : file;
     Totals tot;
     std::string line;
     int64_t line_no = 0;
@@ -488,11 +487,15 @@ int RunMaskbench(const Context& ctx) {
 
 }  // namespace
 
-MASKCTL_COMMAND("maskbench",
-                "maskbench --tokenizer PATH FILE.jsonl [FILE.jsonl ...] [--timeout-s N] "
-                "[--route regex|auto|grammar] [--verbose] [--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] [--whitespace W] [--recursion-depth N] "
-                "[--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode] "
-                "[--any-property-order]",
-                RunMaskbench);
+MASKCTL_COMMAND(maskbench, "maskbench",
+                "MaskBench files (JSON lines of schemas and tests) end to end: pass rates, TTFM, TBM",
+                Form{"maskbench --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] FILE.jsonl "
+                     "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] [--verbose] "
+                     "[--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] "
+                     MASKCTL_SCHEMA_OPTIONS_USAGE,
+                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route"}}),
+                     Union({SchemaBoolFlags(), {"verbose", "no-share-loops", "fresh", "require-text",
+                                                "cpu-time", "stages"}})},
+                Form{}, RunMaskbench);
 
 }  // namespace maskctl

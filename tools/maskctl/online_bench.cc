@@ -1,5 +1,5 @@
-// maskctl --addr ADDR bench --tokenizer NAME --regex R --sessions K --steps N
-//   [--stream] [--seed S] [--pings P] [--rss]
+// maskctl --addr ADDR bench --tokenizer NAME CONSTRAINT (constraint_flags.h)
+//   [--sessions K] [--steps N] [--stream] [--rss] [--seed S] [--pings P]
 // K sessions each advance by one random allowed token per step (EOS avoided
 // while anything else is allowed), all K batched in one Step call per step;
 // then P (default 1000) empty Ping calls on the same channel.
@@ -18,24 +18,16 @@
 
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/constraint_flags.h"
+#include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
 
 namespace maskctl {
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
-}
-
 int Bench(const Context& ctx) {
   using Clock = std::chrono::steady_clock;
-  auto args = Args::Parse(ctx.args,
-                          {"tokenizer", "regex", "json-schema", "sessions", "steps", "seed", "pings"},
-                          {"stream", "rss"});
-  if (!args.ok()) return Fail("bench", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto k = args->GetUint("sessions", 1);
   auto n = args->GetUint("steps", 100);
   auto seed = args->GetUint("seed", 1);
@@ -47,44 +39,23 @@ int Bench(const Context& ctx) {
   auto compile_or = CompileRequestFromFlags(*args);
   if (!compile_or.ok()) return Fail("bench", std::string(compile_or.status().message()));
   const maskd::v1::CompileRequest& compile = *compile_or;
-  const std::string& tokenizer = compile.tokenizer();
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("bench", std::string(client.status().message()));
   maskd::Client& c = **client;
-  std::vector<uint32_t> eos;
-  if (auto list = c.ListTokenizers(); list.ok()) {
-    for (const auto& t : *list) {
-      if (t.name() == tokenizer) eos.assign(t.eos_ids().begin(), t.eos_ids().end());
-    }
-  } else {
-    return Fail("bench", list.status().ToString());
-  }
-  std::sort(eos.begin(), eos.end());
-
-  std::vector<uint64_t> ids;
-  auto cleanup = [&] {
-    for (uint64_t id : ids) (void)c.CloseSession(id);
-  };
-  for (uint64_t i = 0; i < *k; ++i) {
-    auto s = c.CreateSession(compile);
-    if (!s.ok()) {
-      cleanup();
-      return Fail("bench", s.status().ToString());
-    }
-    ids.push_back(s->session_id());
-  }
+  auto tokenizer = FindServerTokenizer(c, compile.tokenizer());
+  if (!tokenizer.ok()) return Fail("bench", tokenizer.status().ToString());
+  const std::vector<uint32_t>& eos = tokenizer->eos_ids;
+  SessionSet sessions(&c);  // closed after the stream (declared after it)
+  if (absl::Status s = sessions.Create(compile, *k); !s.ok()) return Fail("bench", s.ToString());
   std::unique_ptr<maskd::StepStream> stream;
   if (args->Has("stream")) {
     auto st = c.OpenStepStream();
-    if (!st.ok()) {
-      cleanup();
-      return Fail("bench", st.status().ToString());
-    }
+    if (!st.ok()) return Fail("bench", st.status().ToString());
     stream = *std::move(st);
   }
   maskd::v1::StepRequest req;
   maskd::v1::StepResponse resp;
-  for (uint64_t id : ids) req.add_entries()->set_session_id(id);
+  for (uint64_t id : sessions.ids()) req.add_entries()->set_session_id(id);
   std::mt19937_64 rng(*seed);
   std::vector<double> lat_us;
   lat_us.reserve(*n);
@@ -95,19 +66,12 @@ int Bench(const Context& ctx) {
     const auto t0 = Clock::now();
     absl::Status s = stream ? stream->Step(req, &resp) : c.Step(req, &resp);
     const auto t1 = Clock::now();
-    if (!s.ok()) {
-      stream.reset();
-      cleanup();
-      return Fail("bench", s.ToString());
-    }
+    if (!s.ok()) return Fail("bench", s.ToString());
     lat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    if (std::string e = FirstFailedEntry(resp.results(), "step " + std::to_string(step)); !e.empty()) {
+      return Fail("bench", e);
+    }
     for (int i = 0; i < resp.results_size(); ++i) {
-      if (resp.results(i).status().code() != 0) {
-        stream.reset();
-        cleanup();
-        return Fail("bench", "step " + std::to_string(step) + " entry " + std::to_string(i) + ": " +
-                                 resp.results(i).status().message());
-      }
       auto* e = req.mutable_entries(i);
       e->clear_tokens();
       int64_t t = RandomAllowed(maskd::MaskRow(resp, i), eos, rng);
@@ -122,17 +86,14 @@ int Bench(const Context& ctx) {
   if (stream) {
     absl::Status s = stream->Close();
     stream.reset();
-    if (!s.ok()) {
-      cleanup();
-      return Fail("bench", s.ToString());
-    }
+    if (!s.ok()) return Fail("bench", s.ToString());
   }
   uint64_t rss_end = 0;
   if (args->Has("rss")) {
     auto st = c.Stats();
     if (st.ok()) rss_end = st->rss_bytes();
   }
-  cleanup();
+  sessions.CloseAll();
   std::vector<double> ping_us;
   for (uint64_t i = 0; i < *pings; ++i) {
     const auto t0 = Clock::now();
@@ -154,9 +115,11 @@ int Bench(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("bench",
-                "bench --tokenizer NAME --regex R --sessions K --steps N [--stream] [--rss]   "
-                "(needs --addr) Step latency against a running maskd",
+MASKCTL_COMMAND(bench, "bench", "Step latency against a running maskd", Form{},
+                OnlineConstraintForm("bench --tokenizer NAME CONSTRAINT"
+                                     " [--sessions K] [--steps N] [--stream] [--rss] [--seed S] "
+                                     "[--pings P]",
+                                     {"sessions", "steps", "seed", "pings"}, {"stream", "rss"}),
                 Bench);
 
 }  // namespace maskctl

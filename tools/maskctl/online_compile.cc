@@ -2,16 +2,20 @@
 #include <cstdio>
 
 #include "tools/maskctl/args.h"
+#include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online.h"
 #include "tools/maskctl/online_util.h"
 
 namespace maskctl {
 
+Form OnlineCompileForm() {
+  return OnlineConstraintForm(
+      "compile --tokenizer NAME CONSTRAINT [--eager] [--timeout-ms N] [--no-wait]",
+      {"timeout-ms"}, {"eager", "no-wait"});
+}
+
 int RunOnlineCompile(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
-                                              "structural-tag", "timeout-ms"},
-                          {"eager", "no-wait"});
-  if (!args.ok()) return Fail("compile", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto req_or = CompileRequestFromFlags(*args);
   if (!req_or.ok()) return Fail("compile", std::string(req_or.status().message()));
   maskd::v1::CompileRequest req = *std::move(req_or);

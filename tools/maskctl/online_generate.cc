@@ -1,5 +1,5 @@
-// maskctl --addr ADDR generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE
-//   [--format F] | --structural-tag FILE) --seed S --max-tokens N [--no-budget] [--resume]
+// maskctl --addr ADDR generate --tokenizer NAME CONSTRAINT (constraint_flags.h)
+//   [--seed S] [--max-tokens N] [--no-budget] [--resume]
 // Drives one session through Step, choosing uniformly at random among the
 // allowed tokens (EOS included), until EOS or N tokens. Budget mode is on
 // (StepEntry.max_tokens_left = N minus the tokens so far), so the output
@@ -17,6 +17,7 @@
 
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_util.h"
 
 namespace maskctl {
@@ -42,10 +43,7 @@ int PrintGenerated(maskd::Client& client, const std::string& tokenizer, uint64_t
 }
 
 int Generate(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "json-schema", "grammar", "format",
-                                              "structural-tag", "seed", "max-tokens"},
-                          {"resume", "no-budget"});
-  if (!args.ok()) return Fail("generate", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto seed = args->GetUint("seed", 0);
   auto max_tokens = args->GetUint("max-tokens", 64);
   if (!seed.ok()) return Fail("generate", std::string(seed.status().message()));
@@ -111,9 +109,13 @@ int Generate(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("generate",
-                "generate --tokenizer NAME (--regex R | --json-schema S | --grammar FILE [--format F] | --structural-tag FILE) [--seed S] [--max-tokens N] [--no-budget] [--resume]   (needs --addr) "
-                "random constrained generation through one session, closed within N tokens (budget mode; --no-budget: cut at N) (--resume: survives a server restart)",
+MASKCTL_COMMAND(generate, "generate",
+                "random constrained generation through one session, closed within N tokens (budget "
+                "mode; --no-budget: cut at N) (--resume: survives a server restart)",
+                Form{},
+                OnlineConstraintForm("generate --tokenizer NAME CONSTRAINT"
+                                     " [--seed S] [--max-tokens N] [--no-budget] [--resume]",
+                                     {"seed", "max-tokens"}, {"resume", "no-budget"}),
                 Generate);
 
 }  // namespace maskctl

@@ -11,8 +11,7 @@ namespace maskctl {
 namespace {
 
 int Health(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, {"service"}, {});
-  if (!args.ok()) return Fail("health", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("health", std::string(client.status().message()));
   auto status = (*client)->Health(args->Get("service").value_or(""));
@@ -22,7 +21,7 @@ int Health(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("health", "health [--service NAME]   (needs --addr) grpc.health.v1 status",
-                Health);
+MASKCTL_COMMAND(health, "health", "the server's grpc.health.v1 status (exit 3 when not SERVING)",
+                Form{}, Form{"health [--service NAME]", {"service"}, {}}, Health);
 
 }  // namespace maskctl

@@ -1,7 +1,6 @@
 #include "tools/maskctl/online_util.h"
 
-#include "tools/maskctl/grammar_flag.h"
-
+#include "tools/maskctl/constraint_flags.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,6 +10,11 @@
 #include <utility>
 
 namespace maskctl {
+
+Form OnlineConstraintForm(std::string usage, FlagNames own_value, FlagNames own_bool) {
+  return Form{std::move(usage), Union({{"tokenizer"}, ConstraintValueFlags(), std::move(own_value)}),
+              Union({ConstraintBoolFlags(), std::move(own_bool)})};
+}
 
 absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx) {
   if (ctx.addr.empty()) {
@@ -38,32 +42,38 @@ absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx)
 absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& args) {
   auto tokenizer = args.Require("tokenizer");
   if (!tokenizer.ok()) return tokenizer.status();
+  auto source = ReadConstraintFlags(args);
+  if (!source.ok()) return source.status();
   maskd::v1::CompileRequest req;
   req.set_tokenizer(*tokenizer);
-  if (auto r = args.Get("regex")) {
-    req.set_regex(*r);
-  } else if (auto j = args.Get("json-schema")) {
-    req.set_json_schema(*j);
-  } else if (args.Get("grammar")) {
-    auto file = ReadGrammarFile(args);
-    if (!file.ok()) return file.status();
-    maskd::v1::Grammar* g = req.mutable_grammar();
-    g->set_text(file->text);
-    switch (file->format) {
-      case maskd::grammar::GrammarFormat::kLark: g->set_format(maskd::v1::Grammar::FORMAT_LARK); break;
-      case maskd::grammar::GrammarFormat::kGbnf: g->set_format(maskd::v1::Grammar::FORMAT_GBNF); break;
-      case maskd::grammar::GrammarFormat::kEbnf: g->set_format(maskd::v1::Grammar::FORMAT_EBNF); break;
+  const maskd::ConstraintOptions& o = source->options;
+  switch (source->kind) {
+    case maskd::ConstraintKind::kRegex: req.set_regex(source->text); break;
+    case maskd::ConstraintKind::kJsonSchema: req.set_json_schema(source->text); break;
+    case maskd::ConstraintKind::kStructuralTag: req.set_structural_tag(source->text); break;
+    case maskd::ConstraintKind::kGrammar: {
+      maskd::v1::Grammar* g = req.mutable_grammar();
+      g->set_text(source->text);
+      switch (o.grammar_format) {
+        case maskd::grammar::GrammarFormat::kLark: g->set_format(maskd::v1::Grammar::FORMAT_LARK); break;
+        case maskd::grammar::GrammarFormat::kGbnf: g->set_format(maskd::v1::Grammar::FORMAT_GBNF); break;
+        case maskd::grammar::GrammarFormat::kEbnf: g->set_format(maskd::v1::Grammar::FORMAT_EBNF); break;
+      }
+      break;
     }
-  } else if (auto path = args.Get("structural-tag")) {
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat(*path, ": cannot open"));
-    std::stringstream text;
-    text << in.rdbuf();
-    req.set_structural_tag(text.str());
-  } else {
-    return absl::InvalidArgumentError(
-        "needs --regex R, --json-schema S, --grammar FILE or --structural-tag FILE");
   }
+  maskd::v1::CompileOptions* options = req.mutable_options();
+  switch (o.schema_route) {
+    case maskd::SchemaRoute::kAuto: options->set_schema_route(maskd::v1::SCHEMA_ROUTE_AUTO); break;
+    case maskd::SchemaRoute::kRegex: options->set_schema_route(maskd::v1::SCHEMA_ROUTE_REGEX); break;
+    case maskd::SchemaRoute::kGrammar: options->set_schema_route(maskd::v1::SCHEMA_ROUTE_GRAMMAR); break;
+  }
+  switch (o.json_schema.whitespace) {
+    case maskd::JsonWhitespace::kPython: options->set_json_whitespace(maskd::v1::JSON_WHITESPACE_PYTHON); break;
+    case maskd::JsonWhitespace::kCompact: options->set_json_whitespace(maskd::v1::JSON_WHITESPACE_COMPACT); break;
+    case maskd::JsonWhitespace::kFlexible: options->set_json_whitespace(maskd::v1::JSON_WHITESPACE_FLEXIBLE); break;
+  }
+  options->set_any_property_order(o.json_schema.any_property_order);
   return req;
 }
 

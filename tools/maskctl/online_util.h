@@ -16,12 +16,15 @@
 
 namespace maskctl {
 
+// An online form: its flags are --tokenizer NAME's, CONSTRAINT's
+// (constraint_flags.h) and `own`.
+Form OnlineConstraintForm(std::string usage, FlagNames own_value, FlagNames own_bool);
 // Connects to ctx.addr; error when --addr is missing.
 absl::StatusOr<std::unique_ptr<maskd::Client>> OnlineConnect(const Context& ctx);
-// The CompileRequest the flags name: --tokenizer NAME and one of --regex R,
-// --json-schema S, --grammar FILE [--format lark|gbnf|ebnf] (grammar_flag.h) or
-// --structural-tag FILE (its JSON document).
-// InvalidArgument naming the missing flag.
+// The CompileRequest the flags name: --tokenizer NAME and CONSTRAINT
+// (constraint_flags.h, read as the offline forms read it: a FILE's content is
+// sent), its options in CompileRequest.options.
+// InvalidArgument naming the missing or misused flag.
 absl::StatusOr<maskd::v1::CompileRequest> CompileRequestFromFlags(const Args& args);
 // A JSON string literal (quotes and escapes).
 std::string JsonString(const std::string& s);

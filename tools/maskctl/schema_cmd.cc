@@ -15,29 +15,15 @@
 namespace maskctl {
 namespace {
 
-// Reads FILE ("-": stdin).
-absl::StatusOr<std::string> ReadInput(const std::string& path) {
-  std::stringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  text << in.rdbuf();
-  return text.str();
-}
-
 int RunSchemaToRegex(const Context& ctx) {
-  auto args = Args::Parse(ctx.args, SchemaValueFlags(), SchemaBoolFlags());
-  if (!args.ok()) return Fail("schema-to-regex", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   if (args->positional().size() != 1) return Fail("schema-to-regex", "expected one FILE");
   maskd::JsonSchemaOptions options;
   if (auto s = ParseSchemaOptions(*args, &options); !s.ok()) {
     return Fail("schema-to-regex", std::string(s.message()));
   }
   const std::string& path = args->positional()[0];
-  auto text = ReadInput(path);
+  auto text = ReadFileArg(path);
   if (!text.ok()) return Fail("schema-to-regex", std::string(text.status().message()));
   auto r = maskd::JsonSchemaToRegex(*text, options);
   if (!r.ok()) return Fail("schema-to-regex", absl::StrCat(path, ": ", r.status().ToString()));
@@ -49,9 +35,10 @@ int RunSchemaToRegex(const Context& ctx) {
 
 }  // namespace
 
-MASKCTL_COMMAND("schema-to-regex",
-                "schema-to-regex FILE|- [--whitespace python|compact|flexible] "
-                "[--recursion-depth N] [--any-depth N] [--max-regex-bytes N] [--closed-objects] [--raw-unicode]",
-                RunSchemaToRegex);
+MASKCTL_COMMAND(schema_to_regex, "schema-to-regex",
+                "the regex a JSON Schema compiles to on the regex route",
+                Form{"schema-to-regex FILE " MASKCTL_SCHEMA_OPTIONS_USAGE, SchemaValueFlags(),
+                     SchemaBoolFlags()},
+                Form{}, RunSchemaToRegex);
 
 }  // namespace maskctl

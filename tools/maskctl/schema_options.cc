@@ -19,12 +19,17 @@ const std::set<std::string>& SchemaBoolFlags() {
   return *flags;
 }
 
+absl::Status ParseWhitespace(const std::string& name, maskd::JsonWhitespace* out) {
+  if (name == "python") *out = maskd::JsonWhitespace::kPython;
+  else if (name == "compact") *out = maskd::JsonWhitespace::kCompact;
+  else if (name == "flexible") *out = maskd::JsonWhitespace::kFlexible;
+  else return absl::InvalidArgumentError(absl::StrCat("--whitespace: unknown value ", name));
+  return absl::OkStatus();
+}
+
 absl::Status ParseSchemaOptions(const Args& args, maskd::JsonSchemaOptions* o) {
   if (auto ws = args.Get("whitespace")) {
-    if (*ws == "python") o->whitespace = maskd::JsonWhitespace::kPython;
-    else if (*ws == "compact") o->whitespace = maskd::JsonWhitespace::kCompact;
-    else if (*ws == "flexible") o->whitespace = maskd::JsonWhitespace::kFlexible;
-    else return absl::InvalidArgumentError(absl::StrCat("--whitespace: unknown value ", *ws));
+    if (absl::Status s = ParseWhitespace(*ws, &o->whitespace); !s.ok()) return s;
   }
   auto depth = args.GetUint("recursion-depth", o->max_recursion_depth);
   if (!depth.ok()) return depth.status();

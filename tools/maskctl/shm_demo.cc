@@ -1,12 +1,12 @@
-// maskctl --addr ADDR shm-demo --tokenizer NAME --regex R --rows K --steps N
-//   [--dtype fp32|bf16|fp16] [--seed S] [--key /maskd-...]
+// maskctl --addr ADDR shm-demo --tokenizer NAME CONSTRAINT (constraint_flags.h)
+//   [--rows K] [--steps N] [--dtype fp32|bf16|fp16] [--seed S] [--key /maskd-...]
 // Masks applied in place in shared memory (SharedMemory.StepInRegion) against
 // masks returned in the reply (Maskd.Step) and applied by the client with
 // maskd::CpuApplier, on the same batch in the same run:
 //  - a POSIX shared-memory logits buffer of K rows x the tokenizer's vocab
 //    (--key, default /maskd-shm-demo-<pid>; the server needs --allow_shm and
 //    a --shm_prefix the key starts with) is registered as a region;
-//  - 2K sessions over the regex: K stepped by StepInRegion (apply path), K
+//  - 2K sessions over the constraint: K stepped by StepInRegion (apply path), K
 //    twins stepped by Step (reply path) with the same tokens;
 //  - each step: both logits buffers are filled with 1.0; the apply path calls
 //    StepInRegion (logits target, identity row map); the reply path calls Step
@@ -27,10 +27,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/constraint_flags.h"
+#include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
 
 #include "client/shm_client.h"
@@ -38,13 +41,6 @@
 
 namespace maskctl {
 namespace {
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
-}
 
 // Bit patterns of 1.0 and -inf per dtype.
 struct Pattern {
@@ -79,14 +75,59 @@ inline uint32_t Get(const void* data, size_t i, const Pattern& p) {
   return v;
 }
 
-// Closes sessions and unregisters the region on every exit path.
-struct Cleanup {
-  maskd::Client* client;
+// --dtype's value: the logits' dtype, in the library's terms and the proto's.
+absl::StatusOr<std::pair<maskd::LogitsDtype, maskd::v1::LogitsDtype>> DtypeNamed(const std::string& name) {
+  if (name == "fp32") return std::pair{maskd::LogitsDtype::kFloat32, maskd::v1::LOGITS_DTYPE_FP32};
+  if (name == "fp16") return std::pair{maskd::LogitsDtype::kFloat16, maskd::v1::LOGITS_DTYPE_FP16};
+  if (name == "bf16") return std::pair{maskd::LogitsDtype::kBFloat16, maskd::v1::LOGITS_DTYPE_BF16};
+  return absl::InvalidArgumentError("--dtype must be fp32, fp16 or bf16");
+}
+
+// The logits of both paths after one step: `shm` (applied in shared memory)
+// and `local` (the reply's masks applied by the client), `rows` x `vocab`.
+struct StepLogits {
+  const void* shm;
+  const void* local;
+  size_t rows;
+  uint32_t vocab;
+  Pattern pat;
+};
+
+// Checks every logit of both buffers against the Step reply's masks
+// (allowed: 1.0 unchanged, else -inf) and picks each row's next token at
+// random among those the shared-memory logits allow, avoiding `eos` (sorted)
+// while another is allowed (-1: none). Returns the number of wrong logits.
+uint64_t CheckAndPick(const StepLogits& l, const maskd::v1::StepResponse& reply,
+                      const std::vector<uint32_t>& eos, std::mt19937_64& rng,
+                      std::vector<int64_t>* next) {
+  uint64_t mismatches = 0;
+  std::vector<uint32_t> allowed, allowed_non_eos;
+  for (size_t r = 0; r < l.rows; ++r) {
+    absl::Span<const uint32_t> mask = maskd::MaskRow(reply, static_cast<int>(r));
+    const size_t base = r * l.vocab;
+    allowed.clear();
+    allowed_non_eos.clear();
+    for (uint32_t t = 0; t < l.vocab; ++t) {
+      const uint32_t want = maskd::Allowed(mask, t) ? l.pat.one : l.pat.neg_inf;
+      const uint32_t got = Get(l.shm, base + t, l.pat);
+      mismatches += (got != want) + (Get(l.local, base + t, l.pat) != want);
+      if (got != l.pat.neg_inf) {
+        allowed.push_back(t);
+        if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
+      }
+    }
+    const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
+    (*next)[r] = pool.empty() ? -1
+                              : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+  }
+  return mismatches;
+}
+
+// Unregisters the region on every exit path.
+struct RegionCleanup {
   maskd::ShmClient* shm;
   std::string region;
-  std::vector<uint64_t> ids;
-  ~Cleanup() {
-    for (uint64_t id : ids) (void)client->CloseSession(id);
+  ~RegionCleanup() {
     if (!region.empty()) (void)shm->UnregisterRegion(region);
   }
 };
@@ -94,13 +135,12 @@ struct Cleanup {
 int ShmDemo(const Context& ctx) {
   using Clock = std::chrono::steady_clock;
   const char* kCmd = "shm-demo";
-  auto args = Args::Parse(ctx.args, {"tokenizer", "regex", "rows", "steps", "dtype", "seed", "key"},
-                          {});
-  if (!args.ok()) return Fail(kCmd, std::string(args.status().message()));
-  auto tokenizer = args->Require("tokenizer");
-  if (!tokenizer.ok()) return Fail(kCmd, std::string(tokenizer.status().message()));
-  auto regex = args->Require("regex");
-  if (!regex.ok()) return Fail(kCmd, std::string(regex.status().message()));
+  const Args* args = &ctx.args;
+  auto compile_or = CompileRequestFromFlags(*args);
+  if (!compile_or.ok()) return Fail(kCmd, std::string(compile_or.status().message()));
+  maskd::v1::CompileRequest compile = *std::move(compile_or);
+  compile.set_wait(true);
+  const std::string* tokenizer = &compile.tokenizer();
   auto k = args->GetUint("rows", 1);
   auto n = args->GetUint("steps", 100);
   auto seed = args->GetUint("seed", 1);
@@ -109,20 +149,9 @@ int ShmDemo(const Context& ctx) {
   }
   if (*k == 0 || *n == 0) return Fail(kCmd, "--rows and --steps must be > 0");
   const std::string dtype_name = args->Get("dtype").value_or("fp32");
-  maskd::LogitsDtype dtype;
-  maskd::v1::LogitsDtype proto_dtype;
-  if (dtype_name == "fp32") {
-    dtype = maskd::LogitsDtype::kFloat32;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_FP32;
-  } else if (dtype_name == "fp16") {
-    dtype = maskd::LogitsDtype::kFloat16;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_FP16;
-  } else if (dtype_name == "bf16") {
-    dtype = maskd::LogitsDtype::kBFloat16;
-    proto_dtype = maskd::v1::LOGITS_DTYPE_BF16;
-  } else {
-    return Fail(kCmd, "--dtype must be fp32, fp16 or bf16");
-  }
+  auto dtypes = DtypeNamed(dtype_name);
+  if (!dtypes.ok()) return Fail(kCmd, std::string(dtypes.status().message()));
+  const auto [dtype, proto_dtype] = *dtypes;
   const Pattern pat = PatternOf(dtype);
   const std::string key =
       args->Get("key").value_or("/maskd-shm-demo-" + std::to_string(getpid()));
@@ -131,46 +160,29 @@ int ShmDemo(const Context& ctx) {
   if (!client.ok()) return Fail(kCmd, std::string(client.status().message()));
   maskd::Client& c = **client;
   maskd::ShmClient shm(c.channel());
-  uint32_t vocab = 0;
-  std::vector<uint32_t> eos;
-  auto list = c.ListTokenizers();
-  if (!list.ok()) return Fail(kCmd, list.status().ToString());
-  for (const auto& t : *list) {
-    if (t.name() == *tokenizer) {
-      vocab = t.vocab_size();
-      eos.assign(t.eos_ids().begin(), t.eos_ids().end());
-    }
-  }
-  if (vocab == 0) return Fail(kCmd, "unknown tokenizer '" + *tokenizer + "'");
-  std::sort(eos.begin(), eos.end());
+  auto server_tokenizer = FindServerTokenizer(c, *tokenizer);
+  if (!server_tokenizer.ok()) return Fail(kCmd, std::string(server_tokenizer.status().message()));
+  const uint32_t vocab = server_tokenizer->vocab_size;
+  const std::vector<uint32_t>& eos = server_tokenizer->eos_ids;
   const size_t rows = *k, elems = rows * vocab;
 
   auto seg = maskd::shm::PosixShmSegment::Create(key, elems * pat.size);
   if (!seg.ok()) return Fail(kCmd, "creating " + key + ": " + seg.status().ToString());
-  Cleanup cleanup{&c, &shm, "", {}};
+  RegionCleanup cleanup{&shm, ""};
   const std::string region = "shm-demo-" + std::to_string(getpid());
   if (absl::Status s = shm.RegisterSystemRegion(region, key, 0, seg->size()); !s.ok()) {
     return Fail(kCmd, "RegisterSystemRegion: " + s.ToString());
   }
   cleanup.region = region;
 
-  maskd::v1::CompileRequest compile;
-  compile.set_tokenizer(*tokenizer);
-  compile.set_regex(*regex);
-  compile.set_wait(true);
   maskd::v1::StepInRegionRequest apply_req;
   maskd::v1::StepInRegionResponse apply_resp;
   maskd::v1::StepRequest reply_req;
   maskd::v1::StepResponse reply_resp;
+  SessionSet sessions(&c);  // closed before the region is unregistered
+  if (absl::Status s = sessions.Create(compile, 2 * rows); !s.ok()) return Fail(kCmd, s.ToString());
   for (size_t i = 0; i < 2 * rows; ++i) {
-    auto s = c.CreateSession(compile);
-    if (!s.ok()) return Fail(kCmd, "CreateSession: " + s.status().ToString());
-    cleanup.ids.push_back(s->session_id());
-    if (i < rows) {
-      apply_req.add_entries()->set_session_id(s->session_id());
-    } else {
-      reply_req.add_entries()->set_session_id(s->session_id());
-    }
+    (i < rows ? apply_req.add_entries() : reply_req.add_entries())->set_session_id(sessions.ids()[i]);
   }
   maskd::v1::LogitsTarget* target = apply_req.mutable_logits();
   target->set_region(region);
@@ -184,20 +196,8 @@ int ShmDemo(const Context& ctx) {
   maskd::LogitsBatch local_batch{local.data(), dtype, static_cast<int64_t>(rows), vocab, 0};
   std::mt19937_64 rng(*seed);
   std::vector<int64_t> next(rows, -1);
-  std::vector<uint32_t> allowed, allowed_non_eos;
-  allowed.reserve(vocab);
-  allowed_non_eos.reserve(vocab);
   std::vector<double> apply_us, reply_us;
   uint64_t mismatches = 0;
-  auto check_entries = [&](const auto& results, const char* rpc, uint64_t step) -> std::string {
-    for (int i = 0; i < results.size(); ++i) {
-      if (results.Get(i).status().code() != 0) {
-        return std::string(rpc) + " step " + std::to_string(step) + " entry " + std::to_string(i) +
-               ": " + results.Get(i).status().message();
-      }
-    }
-    return "";
-  };
 
   for (uint64_t step = 0; step < *n; ++step) {
     for (size_t r = 0; r < rows; ++r) {
@@ -234,33 +234,17 @@ int ShmDemo(const Context& ctx) {
     absl::Status s2 = step % 2 == 0 ? run_reply() : run_apply();
     if (!s1.ok()) return Fail(kCmd, s1.ToString());
     if (!s2.ok()) return Fail(kCmd, s2.ToString());
-    if (std::string e = check_entries(apply_resp.results(), "StepInRegion", step); !e.empty()) {
+    const std::string at = " step " + std::to_string(step);
+    if (std::string e = FirstFailedEntry(apply_resp.results(), "StepInRegion" + at); !e.empty()) {
       return Fail(kCmd, e);
     }
-    if (std::string e = check_entries(reply_resp.results(), "Step", step); !e.empty()) {
+    if (std::string e = FirstFailedEntry(reply_resp.results(), "Step" + at); !e.empty()) {
       return Fail(kCmd, e);
     }
     if (reply_resp.words_per_row() != apply_resp.words_per_row()) {
       return Fail(kCmd, "words_per_row differs between Step and StepInRegion");
     }
-    for (size_t r = 0; r < rows; ++r) {
-      absl::Span<const uint32_t> mask = maskd::MaskRow(reply_resp, static_cast<int>(r));
-      const size_t base = r * vocab;
-      allowed.clear();
-      allowed_non_eos.clear();
-      for (uint32_t t = 0; t < vocab; ++t) {
-        const uint32_t want = maskd::Allowed(mask, t) ? pat.one : pat.neg_inf;
-        const uint32_t got = Get(seg->data(), base + t, pat);
-        mismatches += (got != want) + (Get(local.data(), base + t, pat) != want);
-        if (got != pat.neg_inf) {
-          allowed.push_back(t);
-          if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
-        }
-      }
-      const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
-      next[r] = pool.empty() ? -1
-                             : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
-    }
+    mismatches += CheckAndPick({seg->data(), local.data(), rows, vocab, pat}, reply_resp, eos, rng, &next);
   }
   std::printf("{\"rows\": %zu, \"steps\": %llu, \"dtype\": \"%s\", \"mismatches\": %llu, "
               "\"apply_p50_us\": %.1f, \"reply_p50_us\": %.1f}\n",
@@ -271,10 +255,12 @@ int ShmDemo(const Context& ctx) {
 }
 
 }  // namespace
-MASKCTL_COMMAND("shm-demo",
-                "shm-demo --tokenizer NAME --regex R --rows K --steps N [--dtype fp32|bf16|fp16] "
-                "[--key /maskd-...]   (needs --addr; server --allow_shm) masks applied in shared "
-                "memory vs returned in the reply",
+MASKCTL_COMMAND(shm_demo, "shm-demo",
+                "masks applied in shared memory vs returned in the reply (server --allow_shm)", Form{},
+                OnlineConstraintForm("shm-demo --tokenizer NAME CONSTRAINT"
+                                     " [--rows K] [--steps N] [--dtype fp32|bf16|fp16] [--seed S] "
+                                     "[--key /maskd-...]",
+                                     {"rows", "steps", "dtype", "seed", "key"}, {}),
                 ShmDemo);
 
 }  // namespace maskctl

@@ -59,9 +59,7 @@ bool Dump(const maskd::Vocabulary& v) {
 }
 
 int RunVocab(const Context& ctx) {
-  std::set<std::string> value_flags = TokenizerValueFlags();
-  absl::StatusOr<Args> args = Args::Parse(ctx.args, value_flags, {"dump"});
-  if (!args.ok()) return Fail("vocab", std::string(args.status().message()));
+  const Args* args = &ctx.args;
   if (!args->positional().empty()) {
     return Fail("vocab", "unexpected argument '" + args->positional()[0] + "'");
   }
@@ -78,7 +76,10 @@ int RunVocab(const Context& ctx) {
 
 }  // namespace
 
-MASKCTL_COMMAND("vocab", "vocab --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] [--dump]",
-                RunVocab);
+MASKCTL_COMMAND(vocab, "vocab",
+                "loads a tokenizer as maskd does: a summary, or with --dump every token's bytes",
+                Form{"vocab --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] [--dump]",
+                     TokenizerValueFlags(), {"dump"}},
+                Form{}, RunVocab);
 
 }  // namespace maskctl

@@ -1,0 +1,62 @@
+// The client code maskctl's online load generators (bench, shm-demo) share:
+// the server's view of a tokenizer, a set of sessions closed on every exit
+// path, and latency percentiles.
+#ifndef MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
+#define MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/client.h"
+
+namespace maskctl {
+
+// A tokenizer the server loaded (ListTokenizers).
+struct ServerTokenizer {
+  uint32_t vocab_size = 0;        // logits width
+  std::vector<uint32_t> eos_ids;  // sorted
+};
+
+// The tokenizer the server knows as `name`; NotFound naming it when none.
+absl::StatusOr<ServerTokenizer> FindServerTokenizer(maskd::Client& client, const std::string& name);
+
+// Sessions over one client, closed by CloseAll or on destruction (errors
+// ignored: the server expires what it cannot close).
+class SessionSet {
+ public:
+  explicit SessionSet(maskd::Client* client) : client_(client) {}
+  SessionSet(const SessionSet&) = delete;
+  SessionSet& operator=(const SessionSet&) = delete;
+  ~SessionSet() { CloseAll(); }
+
+  // Creates `n` sessions over `compile`; the first error, naming the RPC.
+  absl::Status Create(const maskd::v1::CompileRequest& compile, size_t n);
+  void CloseAll();
+  const std::vector<uint64_t>& ids() const { return ids_; }
+
+ private:
+  maskd::Client* client_;
+  std::vector<uint64_t> ids_;
+};
+
+// "<what> entry <i>: <message>" for the first entry of `results` (a Step
+// reply's repeated StepResult) whose status is not OK; "" when none.
+template <typename Results>
+std::string FirstFailedEntry(const Results& results, const std::string& what) {
+  for (int i = 0; i < results.size(); ++i) {
+    if (results.Get(i).status().code() != 0) {
+      return what + " entry " + std::to_string(i) + ": " + results.Get(i).status().message();
+    }
+  }
+  return "";
+}
+
+// The `p` quantile (0..1) of `v`, nearest rank; 0 when empty.
+double Percentile(std::vector<double> v, double p);
+
+}  // namespace maskctl
+
+#endif  // MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
