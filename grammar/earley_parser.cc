@@ -92,6 +92,32 @@ void EarleyParser::PopTo(size_t n) {
   wait_begin_.resize(n);
 }
 
+void EarleyParser::ReleaseSpare() {
+  grammar::ReleaseSpare(items_);
+  grammar::ReleaseSpare(set_begin_);
+  grammar::ReleaseSpare(waiting_);
+  grammar::ReleaseSpare(wait_begin_);
+  grammar::ReleaseSpare(finish_);
+  grammar::ReleaseSpare(finish_begin_);
+  ReleaseScratch(finish_edges_);
+  ReleaseScratch(finish_heap_);
+  // The table holds the set being built; none is now. Room for a set twice
+  // the last one's size before GrowTable, as after its own doublings.
+  size_t cap = 64;
+  while (cap < 4 * last_set().size()) cap *= 2;
+  if (HeldBytes(table_) > chart_memory::kSlackBytes && table_.size() > 2 * cap) {
+    ChartVector<uint32_t>(cap, 0).swap(table_);
+    ChartVector<uint32_t>(cap, 0).swap(stamp_);
+    generation_ = 0;  // BeginSet makes it 1: every stamp 0 is free
+  }
+}
+
+size_t EarleyParser::allocated_bytes() const {
+  return HeldBytes(items_) + HeldBytes(set_begin_) + HeldBytes(waiting_) + HeldBytes(wait_begin_) +
+         HeldBytes(table_) + HeldBytes(stamp_) + HeldBytes(finish_) + HeldBytes(finish_begin_) +
+         HeldBytes(finish_edges_) + HeldBytes(finish_heap_);
+}
+
 void EarleyParser::GrowTable() {
   const size_t cap = table_.size() * 2;
   table_.assign(cap, 0);
