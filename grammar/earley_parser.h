@@ -126,9 +126,10 @@ class EarleyParser {
 
  private:
   struct Waiting {
-    uint64_t key;   // the symbol a rule item's dot is before (WaitKey)
+    uint32_t key;   // the symbol a rule item's dot is before (WaitKey)
     uint32_t item;  // index into items_
   };
+  static_assert(sizeof(Waiting) == 8, "one per rule item of the chart");
 
   EarleyParser() = default;
 
@@ -144,7 +145,7 @@ class EarleyParser {
   // step of the next check.
   absl::Status CheckWork();
   // Adds every rule item of set `origin` that waits on `key`, advanced.
-  absl::Status AdvanceWaiting(uint32_t origin, uint64_t key);
+  absl::Status AdvanceWaiting(uint32_t origin, uint32_t key);
   // Adds to the set being built what ends `scan`'s terminal there yields:
   // its waiting parents advanced (kScan), or every rule item of its origin
   // set (kIgnore: what could follow before the ignored string).
