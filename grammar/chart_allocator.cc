@@ -20,8 +20,7 @@ size_t PageBytes() {
 
 namespace chart_memory {
 
-size_t BlockBytes(size_t bytes) {
-  if (bytes < kMapBytes) return bytes;
+size_t MappedBytes(size_t bytes) {
   const size_t page = PageBytes();
   return (bytes + page - 1) / page * page;
 }

@@ -32,7 +32,9 @@ inline constexpr size_t kSlackBytes = size_t{16} << 10;
 // Throws std::bad_alloc when the memory is not there, as operator new.
 void* Allocate(size_t bytes);
 void Deallocate(void* p, size_t bytes);
-size_t BlockBytes(size_t bytes);
+// `bytes` (at least kMapBytes) rounded up to whole pages.
+size_t MappedBytes(size_t bytes);
+inline size_t BlockBytes(size_t bytes) { return bytes < kMapBytes ? bytes : MappedBytes(bytes); }
 }  // namespace chart_memory
 
 // Bytes held by every ChartAllocator block of the process.
@@ -64,8 +66,10 @@ size_t HeldBytes(const ChartVector<T>& v) {
 // proportional to the size before the next: amortized O(1) per element.
 template <typename T>
 void ReleaseSpare(ChartVector<T>& v) {
+  // A block this small is not mapped: it holds its capacity.
+  if (v.capacity() * sizeof(T) <= chart_memory::kSlackBytes) return;
   const size_t held = HeldBytes(v);
-  if (held <= chart_memory::kSlackBytes || held <= 2 * v.size() * sizeof(T)) return;
+  if (held <= 2 * v.size() * sizeof(T)) return;
   ChartVector<T> fresh;
   fresh.reserve(v.size() + v.size() / 2);
   fresh.assign(v.begin(), v.end());
@@ -76,7 +80,7 @@ void ReleaseSpare(ChartVector<T>& v) {
 // whose contents are not kept between calls).
 template <typename T>
 void ReleaseScratch(ChartVector<T>& v) {
-  if (HeldBytes(v) > chart_memory::kSlackBytes) ChartVector<T>().swap(v);
+  if (v.capacity() * sizeof(T) > chart_memory::kSlackBytes) ChartVector<T>().swap(v);
 }
 
 }  // namespace maskd::grammar

@@ -104,9 +104,10 @@ void EarleyParser::ReleaseSpare() {
   ReleaseScratch(finish_heap_);
   // The table holds the set being built; none is now. Room for a set twice
   // the last one's size before GrowTable, as after its own doublings.
+  if (HeldBytes(table_) <= chart_memory::kSlackBytes) return;
   size_t cap = 64;
   while (cap < 4 * last_set().size()) cap *= 2;
-  if (HeldBytes(table_) > chart_memory::kSlackBytes && table_.size() > 2 * cap) {
+  if (table_.size() > 2 * cap) {
     ChartVector<uint32_t>(cap, 0).swap(table_);
     ChartVector<uint32_t>(cap, 0).swap(stamp_);
     generation_ = 0;  // BeginSet makes it 1: every stamp 0 is free
