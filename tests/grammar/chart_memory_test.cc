@@ -209,8 +209,10 @@ TEST(ChartMemory, ResidentMemoryFollowsTheChargeAcrossRolledBackSequences) {
   const size_t end_growth = rss_after > rss_before ? rss_after - rss_before : 0;
   std::printf("budget %zu MiB, RSS growth at peaks %zu MiB, after rollbacks %zu MiB\n",
               kBudget >> 20, peak_growth >> 20, end_growth >> 20);
+#if !defined(__SANITIZE_ADDRESS__)  // its quarantine keeps freed blocks resident
   EXPECT_LE(peak_growth, 2 * kBudget);
   EXPECT_LE(end_growth, kBudget / 2);
+#endif
 }
 
 }  // namespace
