@@ -24,8 +24,10 @@
 namespace maskd::grammar {
 
 namespace chart_memory {
-// Blocks of this many bytes or more are mapped.
-inline constexpr size_t kMapBytes = size_t{64} << 10;
+// Blocks of this many bytes or more are mapped. Large enough that the
+// mappings stay far below the kernel's vm.max_map_count (65530 by default):
+// a 2 GiB chart budget makes at most 8192.
+inline constexpr size_t kMapBytes = size_t{256} << 10;
 // ReleaseSpare leaves arrays whose blocks hold at most this many bytes.
 inline constexpr size_t kSlackBytes = size_t{16} << 10;
 
