@@ -9,9 +9,10 @@
 namespace maskd::grammar {
 namespace {
 
-uint64_t WaitKey(const Symbol& s) {
-  return (s.is_terminal() ? uint64_t{1} << 32 : 0) | s.id;
-}
+// Ids are below 2^30 (CompiledGrammar::Create): terminals sort after rules.
+constexpr uint32_t kTerminalKey = 1u << 31;
+
+uint32_t WaitKey(const Symbol& s) { return (s.is_terminal() ? kTerminalKey : 0) | s.id; }
 
 uint32_t HashItem(const EarleyItem& it) {
   uint64_t h = (uint64_t{it.kind_id} << 32 | it.pos) * 0x9E3779B97F4A7C15ull;
@@ -92,6 +93,33 @@ void EarleyParser::PopTo(size_t n) {
   wait_begin_.resize(n);
 }
 
+void EarleyParser::ReleaseSpare() {
+  grammar::ReleaseSpare(items_);
+  grammar::ReleaseSpare(set_begin_);
+  grammar::ReleaseSpare(waiting_);
+  grammar::ReleaseSpare(wait_begin_);
+  grammar::ReleaseSpare(finish_);
+  grammar::ReleaseSpare(finish_begin_);
+  ReleaseScratch(finish_edges_);
+  ReleaseScratch(finish_heap_);
+  // The table holds the set being built; none is now. Room for a set twice
+  // the last one's size before GrowTable, as after its own doublings.
+  if (HeldBytes(table_) <= chart_memory::kSlackBytes) return;
+  size_t cap = 64;
+  while (cap < 4 * last_set().size()) cap *= 2;
+  if (table_.size() > 2 * cap) {
+    ChartVector<uint32_t>(cap, 0).swap(table_);
+    ChartVector<uint32_t>(cap, 0).swap(stamp_);
+    generation_ = 0;  // BeginSet makes it 1: every stamp 0 is free
+  }
+}
+
+size_t EarleyParser::allocated_bytes() const {
+  return HeldBytes(items_) + HeldBytes(set_begin_) + HeldBytes(waiting_) + HeldBytes(wait_begin_) +
+         HeldBytes(table_) + HeldBytes(stamp_) + HeldBytes(finish_) + HeldBytes(finish_begin_) +
+         HeldBytes(finish_edges_) + HeldBytes(finish_heap_);
+}
+
 void EarleyParser::GrowTable() {
   const size_t cap = table_.size() * 2;
   table_.assign(cap, 0);
@@ -163,12 +191,12 @@ absl::Status EarleyParser::Add(const EarleyItem& item) {
   return absl::OkStatus();
 }
 
-absl::Status EarleyParser::AdvanceWaiting(uint32_t origin, uint64_t key) {
+absl::Status EarleyParser::AdvanceWaiting(uint32_t origin, uint32_t key) {
   const uint32_t begin = wait_begin_[origin];
   const uint32_t end =
       origin + 1 < wait_begin_.size() ? wait_begin_[origin + 1] : static_cast<uint32_t>(waiting_.size());
   auto lo = std::lower_bound(waiting_.begin() + begin, waiting_.begin() + end, key,
-                             [](const Waiting& w, uint64_t k) { return w.key < k; });
+                             [](const Waiting& w, uint32_t k) { return w.key < k; });
   for (; lo != waiting_.begin() + end && lo->key == key; ++lo) {
     absl::Status s = Add(Advance(items_[lo->item]));
     if (!s.ok()) return s;
@@ -192,7 +220,7 @@ absl::Status EarleyParser::Closure() {
     }
     const Production& p = productions[it.id()];
     if (it.pos == p.rhs.size()) {
-      const uint64_t key = WaitKey(Symbol::Rule(p.rule));
+      const uint32_t key = WaitKey(Symbol::Rule(p.rule));
       if (it.origin < set) {
         absl::Status s = AdvanceWaiting(it.origin, key);
         if (!s.ok()) return s;
@@ -321,10 +349,10 @@ uint64_t EarleyParser::RuleFinish(uint32_t s, uint32_t r) const {
 }
 
 uint64_t EarleyParser::TerminalFinish(uint32_t s, uint32_t t) const {
-  const uint64_t key = WaitKey(Symbol::Terminal(t));
+  const uint32_t key = WaitKey(Symbol::Terminal(t));
   absl::Span<const Waiting> w = WaitingOf(s);
   auto lo = std::lower_bound(w.begin(), w.end(), key,
-                             [](const Waiting& x, uint64_t k) { return x.key < k; });
+                             [](const Waiting& x, uint32_t k) { return x.key < k; });
   uint64_t best = CompiledGrammar::kNoLength;
   for (; lo != w.end() && lo->key == key; ++lo) {
     const EarleyItem& x = items_[lo->item];
@@ -358,8 +386,8 @@ void EarleyParser::ComputeFinish(uint32_t s) const {
   const uint32_t base = static_cast<uint32_t>(finish_.size());
   finish_begin_.push_back(base);
   for (const Waiting& x : w) {
-    if (x.key >> 32) break;  // terminals sort after rules
-    const uint32_t r = static_cast<uint32_t>(x.key);
+    if (x.key & kTerminalKey) break;  // terminals sort after rules
+    const uint32_t r = x.key;
     if (finish_.size() == base || finish_.back().first != r) {
       finish_.push_back({r, CompiledGrammar::kNoLength});
     }
@@ -371,8 +399,8 @@ void EarleyParser::ComputeFinish(uint32_t s) const {
   finish_edges_.clear();
   uint32_t node = base;
   for (const Waiting& x : w) {
-    if (x.key >> 32) break;
-    while (finish_[node].first != static_cast<uint32_t>(x.key)) ++node;
+    if (x.key & kTerminalKey) break;
+    while (finish_[node].first != x.key) ++node;
     const EarleyItem& item = items_[x.item];
     const uint32_t rule = g_->productions()[item.id()].rule;
     const uint64_t rest = g_->min_suffix_length(item.id(), item.pos + 1);

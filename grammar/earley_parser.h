@@ -13,8 +13,10 @@
 // acceptance, Validate's invariants), so a byte is viable iff its set is
 // non-empty, and a scan item's terminal may always be finished.
 //
-// Memory: items live in flat arrays that keep their capacity across Pop, so a
-// walk that pushes and pops allocates nothing once they have grown. Limits:
+// Memory: items live in flat arrays (chart_allocator.h) that keep their
+// capacity across Pop, so a walk that pushes and pops allocates nothing once
+// they have grown; ReleaseSpare gives back what a rollback left spare, and
+// allocated_bytes() is everything they hold. Limits:
 // per set, EarleyOptions::max_items_per_position and max_steps_per_position;
 // in all sets together, max_chart_items; per call, the parser steps and the
 // caller's Interrupt given to SetWorkLimit. Past one, the call that would
@@ -34,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "grammar/chart_allocator.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
 #include "index/interrupt.h"
@@ -90,8 +93,17 @@ class EarleyParser {
 
   // Drops the last set; the start set always stays.
   void Pop() { PopTo(num_sets() - 1); }
-  // Drops sets until `n` remain (1 <= n <= num_sets()).
+  // Drops sets until `n` remain (1 <= n <= num_sets()). Keeps capacity.
   void PopTo(size_t n);
+  // After sets were dropped for good (a rollback): shrinks every array that
+  // holds more than twice its contents (and over chart_memory::kSlackBytes)
+  // to 1.5 times them, the hash table to what the last set needs, and frees
+  // the memo's scratch arrays. Amortized O(1) per item pushed or popped.
+  void ReleaseSpare();
+  // Bytes of every array the parser holds (capacity, not size; the memo and
+  // scratch included), as chart_allocator.h's HeldBytes counts them; the
+  // object itself not included.
+  size_t allocated_bytes() const;
 
   size_t num_sets() const { return set_begin_.size(); }
   size_t num_items() const { return items_.size(); }
@@ -114,9 +126,10 @@ class EarleyParser {
 
  private:
   struct Waiting {
-    uint64_t key;   // the symbol a rule item's dot is before (WaitKey)
+    uint32_t key;   // the symbol a rule item's dot is before (WaitKey)
     uint32_t item;  // index into items_
   };
+  static_assert(sizeof(Waiting) == 8, "one per rule item of the chart");
 
   EarleyParser() = default;
 
@@ -132,7 +145,7 @@ class EarleyParser {
   // step of the next check.
   absl::Status CheckWork();
   // Adds every rule item of set `origin` that waits on `key`, advanced.
-  absl::Status AdvanceWaiting(uint32_t origin, uint64_t key);
+  absl::Status AdvanceWaiting(uint32_t origin, uint32_t key);
   // Adds to the set being built what ends `scan`'s terminal there yields:
   // its waiting parents advanced (kScan), or every rule item of its origin
   // set (kIgnore: what could follow before the ignored string).
@@ -161,18 +174,18 @@ class EarleyParser {
   size_t max_steps_per_set_ = 0;
   size_t max_chart_items_ = 0;
 
-  std::vector<EarleyItem> items_;    // every set's items, set after set
-  std::vector<uint32_t> set_begin_;  // per set: its first index in items_
+  ChartVector<EarleyItem> items_;    // every set's items, set after set
+  ChartVector<uint32_t> set_begin_;  // per set: its first index in items_
   // Per finished set, its rule items by the symbol after their dot, sorted
   // by key; wait_begin_[s] is set s's first entry.
-  std::vector<Waiting> waiting_;
-  std::vector<uint32_t> wait_begin_;
+  ChartVector<Waiting> waiting_;
+  ChartVector<uint32_t> wait_begin_;
 
   // The set being built: an open-addressing table of its item indices
   // (valid where stamp_ == generation_), steps taken, and whether its
   // ignored terminals have been predicted.
-  std::vector<uint32_t> table_;
-  std::vector<uint32_t> stamp_;
+  ChartVector<uint32_t> table_;
+  ChartVector<uint32_t> stamp_;
   uint32_t generation_ = 0;
   size_t steps_ = 0;
   bool ignore_started_ = false;
@@ -189,15 +202,16 @@ class EarleyParser {
   // MinBytesToFinish's memo, for a prefix of the sets: per set s,
   // RuleFinish(s, r) for each rule r waited on in s, as (r, bytes) sorted by
   // r, from finish_[finish_begin_[s]] on. PopTo trims it; like items_, it
-  // keeps its capacity, and so do ComputeFinish's scratch arrays.
+  // keeps its capacity (until ReleaseSpare), and so do ComputeFinish's
+  // scratch arrays.
   struct FinishEdge {
     uint32_t from, to;  // indices into finish_
     uint64_t bytes;
   };
-  mutable std::vector<std::pair<uint32_t, uint64_t>> finish_;
-  mutable std::vector<uint32_t> finish_begin_;
-  mutable std::vector<FinishEdge> finish_edges_;
-  mutable std::vector<std::pair<uint64_t, uint32_t>> finish_heap_;
+  mutable ChartVector<std::pair<uint32_t, uint64_t>> finish_;
+  mutable ChartVector<uint32_t> finish_begin_;
+  mutable ChartVector<FinishEdge> finish_edges_;
+  mutable ChartVector<std::pair<uint64_t, uint32_t>> finish_heap_;
 };
 
 }  // namespace maskd::grammar

@@ -132,25 +132,43 @@ absl::Status GrammarGuide::Rollback(size_t n) {
                                                    num_tokens(), " were advanced"));
   }
   if (n == 0) return absl::OkStatus();
+  PopTokens(n);
+  ReleaseSpare();
+  return absl::OkStatus();
+}
+
+void GrammarGuide::PopTokens(size_t n) {
+  if (n == 0) return;
   const size_t keep = num_tokens() - n;
   parser_.PopTo(token_start_[keep]);
   tokens_.resize(keep);
   token_start_.resize(keep);
   if (finished_ && keep <= finished_at_) finished_ = false;
-  return absl::OkStatus();
+}
+
+void GrammarGuide::ReleaseSpare() {
+  parser_.ReleaseSpare();
+  grammar::ReleaseSpare(tokens_);
+  grammar::ReleaseSpare(token_start_);
 }
 
 absl::Status GrammarGuide::RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens) {
   if (n > num_tokens()) return Rollback(n);
   undone_.assign(tokens_.end() - static_cast<ptrdiff_t>(n), tokens_.end());
-  (void)Rollback(n);
+  PopTokens(n);
   absl::Status s = Advance(tokens);
   if (!s.ok()) {
     // The same tokens from the same parser state: accepted as before.
     absl::Status redo = Readvance(undone_);
     if (!redo.ok()) return absl::InternalError(absl::StrCat("rollback not undone: ", redo.message()));
   }
+  if (n > 0) ReleaseSpare();
   return s;
+}
+
+size_t GrammarGuide::chart_bytes() const {
+  return sizeof(*this) + parser_.allocated_bytes() + HeldBytes(tokens_) + HeldBytes(token_start_) +
+         HeldBytes(undone_) + HeldBytes(budget_) + scratch_.MemoryBytes();
 }
 
 absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {

@@ -10,8 +10,9 @@
 // State: an EarleyParser (one Earley set per byte of the sequence's text) and
 // 8 bytes per advanced token, so memory grows with the text, bounded by
 // EarleyOptions::max_chart_items (items; a sequence also takes at most that
-// many tokens); rollback to any earlier token is exact and costs nothing but
-// popping sets.
+// many tokens); rollback to any earlier token is exact and costs popping
+// sets, plus (amortized O(1) per item) shrinking arrays a rollback left over
+// half empty. chart_bytes() is all the memory the guide holds.
 // The mask and lookahead methods push and pop sets on the guide's own parser
 // and reuse its scratch space, so they are not const: a GrammarGuide is not
 // thread-safe; distinct guides over one index are independent.
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "grammar/chart_allocator.h"
 #include "grammar/earley_parser.h"
 #include "grammar/grammar_index.h"
 #include "index/interrupt.h"
@@ -65,10 +67,11 @@ class GrammarGuide {
   // tokens this guide accepted before from the same state (undoing a failed
   // step), which must not fail for having been stopped.
   absl::Status Readvance(absl::Span<const uint32_t> tokens);
-  // Undoes the last `n` tokens; InvalidArgument when n > num_tokens().
+  // Undoes the last `n` tokens; InvalidArgument when n > num_tokens(). Then
+  // gives back what the dropped sets leave spare (EarleyParser::ReleaseSpare).
   absl::Status Rollback(size_t n);
   // Rollback(n) then Advance(tokens), all or nothing (the undone tokens are
-  // advanced again when `tokens` fails).
+  // advanced again when `tokens` fails); spare memory given back at the end.
   absl::Status RollbackAndAdvance(size_t n, absl::Span<const uint32_t> tokens);
   // An independent copy (shares the index).
   GrammarGuide Fork() const {
@@ -100,8 +103,12 @@ class GrammarGuide {
   absl::Span<const uint32_t> tokens() const { return tokens_; }
   // Text bytes taken so far.
   size_t num_bytes() const { return parser_.num_sets() - 1; }
-  // Bytes of the parser's chart (its Earley items) for the text so far.
-  size_t chart_bytes() const { return parser_.num_items() * sizeof(EarleyItem); }
+  // Bytes the guide holds: the parser's arrays by their capacity
+  // (EarleyParser::allocated_bytes: sets, waiting lists, table, memo), the
+  // per-token records, the mask and budget scratch, and the object itself.
+  // Grows with a step, shrinks with Rollback; what a mask or look-ahead
+  // walk grows stays (capacity reused by the next walk).
+  size_t chart_bytes() const;
 
   // The bytes every accepted text must continue with from here, up to the
   // first branch or accepting point, at most `max_bytes` (jump-forward).
@@ -116,21 +123,25 @@ class GrammarGuide {
     parser_.SetWorkLimit(index_->options().max_parser_steps, "max_parser_steps", interrupt_);
   }
   absl::Status AdvanceOne(uint32_t token);
+  // Undoes the last `n` <= num_tokens() tokens; keeps capacity.
+  void PopTokens(size_t n);
+  // Shrinks what PopTokens left spare (EarleyParser::ReleaseSpare).
+  void ReleaseSpare();
   // Pushes `token`'s bytes; false (parser unchanged) when one is refused.
   absl::StatusOr<bool> PushToken(uint32_t token);
 
   std::shared_ptr<const GrammarIndex> index_;
   EarleyParser parser_;
   // Per advanced token: its id, and the parser's set count before it.
-  std::vector<uint32_t> tokens_;
-  std::vector<uint32_t> token_start_;
+  ChartVector<uint32_t> tokens_;
+  ChartVector<uint32_t> token_start_;
   bool finished_ = false;
   size_t finished_at_ = 0;  // token_start_ index of the first EOS when finished_
   MaskScratch scratch_;
   const Interrupt* interrupt_ = nullptr;
-  std::vector<uint32_t> undone_;  // RollbackAndAdvance's scratch
+  ChartVector<uint32_t> undone_;  // RollbackAndAdvance's scratch
   // ApplyTokenBudget's scratch: the allowed text tokens and their distances.
-  std::vector<std::pair<uint32_t, uint64_t>> budget_;
+  ChartVector<std::pair<uint32_t, uint64_t>> budget_;
 };
 
 }  // namespace maskd::grammar

@@ -193,6 +193,17 @@ void Crossings::Build(const TokenTrie& trie, std::vector<uint32_t> ends, const u
   for (uint32_t c : children) crossings[fill[nodes[c].byte]++] = c;
 }
 
+size_t MaskScratch::MemoryBytes() const {
+  size_t bytes = levels.capacity() * sizeof(Level) + dfa_states.capacity() * sizeof(uint32_t);
+  for (const Level& l : levels) {
+    bytes += l.items.capacity() * sizeof(EarleyItem) +
+             (l.ends.capacity() + l.roots.capacity()) * sizeof(uint32_t);
+  }
+  if (unkept != nullptr) bytes += sizeof(TerminalStateTokens) + unkept->MemoryBytes();
+  if (unkept_into != nullptr) bytes += sizeof(CrossingTokens) + unkept_into->MemoryBytes();
+  return bytes;
+}
+
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                            TerminalStateTokens* out) const {
   std::vector<uint32_t> words(num_words_, 0), ends;

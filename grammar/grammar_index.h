@@ -129,6 +129,9 @@ struct MaskScratch {
   // Memo entries computed past max_memo_bytes (not kept).
   std::unique_ptr<TerminalStateTokens> unkept;
   std::unique_ptr<CrossingTokens> unkept_into;
+
+  // Bytes held: the arrays by capacity, the unkept entries, not the object.
+  size_t MemoryBytes() const;
 };
 
 class GrammarIndex {
