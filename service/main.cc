@@ -191,8 +191,8 @@ ABSL_FLAG(uint64_t, max_grammar_chart_items, uint64_t{1} << 20,
           "Per grammar session: Earley items in all its sets (about 12 bytes each; also its "
           "tokens at most)");
 ABSL_FLAG(uint64_t, max_grammar_chart_bytes, uint64_t{2} << 30,
-          "All grammar sessions' parser charts together, in bytes; a step or fork past it is "
-          "RESOURCE_EXHAUSTED");
+          "All grammar sessions' parses together, in bytes held (chart arrays by capacity, "
+          "memo, token records, scratch); a step or fork past it is RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint64_t, max_grammar_set_items, uint64_t{1} << 18,
           "Earley items at most in one set (one text position)");
 ABSL_FLAG(uint64_t, max_grammar_mask_work, uint64_t{1} << 22,
