@@ -62,7 +62,7 @@ bool MetricsReach(const MaskdProcess& server, const std::function<bool(const std
 }
 
 // The finding: 3 clients send eager compiles of distinct expensive regexes
-// with a short deadline and leave. Every one of those compiles is cancelled
+// (and one CreateSession of one) with a short deadline and leave. Every one of those compiles is cancelled
 // and stops; the same request with a long deadline then compiles afresh.
 TEST(AbandonedCompileTest, CompilesNoOneWaitsForStop) {
   MaskdProcess server({"--compile-timeout=600s"});
@@ -77,6 +77,16 @@ TEST(AbandonedCompileTest, CompilesNoOneWaitsForStop) {
       EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
       ++sent;
     }
+  }
+  {  // CreateSession waits for its compile alike.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+    v1::CreateSessionRequest req;
+    *req.mutable_compile() = Slow(sent, 14);
+    v1::CreateSessionResponse resp;
+    grpc::Status s = clients[0]->stub()->CreateSession(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+    ++sent;
   }
   EXPECT_TRUE(MetricsReach(server, [&](const std::string& m) {
     return MetricValue(m, kAbandoned) == sent && MetricValue(m, kRunning) == 0;
