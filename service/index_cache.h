@@ -140,7 +140,7 @@ class IndexLease {
 class IndexCache {
  public:
   // Called once with the final snapshot (kReady or kFailed), on a compile
-  // thread (or the caller's, for Cancel/CancelAll). Must not block.
+  // thread (or the caller's, for Cancel/CancelAll and Leave). Must not block.
   using Callback = std::function<void(const IndexInfo&)>;
 
   IndexCache(const IndexCacheOptions& options, Metrics* metrics /* nullable */);
