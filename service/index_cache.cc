@@ -21,7 +21,7 @@ struct IndexCache::Entry {
   std::string id;
   Constraint constraint;   // its text cleared once compiled
   std::string tokenizer;   // name, reported back
-  std::string client;      // whose share of the queue it counts against
+  std::string client;      // whose share of the queue it counts against (Shared::mu)
   bool in_fast_lane = true;  // not yet tried on the fast lane
   absl::Time created;
   absl::Time deadline;
@@ -39,8 +39,13 @@ struct IndexCache::Entry {
     Callback callback;
     bool cache_hit;
     absl::Time deadline;  // of the request that waits
+    uint64_t id;          // its ticket (IndexInfo::waiter), unique in the cache
   };
   std::vector<Waiter> waiters;
+  // A request without a callback (wait=false) asked for it: it runs on when
+  // every waiter has left. `background_client`: the first such request's.
+  bool background = false;
+  std::string background_client;
   std::weak_ptr<IndexLease> lease;
 };
 
@@ -94,6 +99,7 @@ struct IndexLease::Shared {
   absl::CondVar cv;
   bool stop ABSL_GUARDED_BY(mu) = false;
   uint64_t tick ABSL_GUARDED_BY(mu) = 0;
+  uint64_t last_waiter ABSL_GUARDED_BY(mu) = 0;  // the last ticket given out
   size_t pending ABSL_GUARDED_BY(mu) = 0;  // queued or running
   absl::flat_hash_map<std::string, size_t> pending_by_client ABSL_GUARDED_BY(mu);
   uint64_t leased_bytes ABSL_GUARDED_BY(mu) = 0;  // ready entries with a live lease, last Maintain
@@ -193,6 +199,50 @@ struct IndexLease::Shared {
         options.max_bytes, "; close sessions or raise --cache-bytes"));
   }
 
+  // Adds a waiter with `callback` to compiling entry `e`; its ticket.
+  uint64_t AddWaiter(IndexCache::Entry& e, IndexCache::Callback callback, bool cache_hit,
+                     absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    e.waiters.push_back({std::move(callback), cache_hit, deadline, ++last_waiter});
+    return last_waiter;
+  }
+
+  // A wait=false request of `client` asked for compiling entry `e`.
+  void AddBackground(IndexCache::Entry& e, const std::string& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (e.background) return;
+    e.background = true;
+    e.background_client = client;
+    if (e.waiters.empty()) ChargeBackgroundClient(e);
+  }
+
+  // `e` runs on only for its wait=false requests: it counts against the
+  // share of the first of them from now on.
+  void ChargeBackgroundClient(IndexCache::Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (e.background_client == e.client) return;
+    Uncharge(e.client);
+    ++pending_by_client[e.background_client];
+    e.client = e.background_client;
+  }
+
+  void Uncharge(const std::string& client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (auto it = pending_by_client.find(client);
+        it != pending_by_client.end() && --it->second == 0) {
+      pending_by_client.erase(it);
+    }
+  }
+
+  // Compiling entry `e` has no waiter left: unless a wait=false request
+  // asked for it, its compilation is cancelled (it stops at its next check
+  // and finishes CANCELLED, with no one to tell) and it leaves the map, so
+  // an identical request starts afresh.
+  void AbandonLocked(const std::shared_ptr<IndexCache::Entry>& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (e->background) return ChargeBackgroundClient(*e);
+    e->cancel.store(true);
+    if (auto it = entries.find(e->id); it != entries.end() && it->second == e) entries.erase(it);
+    if (metrics) metrics->CompileAbandoned();
+  }
+
   void Maintain() {
     std::vector<std::shared_ptr<IndexCache::Entry>> dropped;
     absl::MutexLock lock(&mu);
@@ -256,7 +306,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     IndexInfo info = s.Snapshot(e);
     info.cache_hit = true;
     if (e.state == IndexState::kCompiling && on_done) {
-      e.waiters.push_back({std::move(on_done), true, absl::Now() + s.TimeoutOf(spec)});
+      info.waiter = s.AddWaiter(e, std::move(on_done), true, absl::Now() + s.TimeoutOf(spec));
+    } else if (e.state == IndexState::kCompiling) {
+      s.AddBackground(e, spec.client);
     }
     return info;
   }
@@ -283,13 +335,21 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   e->created = absl::Now();
   e->deadline = e->created + s.TimeoutOf(spec);
   e->tick = ++s.tick;
-  if (on_done) e->waiters.push_back({std::move(on_done), false, e->deadline});
+  uint64_t waiter = 0;
+  if (on_done) {
+    waiter = s.AddWaiter(*e, std::move(on_done), false, e->deadline);
+  } else {
+    e->background = true;
+    e->background_client = spec.client;
+  }
   s.entries[id] = e;
   s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
   ++mine;
   s.cv.SignalAll();  // workers of both lanes wait on cv
-  return s.Snapshot(*e);
+  IndexInfo info = s.Snapshot(*e);
+  info.waiter = waiter;
+  return info;
 }
 
 absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done) {
@@ -301,12 +361,37 @@ absl::StatusOr<IndexInfo> IndexCache::Get(absl::string_view id, Callback on_done
   }
   Entry& e = *it->second;
   e.tick = ++s.tick;
+  uint64_t waiter = 0;
   if (e.state == IndexState::kCompiling && on_done) {
-    e.waiters.push_back({std::move(on_done), true, e.deadline});  // no deadline of its own
+    waiter = s.AddWaiter(e, std::move(on_done), true, e.deadline);  // no deadline of its own
   }
   IndexInfo info = s.Snapshot(e);
   info.cache_hit = true;
+  info.waiter = waiter;
   return info;
+}
+
+void IndexCache::Leave(absl::string_view id, uint64_t waiter, const absl::Status& why) {
+  auto& s = *shared_;
+  Callback callback;
+  IndexInfo info;
+  {
+    absl::MutexLock lock(&s.mu);
+    auto it = s.entries.find(id);
+    if (it == s.entries.end() || it->second->state != IndexState::kCompiling) return;
+    std::shared_ptr<Entry> e = it->second;
+    auto w = std::find_if(e->waiters.begin(), e->waiters.end(),
+                          [&](const Entry::Waiter& x) { return x.id == waiter; });
+    if (w == e->waiters.end()) return;  // its callback has run or is running
+    callback = std::move(w->callback);
+    info = s.Snapshot(*e);
+    info.state = IndexState::kFailed;
+    info.status = why;
+    info.cache_hit = w->cache_hit;
+    e->waiters.erase(w);
+    if (e->waiters.empty()) s.AbandonLocked(e);
+  }
+  callback(info);
 }
 
 bool IndexCache::Cancel(absl::string_view id) {
@@ -398,7 +483,9 @@ void IndexCache::Run(const std::shared_ptr<Entry>& e) {
     index = absl::DeadlineExceededError("compilation deadline passed while queued");
   } else {
     // The schema's warnings (keywords not enforced) are not reported.
+    if (shared_->metrics) shared_->metrics->CompileStarted();
     auto compiled = shared_->compiler->Compile(e->constraint, budget);
+    if (shared_->metrics) shared_->metrics->CompileStopped();
     if (compiled.ok()) {
       index = std::move(compiled->index);
     } else {
@@ -481,10 +568,7 @@ void IndexCache::Finish(const std::shared_ptr<Entry>& e, absl::Status status,
       waiters.clear();
     }
     --s.pending;
-    if (auto it = s.pending_by_client.find(e->client);
-        it != s.pending_by_client.end() && --it->second == 0) {
-      s.pending_by_client.erase(it);
-    }
+    s.Uncharge(e->client);
     e->finished_at = absl::Now();
     e->queue_ms = queue_ms;
     e->compile_ms = compile_ms;

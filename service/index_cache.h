@@ -17,6 +17,19 @@
 //  - A failed compilation stays cached for `failure_ttl`, returning the same
 //    error, when the failure is a property of the constraint; a cancelled or
 //    timed-out one (DEADLINE_EXCEEDED) is dropped at once.
+//  - Abandoned work stops: a request that waits for an entry (Compile or Get
+//    with a callback) can leave it (Leave: its call was cancelled, its
+//    deadline passed, its connection closed). When the last waiter leaves an
+//    entry still compiling and no request without a callback (wait=false:
+//    "compile it in the background") asked for it, its cancel flag is set, so
+//    the compilation stops at its next check, and the entry is dropped at
+//    once: the next identical request starts afresh. Single-flight is kept:
+//    the entry runs while any of its requests still wants it.
+//  - An entry counts against the share of the client that started it until
+//    it is done; when its waiters have all left and it runs on only for
+//    wait=false requests of another client, the charge moves to the first of
+//    them (which may take that client past its share: a join is never
+//    refused, but its next new compile is).
 //  - A request joining an entry being compiled keeps its own deadline: when
 //    the entry's deadline passes, waiters whose deadline has not are kept
 //    and the entry is queued again with the latest of theirs.
@@ -102,6 +115,9 @@ struct IndexInfo {
   double queue_ms = 0;
   double compile_ms = 0;
   bool cache_hit = false;
+  // In Compile's or Get's answer when the request waits (its callback will
+  // run): its ticket for Leave(). 0 otherwise.
+  uint64_t waiter = 0;
 };
 
 // Keeps an index from eviction while alive. Shared by the sessions using it.
@@ -124,7 +140,7 @@ class IndexLease {
 class IndexCache {
  public:
   // Called once with the final snapshot (kReady or kFailed), on a compile
-  // thread (or the caller's, for Cancel/CancelAll). Must not block.
+  // thread (or the caller's, for Cancel/CancelAll and Leave). Must not block.
   using Callback = std::function<void(const IndexInfo&)>;
 
   IndexCache(const IndexCacheOptions& options, Metrics* metrics /* nullable */);
@@ -146,6 +162,13 @@ class IndexCache {
   // The entry `id`, with the same waiting rule. NOT_FOUND when unknown
   // (never compiled, evicted, failure expired or cancelled).
   absl::StatusOr<IndexInfo> Get(absl::string_view id, Callback on_done = nullptr);
+  // The request with ticket `waiter` (IndexInfo::waiter) on entry `id` no
+  // longer waits: its callback runs now, on this thread, with a kFailed
+  // snapshot of status `why` (CANCELLED or DEADLINE_EXCEEDED), unless it has
+  // run or is running already. When it was the entry's last waiter and no
+  // wait=false request asked for the entry, the compilation is cancelled and
+  // the entry dropped (counted in maskd_compiles_abandoned_total).
+  void Leave(absl::string_view id, uint64_t waiter, const absl::Status& why);
   // Requests cancellation of a compiling entry; false when not compiling.
   bool Cancel(absl::string_view id);
   // Cancels every compiling entry (shutdown).

@@ -18,6 +18,7 @@
 #include "service/client_kind_of.h"
 #include "service/constraint_request.h"
 #include "service/grpc_status.h"
+#include "service/index_wait_reactor.h"
 #include "service/log.h"
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
@@ -253,7 +254,7 @@ MaskdService::Reactor* MaskdService::Compile(Ctx* ctx, const v1::CompileRequest*
                                              v1::CompileResponse* resp) {
   auto spec = MakeSpec(*req, *ctx);
   if (!spec.ok()) return Done(ctx, "Compile", spec.status());
-  Reactor* r = ctx->DefaultReactor();
+  auto* r = new IndexWaitReactor(cache_, ctx);
   auto finish = [this, r, resp](const IndexInfo& info) {
     FillCompile(info, resp);
     FinishReactor(r, "Compile", info.state == IndexState::kFailed ? info.status : absl::OkStatus());
@@ -265,13 +266,15 @@ MaskdService::Reactor* MaskdService::Compile(Ctx* ctx, const v1::CompileRequest*
     FillCompile(*snap, resp);
     FinishReactor(r, "Compile",
                   snap->state == IndexState::kFailed ? snap->status : absl::OkStatus());
-  }  // else: `finish` runs when the compilation ends
+  } else {
+    r->WaitOn(*snap);  // `finish` runs when the compilation ends or the call leaves it
+  }
   return r;
 }
 
 MaskdService::Reactor* MaskdService::GetIndex(Ctx* ctx, const v1::GetIndexRequest* req,
                                               v1::CompileResponse* resp) {
-  Reactor* r = ctx->DefaultReactor();
+  auto* r = new IndexWaitReactor(cache_, ctx);
   auto finish = [this, r, resp](const IndexInfo& info) {
     FillCompile(info, resp);
     resp->set_cache_hit(true);
@@ -282,6 +285,8 @@ MaskdService::Reactor* MaskdService::GetIndex(Ctx* ctx, const v1::GetIndexReques
     FinishReactor(r, "GetIndex", snap.status());
   } else if (!req->wait() || snap->state != IndexState::kCompiling) {
     finish(*snap);
+  } else {
+    r->WaitOn(*snap);
   }
   return r;
 }
@@ -296,7 +301,7 @@ MaskdService::Reactor* MaskdService::CancelCompile(Ctx* ctx, const v1::CancelCom
 
 MaskdService::Reactor* MaskdService::CreateSession(Ctx* ctx, const v1::CreateSessionRequest* req,
                                                    v1::CreateSessionResponse* resp) {
-  Reactor* r = ctx->DefaultReactor();
+  auto* r = new IndexWaitReactor(cache_, ctx);
   // Runs here or on a compile thread (after the call's context may be gone):
   // it keeps the client's key, not the context.
   auto finish = [this, r, resp, client = KeyOf(*ctx)](const IndexInfo& info) {
@@ -330,6 +335,8 @@ MaskdService::Reactor* MaskdService::CreateSession(Ctx* ctx, const v1::CreateSes
     FinishReactor(r, "CreateSession", snap.status());
   } else if (snap->state != IndexState::kCompiling) {
     finish(*snap);
+  } else {
+    r->WaitOn(*snap);  // `finish` runs when the compilation ends or the call leaves it
   }
   return r;
 }

@@ -116,6 +116,12 @@ Metrics::Metrics(absl::string_view version)
   auto gauge = [&](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_).Add({});
   };
+  compiles_running_ = gauge("maskd_compiles_running",
+                            "Compilations running on a compile thread (either lane) now");
+  compiles_abandoned_ = counter(
+      "maskd_compiles_abandoned_total",
+      "Compilations cancelled because every caller waiting for them gave up and no "
+      "wait=false request asked for them");
   cache_hits_ = counter("maskd_index_cache_hits_total",
                         "Compile requests answered by an existing cache entry");
   cache_misses_ = counter("maskd_index_cache_misses_total", "Compile requests that started a compilation");

@@ -56,6 +56,13 @@ class Metrics {
   // ("ok", "invalid_argument", "deadline_exceeded", ...).
   // `kind`: the constraint's (ConstraintKindName: regex, json_schema, grammar).
   void ObserveCompile(double seconds, absl::string_view kind, absl::string_view result);
+  // A compilation started, or stopped (done, failed, cancelled, or moved off
+  // the fast lane), on a compile thread (maskd_compiles_running).
+  void CompileStarted() { compiles_running_->Increment(); }
+  void CompileStopped() { compiles_running_->Decrement(); }
+  // A compilation cancelled because no caller waited for it any more
+  // (maskd_compiles_abandoned_total).
+  void CompileAbandoned() { compiles_abandoned_->Increment(); }
   void CacheHit() { cache_hits_->Increment(); }
   void CacheMiss() { cache_misses_->Increment(); }
   void CacheEvicted(uint64_t n) { cache_evictions_->Increment(static_cast<double>(n)); }
@@ -107,6 +114,8 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<Hot> hot_;
   prometheus::Family<prometheus::Histogram>* compile_seconds_;
+  prometheus::Gauge* compiles_running_;
+  prometheus::Counter* compiles_abandoned_;
   prometheus::Counter* cache_hits_;
   prometheus::Counter* cache_misses_;
   prometheus::Counter* cache_evictions_;

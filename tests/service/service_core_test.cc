@@ -462,6 +462,75 @@ TEST(IndexCacheTest, ShortDeadlineDoesNotFailRequestsThatJoinedWithLongerOnes) {
   EXPECT_TRUE(long_info.cache_hit);
 }
 
+// Issue #24 (4): the last waiter leaving an entry cancels its compilation
+// and drops the entry; its callback runs at once with the reason.
+TEST(IndexCacheTest, TheLastWaiterLeavingCancelsTheCompile) {
+  Metrics metrics("test");
+  IndexCacheOptions o;
+  o.compile_timeout = absl::Seconds(600);
+  IndexCache cache(o, &metrics);
+  IndexInfo out;
+  int calls = 0;
+  // Minutes of work (2^16 states, eager).
+  auto snap = cache.Compile(Spec("(a|b)*a(a|b){15}", true), [&](const IndexInfo& i) {
+    out = i;
+    ++calls;
+  });
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_EQ(snap->state, IndexState::kCompiling);
+  ASSERT_NE(snap->waiter, 0u);
+  cache.Leave(snap->id, snap->waiter, absl::DeadlineExceededError("gone"));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(out.state, IndexState::kFailed);
+  EXPECT_EQ(out.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(cache.Get(snap->id).status().code(), absl::StatusCode::kNotFound);
+  cache.Leave(snap->id, snap->waiter, absl::CancelledError("twice"));  // a no-op
+  EXPECT_EQ(calls, 1);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_compiles_abandoned_total 1"));
+  // Not cached: the same request starts afresh (and is cancelled here).
+  auto again = cache.Compile(Spec("(a|b)*a(a|b){15}", true));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->cache_hit);
+  EXPECT_TRUE(cache.Cancel(again->id));
+}
+
+// Single-flight stays: an entry runs on while another waiter or a request
+// without a callback (wait=false) wants it.
+TEST(IndexCacheTest, LeavingSparesEntriesOthersWant) {
+  Metrics metrics("test");
+  IndexCache cache({}, &metrics);
+  CompileSpec spec = Spec("[a-z]*e[a-z]{6}", /*eager=*/true);
+  auto first = cache.Compile(spec, [](const IndexInfo&) {});
+  ASSERT_TRUE(first.ok());
+  absl::Notification done;
+  IndexInfo second_info;
+  auto second = cache.Compile(spec, [&](const IndexInfo& i) {
+    second_info = i;
+    done.Notify();
+  });
+  ASSERT_TRUE(second.ok());
+  if (first->state == IndexState::kCompiling) {
+    cache.Leave(first->id, first->waiter, absl::CancelledError("gone"));
+  }
+  if (second->state == IndexState::kCompiling) done.WaitForNotification();
+  else second_info = *second;
+  EXPECT_EQ(second_info.state, IndexState::kReady) << second_info.status;
+
+  // A wait=false request, then a waiter that leaves: still compiling.
+  CompileSpec slow = Spec("(a|b)*b(a|b){15}", true);
+  auto background = cache.Compile(slow);
+  ASSERT_TRUE(background.ok());
+  auto waiter = cache.Compile(slow, [](const IndexInfo&) {});
+  ASSERT_TRUE(waiter.ok());
+  ASSERT_NE(waiter->waiter, 0u);
+  cache.Leave(waiter->id, waiter->waiter, absl::CancelledError("gone"));
+  auto still = cache.Get(background->id);
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_EQ(still->state, IndexState::kCompiling);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("maskd_compiles_abandoned_total 0"));
+  EXPECT_TRUE(cache.Cancel(background->id));
+}
+
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
   Metrics metrics("test");
   IndexCache cache({}, &metrics);
