@@ -40,7 +40,7 @@
 #include "constraint/constraint_index.h"
 #include "grammar/grammar_guide.h"
 #include "index/guide.h"
-#include "index/mask_budget.h"
+#include "tokenizer/mask_budget.h"
 
 namespace maskd {
 
