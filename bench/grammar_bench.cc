@@ -43,8 +43,8 @@
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
 #include "grammar/lark_parser.h"
-#include "index/token_trie.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/token_trie.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 #include "nlohmann/json.hpp"
 

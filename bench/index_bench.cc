@@ -2,7 +2,7 @@
 // tokenizers llama3, qwen3, gemma3 (from ../shared/tokenizers):
 //
 //   CompileFirstMaskWarmMemo  regex -> first mask, the vocabulary's loop memo
-//                             (index/loop_masks.h) warm from earlier iterations:
+//                             (tokenizer/loop_masks.h) warm from earlier iterations:
 //                             what a repeated constraint pays in a long process.
 //   CompileFirstMaskColdMemo  the same with the memo emptied before every
 //                             iteration (untimed): what a new constraint pays
@@ -43,10 +43,10 @@
 #include "benchmark/benchmark.h"
 #include "constraint/constraint_compiler.h"
 #include "index/guide.h"
-#include "index/loop_masks.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/loop_masks.h"
+#include "tokenizer/tokenizer_context.h"
 
 namespace maskd {
 namespace {
@@ -108,7 +108,7 @@ bool TimedFirstMask(benchmark::State& state, const std::string& regex,
 // Regex -> first mask. `cold_memo`: the vocabulary's loop memo is emptied
 // before each iteration, outside the timed region, and the previous index is
 // destroyed there too (loops handed out point into the memo). Counters: the
-// memo's hits and misses per iteration (index/loop_masks.h), which show
+// memo's hits and misses per iteration (tokenizer/loop_masks.h), which show
 // whether the memo was warm.
 void CompileFirstMask(benchmark::State& state, std::string tokenizer, std::string regex,
                       bool cold_memo) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace {

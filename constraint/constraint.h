@@ -31,8 +31,8 @@
 
 #include "constraint/field_count.h"
 #include "grammar/grammar_text.h"
-#include "index/tokenizer_context.h"
 #include "schema/json_schema.h"
+#include "tokenizer/tokenizer_context.h"
 
 namespace maskd {
 

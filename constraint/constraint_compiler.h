@@ -52,8 +52,8 @@
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
-#include "index/mask_budget.h"
 #include "schema/json_schema.h"
+#include "tokenizer/mask_budget.h"
 
 namespace maskd {
 
@@ -91,12 +91,12 @@ struct CompileLimits {
   size_t max_tags = 64;
   grammar::AvoidLimits triggers;
   // Regex route: take loop masks from the tokenizer context
-  // (index/loop_masks.h); off only to compare.
+  // (tokenizer/loop_masks.h); off only to compare.
   bool share_loops = true;
   // Regex route, eager: threads precomputing the masks.
   int precompute_threads = 1;
   // Bounds the masks (TokenIndex) and memo entries (GrammarIndex) kept by
-  // every index compiled, together (index/mask_budget.h). Null: no bound.
+  // every index compiled, together (tokenizer/mask_budget.h). Null: no bound.
   std::shared_ptr<MaskBudget> mask_budget;
 };
 

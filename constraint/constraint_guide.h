@@ -36,11 +36,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "automaton/interrupt.h"
 #include "constraint/constraint_index.h"
 #include "grammar/grammar_guide.h"
 #include "index/guide.h"
-#include "index/interrupt.h"
-#include "index/mask_budget.h"
+#include "tokenizer/mask_budget.h"
 
 namespace maskd {
 

@@ -28,7 +28,7 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace {

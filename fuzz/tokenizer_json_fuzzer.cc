@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "fuzz/expect_status.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/vocabulary.h"
 

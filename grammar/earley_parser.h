@@ -36,10 +36,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "automaton/interrupt.h"
 #include "grammar/chart_allocator.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
-#include "index/interrupt.h"
 
 namespace maskd::grammar {
 

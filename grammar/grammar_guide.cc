@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "index/token_trie.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/token_trie.h"
+#include "tokenizer/tokenizer_context.h"
 
 namespace maskd::grammar {
 

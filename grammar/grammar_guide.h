@@ -28,10 +28,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "automaton/interrupt.h"
 #include "grammar/chart_allocator.h"
 #include "grammar/earley_parser.h"
 #include "grammar/grammar_index.h"
-#include "index/interrupt.h"
 
 namespace maskd::grammar {
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "index/token_trie.h"
+#include "tokenizer/token_trie.h"
 
 namespace maskd::grammar {
 namespace {

@@ -51,9 +51,9 @@
 #include "grammar/earley_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/regular_rules.h"
-#include "index/mask_budget.h"
-#include "index/token_trie.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/mask_budget.h"
+#include "tokenizer/token_trie.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd::grammar {
@@ -143,7 +143,7 @@ class GrammarIndex {
     size_t max_memo_bytes = size_t{256} << 20;
     // Shared with other indexes (in maskd: every index of one IndexCache):
     // memo entries are kept only while it has room, as for TokenIndex's
-    // masks (index/mask_budget.h). Null: only max_memo_bytes bounds them.
+    // masks (tokenizer/mask_budget.h). Null: only max_memo_bytes bounds them.
     std::shared_ptr<MaskBudget> budget;
     // Lex regular rules whole (regular_rules.h): same masks, fewer parser
     // steps. Off only to compare.

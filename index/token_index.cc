@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "index/loop_masks.h"
-#include "index/token_trie.h"
-#include "index/trie_walk.h"
+#include "tokenizer/loop_masks.h"
+#include "tokenizer/token_trie.h"
+#include "tokenizer/trie_walk.h"
 
 namespace maskd {
 

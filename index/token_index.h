@@ -32,8 +32,8 @@
 #include "absl/time/time.h"
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
-#include "index/mask_budget.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/mask_budget.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {
@@ -45,7 +45,7 @@ class TokenIndex {
   using State = Dfa::State;
 
   struct Options {
-    // Take loop masks from context().loop_masks() (index/loop_masks.h).
+    // Take loop masks from context().loop_masks() (tokenizer/loop_masks.h).
     // Off: every mask is one walk of the whole trie (a baseline for benches).
     bool share_loops = true;
     // Bounds the masks kept, together with every index sharing it; a mask

@@ -21,23 +21,28 @@ from pathlib import Path
 
 # Layer -> the layers its sources may include directly (lowest first). A
 # layer may also include whatever those may, transitively. Sibling layers
-# (kernels and shm; json and automaton) know nothing of each other.
+# (kernels and shm; json and automaton; index and grammar) know nothing of
+# each other.
 LAYERS: dict[str, tuple[str, ...]] = {
     # Checks on untrusted JSON text before any parse (schema/ and the
     # tokenizer loader in tokenizer/ both use them).
     "json": (),
-    # Regex parsing, Unicode tables, NFA/DFA construction and minimisation.
+    # Regex parsing, Unicode tables, NFA/DFA construction and minimisation;
+    # the Interrupt that long work polls.
     "automaton": (),
     # JSON Schema -> regex.
     "schema": ("automaton", "json"),
-    # Tokenizer loading: vocabulary data (token bytes, specials, EOS ids).
-    "tokenizer": ("json",),
-    # Tokenizer context (trie, loop masks), token index, guide.
-    "index": ("automaton", "tokenizer"),
-    # Context-free grammars over the index's vocabulary and automata.
-    "grammar": ("index",),
+    # Tokenizer loading (vocabulary data: token bytes, specials, EOS ids) and
+    # what every index over a vocabulary shares: the tokenizer context (token
+    # trie, loop-mask memo keyed by DFA loops) and the mask budget.
+    "tokenizer": ("automaton", "json"),
+    # Regular constraints over a vocabulary: token index, guide.
+    "index": ("tokenizer",),
+    # Context-free grammars over a vocabulary and automata. A sibling of
+    # index: it never includes it.
+    "grammar": ("tokenizer",),
     # Every kind of constraint behind one compile entry point.
-    "constraint": ("grammar", "schema"),
+    "constraint": ("grammar", "index", "schema"),
     # Applying masks to logits: knows nothing of tokens or constraints.
     "kernels": (),
     # Shared-memory regions: knows nothing of tokens or constraints.
@@ -57,8 +62,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 ORDER: tuple[tuple[str, ...], ...] = (
     ("json", "automaton"),
     ("schema", "tokenizer"),
-    ("index",),
-    ("grammar",),
+    ("index", "grammar"),
     ("constraint",),
     ("kernels", "shm"),
     ("proto",),
@@ -201,19 +205,27 @@ def self_test() -> int:
         "automaton/dfa.h": '#include "absl/status/status.h"\n#include "automaton/regex.h"\n',
         "schema/s.cc": '#include "schema/s.h"\n#include "automaton/dfa.h"\n#include "json/json_scan.h"\n',
         "tokenizer/v.cc": '#include "tokenizer/v.h"\n#include "json/json_scan.h"\n',
+        "tokenizer/t.h": '#include "automaton/dfa.h"\n#include "tokenizer/v.h"\n',
         "index/i.h": '#include <vector>\n#include "automaton/dfa.h"\n#include "tokenizer/v.h"\n',
+        "grammar/g.cc": '#include "grammar/g.h"\n#include "tokenizer/t.h"\n#include "automaton/dfa.h"\n',
         "constraint/c.cc": '#include "schema/s.h"\n#include "index/i.h"\n#include "automaton/dfa.h"\n',
         "service/v.cc": '#include "maskd/v1/maskd.pb.h"\n#include "constraint/c.h"\n#include "shm/r.h"\n',
         "kernels/k.cu": '#include "kernels/k.h"\n',
     }
     expect("clean tree", clean, [])
     expect("lower includes higher",
-           {**clean, "automaton/nfa.cc": '#include "automaton/dfa.h"\n\n#include "index/token_trie.h"\n'},
-           [("automaton/nfa.cc", 3, "index/token_trie.h")])
-    expect("tokenizer includes index", {"tokenizer/v.cc": '#include "index/tokenizer_context.h"\n'},
-           [("tokenizer/v.cc", 1, "index/tokenizer_context.h")])
-    expect("sibling: tokenizer includes automaton", {"tokenizer/v.cc": '#include "automaton/dfa.h"\n'},
-           [("tokenizer/v.cc", 1, "automaton/dfa.h")])
+           {**clean, "automaton/nfa.cc": '#include "automaton/dfa.h"\n\n#include "tokenizer/token_trie.h"\n'},
+           [("automaton/nfa.cc", 3, "tokenizer/token_trie.h")])
+    expect("tokenizer includes index", {"tokenizer/v.cc": '#include "index/token_index.h"\n'},
+           [("tokenizer/v.cc", 1, "index/token_index.h")])
+    expect("sibling: automaton includes json", {"automaton/a.cc": '#include "json/json_scan.h"\n'},
+           [("automaton/a.cc", 1, "json/json_scan.h")])
+    expect("sibling: grammar includes index", {"grammar/g.h": '#include "index/token_index.h"\n'},
+           [("grammar/g.h", 1, "index/token_index.h")])
+    expect("sibling: index includes grammar", {"index/i.cc": '#include "grammar/grammar.h"\n'},
+           [("index/i.cc", 1, "grammar/grammar.h")])
+    expect("tokenizer includes schema", {"tokenizer/v.cc": '#include "schema/json_schema.h"\n'},
+           [("tokenizer/v.cc", 1, "schema/json_schema.h")])
     expect("sibling: schema includes tokenizer", {"schema/s.cc": '#include "tokenizer/vocabulary.h"\n'},
            [("schema/s.cc", 1, "tokenizer/vocabulary.h")])
     expect("schema includes index", {"schema/x.h": '// x\n#include "index/token_index.h"\n'},

@@ -1,4 +1,4 @@
-// CallInterrupt: the Interrupt (index/interrupt.h) of one gRPC call, so that
+// CallInterrupt: the Interrupt (automaton/interrupt.h) of one gRPC call, so that
 // the core stops parsing for a client that is gone: CANCELLED once the call
 // is cancelled (by the client, or because its connection closed),
 // DEADLINE_EXCEEDED once the call's deadline has passed.
@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "automaton/interrupt.h"
 #include "grpcpp/server_context.h"
-#include "index/interrupt.h"
 
 namespace maskd {
 

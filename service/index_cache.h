@@ -69,7 +69,7 @@ class Metrics;
 
 struct IndexCacheOptions {
   uint64_t max_bytes = uint64_t{1} << 30;            // --cache-bytes
-  // Masks kept by all indexes together, leased or not (index/mask_budget.h):
+  // Masks kept by all indexes together, leased or not (tokenizer/mask_budget.h):
   // past it a state's mask is computed at each use. 0: no bound.
   uint64_t max_mask_bytes = uint64_t{1} << 30;       // --max-mask-bytes
   int compile_threads = 2;                           // --compile-threads

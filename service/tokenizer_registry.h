@@ -23,8 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "index/tokenizer_context.h"
 #include "service/client_shares.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {
@@ -40,7 +40,7 @@ class TokenizerRegistry {
  public:
   // At most `max_tokenizers` names (RESOURCE_EXHAUSTED past that), of which
   // at most `max_per_client` registered by one client (0: no cap). Each
-  // tokenizer's shared loop masks (index/loop_masks.h) keep at most
+  // tokenizer's shared loop masks (tokenizer/loop_masks.h) keep at most
   // `loop_mask_bytes`.
   explicit TokenizerRegistry(size_t max_tokenizers = 64,
                              size_t loop_mask_bytes = LoopMasks::kDefaultMaxBytes,

@@ -1,7 +1,7 @@
 // Vocabulary: the exact bytes of every token id of a Hugging Face tokenizer.
 //
 // Plain data: immutable once loaded and safe to share between threads; it
-// knows nothing of automata or masks (index/tokenizer_context.h adds the
+// knows nothing of automata or masks (tokenizer/tokenizer_context.h adds the
 // token trie and the loop-mask memo). Token ids run from 0 to size() - 1,
 // where size() is the logits (mask) width: ids without a token (gaps in the
 // tokenizer's id space, or padding ids past the tokenizer's highest id) exist

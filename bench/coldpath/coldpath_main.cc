@@ -51,7 +51,7 @@
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace {

@@ -56,7 +56,7 @@
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
 #include "index/random_walk.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace {

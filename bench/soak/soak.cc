@@ -56,7 +56,7 @@
 #include "index/guide.h"
 #include "index/random_walk.h"
 #include "index/token_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 #include "client/shm_client.h"
 

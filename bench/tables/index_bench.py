@@ -9,7 +9,7 @@
 
 CPU time per operation (medians when repeated). WriteMaskReady is compared with
 Memcpy of the same tokenizer's mask bytes in the same run. The memo column is
-the loop memo's (index/loop_masks.h) misses per first mask with the memo cold
+the loop memo's (tokenizer/loop_masks.h) misses per first mask with the memo cold
 and hits with it warm: 0 / 0 means the first mask does not consult it.
 """
 from __future__ import annotations

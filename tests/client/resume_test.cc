@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "index/guide.h"
 #include "index/token_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "automaton/interrupt.h"
 #include "constraint/constraint_compiler.h"
 #include "gmock/gmock.h"
 #include "grammar/grammar_guide.h"
 #include "gtest/gtest.h"
 #include "index/guide.h"
-#include "index/interrupt.h"
 #include "tests/index/test_util.h"
 
 namespace maskd {

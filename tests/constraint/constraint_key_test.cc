@@ -11,9 +11,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/tokenizer_context.h"
 #include "tests/constraint/constraint_variants.h"
 #include "tests/index/test_util.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "automaton/interrupt.h"
 #include "gmock/gmock.h"
 #include "grammar/bnf_parser.h"
 #include "grammar/earley.h"
 #include "grammar/grammar_index.h"
 #include "grammar/lark_parser.h"
 #include "gtest/gtest.h"
-#include "index/interrupt.h"
 #include "tests/grammar/grammar_test_util.h"
 #include "tests/index/test_util.h"
 

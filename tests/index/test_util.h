@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd::testing {

@@ -13,10 +13,10 @@
 
 #include "gtest/gtest.h"
 #include "index/guide.h"
-#include "index/loop_masks.h"
 #include "index/random_walk.h"
 #include "re2/re2.h"
 #include "tests/index/test_util.h"
+#include "tokenizer/loop_masks.h"
 
 namespace maskd {
 namespace {
@@ -42,7 +42,7 @@ const std::vector<std::string>& Regexes() {
 }
 
 // JSON strings in several contexts: their content is a loop shared between
-// states and indexes (index/loop_masks.h), entered from the opening quote.
+// states and indexes (tokenizer/loop_masks.h), entered from the opening quote.
 // Random walks rarely finish them (strings go on).
 const std::vector<std::string>& LoopRegexes() {
   static const auto* r = new std::vector<std::string>{

@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/token_trie.h"
 #include "nlohmann/json.hpp"
 #include "tests/index/test_util.h"
 #include "tokenizer/json_blank.h"
+#include "tokenizer/token_trie.h"
 
 namespace maskd {
 namespace {

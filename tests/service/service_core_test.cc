@@ -13,12 +13,12 @@
 #include "index/guide.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "index/loop_masks.h"
-#include "index/tokenizer_context.h"
 #include "service/index_cache.h"
 #include "service/metrics.h"
 #include "service/session_table.h"
 #include "service/tokenizer_registry.h"
+#include "tokenizer/loop_masks.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "grammar/grammar_index.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tools/maskctl/constraint_flags.h"
 
 namespace maskctl {

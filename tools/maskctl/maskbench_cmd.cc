@@ -18,7 +18,7 @@
 // --verbose: one line per failure on stderr, then the top failure reasons.
 // --no-share-loops: every state's first mask walks the whole token trie (the
 // baseline for the loop-mask figures in docs/benchmarks.md).
-// --fresh: the tokenizer's loop memo (index/loop_masks.h) is emptied before
+// --fresh: the tokenizer's loop memo (tokenizer/loop_masks.h) is emptied before
 // each schema, so every schema pays what it would in a new process (TTFM and
 // TBM then include every first visit); --verbose prints the memo's counters.
 // --cpu-time: TTFM and TBM in process CPU time instead of wall time.
@@ -51,10 +51,10 @@
 #include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "index/guide.h"
-#include "index/loop_masks.h"
 #include "index/token_index.h"
-#include "index/tokenizer_context.h"
 #include "schema/json_schema.h"
+#include "tokenizer/loop_masks.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/schema_options.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 #include "tools/maskctl/args.h"
 

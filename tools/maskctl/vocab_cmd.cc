@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"

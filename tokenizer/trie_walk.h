@@ -1,18 +1,18 @@
 // WalkTrie: the tokens of a TokenTrie that an automaton accepts as a prefix.
 //
-// Internal to index/. An Automaton is any type with
+// For LoopMasks and TokenIndex. An Automaton is any type with
 //   uint32_t Next(uint32_t state, uint8_t byte) const
 // where state 0 is dead and absorbing (Dfa qualifies). The walk visits each
 // trie node whose prefix stays live and skips a whole subtree at the first
 // byte that reaches state 0, so its cost is the live prefixes, not the
 // vocabulary size.
-#ifndef MASKD_INDEX_TRIE_WALK_H_
-#define MASKD_INDEX_TRIE_WALK_H_
+#ifndef MASKD_TOKENIZER_TRIE_WALK_H_
+#define MASKD_TOKENIZER_TRIE_WALK_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "index/token_trie.h"
+#include "tokenizer/token_trie.h"
 
 namespace maskd {
 
@@ -54,4 +54,4 @@ void WalkTrie(const TokenTrie& trie, const Automaton& automaton, uint32_t start,
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_TRIE_WALK_H_
+#endif  // MASKD_TOKENIZER_TRIE_WALK_H_

@@ -40,8 +40,8 @@
 //
 // Thread-safe. The memo is bounded by max_bytes(); past it, loops are still
 // computed (and returned) but not kept.
-#ifndef MASKD_INDEX_LOOP_MASKS_H_
-#define MASKD_INDEX_LOOP_MASKS_H_
+#ifndef MASKD_TOKENIZER_LOOP_MASKS_H_
+#define MASKD_TOKENIZER_LOOP_MASKS_H_
 
 #include <array>
 #include <atomic>
@@ -55,7 +55,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "automaton/dfa.h"
-#include "index/token_trie.h"
+#include "tokenizer/token_trie.h"
 
 namespace maskd {
 
@@ -265,4 +265,4 @@ class LoopMasks {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_LOOP_MASKS_H_
+#endif  // MASKD_TOKENIZER_LOOP_MASKS_H_

@@ -1,10 +1,10 @@
 // TokenTrie: the vocabulary's text tokens as a flat byte trie in DFS order.
 //
-// Built once per tokenizer (index/tokenizer_context.h) and shared by every
+// Built once per tokenizer (tokenizer/tokenizer_context.h) and shared by every
 // index over it. Walking the trie against a DFA visits each distinct token
 // prefix once and skips a whole subtree at the first byte the DFA rejects.
-#ifndef MASKD_INDEX_TOKEN_TRIE_H_
-#define MASKD_INDEX_TOKEN_TRIE_H_
+#ifndef MASKD_TOKENIZER_TOKEN_TRIE_H_
+#define MASKD_TOKENIZER_TOKEN_TRIE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -64,4 +64,4 @@ class TokenTrie {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_TOKEN_TRIE_H_
+#endif  // MASKD_TOKENIZER_TOKEN_TRIE_H_

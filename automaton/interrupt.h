@@ -11,8 +11,8 @@
 // Thread-safety: Check() is called from the working thread while another
 // thread may be changing what it reads; implementations must be thread-safe
 // and cheap (no lock held for long, no allocation on the OK path).
-#ifndef MASKD_INDEX_INTERRUPT_H_
-#define MASKD_INDEX_INTERRUPT_H_
+#ifndef MASKD_AUTOMATON_INTERRUPT_H_
+#define MASKD_AUTOMATON_INTERRUPT_H_
 
 #include <atomic>
 
@@ -52,4 +52,4 @@ class FlagInterrupt final : public Interrupt {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_INTERRUPT_H_
+#endif  // MASKD_AUTOMATON_INTERRUPT_H_

@@ -5,15 +5,15 @@
 // held by every TokenIndex and GrammarIndex over it. The vocabulary and the
 // trie are immutable; the memo is thread-safe and changes no mask, only what
 // computing one costs. Safe to share between threads.
-#ifndef MASKD_INDEX_TOKENIZER_CONTEXT_H_
-#define MASKD_INDEX_TOKENIZER_CONTEXT_H_
+#ifndef MASKD_TOKENIZER_TOKENIZER_CONTEXT_H_
+#define MASKD_TOKENIZER_TOKENIZER_CONTEXT_H_
 
 #include <cstddef>
 #include <memory>
 #include <utility>
 
-#include "index/loop_masks.h"
-#include "index/token_trie.h"
+#include "tokenizer/loop_masks.h"
+#include "tokenizer/token_trie.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {
@@ -44,7 +44,7 @@ class TokenizerContext {
   // The vocabulary's text tokens (not special, 1 to 65535 bytes) as a trie.
   const TokenTrie& trie() const { return *trie_; }
   // Mask parts shared by the loops of every index over this vocabulary
-  // (index/loop_masks.h): a thread-safe memo that changes no answer above.
+  // (tokenizer/loop_masks.h): a thread-safe memo that changes no answer above.
   LoopMasks& loop_masks() const { return *loop_masks_; }
 
  private:
@@ -58,4 +58,4 @@ class TokenizerContext {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_TOKENIZER_CONTEXT_H_
+#endif  // MASKD_TOKENIZER_TOKENIZER_CONTEXT_H_

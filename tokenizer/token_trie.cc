@@ -1,4 +1,4 @@
-#include "index/token_trie.h"
+#include "tokenizer/token_trie.h"
 
 #include <algorithm>
 #include <numeric>

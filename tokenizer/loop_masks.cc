@@ -1,11 +1,11 @@
-#include "index/loop_masks.h"
+#include "tokenizer/loop_masks.h"
 
 #include <algorithm>
 #include <string_view>
 
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
-#include "index/trie_walk.h"
+#include "tokenizer/trie_walk.h"
 #include "tokenizer/vocabulary.h"
 
 namespace maskd {

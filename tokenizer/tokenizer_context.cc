@@ -1,4 +1,4 @@
-#include "index/tokenizer_context.h"
+#include "tokenizer/tokenizer_context.h"
 
 #include <utility>
 

@@ -7,8 +7,8 @@
 // of its state computes it again (the same mask, at the cost of a walk). An
 // index releases what it charged when it is destroyed. Thread-safe,
 // lock-free.
-#ifndef MASKD_INDEX_MASK_BUDGET_H_
-#define MASKD_INDEX_MASK_BUDGET_H_
+#ifndef MASKD_TOKENIZER_MASK_BUDGET_H_
+#define MASKD_TOKENIZER_MASK_BUDGET_H_
 
 #include <atomic>
 #include <cstdint>
@@ -66,4 +66,4 @@ class MaskBudget {
 
 }  // namespace maskd
 
-#endif  // MASKD_INDEX_MASK_BUDGET_H_
+#endif  // MASKD_TOKENIZER_MASK_BUDGET_H_
