@@ -147,7 +147,9 @@ std::string GenerateItem(Reader& r, int rules, bool lark) {
   static const char* kClasses[] = {"[a-c]", "[0-9]", "[^a]", "[ab]"};
   static const char* kQuantifiers[] = {"*", "+", "?"};
   const uint8_t kind = r.Next() % 8, arg = r.Next();
-  auto name = [&](int i) { return i == 0 ? std::string(lark ? "start" : "root") : absl::StrCat("r", i); };
+  auto name = [&](int i) {
+    return i == 0 ? std::string(lark ? "start" : "root") : absl::StrCat("r", i);
+  };
   std::string literal = absl::StrCat("\"", kLiterals[arg % 8], "\"");
   std::string cls = lark ? absl::StrCat("/", kClasses[arg % 4], "/") : kClasses[arg % 4];
   switch (kind) {
@@ -524,7 +526,9 @@ void Driver::CheckEntry(const Entry& e, const StepEntryResult& r,
                  static_cast<unsigned long long>(r.num_tokens));
   }
   if (e.live < 0) {
-    if (got != absl::StatusCode::kNotFound) Fail("a step on a closed or unknown id: " + r.status.ToString());
+    if (got != absl::StatusCode::kNotFound) {
+      Fail("a step on a closed or unknown id: " + r.status.ToString());
+    }
     CheckUnchanged(Model{}, r, row);
     return;
   }
@@ -549,8 +553,8 @@ void Driver::CheckOk(const Entry& e, const StepEntryResult& r, absl::Span<const 
                      const Prediction& p) {
   if (p.code != absl::StatusCode::kOk && p.code != absl::StatusCode::kResourceExhausted) {
     Fail(absl::StrCat("a step (rollback ", e.rollback, ", ", e.tokens.size(),
-                      " tokens) succeeded; the replay refuses it: ", p.expect ? p.expect->status.ToString()
-                                                                      : absl::StatusCodeToString(p.code)));
+                      " tokens) succeeded; the replay refuses it: ",
+                      p.expect ? p.expect->status.ToString() : absl::StatusCodeToString(p.code)));
   }
   if (r.num_tokens != p.after.history.size()) Fail("num_tokens differs from the history");
   for (size_t w = words(); w < row.size(); ++w) {
@@ -639,7 +643,9 @@ void Driver::Fork() {
   const int i = Target(ops_.Next(), &id);
   absl::StatusOr<std::shared_ptr<Session>> s = table_->Fork(id);
   if (i < 0) {
-    if (s.status().code() != absl::StatusCode::kNotFound) Fail("Fork of a closed or unknown id: " + s.status().ToString());
+    if (s.status().code() != absl::StatusCode::kNotFound) {
+      Fail("Fork of a closed or unknown id: " + s.status().ToString());
+    }
     return;
   }
   if (s.ok()) {
