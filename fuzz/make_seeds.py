@@ -269,9 +269,61 @@ def grammar_seeds():
         write("grammar_fuzzer", e)
 
 
+# --- session_fuzzer: [config][constraint]\n%%\n[operations] (session_fuzzer.cc's header).
+def s_entry(target, tokens, rollback=0, budget=0):
+    """A step entry: `tokens` are pick bytes (< 0xF0: the k-th allowed token)."""
+    r = 0 if rollback == 0 else (0xE0 | rollback)
+    shape = len(tokens) | ((3 << 3) | ((budget - 1) << 5) if budget else 0)
+    return bytes([target, r, shape]) + bytes(tokens)
+
+
+def s_batch(*entries):  # [n - 1][entries]
+    return bytes([len(entries) - 1]) + b"".join(entries)
+
+
+def s_step(*entries, pad=0):  # op 0: [shape][batch]
+    return bytes([0, pad << 2]) + s_batch(*entries)
+
+
+def s_stream(*batches):  # op 1: [k - 2][batch]...
+    return bytes([1, len(batches) - 2]) + b"".join(batches)
+
+
+def session_seeds():
+    ops = b"".join([
+        s_step(s_entry(0, [1, 2, 3])),
+        bytes([3, 0]),                                         # fork session 0
+        s_step(s_entry(0, [0]), s_entry(1, [5, 7]), s_entry(1, [0xF0]), pad=1),
+        bytes([2, 1, 2]),                                      # roll session 1 back by 2
+        s_stream(s_batch(s_entry(0, [4], rollback=1)), s_batch(s_entry(1, [2, 2], budget=3))),
+        bytes([0x84, 0]),                                      # close session 0 (probe: budget)
+        s_step(s_entry(0xE0, [1]), s_entry(0xF5, []), s_entry(0, [0xF1])),
+        bytes([5]),                                            # create
+        s_step(s_entry(1, [9, 9, 9, 9]), s_entry(1, [], rollback=9)),
+    ])
+    constraints = [
+        (0 | 1 << 3, r"[0-9]+(\.[0-9]+)?e?"),
+        (1 | 3 << 3, '{"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"integer"}},'
+                     '"required":["a"]}'),
+        (2 | 2 << 5, '{"type":"array","items":{"$ref":"#"},"maxItems":2}'),
+        (3 | 1 << 5, 'start: value\nvalue: "{" [pair ("," pair)*] "}" | /[0-9]+/ | "true"\n'
+                     'pair: /"[a-z]+"/ ":" value\n%ignore " "\n'),
+        (4 | 0x80, 'root ::= "(" root ")" | [a-c]+'),
+        (5 | 3 << 5, 'root ::= root root | "a" | ""'),
+        (6, bytes([0x03, 2, 2, 0, 7, 3, 1, 1, 4, 2, 1, 5, 1, 2, 3, 6, 0, 1, 0, 5])),
+        (7 | 1 << 5, bytes([0x81, 1, 3, 3, 1, 0, 2, 1, 6, 0, 1, 2, 5, 4])),
+    ]
+    for config, text in constraints:
+        if isinstance(text, str):
+            text = text.encode()
+        write("session_fuzzer", bytes([config]) + text + b"\n%%\n" + ops)
+    write("session_fuzzer", b"\x00[ab]{2,3}", "no-operations")
+
+
 if __name__ == "__main__":
     regex_seeds()
     schema_seeds()
     tokenizer_seeds()
     request_seeds()
     grammar_seeds()
+    session_seeds()

@@ -6,7 +6,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]
 #   FUZZER: regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer
-#           grammar_fuzzer lark_fuzzer (default: all six)
+#           grammar_fuzzer lark_fuzzer session_fuzzer (default: all seven)
 #
 # The committed seed corpus (fuzz/corpus/<fuzzer>/) is read, never written:
 # new inputs go to $MASKD_FUZZ_WORK (default build-fuzz/work/<fuzzer>/corpus),
@@ -20,7 +20,8 @@ SECONDS_PER="${1:-60}"
 shift || true
 FUZZERS=("$@")
 if [ ${#FUZZERS[@]} -eq 0 ]; then
-  FUZZERS=(regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer grammar_fuzzer lark_fuzzer)
+  FUZZERS=(regex_fuzzer json_schema_fuzzer tokenizer_json_fuzzer request_fuzzer grammar_fuzzer lark_fuzzer
+           session_fuzzer)
 fi
 BUILD_DIR="${MASKD_FUZZ_BUILD_DIR:-build-fuzz}"
 WORK="${MASKD_FUZZ_WORK:-$BUILD_DIR/work}"
