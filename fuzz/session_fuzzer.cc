@@ -60,11 +60,11 @@
 #include "constraint/constraint_guide.h"
 #include "fuzz/expect_status.h"
 #include "fuzz/tiny_vocabulary.h"
-#include "index/mask_budget.h"
-#include "index/tokenizer_context.h"
 #include "service/index_cache.h"
 #include "service/session_table.h"
 #include "service/step_batch.h"
+#include "tokenizer/mask_budget.h"
+#include "tokenizer/tokenizer_context.h"
 #include "tokenizer/vocabulary.h"
 
 namespace {
