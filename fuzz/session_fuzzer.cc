@@ -110,22 +110,23 @@ IndexCache& Cache() {
     o.compile_threads = 1;
     o.compile_timeout = absl::Seconds(2);
     o.failure_ttl = absl::Seconds(1);
-    o.regex.max_pattern_bytes = 4096;
-    o.regex.max_repeat = 32;
-    o.max_dfa_states = 2000;
-    o.max_nfa_states = 20000;
-    o.grammar.max_text_bytes = kMaxConstraintBytes;
-    o.grammar.max_rules = 200;
-    o.grammar.max_terminals = 100;
-    o.grammar.max_symbols = 2000;
-    o.grammar.max_nesting = 32;
-    o.grammar.max_repeat = 16;
-    o.grammar_index.earley.max_items_per_position = 4096;
-    o.grammar_index.earley.max_steps_per_position = 1 << 14;
-    o.grammar_index.earley.max_chart_items = 1 << 15;
-    o.grammar_index.max_mask_work = 1 << 16;
-    o.grammar_index.max_memo_bytes = 4 << 20;
-    o.grammar_index.max_parser_steps = 1 << 18;
+    CompileLimits& c = o.compile;
+    c.regex.max_pattern_bytes = 4096;
+    c.regex.max_repeat = 32;
+    c.max_dfa_states = 2000;
+    c.max_nfa_states = 20000;
+    c.grammar.max_text_bytes = kMaxConstraintBytes;
+    c.grammar.max_rules = 200;
+    c.grammar.max_terminals = 100;
+    c.grammar.max_symbols = 2000;
+    c.grammar.max_nesting = 32;
+    c.grammar.max_repeat = 16;
+    c.grammar_index.earley.max_items_per_position = 4096;
+    c.grammar_index.earley.max_steps_per_position = 1 << 14;
+    c.grammar_index.earley.max_chart_items = 1 << 15;
+    c.grammar_index.max_mask_work = 1 << 16;
+    c.grammar_index.max_memo_bytes = 4 << 20;
+    c.grammar_index.max_parser_steps = 1 << 18;
     return new IndexCache(o, nullptr);
   }();
   return *cache;
@@ -187,21 +188,22 @@ std::string GenerateGrammar(std::string_view bytes, bool lark) {
 bool MakeSpec(uint8_t config, std::string_view text, CompileSpec* spec) {
   if (text.size() > kMaxConstraintBytes) return false;
   spec->tokenizer = "tiny";
-  spec->context = TinyTokenizer();
   spec->client = "session_fuzzer";
-  spec->constraint = std::string(text);
+  Constraint& c = spec->constraint;
+  c.tokenizer = TinyTokenizer();
+  c.text = std::string(text);
   switch (config & 7) {
-    case 0: spec->kind = ConstraintKind::kRegex; break;
+    case 0: c.kind = ConstraintKind::kRegex; break;
     case 1: case 2:
-      spec->kind = ConstraintKind::kJsonSchema;
-      spec->schema_route = (config & 7) == 2 ? SchemaRoute::kGrammar : SchemaRoute::kAuto;
+      c.kind = ConstraintKind::kJsonSchema;
+      c.options.schema_route = (config & 7) == 2 ? SchemaRoute::kGrammar : SchemaRoute::kAuto;
       break;
     default:
-      spec->kind = ConstraintKind::kGrammar;
-      spec->grammar_format = (config & 7) == 4 || (config & 7) == 6 ? GrammarFormat::kGbnf
-                             : (config & 7) == 5                    ? GrammarFormat::kEbnf
-                                                                    : GrammarFormat::kLark;
-      if ((config & 7) >= 6) spec->constraint = GenerateGrammar(text, (config & 7) == 7);
+      c.kind = ConstraintKind::kGrammar;
+      c.options.grammar_format = (config & 7) == 4 || (config & 7) == 6 ? GrammarFormat::kGbnf
+                                 : (config & 7) == 5                    ? GrammarFormat::kEbnf
+                                                                        : GrammarFormat::kLark;
+      if ((config & 7) >= 6) c.text = GenerateGrammar(text, (config & 7) == 7);
   }
   return true;
 }
