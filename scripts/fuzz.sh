@@ -30,7 +30,8 @@ NICE="${MASKD_FUZZ_NICE:-19}"
 
 if [ "${MASKD_FUZZ_NO_BUILD:-0}" != 1 ]; then
   launcher=()
-  if command -v ccache >/dev/null; then
+  if command -v ccache >/dev/null; then  # as scripts/build.sh: clones share hits
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
   CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
