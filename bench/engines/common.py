@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import socket
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 KINDS = ("regex", "json_schema", "lark", "gbnf")
@@ -17,6 +18,13 @@ KINDS = ("regex", "json_schema", "lark", "gbnf")
 TOKENIZER = "qwen3"
 # Fixed, so that runs differ only by seed, backend and batch.
 PROMPT = "Answer in the requested format:"
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now (for a server started next)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,13 +18,12 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.request
 import sys
 import tempfile
 import time
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
@@ -46,9 +45,7 @@ class LocalMaskd:
                              "or give --maskd ADDR / MASKD_BIN)")
         self.dir = tempfile.mkdtemp(prefix="maskd-e2e-")
         self.addr = f"unix://{self.dir}/maskd.sock"
-        with socket.socket() as s:  # a free loopback port for the Prometheus endpoint
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = common.free_port()  # for the Prometheus endpoint
         self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         self.log = open(os.path.join(self.dir, "maskd.log"), "w+b")
         self.proc = subprocess.Popen(
@@ -82,14 +79,19 @@ COUNTERS = ("maskd_tokens_advanced_total", "maskd_step_batch_size_count",
             "maskd_step_batch_size_sum", "maskd_mask_seconds_count")
 
 
-def scrape(url: str) -> dict:
-    """The COUNTERS' values, summed over their label sets (0 where absent)."""
+def scrape(url: str, names: Sequence[str] = COUNTERS) -> dict:
+    """The values of `names` (0 where absent): a bare name sums over its label sets, a name
+    with its labels (`maskd_client_step_calls_total{client="vllm"}`) is that one series."""
     text = urllib.request.urlopen(url, timeout=10).read().decode()
-    out = {k: 0.0 for k in COUNTERS}
+    out = {k: 0.0 for k in names}
     for line in text.splitlines():
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in out:
-            out[name] += float(line.rsplit(" ", 1)[1])
+        if line.startswith("#") or " " not in line:
+            continue
+        series, value = line.rsplit(" ", 1)
+        for key in (series, series.split("{", 1)[0]):
+            if key in out:
+                out[key] += float(value)
+                break
     return out
 
 

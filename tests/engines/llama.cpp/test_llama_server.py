@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,8 @@ import lark
 import pytest
 import regex
 
+import common  # bench/engines (on the path: tests/engines/conftest.py)
+import e2e
 from tiny_gguf import gguf_model_path
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -43,12 +44,6 @@ SEEDS = (1, 2, 3)
 N_PREDICT = 160
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def http_json(url: str, body: Dict[str, Any] | None = None,
               timeout: float = 120) -> Tuple[int, Dict[str, Any]]:
     data = None if body is None else json.dumps(body).encode()
@@ -60,27 +55,26 @@ def http_json(url: str, body: Dict[str, Any] | None = None,
         return e.code, json.loads(e.read() or b"{}")
 
 
-def metric(metrics_url: str, name: str) -> float:
-    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name))
+STEPS = 'maskd_client_step_entries_total{client="llama.cpp"}'
+
+
+def steps(metrics_url: str) -> float:
+    """Step entries maskd has counted from llama.cpp clients."""
+    return float(e2e.scrape(metrics_url, (STEPS,))[STEPS])
 
 
 @pytest.fixture(scope="module")
 def maskd_with_metrics() -> Iterator[Tuple[str, str]]:
-    from conftest import MaskdServer  # tests/engines/conftest.py
-
-    port = free_port()
-    s = MaskdServer([f"--metrics-listen=127.0.0.1:{port}"])
-    yield s.addr, f"http://127.0.0.1:{port}/metrics"
-    s.stop()
+    s = e2e.LocalMaskd()  # build/bin/maskd (or $MASKD_BIN), its metrics on a free port
+    yield s.addr, s.metrics_url
+    s.close()
 
 
 class LlamaServer:
     """llama-server on a free loopback port, with MASKD_LLAMA_ADDR as given."""
 
     def __init__(self, maskd_addr: str | None) -> None:
-        self.port = free_port()
+        self.port = common.free_port()
         env = dict(os.environ)
         env.pop("MASKD_LLAMA_ADDR", None)
         if maskd_addr is not None:
@@ -149,8 +143,7 @@ def test_outputs_are_valid_and_maskd_did_the_work(llama_server, maskd_with_metri
                                                   case: str) -> None:
     fields, valid = CASES[case]
     _, metrics_url = maskd_with_metrics
-    steps = 'maskd_client_step_entries_total{client="llama.cpp"}'
-    before = metric(metrics_url, steps)
+    before = steps(metrics_url)
     generated = 0
     for seed in SEEDS:
         status, out = llama_server.complete(seed, **fields)
@@ -160,7 +153,7 @@ def test_outputs_are_valid_and_maskd_did_the_work(llama_server, maskd_with_metri
         assert finished(out), (case, seed, out)  # the constraint ended it (EOS), not n_predict
         assert valid(text), (case, seed, text)
     # Every generated token but the EOS was stepped through maskd by llama-server's sampler.
-    assert metric(metrics_url, steps) - before >= generated - len(SEEDS) > 0
+    assert steps(metrics_url) - before >= generated - len(SEEDS) > 0
 
 
 def test_unconstrained_output_would_fail(llama_server) -> None:
@@ -183,8 +176,7 @@ def test_chat_response_format_stays_with_llama_cpp(llama_server, maskd_with_metr
     the template's generation prompt (special tokens), stays with llama.cpp's sampler; the
     output is valid JSON and maskd is not asked."""
     _, metrics_url = maskd_with_metrics
-    steps = 'maskd_client_step_entries_total{client="llama.cpp"}'
-    before = metric(metrics_url, steps)
+    before = steps(metrics_url)
     status, out = http_json(llama_server.url("/v1/chat/completions"), {
         "messages": [{"role": "user", "content": "hi"}], "max_tokens": 64, "seed": 1,
         "temperature": 1.0, "response_format": {"type": "json_object"}})
@@ -192,7 +184,7 @@ def test_chat_response_format_stays_with_llama_cpp(llama_server, maskd_with_metr
     choice = out["choices"][0]
     if choice["finish_reason"] == "stop":
         assert isinstance(json.loads(choice["message"]["content"]), dict), choice
-    assert metric(metrics_url, steps) == before
+    assert steps(metrics_url) == before
 
 
 def test_grammar_maskd_refuses_fails_the_request_with_its_message(llama_server) -> None:
@@ -205,12 +197,11 @@ def test_grammar_maskd_refuses_fails_the_request_with_its_message(llama_server) 
 def test_without_the_setting_llama_cpp_serves_grammars(maskd_with_metrics) -> None:
     """No MASKD_LLAMA_ADDR: llama.cpp's own grammar sampler, maskd untouched."""
     _, metrics_url = maskd_with_metrics
-    steps = 'maskd_client_step_entries_total{client="llama.cpp"}'
-    before = metric(metrics_url, steps)
+    before = steps(metrics_url)
     s = LlamaServer(None)
     try:
         status, out = s.complete(1, grammar=PHONE_GBNF)
         assert status == 200 and regex.fullmatch(PHONE_RE, out["content"]), out
     finally:
         s.stop()
-    assert metric(metrics_url, steps) == before
+    assert steps(metrics_url) == before
