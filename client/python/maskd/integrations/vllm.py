@@ -160,8 +160,8 @@ class MaskdBackend(StructuredOutputBackend):
         self._inflight: Optional[Tuple[List[MaskdGrammar],
                                        "concurrent.futures.Future[StepReply]"]] = None
         self._sender = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maskd-step")
-        # Its thread starts now, not in the first engine step's prefetch (an executor starts
-        # threads on first submit: tens of ms on a busy CPU, on the engine's path).
+        # Its thread starts now: an executor starts its thread on the first submit, which
+        # would otherwise be the first engine step's prefetch, on the engine's path.
         self._sender.submit(lambda: None).result()
 
     # -- tokenizer ------------------------------------------------------------
