@@ -12,6 +12,8 @@ constexpr size_t kMaxClientIdBytes = 128;
 constexpr absl::string_view kClientIdPunctuation = "._:@/+-";
 constexpr char kClientIdRule[] = "1 to 128 bytes of [A-Za-z0-9._:@/+-]";
 
+// One per call. `id_` is the factory's: the channel owns the factory, and a
+// call's ClientContext holds the channel, so no copy of the id per call.
 class ClientIdInterceptor : public grpc::experimental::Interceptor {
  public:
   explicit ClientIdInterceptor(const std::string& id) : id_(id) {}
@@ -25,7 +27,7 @@ class ClientIdInterceptor : public grpc::experimental::Interceptor {
   }
 
  private:
-  const std::string id_;
+  const std::string& id_;
 };
 
 class ClientIdFactory : public grpc::experimental::ClientInterceptorFactoryInterface {

@@ -10,7 +10,7 @@ over request and response types, and these pass every call through unchanged.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import grpc
 import grpc.aio
@@ -34,18 +34,13 @@ def checked_client_id(client_id: Optional[str]) -> Optional[str]:
     return client_id
 
 
-def _with_id(metadata: Optional[Sequence[Tuple[str, Union[str, bytes]]]],
-             client_id: str) -> _Metadata:
-    return tuple(metadata or ()) + ((CLIENT_ID_METADATA_KEY, client_id),)
-
-
 class _CallDetails(grpc.ClientCallDetails):
     """A call's details with the client id added to its metadata."""
 
-    def __init__(self, base: grpc.ClientCallDetails, client_id: str) -> None:
+    def __init__(self, base: grpc.ClientCallDetails, id_metadata: _Metadata) -> None:
         self.method = base.method
         self.timeout = base.timeout
-        self.metadata = _with_id(base.metadata, client_id)
+        self.metadata = tuple(base.metadata or ()) + id_metadata
         self.credentials = base.credentials
         self.wait_for_ready = base.wait_for_ready
         self.compression = base.compression
@@ -57,76 +52,69 @@ class ClientIdInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClie
     (``grpc.intercept_channel(channel, ClientIdInterceptor(id))``)."""
 
     def __init__(self, client_id: str) -> None:
-        self._client_id = client_id
+        self._metadata: _Metadata = ((CLIENT_ID_METADATA_KEY, client_id),)
 
     def intercept_unary_unary(self, continuation: Callable[..., Any],
                               client_call_details: grpc.ClientCallDetails, request: Any) -> Any:
-        return continuation(_CallDetails(client_call_details, self._client_id), request)
+        return continuation(_CallDetails(client_call_details, self._metadata), request)
 
     def intercept_unary_stream(self, continuation: Callable[..., Any],
                                client_call_details: grpc.ClientCallDetails, request: Any) -> Any:
-        return continuation(_CallDetails(client_call_details, self._client_id), request)
+        return continuation(_CallDetails(client_call_details, self._metadata), request)
 
     def intercept_stream_unary(self, continuation: Callable[..., Any],
                                client_call_details: grpc.ClientCallDetails,
                                request_iterator: Any) -> Any:
-        return continuation(_CallDetails(client_call_details, self._client_id), request_iterator)
+        return continuation(_CallDetails(client_call_details, self._metadata), request_iterator)
 
     def intercept_stream_stream(self, continuation: Callable[..., Any],
                                 client_call_details: grpc.ClientCallDetails,
                                 request_iterator: Any) -> Any:
-        return continuation(_CallDetails(client_call_details, self._client_id), request_iterator)
+        return continuation(_CallDetails(client_call_details, self._metadata), request_iterator)
 
 
-def _aio_details(base: grpc.aio.ClientCallDetails, client_id: str) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata.from_tuple(tuple(base.metadata or ()))
-    metadata.add(CLIENT_ID_METADATA_KEY, client_id)
-    return grpc.aio.ClientCallDetails(base.method, base.timeout, metadata, base.credentials,
-                                      base.wait_for_ready)
+class _AioClientId:
+    """What the four grpc.aio interceptors below share: the id, and a call's details with it."""
+
+    def __init__(self, client_id: str) -> None:
+        self._client_id = client_id
+
+    def _details(self, base: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        # A copy: the caller's metadata object may be reused across calls.
+        metadata = grpc.aio.Metadata.from_tuple(tuple(base.metadata or ()))
+        metadata.add(CLIENT_ID_METADATA_KEY, self._client_id)
+        return grpc.aio.ClientCallDetails(base.method, base.timeout, metadata, base.credentials,
+                                          base.wait_for_ready)
 
 
 # grpc.aio files an interceptor under the first of the four kinds it is, so each kind
 # has its own class.
-class _AioUnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, client_id: str) -> None:
-        self._client_id = client_id
-
+class _AioUnaryUnary(_AioClientId, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation: Callable[..., Any],
                                     client_call_details: grpc.aio.ClientCallDetails,
                                     request: Any) -> Any:
-        return await continuation(_aio_details(client_call_details, self._client_id), request)
+        return await continuation(self._details(client_call_details), request)
 
 
-class _AioUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
-    def __init__(self, client_id: str) -> None:
-        self._client_id = client_id
-
+class _AioUnaryStream(_AioClientId, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation: Callable[..., Any],
                                      client_call_details: grpc.aio.ClientCallDetails,
                                      request: Any) -> Any:
-        return await continuation(_aio_details(client_call_details, self._client_id), request)
+        return await continuation(self._details(client_call_details), request)
 
 
-class _AioStreamUnary(grpc.aio.StreamUnaryClientInterceptor):
-    def __init__(self, client_id: str) -> None:
-        self._client_id = client_id
-
+class _AioStreamUnary(_AioClientId, grpc.aio.StreamUnaryClientInterceptor):
     async def intercept_stream_unary(self, continuation: Callable[..., Any],
                                      client_call_details: grpc.aio.ClientCallDetails,
                                      request_iterator: Any) -> Any:
-        return await continuation(_aio_details(client_call_details, self._client_id),
-                                  request_iterator)
+        return await continuation(self._details(client_call_details), request_iterator)
 
 
-class _AioStreamStream(grpc.aio.StreamStreamClientInterceptor):
-    def __init__(self, client_id: str) -> None:
-        self._client_id = client_id
-
+class _AioStreamStream(_AioClientId, grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(self, continuation: Callable[..., Any],
                                       client_call_details: grpc.aio.ClientCallDetails,
                                       request_iterator: Any) -> Any:
-        return await continuation(_aio_details(client_call_details, self._client_id),
-                                  request_iterator)
+        return await continuation(self._details(client_call_details), request_iterator)
 
 
 def aio_client_id_interceptors(client_id: str) -> List[grpc.aio.ClientInterceptor]:
