@@ -171,20 +171,16 @@ absl::StatusOr<std::vector<uint32_t>> Minimize(const DenseDfa& dfa, const DfaOpt
 
   std::vector<uint32_t> touched;
   std::vector<uint32_t> splitter;
-  // The abort check runs once per kCheckWork units: an iteration costs
-  // kStepWork plus its splitter's states, so small ones are checked every
-  // 1,024 and a few over huge blocks cannot run long between checks.
-  constexpr uint64_t kCheckWork = uint64_t{1} << 16, kStepWork = kCheckWork / 1024;
-  uint64_t spent = 0;
+  // Abort checks by work: an iteration costs kStepWork plus its splitter's
+  // states, so small ones are checked every 1,024 and a few over huge blocks
+  // cannot run long between checks.
+  constexpr uint64_t kStepWork = AbortMeter::kCheckWork / 1024;
+  AbortMeter meter(options);
   while (!work.empty()) {
     auto [b, c] = work.back();
     work.pop_back();
     in_work[static_cast<size_t>(b) * k + c] = 0;
-    spent += kStepWork + (end[b] - first[b]);
-    if (spent >= kCheckWork) {
-      spent = 0;
-      if (auto s = CheckBuildAbort(options); !s.ok()) return s;
-    }
+    if (auto s = meter.Spend(kStepWork + (end[b] - first[b])); !s.ok()) return s;
     // Snapshot the splitter block (it may be split while we mark).
     splitter.assign(elems.begin() + first[b], elems.begin() + end[b]);
     touched.clear();

@@ -105,25 +105,19 @@ absl::StatusOr<DenseDfa> SubsetConstruction(const CompactNfa& nfa, const DfaOpti
   std::vector<uint32_t> targets, prev_targets;
   std::vector<uint32_t> mark(nfa.num_states, 0);
   uint32_t generation = 0;
-  // The abort check runs once per kCheckWork units of work: a DFA state
-  // costs kStateWork plus its NFA edges, a merged target set its closures'
-  // members. So small states are checked every 64, and a few huge ones
-  // (sets of millions of NFA states) cannot run long between checks.
-  constexpr uint64_t kCheckWork = uint64_t{1} << 16, kStateWork = kCheckWork / 64;
-  uint64_t work = 0;
-  auto spend = [&](uint64_t units) {
-    work += units;
-    if (work < kCheckWork) return absl::OkStatus();
-    work = 0;
-    return CheckBuildAbort(options);
-  };
+  // Abort checks by work: a DFA state costs kStateWork plus its NFA edges, a
+  // merged target set its closures' members. So small states are checked
+  // every 64, and a few huge ones (sets of millions of NFA states) cannot
+  // run long between checks.
+  constexpr uint64_t kStateWork = AbortMeter::kCheckWork / 64;
+  AbortMeter meter(options);
   for (uint32_t d = 1; d < sets.size(); ++d) {
     out_edges.clear();
     for (uint32_t s : sets.Get(d)) {
       out_edges.insert(out_edges.end(), nfa.edges.begin() + nfa.edge_begin[s],
                        nfa.edges.begin() + nfa.edge_begin[s + 1]);
     }
-    if (auto s = spend(kStateWork + out_edges.size()); !s.ok()) return s;
+    if (auto s = meter.Spend(kStateWork + out_edges.size()); !s.ok()) return s;
     if (out_edges.empty()) continue;  // the match state alone: all to dead
     std::sort(out_edges.begin(), out_edges.end(),
               [](const CompactNfa::Edge& a, const CompactNfa::Edge& b) { return a.lo < b.lo; });
@@ -169,7 +163,7 @@ absl::StatusOr<DenseDfa> SubsetConstruction(const CompactNfa& nfa, const DfaOpti
                 scratch.push_back(x);
               }
             }
-            if (auto s = spend(closure.size()); !s.ok()) return s;
+            if (auto s = meter.Spend(closure.size()); !s.ok()) return s;
           }
           std::sort(scratch.begin(), scratch.end());
           got = intern(scratch);

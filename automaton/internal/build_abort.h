@@ -4,6 +4,7 @@
 #define MASKD_AUTOMATON_INTERNAL_BUILD_ABORT_H_
 
 #include <atomic>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
@@ -23,6 +24,26 @@ inline absl::Status CheckBuildAbort(const DfaOptions& options) {
   }
   return absl::OkStatus();
 }
+
+// Polls CheckBuildAbort once per kCheckWork units spent. A stage charges
+// each step its cost (a fixed part plus the states it touches), so a few
+// huge steps are checked as often as many small ones.
+class AbortMeter {
+ public:
+  static constexpr uint64_t kCheckWork = uint64_t{1} << 16;
+
+  explicit AbortMeter(const DfaOptions& options) : options_(options) {}
+  absl::Status Spend(uint64_t units) {
+    spent_ += units;
+    if (spent_ < kCheckWork) return absl::OkStatus();
+    spent_ = 0;
+    return CheckBuildAbort(options_);
+  }
+
+ private:
+  const DfaOptions& options_;
+  uint64_t spent_ = 0;  // since the last check
+};
 
 }  // namespace maskd::automaton_internal
 

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/internal/build_abort.h"
 #include "automaton/regex.h"
 #include "re2/re2.h"
 #include "tests/index/test_util.h"
@@ -154,6 +155,21 @@ TEST(Dfa, DeadlineAndCancel) {
   dfa = Dfa::FromPattern("[ab]*a[ab]{12}", RegexLimits{}, c);
   ASSERT_FALSE(dfa.ok());
   EXPECT_EQ(dfa.status().code(), absl::StatusCode::kCancelled);
+}
+
+// Subset construction and minimization poll the stop flag by work done: not
+// before AbortMeter::kCheckWork units, then once per kCheckWork, however the
+// units come (many small steps or one huge one).
+TEST(Dfa, AbortMeterChecksOncePerCheckWork) {
+  using automaton_internal::AbortMeter;
+  std::atomic<bool> cancel{true};
+  DfaOptions c;
+  c.cancel = &cancel;
+  AbortMeter meter(c);
+  EXPECT_TRUE(meter.Spend(AbortMeter::kCheckWork - 1).ok());
+  EXPECT_EQ(meter.Spend(1).code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(meter.Spend(AbortMeter::kCheckWork / 2).ok());  // counted from 0 again
+  EXPECT_EQ(meter.Spend(10 * AbortMeter::kCheckWork).code(), absl::StatusCode::kCancelled);
 }
 
 // ---------------------------------------------------------------------------
