@@ -317,7 +317,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
-  size_t& mine = s.pending_by_client[spec.client];
+  // Looked up, not inserted: a refused client leaves no entry behind.
+  auto held = s.pending_by_client.find(spec.client);
+  const size_t mine = held == s.pending_by_client.end() ? 0 : held->second;
   if (s.options.max_pending_per_client != 0 && mine >= s.options.max_pending_per_client) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "client ", spec.client, " has ", mine, " compilations in progress, its whole share (",
@@ -345,7 +347,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   s.entries[id] = e;
   s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
-  ++mine;
+  ++s.pending_by_client[spec.client];
   s.cv.SignalAll();  // workers of both lanes wait on cv
   IndexInfo info = s.Snapshot(*e);
   info.waiter = waiter;
