@@ -206,13 +206,14 @@ struct IndexLease::Shared {
     return last_waiter;
   }
 
-  // A wait=false request of `client` asked for compiling entry `e`.
+  // A wait=false request of `client` asked for compiling entry `e`. An entry
+  // compiling in the map has waiters or is background already (AbandonLocked
+  // drops it otherwise), so `client` is charged only once they all leave.
   void AddBackground(IndexCache::Entry& e, const std::string& client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (e.background) return;
     e.background = true;
     e.background_client = client;
-    if (e.waiters.empty()) ChargeBackgroundClient(e);
   }
 
   // `e` runs on only for its wait=false requests: it counts against the
