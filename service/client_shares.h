@@ -47,6 +47,8 @@ class ClientShares {
     Charge& operator=(Charge&& other) noexcept;
     ~Charge() { Release(); }
     bool held() const { return state_ != nullptr; }
+    // The client charged (as given to Take); empty when nothing is held.
+    const std::string& client() const { return client_; }
 
    private:
     friend class ClientShares;

@@ -206,13 +206,14 @@ struct IndexLease::Shared {
     return last_waiter;
   }
 
-  // A wait=false request of `client` asked for compiling entry `e`.
+  // A wait=false request of `client` asked for compiling entry `e`. An entry
+  // compiling in the map has waiters or is background already (AbandonLocked
+  // drops it otherwise), so `client` is charged only once they all leave.
   void AddBackground(IndexCache::Entry& e, const std::string& client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (e.background) return;
     e.background = true;
     e.background_client = client;
-    if (e.waiters.empty()) ChargeBackgroundClient(e);
   }
 
   // `e` runs on only for its wait=false requests: it counts against the
@@ -317,7 +318,9 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
     return absl::ResourceExhaustedError(absl::StrCat(
         "too many compilations in progress (", s.pending, "; --max-pending-compiles)"));
   }
-  size_t& mine = s.pending_by_client[spec.client];
+  // Looked up, not inserted: a refused client leaves no entry behind.
+  auto held = s.pending_by_client.find(spec.client);
+  const size_t mine = held == s.pending_by_client.end() ? 0 : held->second;
   if (s.options.max_pending_per_client != 0 && mine >= s.options.max_pending_per_client) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "client ", spec.client, " has ", mine, " compilations in progress, its whole share (",
@@ -345,7 +348,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
   s.entries[id] = e;
   s.queue[e->in_fast_lane ? 0 : 1].Push(e, e->client);
   ++s.pending;
-  ++mine;
+  ++s.pending_by_client[spec.client];
   s.cv.SignalAll();  // workers of both lanes wait on cv
   IndexInfo info = s.Snapshot(*e);
   info.waiter = waiter;

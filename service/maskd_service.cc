@@ -435,10 +435,9 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 // non-gRPC thread).
 class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor {
  public:
-  StepStreamReactor(MaskdService* service, std::string client, ClientShares::Charge share,
-                    ClientKind kind, const Ctx& ctx)
+  StepStreamReactor(MaskdService* service, ClientShares::Charge share, ClientKind kind,
+                    const Ctx& ctx)
       : service_(service),
-        client_(std::move(client)),
         share_(std::move(share)),
         kind_(kind),
         interrupt_(ctx) {
@@ -477,7 +476,7 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
       return;
     }
     Ref();
-    absl::Status queued = pool->Submit(client_, [this] {
+    absl::Status queued = pool->Submit(share_.client(), [this] {
       absl::Status s = interrupt_.Check();  // it may have waited in the queue
       if (s.ok()) {
         StepAndWrite();
@@ -587,8 +586,9 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   void Touch() { last_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed); }
 
   MaskdService* const service_;
-  const std::string client_;    // the caller (KeyOf): its queue in the step pool
-  ClientShares::Charge share_;  // the caller's unit of --max-streams-per-client
+  // The caller's unit of --max-streams-per-client; its client() (KeyOf) is
+  // the caller's queue in the step pool. Held until OnDone.
+  ClientShares::Charge share_;
   const ClientKind kind_;     // for the per-client step counters
   const CallInterrupt interrupt_;  // of the stream's context (lives until OnDone)
   std::atomic<int> refs_{1};
@@ -608,8 +608,7 @@ class MaskdService::RefusedStream final : public MaskdService::StreamReactor {
 };
 
 MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
-  std::string client = KeyOf(*ctx);
-  absl::StatusOr<ClientShares::Charge> share = stream_shares_.Take(client);
+  absl::StatusOr<ClientShares::Charge> share = stream_shares_.Take(KeyOf(*ctx));
   absl::Status refusal = share.status();
   if (refusal.ok()) {
     absl::MutexLock lock(&streams_mu_);
@@ -624,8 +623,7 @@ MaskdService::StreamReactor* MaskdService::OpenStepStream(Ctx* ctx) {
     if (metrics_) metrics_->RpcError("StepStream", static_cast<int>(refusal.code()));
     return new RefusedStream(ToGrpcStatus(refusal));
   }
-  return new StepStreamReactor(this, std::move(client), *std::move(share), ClientKindOf(*ctx),
-                               *ctx);
+  return new StepStreamReactor(this, *std::move(share), ClientKindOf(*ctx), *ctx);
 }
 
 void MaskdService::ReapStreams() {

@@ -13,11 +13,11 @@
 #include "absl/time/clock.h"
 #include "grpcpp/support/message_allocator.h"
 #include "service/call_interrupt.h"
+#include "service/client_identity.h"
 #include "service/client_kind_of.h"
 #include "service/grpc_status.h"
 #include "service/quote.h"
 #include "service/log.h"
-#include "service/maskd_service.h"  // ClientKey
 #include "service/peer_credentials.h"
 #include "service/pooled_allocator.h"
 #include "service/step_proto.h"

@@ -531,6 +531,37 @@ TEST(IndexCacheTest, LeavingSparesEntriesOthersWant) {
   EXPECT_TRUE(cache.Cancel(background->id));
 }
 
+// An entry left by its waiters but kept for a wait=false request of another
+// client counts from then on against that client's
+// --max-pending-compiles-per-client share, no longer the waiters'.
+TEST(IndexCacheTest, AnEntryKeptForAWaitFalseRequestMovesToItsClientsShare) {
+  IndexCacheOptions options;
+  options.max_pending_per_client = 1;
+  IndexCache cache(options, nullptr);
+  CompileSpec slow = Spec("(a|b)*b(a|b){15}", /*eager=*/true);  // seconds of work
+  slow.client = "waiter";
+  auto waited = cache.Compile(slow, [](const IndexInfo&) {});
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  ASSERT_NE(waited->waiter, 0u);
+  slow.client = "background";
+  ASSERT_TRUE(cache.Compile(slow).ok());  // joins the entry, charged nothing yet
+  CompileSpec other = Spec("(a|b)*a(a|b){15}", /*eager=*/true);
+  other.client = "waiter";
+  EXPECT_EQ(cache.Compile(other).status().code(), absl::StatusCode::kResourceExhausted);
+  cache.Leave(waited->id, waited->waiter, absl::CancelledError("gone"));
+  auto still = cache.Get(waited->id);
+  ASSERT_TRUE(still.ok()) << still.status();
+  ASSERT_EQ(still->state, IndexState::kCompiling);
+  other.client = "background";
+  auto refused = cache.Compile(other);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("client background has 1 compilations"));
+  other.client = "waiter";
+  auto freed = cache.Compile(other);
+  EXPECT_TRUE(freed.ok()) << freed.status();
+  cache.CancelAll();
+}
+
 TEST(IndexCacheTest, DedupesConcurrentRequests) {
   Metrics metrics("test");
   IndexCache cache({}, &metrics);
