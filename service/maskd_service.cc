@@ -391,7 +391,7 @@ absl::Status MaskdService::DoStep(const v1::StepRequest& req, v1::StepResponse* 
 }
 
 WorkPool* MaskdService::StepPoolFor(const v1::StepRequest& req) const {
-  if (steps_ == nullptr || !StepsGrammar(*step_, req.entries())) return nullptr;
+  if (steps_ == nullptr || !StepsGrammar(req.entries())) return nullptr;
   return steps_;
 }
 

@@ -57,7 +57,7 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   // it must outlive the server's Shutdown (queued calls still finish).
   // `steps` (may be null: on the callback thread) likewise runs the Step
   // calls and StepStream messages whose batch steps a grammar session
-  // (StepBatch::IsGrammarSession); a batch of regex sessions only is stepped
+  // (SessionTable::IsGrammarId); a batch of regex sessions only is stepped
   // on the callback thread (a table walk per token: no pool hop on the hot
   // path). A stream has one message in flight, so its replies keep order.
   MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, SessionTable* sessions,

@@ -135,17 +135,17 @@ absl::Status SessionTable::NotFound(uint64_t id) {
   return absl::NotFoundError(absl::StrCat("unknown session ", id));
 }
 
-uint64_t SessionTable::NewId() {
+uint64_t SessionTable::NewId(bool grammar) {
   thread_local RandomBatch batch;
   for (;;) {
-    uint64_t id = batch.Next();
+    const uint64_t id = (batch.Next() & ~uint64_t{1}) | static_cast<uint64_t>(grammar);
     if (id != 0) return id;
   }
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Insert(std::shared_ptr<Session> s) {
   for (;;) {  // `s` is not shared yet: its id may still change
-    s->id_ = NewId();
+    s->id_ = NewId(s->route() == ConstraintRoute::kGrammar);
     Shard& shard = ShardOf(s->id_);
     absl::MutexLock lock(&shard.mu);
     if (shard.map.emplace(s->id_, s).second) break;  // else: a live id, draw again

@@ -153,6 +153,10 @@ class SessionTable {
   absl::StatusOr<std::shared_ptr<Session>> Fork(uint64_t id, absl::string_view client = "");
   // Null when unknown. Does not refresh the TTL (Session::Step does).
   std::shared_ptr<Session> Find(uint64_t id) const;
+  // Whether `id` names a grammar-route session, read from the id itself (its
+  // lowest bit, set at creation): no lookup, so callers can route a batch
+  // before stepping it. An id no session has may answer either way.
+  static bool IsGrammarId(uint64_t id) { return (id & 1) != 0; }
 
   // Removes sessions idle since before `now - ttl`; returns how many.
   size_t ExpireIdle(absl::Time now);
@@ -170,8 +174,9 @@ class SessionTable {
     absl::flat_hash_map<uint64_t, std::shared_ptr<Session>> map ABSL_GUARDED_BY(mu);
   };
   Shard& ShardOf(uint64_t id) const { return shards_[(id ^ (id >> 29)) % kShards]; }
-  // 64 random bits, never 0 (getrandom(2), buffered per thread).
-  static uint64_t NewId();
+  // 63 random bits (getrandom(2), buffered per thread) above the kind bit
+  // (IsGrammarId), never 0.
+  static uint64_t NewId(bool grammar);
   absl::StatusOr<std::shared_ptr<Session>> Insert(std::shared_ptr<Session> s);
   // A place for one more session charged to `client`: its share's unit, and
   // one of max_sessions (given back by the caller when it fails later).

@@ -250,7 +250,7 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
                                                                 v1::StepInRegionResponse* resp) {
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
-  if (steps_ == nullptr || !StepsGrammar(*step_, req->entries())) {
+  if (steps_ == nullptr || !StepsGrammar(req->entries())) {
     return Done(ctx, "StepInRegion", RunStepInRegion(*ctx, *req, resp, *uid));
   }
   Reactor* r = ctx->DefaultReactor();

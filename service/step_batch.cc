@@ -70,11 +70,6 @@ absl::StatusOr<StepBatch::Buffers> StepBatch::ThreadBuffers(size_t n) const {
                  absl::MakeSpan(buffers.results.data(), n)};
 }
 
-bool StepBatch::IsGrammarSession(uint64_t id) const {
-  std::shared_ptr<Session> s = sessions_->Find(id);
-  return s != nullptr && s->route() == ConstraintRoute::kGrammar;
-}
-
 absl::Status StepBatch::CheckReplySize(uint64_t entries, uint64_t words_per_row) const {
   const uint64_t bytes = words_per_row * 4 * entries;  // < 2^32 * 4 * 2^32
   if (bytes + entries * 64 <= limits_.max_message_bytes) return absl::OkStatus();

@@ -134,12 +134,6 @@ class StepBatch {
   };
   absl::StatusOr<Buffers> ThreadBuffers(size_t n) const;
 
-  // Whether session `id` exists and is on the grammar route, whose steps may
-  // parse for long (the services run batches with one on a WorkPool, off
-  // gRPC's threads); regex sessions step in a table walk per token. One
-  // SessionTable::Find (a shard reader lock), no allocation.
-  bool IsGrammarSession(uint64_t id) const;
-
   // The bound of a reply that carries the rows (Maskd.Step):
   // RESOURCE_EXHAUSTED when `entries` rows of `words_per_row` words, plus 64
   // bytes per entry for its result, exceed max_message_bytes.

@@ -36,12 +36,14 @@ inline void StepResultToProto(const StepEntryResult& r, v1::StepResult* out) {
   st->set_message(BoundMessage(r.status.message()));
 }
 
-// Whether some entry of `entries` steps a grammar session
-// (StepBatch::IsGrammarSession): such a batch runs on the step WorkPool.
+// Whether some entry of `entries` names a grammar session
+// (SessionTable::IsGrammarId: a bit of the id, no lookup), whose steps may
+// parse for long: such a batch runs on the step WorkPool, off gRPC's threads;
+// regex sessions step in a table walk per token.
 template <typename Entries>
-bool StepsGrammar(const StepBatch& batch, const Entries& entries) {
+bool StepsGrammar(const Entries& entries) {
   for (const v1::StepEntry& e : entries) {
-    if (batch.IsGrammarSession(e.session_id())) return true;
+    if (SessionTable::IsGrammarId(e.session_id())) return true;
   }
   return false;
 }

@@ -800,17 +800,41 @@ TEST_F(SessionTableTest, IdsShareNoStructure) {
   for (int i = 0; i < kN; ++i) {
     auto s = table.Create(lease);
     ASSERT_TRUE(s.ok()) << s.status();
-    uint64_t id = (*s)->id();
+    const uint64_t id = (*s)->id();
     ASSERT_NE(id, 0u);
     ASSERT_TRUE(seen.insert(id).second) << "repeated id after " << i;
-    if (i > 0) xor_bits += std::popcount(id ^ prev);
-    ones += std::popcount(id);
-    prev = id;
+    ASSERT_FALSE(SessionTable::IsGrammarId(id)) << id;  // a regex session
+    const uint64_t random = id >> 1;  // the bits above the kind bit
+    if (i > 0) xor_bits += std::popcount(random ^ prev);
+    ones += std::popcount(random);
+    prev = random;
   }
-  // Independent uniform 64-bit words: 32 bits differ on average (sd of the
-  // mean over 1e5 pairs: 0.013), 32 bits set.
-  EXPECT_NEAR(static_cast<double>(xor_bits) / (kN - 1), 32.0, 0.25);
-  EXPECT_NEAR(static_cast<double>(ones) / kN, 32.0, 0.25);
+  // Independent uniform 63-bit words: 31.5 bits differ on average (sd of the
+  // mean over 1e5 pairs: 0.013), 31.5 bits set.
+  EXPECT_NEAR(static_cast<double>(xor_bits) / (kN - 1), 31.5, 0.25);
+  EXPECT_NEAR(static_cast<double>(ones) / kN, 31.5, 0.25);
+}
+
+// The step pool routes a batch by its ids' kind bit, before any lookup: it
+// must say which sessions are on the grammar route, forks included.
+TEST_F(SessionTableTest, IdsSayWhetherTheSessionIsOnTheGrammarRoute) {
+  CompileSpec grammar;
+  grammar.tokenizer = "qwen3";
+  grammar.constraint =
+      Constraint::Grammar("start: \"a\"+\n", GrammarFormat::kLark, Qwen());
+  IndexInfo info = CompileWait(*cache_, grammar);
+  ASSERT_EQ(info.state, IndexState::kReady) << info.status;
+  SessionTable table({}, nullptr);
+  for (int i = 0; i < 64; ++i) {
+    auto g = table.Create(*cache_->Lease(info.id));
+    auto r = table.Create(Lease());
+    ASSERT_TRUE(g.ok() && r.ok());
+    EXPECT_TRUE(SessionTable::IsGrammarId((*g)->id()));
+    EXPECT_FALSE(SessionTable::IsGrammarId((*r)->id()));
+    auto fork = table.Fork((*g)->id());
+    ASSERT_TRUE(fork.ok()) << fork.status();
+    EXPECT_TRUE(SessionTable::IsGrammarId((*fork)->id()));
+  }
 }
 
 TEST_F(SessionTableTest, OneIdDoesNotRevealOthers) {
