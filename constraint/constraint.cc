@@ -83,6 +83,13 @@ std::string_view SchemaRouteName(SchemaRoute route) {
   return "unknown";
 }
 
+std::optional<SchemaRoute> SchemaRouteNamed(std::string_view name) {
+  for (SchemaRoute r : {SchemaRoute::kAuto, SchemaRoute::kRegex, SchemaRoute::kGrammar}) {
+    if (SchemaRouteName(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
 std::string Constraint::KeyBytes() const { return TupleBytes(Fields()); }
 
 std::string Constraint::CacheKey() const {

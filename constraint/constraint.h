@@ -23,6 +23,7 @@
 #define MASKD_CONSTRAINT_CONSTRAINT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -61,6 +62,8 @@ enum class SchemaRoute {
 };
 // "auto", "regex", "grammar".
 std::string_view SchemaRouteName(SchemaRoute route);
+// The route SchemaRouteName calls `name`; nullopt for any other name.
+std::optional<SchemaRoute> SchemaRouteNamed(std::string_view name);
 
 // What a request chooses besides its kind and text. A new option is a field
 // here (and in Fields()), read from the request where the service converts

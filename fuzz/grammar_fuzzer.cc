@@ -33,19 +33,7 @@
 
 namespace {
 
-const std::shared_ptr<const maskd::TokenizerContext>& TinyTokenizer() {
-  static const auto* vocab = [] {
-    auto v = maskd::Vocabulary::FromJson(maskd::fuzz::TinyTokenizerJson(),
-                                         R"({"eos_token":"<|end|>"})", {}, "tiny");
-    if (!v.ok()) {
-      std::fprintf(stderr, "tiny vocabulary: %s\n", v.status().ToString().c_str());
-      std::abort();
-    }
-    return new std::shared_ptr<const maskd::TokenizerContext>(
-        maskd::TokenizerContext::Create(*std::move(v)));
-  }();
-  return *vocab;
-}
+using maskd::fuzz::TinyTokenizer;
 
 // The engine's masks against IsAllowed and the recognizer, along the tokens
 // `picks` selects.

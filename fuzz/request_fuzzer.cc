@@ -181,7 +181,8 @@ struct Harness {
   std::unique_ptr<grpc::GenericStub> stub;
 
   Harness() {
-    auto tiny = tokenizers.Register("tiny", maskd::fuzz::TinyTokenizerJson(), R"({"eos_token":"<|end|>"})", {});
+    auto tiny = tokenizers.Register("tiny", maskd::fuzz::TinyTokenizerJson(),
+                                    maskd::fuzz::kTinyTokenizerConfig, {});
     if (!tiny.ok()) {
       fprintf(stderr, "tiny tokenizer: %s\n", tiny.status().ToString().c_str());
       abort();

@@ -90,15 +90,7 @@ bool Trace() {
   std::abort();
 }
 
-const std::shared_ptr<const TokenizerContext>& TinyTokenizer() {
-  static const auto* context = [] {
-    auto v = Vocabulary::FromJson(fuzz::TinyTokenizerJson(), R"({"eos_token":"<|end|>"})", {},
-                                  "tiny");
-    if (!v.ok()) Fail(absl::StrCat("tiny vocabulary: ", v.status().ToString()));
-    return new std::shared_ptr<const TokenizerContext>(TokenizerContext::Create(*std::move(v)));
-  }();
-  return *context;
-}
+using fuzz::TinyTokenizer;
 
 // One cache for the process (its threads and memo outlive the inputs), with
 // limits small enough that no constraint takes long.

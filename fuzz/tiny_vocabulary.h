@@ -4,7 +4,14 @@
 #ifndef MASKD_FUZZ_TINY_VOCABULARY_H_
 #define MASKD_FUZZ_TINY_VOCABULARY_H_
 
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
+#include <utility>
+
+#include "tokenizer/tokenizer_context.h"
+#include "tokenizer/vocabulary.h"
 
 namespace maskd::fuzz {
 
@@ -37,7 +44,10 @@ inline std::string JsonQuote(const std::string& s) {
   return out + "\"";
 }
 
-// The tokenizer.json; its tokenizer_config.json is {"eos_token":"<|end|>"}.
+// The tokenizer_config.json that goes with TinyTokenizerJson().
+inline constexpr char kTinyTokenizerConfig[] = R"({"eos_token":"<|end|>"})";
+
+// The tokenizer.json; its tokenizer_config.json is kTinyTokenizerConfig.
 inline std::string TinyTokenizerJson() {
   std::string vocab;
   for (int b = 0; b < 256; ++b) {
@@ -49,6 +59,20 @@ inline std::string TinyTokenizerJson() {
   return "{\"model\":{\"type\":\"BPE\",\"vocab\":{" + vocab +
          "}},\"added_tokens\":[{\"id\":270,\"content\":\"<|end|>\",\"special\":true}],"
          "\"decoder\":{\"type\":\"ByteLevel\"}}";
+}
+
+// The tiny tokenizer loaded as "tiny", once per process (never freed); aborts
+// if it does not load.
+inline const std::shared_ptr<const TokenizerContext>& TinyTokenizer() {
+  static const auto* context = [] {
+    auto v = Vocabulary::FromJson(TinyTokenizerJson(), kTinyTokenizerConfig, {}, "tiny");
+    if (!v.ok()) {
+      std::fprintf(stderr, "tiny vocabulary: %s\n", v.status().ToString().c_str());
+      std::abort();
+    }
+    return new std::shared_ptr<const TokenizerContext>(TokenizerContext::Create(*std::move(v)));
+  }();
+  return *context;
 }
 
 }  // namespace maskd::fuzz

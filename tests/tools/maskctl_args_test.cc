@@ -257,6 +257,9 @@ TEST(MaskctlConstraint, OnlineAndOfflineReadTheSameConstraint) {
   for (const Form* form : {&compile.offline, &compile.online}) {
     auto bad = ReadConstraintFlags(ParseForm(*form, {"--tokenizer", "t", "--regex", "a", "--route", "regex"}));
     EXPECT_THAT(bad.status().message(), HasSubstr("--route applies to --json-schema only"));
+    bad = ReadConstraintFlags(ParseForm(
+        *form, {"--tokenizer", "t", "--json-schema", WriteFile("args_route.json", "{}"), "--route", "fast"}));
+    EXPECT_THAT(bad.status().message(), HasSubstr("--route fast: expected auto, regex or grammar"));
     bad = ReadConstraintFlags(ParseForm(*form, {"--tokenizer", "t", "--json-schema", "/nonexistent.json"}));
     EXPECT_THAT(bad.status().message(), HasSubstr("/nonexistent.json"));
   }

@@ -9,13 +9,6 @@
 namespace maskctl {
 namespace {
 
-absl::StatusOr<maskd::SchemaRoute> RouteNamed(const std::string& name) {
-  if (name == "auto") return maskd::SchemaRoute::kAuto;
-  if (name == "regex") return maskd::SchemaRoute::kRegex;
-  if (name == "grammar") return maskd::SchemaRoute::kGrammar;
-  return absl::InvalidArgumentError(absl::StrCat("--route ", name, ": expected auto, regex or grammar"));
-}
-
 // The JSON Schema options: --route and --any-property-order for a schema,
 // --whitespace for a schema or a structural tag's schemas.
 absl::Status ReadSchemaOptions(const Args& args, ConstraintSource* out) {
@@ -30,8 +23,11 @@ absl::Status ReadSchemaOptions(const Args& args, ConstraintSource* out) {
     return absl::InvalidArgumentError("--whitespace applies to --json-schema and --structural-tag only");
   }
   if (auto route = args.Get("route")) {
-    auto r = RouteNamed(*route);
-    if (!r.ok()) return r.status();
+    auto r = maskd::SchemaRouteNamed(*route);
+    if (!r) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--route ", *route, ": expected auto, regex or grammar"));
+    }
     out->options.schema_route = *r;
   }
   if (auto ws = args.Get("whitespace")) {

@@ -247,10 +247,10 @@ int RunMaskbench(const Context& ctx) {
   }
   // The regex route by default: the figures in docs/benchmarks.md are its.
   maskd::SchemaRoute route = maskd::SchemaRoute::kRegex;
-  if (auto r = args->Get("route")) {
-    if (*r == "auto") route = maskd::SchemaRoute::kAuto;
-    else if (*r == "grammar") route = maskd::SchemaRoute::kGrammar;
-    else if (*r != "regex") return Fail("maskbench", "--route: expected auto, regex or grammar");
+  if (auto name = args->Get("route")) {
+    auto r = maskd::SchemaRouteNamed(*name);
+    if (!r) return Fail("maskbench", "--route: expected auto, regex or grammar");
+    route = *r;
   }
   bool verbose = args->Has("verbose");
   const bool fresh = args->Has("fresh");
