@@ -25,6 +25,7 @@
 #include "service/log.h"
 #include "service/peer_credentials.h"
 #include "service/peer_credentials_internal.h"
+#include "service/fd_headroom.h"
 #include "service/relay.h"
 
 namespace maskd {
@@ -142,21 +143,6 @@ std::string UnixPath(const std::string& addr) {
   absl::string_view a = addr;
   if (a.substr(0, 7) == "unix://") return std::string(a.substr(7));
   return std::string(a.substr(5));  // "unix:"
-}
-
-// True when `n` more descriptors can be opened now (probed with dup of
-// `fd`, closed again at once).
-bool HaveSpareFds(int fd, int n) {
-  int probes[64];
-  n = std::min(n, 64);
-  int made = 0;
-  while (made < n) {
-    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (d < 0) break;
-    probes[made++] = d;
-  }
-  for (int i = 0; i < made; ++i) close(probes[i]);
-  return made == n;
 }
 
 // A new non-blocking connection to the unix socket at `path`, from a fresh
@@ -326,6 +312,11 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& addr
   }
   l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (l->wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", Errno(errno)));
+  if (options.spare_fds > 0 || !options.upstream_path.empty()) {
+    absl::StatusOr<std::unique_ptr<FdHeadroom>> headroom = FdHeadroom::Open();
+    if (!headroom.ok()) return headroom.status();
+    l->headroom_ = *std::move(headroom);
+  }
   return l;
 }
 
@@ -371,7 +362,7 @@ bool Listener::HandOver(const Pending& p, Handed* out) {
       return false;
     }
     int up = -1;
-    if (!HaveSpareFds(wake_fd_, SpareFdsNeeded(options_.spare_fds / 2))) {
+    if (!headroom_->AtLeast(SpareFdsNeeded(options_.spare_fds / 2))) {
       errno = EMFILE;
     } else {
       up = ConnectUnix(options_.upstream_path);
@@ -493,7 +484,7 @@ void Listener::Loop() {
       for (int k = 0; k < 64; ++k) {
         // Too few spare descriptors reads as EMFILE (ListenerOptions::spare_fds).
         const bool spare = options_.spare_fds <= 0 ||
-                           HaveSpareFds(wake_fd_, SpareFdsNeeded(options_.spare_fds));
+                           headroom_->AtLeast(SpareFdsNeeded(options_.spare_fds));
         int fd = spare ? accept4(fds_[li], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
         if (fd < 0) {
           int e = spare ? errno : EMFILE;

@@ -38,6 +38,7 @@
 
 namespace maskd {
 
+class FdHeadroom;
 class Relay;
 
 // Open connections across listeners (accepted and not yet seen closed).
@@ -76,7 +77,8 @@ struct ListenerOptions {
   // leaves it this many plus one per connection gRPC has yet to accept
   // (ConnectionLimit::upstream_unanswered, at most 64 in all), and a TLS
   // connection is relayed only while half of `spare_fds` plus those are
-  // free. A margin, not a guarantee: other threads open descriptors too.
+  // free. Free descriptors are counted without opening any (fd_headroom.h).
+  // A margin, not a guarantee: other threads open descriptors too.
   int spare_fds = 0;
 };
 
@@ -136,6 +138,7 @@ class Listener {
   ListenerOptions options_;
   std::vector<int> fds_;  // listening sockets
   int wake_fd_ = -1;      // eventfd: Stop() wakes the loop
+  std::unique_ptr<FdHeadroom> headroom_;  // with spare_fds or upstream_path
   std::atomic<uint64_t> upstream_failures_{0};
   absl::Time last_upstream_log_ = absl::InfinitePast();
   grpc::Server* server_ = nullptr;

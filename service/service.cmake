@@ -7,6 +7,7 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/client_label.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/client_shares.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint_request.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/fd_headroom.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/index_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/listener.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/log.cc
