@@ -57,6 +57,14 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "tools": ("constraint", "kernels", "client"),
 }
 
+# Layers reachable through LAYERS that a layer must still not include
+# directly: the service knows how a constraint is compiled only through
+# constraint/ (it includes tokenizer/ for vocabularies and automaton/ for
+# interrupt.h, nothing of the routes).
+NOT_DIRECTLY: dict[str, tuple[str, ...]] = {
+    "service": ("schema", "index", "grammar"),
+}
+
 # The order the edges above must respect, lowest first; layers in one group
 # are peers. check() refuses a LAYERS edge that does not point downwards.
 ORDER: tuple[tuple[str, ...], ...] = (
@@ -143,6 +151,7 @@ def check(
     scanned: tuple[str, ...] = SCANNED,
     exceptions: dict[tuple[str, str], str] = EXCEPTIONS,
     prefix_layer: dict[str, str] = PREFIX_LAYER,
+    not_directly: dict[str, tuple[str, ...]] = NOT_DIRECTLY,
 ) -> list[Violation]:
     reach = allowed_layers(layers)
     root_dirs = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")}
@@ -167,7 +176,12 @@ def check(
                 if (rel, included) in exceptions:
                     continue
                 if target in layers:
-                    if target not in reach[layer]:
+                    if target in not_directly.get(layer, ()):
+                        violations.append(Violation(
+                            rel, lineno, included,
+                            f"layer {layer} may reach layer {target} only through "
+                            f"{', '.join(layers[layer])}"))
+                    elif target not in reach[layer]:
                         below = ", ".join(sorted(reach[layer] - {layer})) or "no other layer"
                         violations.append(Violation(
                             rel, lineno, included,
@@ -240,6 +254,9 @@ def self_test() -> int:
            [("index/t.cc", 1, "tests/index/test_util.h")])
     expect("angle brackets and spaces", {"grammar/g.h": '#  include <constraint/compile.h>\n'},
            [("grammar/g.h", 1, "constraint/compile.h")])
+    expect("service reaches index only through constraint",
+           {"service/s.cc": '#include "constraint/compile.h"\n#include "index/token_index.h"\n'},
+           [("service/s.cc", 2, "index/token_index.h")])
     expect("commented out", {"automaton/a.cc": '// #include "index/x.h"\n/*\n#include "index/y.h"\n*/\n'},
            [])
     expect("explicit exception",
