@@ -123,7 +123,7 @@ TEST(ConstraintGuide, GrammarRouteMasksAreBruteForce) {
     ASSERT_TRUE(oracle->Advance(t).ok());
     ASSERT_TRUE(guide->Step(0, {t}, absl::MakeSpan(row)).ok());
     EXPECT_EQ(guide->IsAccepting(), oracle->IsAccepting());
-    // The distance itself is checked against a search (tests/grammar/earley_test.cc).
+    // The distance itself is checked against a search (tests/grammar/earley_min_bytes_test.cc).
     EXPECT_EQ(guide->MinBytesToFinish() == 0, guide->IsAccepting());
   }
   EXPECT_EQ(guide->rollback_available(), guide->num_tokens());

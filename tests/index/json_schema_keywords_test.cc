@@ -1,10 +1,5 @@
-// JSON Schema -> regex: per-keyword tests with RE2 as an independent oracle,
-// exhaustive integer/decimal range tests against brute force, error paths,
-// and a slice of MaskBench (tests/data/maskbench_slice.jsonl).
-//
-// MASKD_MASKBENCH_DIR=/path/to/maskbench-dev runs the MaskBench check over
-// every *.jsonl there too and prints a failure breakdown (not in the default
-// suite's time budget).
+// JSON Schema -> regex: per-keyword tests with RE2 as an independent oracle
+// and maskd's own DFA agreeing, warnings, error paths, the options key.
 #include "schema/json_schema.h"
 
 #include <re2/re2.h>
@@ -29,10 +24,7 @@
 #include "absl/time/clock.h"
 #include "automaton/dfa.h"
 #include "schema/internal/json_schema_internal.h"
-
-// Passing rate (%) of tests/data/maskbench_slice.jsonl, set a little below
-// the measured rate.
-#define MASKBENCH_SLICE_FLOOR 90.0  // measured 92.8% (enum/const values checked against the whole schema)
+#include "tests/index/json_schema_test_util.h"
 
 namespace maskd {
 namespace {
@@ -44,16 +36,8 @@ using json_schema_internal::ParseDecimal;
 using json_schema_internal::PatternToJsonStringRegex;
 using json_schema_internal::PythonFloatRepr;
 using json_schema_internal::PythonJsonString;
-
-std::unique_ptr<RE2> Compile(const std::string& pattern) {
-  RE2::Options opt;
-  opt.set_max_mem(int64_t{1} << 30);
-  opt.set_log_errors(false);
-  auto re = std::make_unique<RE2>(pattern, opt);
-  return re;
-}
-
-bool Full(const RE2& re, const std::string& text) { return RE2::FullMatch(text, re); }
+using ::maskd::json_schema_test::Compile;
+using ::maskd::json_schema_test::Full;
 
 std::string ToRegex(const std::string& schema, const JsonSchemaOptions& o = {}) {
   auto r = JsonSchemaToRegex(schema, o);
@@ -74,184 +58,6 @@ void Check(const std::string& schema, const std::vector<std::string>& valid,
   ASSERT_TRUE(dfa.ok()) << dfa.status() << "\nregex: " << regex;
   for (auto& v : valid) EXPECT_TRUE((*dfa)->Matches(v)) << "DFA: " << schema << " should accept " << v;
   for (auto& v : invalid) EXPECT_FALSE((*dfa)->Matches(v)) << "DFA: " << schema << " should reject " << v;
-}
-
-// ---------------------------------------------------------------- numbers
-
-TEST(IntegerRange, ExhaustiveSmall) {
-  for (int lo = -45; lo <= 45; ++lo) {
-    for (int hi = lo; hi <= 45; ++hi) {
-      auto r = IntegerRangeRegex64(lo, hi);
-      ASSERT_TRUE(r.has_value());
-      auto re = Compile(*r);
-      ASSERT_TRUE(re->ok()) << *r;
-      for (int x = -120; x <= 120; ++x) {
-        ASSERT_EQ(Full(*re, std::to_string(x)), x >= lo && x <= hi)
-            << "[" << lo << "," << hi << "] x=" << x << " re=" << *r;
-      }
-      ASSERT_FALSE(Full(*re, "-0"));
-      ASSERT_FALSE(Full(*re, "00"));
-      ASSERT_FALSE(Full(*re, "01"));
-    }
-  }
-}
-
-TEST(IntegerRange, ExhaustiveThreeDigitBounds) {
-  const int bounds[] = {-1000, -999, -901, -900, -899, -101, -100, -99, -10, -9, -1, 0, 1, 9,
-                        10, 11, 19, 99, 100, 101, 109, 110, 190, 199, 200, 899, 900, 999, 1000};
-  for (int lo : bounds) {
-    for (int hi : bounds) {
-      if (hi < lo) continue;
-      auto r = IntegerRangeRegex64(lo, hi);
-      auto re = Compile(*r);
-      for (int x = -1100; x <= 1100; ++x) {
-        ASSERT_EQ(Full(*re, std::to_string(x)), x >= lo && x <= hi)
-            << "[" << lo << "," << hi << "] x=" << x << " re=" << *r;
-      }
-    }
-  }
-}
-
-TEST(IntegerRange, HalfOpen) {
-  for (int b = -130; b <= 130; ++b) {
-    auto ge = Compile(*IntegerRangeRegex64(b, std::nullopt));
-    auto le = Compile(*IntegerRangeRegex64(std::nullopt, b));
-    for (int x = -1200; x <= 1200; ++x) {
-      ASSERT_EQ(Full(*ge, std::to_string(x)), x >= b) << ">= " << b << " x=" << x;
-      ASSERT_EQ(Full(*le, std::to_string(x)), x <= b) << "<= " << b << " x=" << x;
-    }
-    ASSERT_TRUE(Full(*ge, "123456789012345678901234567890"));
-    ASSERT_FALSE(Full(*ge, "-123456789012345678901234567890"));
-    ASSERT_TRUE(Full(*le, "-123456789012345678901234567890"));
-  }
-  auto all = Compile(*IntegerRangeRegex64(std::nullopt, std::nullopt));
-  EXPECT_TRUE(Full(*all, "-5"));
-  EXPECT_FALSE(Full(*all, "05"));
-  EXPECT_FALSE(IntegerRangeRegex64(5, 4).has_value());
-}
-
-TEST(IntegerRange, Int64Extremes) {
-  const int64_t kMin = std::numeric_limits<int64_t>::min();
-  const int64_t kMax = std::numeric_limits<int64_t>::max();
-  auto re = Compile(*IntegerRangeRegex64(kMin, kMax));
-  EXPECT_TRUE(Full(*re, "9223372036854775807"));
-  EXPECT_FALSE(Full(*re, "9223372036854775808"));
-  EXPECT_TRUE(Full(*re, "-9223372036854775808"));
-  EXPECT_FALSE(Full(*re, "-9223372036854775809"));
-  EXPECT_TRUE(Full(*re, "0"));
-  // Random samples in a large range.
-  int64_t lo = -4611686018427387904LL, hi = 3000000000000000123LL;
-  auto r2 = Compile(*IntegerRangeRegex64(lo, hi));
-  uint64_t seed = 12345;
-  for (int i = 0; i < 20000; ++i) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    int64_t x = static_cast<int64_t>(seed);
-    if (i % 3 == 0) x = (i % 2 ? lo : hi) + static_cast<int64_t>(seed % 2001) - 1000;
-    ASSERT_EQ(Full(*r2, std::to_string(x)), x >= lo && x <= hi) << x;
-  }
-}
-
-// Decimal text "a.bcd" vs a bound in thousandths.
-TEST(NumberRange, DecimalBruteForce) {
-  // Bounds in thousandths.
-  const int bounds[] = {-2500, -1000, -750, -5, 0, 5, 100, 500, 1000, 1250, 1999, 3000, 10500};
-  std::vector<std::pair<std::string, int>> values;  // text, value in thousandths
-  for (int v = -12000; v <= 12000; v += 1) {
-    if (std::abs(v) > 3100 && v % 250 != 0) continue;
-    int a = std::abs(v);
-    std::string ip = std::to_string(a / 1000);
-    int frac = a % 1000;
-    std::string s = (v < 0 ? "-" : "") + ip;
-    if (frac == 0) {
-      values.push_back({s, v});
-      values.push_back({s + ".0", v});
-      if (v % 3 == 0) values.push_back({s + ".000", v});
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "%03d", frac);
-      std::string f = buf;
-      std::string t = f;
-      while (!t.empty() && t.back() == '0') t.pop_back();
-      values.push_back({s + "." + t, v});
-      if (t != f) values.push_back({s + "." + f, v});
-    }
-  }
-  auto dec = [](int th) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%s%d.%03d", th < 0 ? "-" : "", std::abs(th) / 1000,
-                  std::abs(th) % 1000);
-    return *ParseDecimal(buf);
-  };
-  for (int lo : bounds) {
-    for (int hi : bounds) {
-      for (int mode = 0; mode < 4; ++mode) {
-        bool lo_ex = mode & 1, hi_ex = mode & 2;
-        for (int shape = 0; shape < 3; ++shape) {  // both, lo only, hi only
-          if (shape != 0 && hi != bounds[0]) continue;
-          std::optional<Decimal> l = shape == 2 ? std::nullopt : std::optional(dec(lo));
-          std::optional<Decimal> h = shape == 1 ? std::nullopt : std::optional(dec(hi));
-          auto r = NumberRangeRegex(l, lo_ex, h, hi_ex);
-          bool nonempty = false;
-          std::unique_ptr<RE2> re;
-          if (r) {
-            re = Compile(*r);
-            ASSERT_TRUE(re->ok()) << *r;
-          }
-          for (auto& [text, v] : values) {
-            bool in = true;
-            if (l) in = in && (lo_ex ? v > lo : v >= lo);
-            if (h) in = in && (hi_ex ? v < hi : v <= hi);
-            bool got = r && Full(*re, text);
-            if (text == "-0" || text == "-0.0" || text == "-0.000") continue;  // -0 is optional
-            ASSERT_EQ(got, in) << "lo=" << (l ? lo : -99999) << (lo_ex ? " ex" : "") << " hi="
-                               << (h ? hi : 99999) << (hi_ex ? " ex" : "") << " text=" << text
-                               << " re=" << (r ? *r : "<empty>");
-            nonempty |= in;
-          }
-          // No regex exactly when the range holds no number (the samples
-          // are a grid of thousandths, so an open range between neighbours
-          // holds numbers no sample hits).
-          const bool empty = l && h && (lo > hi || (lo == hi && (lo_ex || hi_ex)));
-          ASSERT_EQ(r.has_value(), !empty)
-              << "lo=" << lo << (lo_ex ? " ex" : "") << " hi=" << hi << (hi_ex ? " ex" : "");
-          if (nonempty) ASSERT_TRUE(r.has_value());
-        }
-      }
-    }
-  }
-}
-
-TEST(NumberRange, Exponents) {
-  auto nonneg = Compile(*NumberRangeRegex(ParseDecimal("0"), false, std::nullopt, false));
-  EXPECT_TRUE(Full(*nonneg, "1e-05"));
-  EXPECT_TRUE(Full(*nonneg, "1.5e+16"));
-  EXPECT_FALSE(Full(*nonneg, "-1e-05"));
-  auto any = Compile(*NumberRangeRegex(std::nullopt, false, std::nullopt, false));
-  for (const char* t : {"0", "-0", "1.5", "-1e-05", "10000000000.0", "1E5", "1e+16"})
-    EXPECT_TRUE(Full(*any, t)) << t;
-  for (const char* t : {"01", "1.", ".5", "+1", "1e", "--1", "NaN"}) EXPECT_FALSE(Full(*any, t)) << t;
-}
-
-TEST(PythonFormat, FloatRepr) {
-  EXPECT_EQ(PythonFloatRepr(1.5), "1.5");
-  EXPECT_EQ(PythonFloatRepr(1e-05), "1e-05");
-  EXPECT_EQ(PythonFloatRepr(0.0001), "0.0001");
-  EXPECT_EQ(PythonFloatRepr(10000000000.0), "10000000000.0");
-  EXPECT_EQ(PythonFloatRepr(1e16), "1e+16");
-  EXPECT_EQ(PythonFloatRepr(1.5e16), "1.5e+16");
-  EXPECT_EQ(PythonFloatRepr(123456789012345.6), "123456789012345.6");
-  EXPECT_EQ(PythonFloatRepr(-0.1), "-0.1");
-  EXPECT_EQ(PythonFloatRepr(0.1 + 0.2), "0.30000000000000004");
-  EXPECT_EQ(PythonFloatRepr(1e300), "1e+300");
-  EXPECT_EQ(PythonFloatRepr(-0.0), "-0.0");
-}
-
-TEST(PythonFormat, JsonString) {
-  EXPECT_EQ(PythonJsonString("a\"b\\c\n\x01", true), "\"a\\\"b\\\\c\\n\\u0001\"");
-  EXPECT_EQ(PythonJsonString("caf\xc3\xa9", true), "\"caf\\u00e9\"");
-  EXPECT_EQ(PythonJsonString("caf\xc3\xa9", false), "\"caf\xc3\xa9\"");
-  EXPECT_EQ(PythonJsonString("\xf0\x9f\x98\x80", true), "\"\\ud83d\\ude00\"");
-  EXPECT_EQ(PythonJsonString("a/b\x7f", true), "\"a/b\x7f\"");
 }
 
 // ---------------------------------------------------------------- keywords
@@ -719,130 +525,6 @@ TEST(JsonSchema, OptionsKey) {
   b.budget.deadline = absl::Now() + absl::Seconds(1);
   b.budget.cancel = &cancel;
   EXPECT_EQ(JsonSchemaOptionsKey(a), JsonSchemaOptionsKey(b));
-}
-
-// ---------------------------------------------------------------- MaskBench
-
-struct BenchStats {
-  int schemas = 0, compiled = 0, passing = 0;
-  int valid = 0, valid_ok = 0, invalid = 0, invalid_ok = 0;
-  std::map<std::string, int> errors;  // first words of conversion errors
-  std::map<std::string, int> features_failing;
-};
-
-std::string ErrorKey(const std::string& msg) {
-  auto q = msg.find("unsupported keyword \"");
-  if (q != std::string::npos) {
-    auto e = msg.find('"', q + 21);
-    return "unsupported " + msg.substr(q + 21, e - q - 21);
-  }
-  return msg.substr(0, std::min<size_t>(msg.size(), 40));
-}
-
-// Runs every `stride`-th schema of `path`. `deadline`: per-schema DFA
-// construction limit (infinite: only the deterministic state caps apply).
-void RunMaskBench(const std::string& path, BenchStats* st, bool verbose, int stride = 1,
-                  absl::Duration deadline = absl::Seconds(10)) {
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << path;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (n++ % stride != 0) continue;
-    auto doc = nlohmann::ordered_json::parse(line);
-    ++st->schemas;
-    auto r = JsonSchemaToRegex(doc["schema"].dump());
-    int nv = 0, ni = 0;
-    for (auto& t : doc["tests"]) (t["valid"].get<bool>() ? nv : ni)++;
-    st->valid += nv;
-    st->invalid += ni;
-    if (!r.ok()) {
-      st->errors[ErrorKey(std::string(r.status().message()))]++;
-      if (verbose) std::printf("ERR %s: %s\n", doc["file"].get<std::string>().c_str(), std::string(r.status().message()).substr(0, 200).c_str());
-      continue;
-    }
-    DfaOptions dopt;
-    if (deadline != absl::InfiniteDuration()) dopt.deadline = absl::Now() + deadline;
-    auto dfa = Dfa::FromPattern(r->regex, RegexLimits{}, dopt);
-    if (!dfa.ok()) {
-      st->errors["dfa: " + std::string(dfa.status().message()).substr(0, 40)]++;
-      if (verbose) std::printf("ERR %s: dfa: %s\n", doc["file"].get<std::string>().c_str(), std::string(dfa.status().message()).substr(0, 200).c_str());
-      continue;
-    }
-    ++st->compiled;
-    bool pass = true;
-    for (auto& t : doc["tests"]) {
-      bool valid = t["valid"].get<bool>();
-      bool m = (*dfa)->Matches(t["text"].get<std::string>());
-      if (valid && m) ++st->valid_ok;
-      if (!valid && !m) ++st->invalid_ok;
-      if (m != valid) {
-        pass = false;
-        if (verbose) {
-          std::printf("FAIL %s %s: %s\n", doc["file"].get<std::string>().c_str(),
-                      valid ? "valid-rejected" : "invalid-accepted",
-                      t["text"].get<std::string>().substr(0, 300).c_str());
-        }
-      }
-    }
-    if (pass) ++st->passing;
-  }
-}
-
-TEST(MaskBench, Slice) {
-  std::string path = std::string(MASKD_SOURCE_DIR) + "/tests/data/maskbench_slice.jsonl";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
-  BenchStats st;
-  auto t0 = std::chrono::steady_clock::now();
-  // The sanitizer run (MASKD_TEST_QUICK) checks every 4th schema with no
-  // deadline, so its outcome does not depend on the machine's speed.
-  const bool quick = std::getenv("MASKD_TEST_QUICK") != nullptr;
-  RunMaskBench(path, &st, std::getenv("MASKD_MASKBENCH_VERBOSE") != nullptr, quick ? 4 : 1,
-               quick ? absl::InfiniteDuration() : absl::Seconds(10));
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("slice: %d schemas, %d compiled, %d passing (%.1f%%); valid %d/%d, invalid %d/%d; %.1fs\n",
-              st.schemas, st.compiled, st.passing, 100.0 * st.passing / st.schemas,
-              st.valid_ok, st.valid, st.invalid_ok, st.invalid, secs);
-  for (auto& [k, v] : st.errors) std::printf("  error %4d  %s\n", v, k.c_str());
-  EXPECT_GE(st.schemas, quick ? 70 : 280);
-  // Measured when this floor was set; see docs/json-schema.md.
-  // Quick mode: every 4th schema, no deadline: 58 of 73 pass (79.5%) when measured.
-  EXPECT_GE(100.0 * st.passing / st.schemas, quick ? 75.0 : MASKBENCH_SLICE_FLOOR);
-}
-
-TEST(MaskBench, FullCorpus) {
-  const char* dir = std::getenv("MASKD_MASKBENCH_DIR");
-  if (!dir) GTEST_SKIP() << "set MASKD_MASKBENCH_DIR to run over a MaskBench folder";
-  BenchStats all;
-  bool verbose = std::getenv("MASKD_MASKBENCH_VERBOSE") != nullptr;
-  std::vector<std::string> files;
-  for (auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".jsonl") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  for (auto& f : files) {
-    BenchStats st;
-    RunMaskBench(f, &st, verbose);
-    std::printf("%-40s %5d schemas %5d compiled %5d passing (%.1f%%) valid %d/%d invalid %d/%d\n",
-                std::filesystem::path(f).filename().c_str(), st.schemas, st.compiled, st.passing,
-                100.0 * st.passing / std::max(1, st.schemas), st.valid_ok, st.valid,
-                st.invalid_ok, st.invalid);
-    all.schemas += st.schemas;
-    all.compiled += st.compiled;
-    all.passing += st.passing;
-    all.valid += st.valid;
-    all.valid_ok += st.valid_ok;
-    all.invalid += st.invalid;
-    all.invalid_ok += st.invalid_ok;
-    for (auto& [k, v] : st.errors) all.errors[k] += v;
-  }
-  std::printf("ALL %d schemas %d compiled %d passing (%.1f%%) valid %d/%d invalid %d/%d\n",
-              all.schemas, all.compiled, all.passing, 100.0 * all.passing / std::max(1, all.schemas),
-              all.valid_ok, all.valid, all.invalid_ok, all.invalid);
-  std::vector<std::pair<int, std::string>> errs;
-  for (auto& [k, v] : all.errors) errs.push_back({v, k});
-  std::sort(errs.rbegin(), errs.rend());
-  for (auto& [v, k] : errs) std::printf("  error %4d  %s\n", v, k.c_str());
 }
 
 }  // namespace
