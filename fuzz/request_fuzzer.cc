@@ -231,7 +231,7 @@ struct Harness {
     // as this process's euid. Bypassed: the SO_PEERCRED lookup and the
     // "unix socket only" refusal; the owner checks still run, but caller,
     // region owner and object owner are always the same uid, so their
-    // PERMISSION_DENIED paths are not reached (tests/service/shm_service_test
+    // PERMISSION_DENIED paths are not reached (tests/service/shm_ownership_test.cc
     // covers them).
     shm_options.allow_tcp = true;
     shm_options.max_regions = 8;
