@@ -57,6 +57,7 @@
 #include "tokenizer/tokenizer_context.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/percentile.h"
 #include "tools/maskctl/schema_options.h"
 #include "tools/maskctl/tokenizer_flag.h"
 
@@ -113,13 +114,6 @@ struct Totals {
 };
 
 double Round2(double v) { return static_cast<double>(static_cast<int64_t>(v * 100 + 0.5)) / 100; }
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
 
 double Sum(const std::vector<double>& v) {
   double s = 0;

@@ -21,6 +21,7 @@
 #include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
+#include "tools/maskctl/percentile.h"
 
 namespace maskctl {
 namespace {

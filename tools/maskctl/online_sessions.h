@@ -1,6 +1,6 @@
 // The client code maskctl's online load generators (bench, shm-demo) share:
 // the server's view of a tokenizer, a set of sessions closed on every exit
-// path, and latency percentiles.
+// path (their percentiles: percentile.h).
 #ifndef MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
 #define MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
 
@@ -53,9 +53,6 @@ std::string FirstFailedEntry(const Results& results, const std::string& what) {
   }
   return "";
 }
-
-// The `p` quantile (0..1) of `v`, nearest rank; 0 when empty.
-double Percentile(std::vector<double> v, double p);
 
 }  // namespace maskctl
 

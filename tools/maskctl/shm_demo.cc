@@ -35,6 +35,7 @@
 #include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
+#include "tools/maskctl/percentile.h"
 
 #include "client/shm_client.h"
 #include "kernels/apply_mask.h"
