@@ -15,6 +15,7 @@ absl::StatusOr<ServerTokenizer> FindServerTokenizer(maskd::Client& client, const
     out.vocab_size = t.vocab_size();
     out.eos_ids.assign(t.eos_ids().begin(), t.eos_ids().end());
     std::sort(out.eos_ids.begin(), out.eos_ids.end());
+    out.eos_ids.erase(std::unique(out.eos_ids.begin(), out.eos_ids.end()), out.eos_ids.end());
     return out;
   }
   return absl::NotFoundError(absl::StrCat("unknown tokenizer '", name, "'"));
