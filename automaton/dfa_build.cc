@@ -22,141 +22,182 @@ using automaton_internal::PruneDeadStates;
 using automaton_internal::SelectColumns;
 using automaton_internal::SubsetConstruction;
 
+namespace {
+
+// The subset construction's DFA and `cls`, byte -> column of its table.
+absl::StatusOr<DenseDfa> BuildDense(const Regex& regex, const DfaOptions& options, uint8_t cls[256]) {
+  auto nfa = BuildNfa(regex, options);
+  if (!nfa.ok()) return nfa.status();
+  std::memcpy(cls, nfa->byte_class, 256);
+  return SubsetConstruction(*nfa, options);
+}
+
+// Merges the classes whose columns are equal in every state (they stay equal
+// through pruning and minimization); `cls` keeps mapping bytes to columns.
+void MergeEqualClasses(DenseDfa* dense, uint8_t cls[256]) {
+  const uint32_t n = dense->num_states, k = dense->num_classes;
+  std::vector<uint32_t> group_of;
+  std::vector<uint32_t> reps = GroupEqualColumns(dense->table, n, k, &group_of);
+  if (reps.size() < k) {
+    dense->table = SelectColumns(dense->table, n, k, reps);
+    for (int b = 0; b < 256; ++b) cls[b] = static_cast<uint8_t>(group_of[cls[b]]);
+    dense->num_classes = static_cast<uint32_t>(reps.size());
+  }
+}
+
+// The final numbering of the minimized DFA's blocks: the dead block is 0,
+// then the blocks reachable from the start state, breadth-first.
+struct BlockNumbering {
+  std::vector<uint32_t> rep;    // per block: a state of `dense` in it
+  std::vector<uint32_t> order;  // per block: its final id; UINT32_MAX if unreachable
+  uint32_t count = 0;           // final states (reachable blocks and the dead one)
+};
+
+BlockNumbering NumberBlocks(const DenseDfa& dense, const std::vector<uint32_t>& blocks,
+                            uint32_t num_blocks) {
+  const uint32_t k = dense.num_classes;
+  BlockNumbering out;
+  out.rep.assign(num_blocks, UINT32_MAX);
+  for (uint32_t s = 0; s < dense.num_states; ++s) {
+    if (out.rep[blocks[s]] == UINT32_MAX) out.rep[blocks[s]] = s;
+  }
+  out.order.assign(num_blocks, UINT32_MAX);
+  uint32_t next_id = 0;
+  out.order[blocks[0]] = next_id++;
+  std::vector<uint32_t> bfs;
+  if (dense.start != 0) {
+    out.order[blocks[dense.start]] = next_id++;
+    bfs.push_back(blocks[dense.start]);
+  }
+  for (size_t i = 0; i < bfs.size(); ++i) {
+    uint32_t s = out.rep[bfs[i]];
+    for (uint32_t c = 0; c < k; ++c) {
+      uint32_t b = blocks[dense.table[static_cast<size_t>(s) * k + c]];
+      if (out.order[b] == UINT32_MAX) {
+        out.order[b] = next_id++;
+        bfs.push_back(b);
+      }
+    }
+  }
+  out.count = next_id;
+  return out;
+}
+
+// The quotient of `dense` by `blocks` under `numbering`: a table of
+// numbering.count rows with one column per class of `dense`, and the
+// accepting flags (the dead state never accepts).
+void QuotientTable(const DenseDfa& dense, const std::vector<uint32_t>& blocks,
+                   const BlockNumbering& numbering, std::vector<uint32_t>* table,
+                   std::vector<uint8_t>* accepting) {
+  const uint32_t k = dense.num_classes;
+  table->assign(static_cast<size_t>(numbering.count) * k, Dfa::kDead);
+  accepting->assign(numbering.count, 0);
+  for (uint32_t b = 0; b < numbering.order.size(); ++b) {
+    if (numbering.order[b] == UINT32_MAX) continue;
+    uint32_t s = numbering.rep[b];
+    uint32_t id = numbering.order[b];
+    (*accepting)[id] = (b == blocks[0]) ? 0 : dense.accepting[s];
+    for (uint32_t c = 0; c < k; ++c) {
+      (*table)[static_cast<size_t>(id) * k + c] =
+          numbering.order[blocks[dense.table[static_cast<size_t>(s) * k + c]]];
+    }
+  }
+}
+
+}  // namespace
+
 // Builds a Dfa; a class so it can fill Dfa's private fields.
 class DfaBuilder {
  public:
   static absl::StatusOr<std::shared_ptr<const Dfa>> Build(const Regex& regex, const DfaOptions& options);
+
+ private:
+  // Sets distance_ and max_distance_ from table_ and accepting_.
+  static void ComputeDistances(Dfa* dfa);
+  // Sets forced_byte_ from table_, accepting_ and byte_class_.
+  static void ComputeForcedBytes(Dfa* dfa);
 };
 
 absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
                                                              const DfaOptions& options) {
   uint8_t cls[256];  // byte -> column of the tables below
-  DenseDfa dense;
-  {
-    auto nfa = BuildNfa(regex, options);
-    if (!nfa.ok()) return nfa.status();
-    std::memcpy(cls, nfa->byte_class, sizeof(cls));
-    auto subsets = SubsetConstruction(*nfa, options);
-    if (!subsets.ok()) return subsets.status();
-    dense = *std::move(subsets);
-  }
-  // Classes whose columns are equal in every state stay equal through pruning
-  // and minimization: merge them first (cls keeps mapping bytes to columns).
-  {
-    const uint32_t n = dense.num_states, k = dense.num_classes;
-    std::vector<uint32_t> group_of;
-    std::vector<uint32_t> reps = GroupEqualColumns(dense.table, n, k, &group_of);
-    if (reps.size() < k) {
-      dense.table = SelectColumns(dense.table, n, k, reps);
-      for (int b = 0; b < 256; ++b) cls[b] = static_cast<uint8_t>(group_of[cls[b]]);
-      dense.num_classes = static_cast<uint32_t>(reps.size());
-    }
-  }
-  PruneDeadStates(&dense);
+  auto dense = BuildDense(regex, options, cls);
+  if (!dense.ok()) return dense.status();
+  MergeEqualClasses(&*dense, cls);
+  PruneDeadStates(&*dense);
 
   uint32_t num_blocks = 0;
-  auto blocks = Minimize(dense, options, &num_blocks);
+  auto blocks = Minimize(*dense, options, &num_blocks);
   if (!blocks.ok()) return blocks.status();
-  const uint32_t k = dense.num_classes;
-  const uint32_t nl = dense.num_states;
-  const uint32_t lstart = dense.start;
-  std::vector<uint32_t>& ltable = dense.table;
-  const std::vector<uint8_t>& lacc = dense.accepting;
-
-  // Renumber blocks: dead -> 0, then breadth-first from the start state.
-  auto dfa = std::shared_ptr<Dfa>(new Dfa());
-  std::vector<uint32_t> rep(num_blocks, UINT32_MAX);  // a state of each block
-  for (uint32_t s = 0; s < nl; ++s) {
-    if (rep[(*blocks)[s]] == UINT32_MAX) rep[(*blocks)[s]] = s;
-  }
-  std::vector<uint32_t> order(num_blocks, UINT32_MAX);
-  uint32_t next_id = 0;
-  order[(*blocks)[0]] = next_id++;
-  std::vector<uint32_t> bfs;
-  if (lstart != 0) {
-    order[(*blocks)[lstart]] = next_id++;
-    bfs.push_back((*blocks)[lstart]);
-  }
-  for (size_t i = 0; i < bfs.size(); ++i) {
-    uint32_t s = rep[bfs[i]];
-    for (uint32_t c = 0; c < k; ++c) {
-      uint32_t b = (*blocks)[ltable[static_cast<size_t>(s) * k + c]];
-      if (order[b] == UINT32_MAX) {
-        order[b] = next_id++;
-        bfs.push_back(b);
-      }
-    }
-  }
-  const uint32_t final_n = next_id;  // reachable blocks only
+  const BlockNumbering numbering = NumberBlocks(*dense, *blocks, num_blocks);
+  const uint32_t final_n = numbering.count;  // reachable blocks only
+  const uint32_t k = dense->num_classes;
 
   // Final table with one column per NFA byte class, then merge classes whose
   // columns are identical in every state.
-  std::vector<uint32_t> full(static_cast<size_t>(final_n) * k, Dfa::kDead);
-  std::vector<uint8_t> final_acc(final_n, 0);
-  for (uint32_t b = 0; b < num_blocks; ++b) {
-    if (order[b] == UINT32_MAX) continue;
-    uint32_t s = rep[b];
-    uint32_t id = order[b];
-    final_acc[id] = (b == (*blocks)[0]) ? 0 : lacc[s];
-    for (uint32_t c = 0; c < k; ++c) {
-      full[static_cast<size_t>(id) * k + c] = order[(*blocks)[ltable[static_cast<size_t>(s) * k + c]]];
-    }
-  }
-  ltable.clear();
-  ltable.shrink_to_fit();
+  auto dfa = std::shared_ptr<Dfa>(new Dfa());
+  std::vector<uint32_t> full;
+  QuotientTable(*dense, *blocks, numbering, &full, &dfa->accepting_);
+  dense->table.clear();
+  dense->table.shrink_to_fit();
   std::vector<uint32_t> col_of_class;  // column of `full` -> merged column
   const std::vector<uint32_t> col_rep = GroupEqualColumns(full, final_n, k, &col_of_class);
-  const uint32_t fk = static_cast<uint32_t>(col_rep.size());
 
   dfa->num_states_ = final_n;
-  dfa->num_classes_ = fk;
+  dfa->num_classes_ = static_cast<uint32_t>(col_rep.size());
   for (int b = 0; b < 256; ++b) dfa->byte_class_[b] = static_cast<uint8_t>(col_of_class[cls[b]]);
   dfa->table_ = SelectColumns(full, final_n, k, col_rep);
-  dfa->accepting_ = std::move(final_acc);
-  dfa->start_ = lstart == 0 ? Dfa::kDead : order[(*blocks)[lstart]];
+  dfa->start_ = dense->start == 0 ? Dfa::kDead : numbering.order[(*blocks)[dense->start]];
+  ComputeDistances(dfa.get());
+  ComputeForcedBytes(dfa.get());
+  return std::shared_ptr<const Dfa>(std::move(dfa));
+}
 
-  // Distance to accept: breadth-first over reversed edges (compressed rows).
+// Distance to accept: breadth-first over reversed edges (compressed rows).
+void DfaBuilder::ComputeDistances(Dfa* dfa) {
+  const uint32_t final_n = dfa->num_states_, fk = dfa->num_classes_;
   dfa->distance_.assign(final_n, Dfa::kNoDistance);
-  {
-    std::vector<uint32_t> rbegin(final_n + 1, 0);
-    for (uint32_t s = 1; s < final_n; ++s) {
-      for (uint32_t j = 0; j < fk; ++j) {
-        uint32_t t = dfa->table_[static_cast<size_t>(s) * fk + j];
-        if (t != Dfa::kDead) ++rbegin[t + 1];
-      }
+  std::vector<uint32_t> rbegin(final_n + 1, 0);
+  for (uint32_t s = 1; s < final_n; ++s) {
+    for (uint32_t j = 0; j < fk; ++j) {
+      uint32_t t = dfa->table_[static_cast<size_t>(s) * fk + j];
+      if (t != Dfa::kDead) ++rbegin[t + 1];
     }
-    for (uint32_t s = 0; s < final_n; ++s) rbegin[s + 1] += rbegin[s];
-    std::vector<uint32_t> rpreds(rbegin[final_n]);
-    std::vector<uint32_t> fill(rbegin.begin(), rbegin.end() - 1);
-    for (uint32_t s = 1; s < final_n; ++s) {
-      for (uint32_t j = 0; j < fk; ++j) {
-        uint32_t t = dfa->table_[static_cast<size_t>(s) * fk + j];
-        if (t != Dfa::kDead) rpreds[fill[t]++] = s;
-      }
-    }
-    std::vector<uint32_t> queue;
-    for (uint32_t s = 1; s < final_n; ++s) {
-      if (dfa->accepting_[s]) {
-        dfa->distance_[s] = 0;
-        queue.push_back(s);
-      }
-    }
-    for (size_t i = 0; i < queue.size(); ++i) {
-      uint32_t t = queue[i];
-      for (uint32_t j = rbegin[t]; j < rbegin[t + 1]; ++j) {
-        uint32_t p = rpreds[j];
-        if (dfa->distance_[p] == Dfa::kNoDistance) {
-          dfa->distance_[p] = dfa->distance_[t] + 1;
-          queue.push_back(p);
-        }
-      }
-    }
-    // Breadth-first: the last state reached is the farthest.
-    dfa->max_distance_ = queue.empty() ? 0 : dfa->distance_[queue.back()];
   }
+  for (uint32_t s = 0; s < final_n; ++s) rbegin[s + 1] += rbegin[s];
+  std::vector<uint32_t> rpreds(rbegin[final_n]);
+  std::vector<uint32_t> fill(rbegin.begin(), rbegin.end() - 1);
+  for (uint32_t s = 1; s < final_n; ++s) {
+    for (uint32_t j = 0; j < fk; ++j) {
+      uint32_t t = dfa->table_[static_cast<size_t>(s) * fk + j];
+      if (t != Dfa::kDead) rpreds[fill[t]++] = s;
+    }
+  }
+  std::vector<uint32_t> queue;
+  for (uint32_t s = 1; s < final_n; ++s) {
+    if (dfa->accepting_[s]) {
+      dfa->distance_[s] = 0;
+      queue.push_back(s);
+    }
+  }
+  for (size_t i = 0; i < queue.size(); ++i) {
+    uint32_t t = queue[i];
+    for (uint32_t j = rbegin[t]; j < rbegin[t + 1]; ++j) {
+      uint32_t p = rpreds[j];
+      if (dfa->distance_[p] == Dfa::kNoDistance) {
+        dfa->distance_[p] = dfa->distance_[t] + 1;
+        queue.push_back(p);
+      }
+    }
+  }
+  // Breadth-first: the last state reached is the farthest.
+  dfa->max_distance_ = queue.empty() ? 0 : dfa->distance_[queue.back()];
+}
 
-  // Forced bytes: a non-accepting state with exactly one live byte, i.e. one
-  // live class and that class a single byte.
+// Forced bytes: a non-accepting state with exactly one live byte, i.e. one
+// live class and that class a single byte.
+void DfaBuilder::ComputeForcedBytes(Dfa* dfa) {
+  const uint32_t final_n = dfa->num_states_, fk = dfa->num_classes_;
   std::vector<uint16_t> class_bytes(fk, 0);  // bytes per final class
   std::vector<int16_t> class_byte(fk, 0);    // some byte of each final class
   for (int b = 0; b < 256; ++b) {
@@ -176,7 +217,6 @@ absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
     }
     if (live_bytes == 1) dfa->forced_byte_[s] = static_cast<int16_t>(forced);
   }
-  return std::shared_ptr<const Dfa>(std::move(dfa));
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::Compile(const Regex& regex, const DfaOptions& options) {

@@ -120,11 +120,9 @@ absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where,
   return AppendGrammar(*std::move(sub), absl::StrCat("TAG", i, "."), g);
 }
 
-}  // namespace
-
-absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
-                                             const StructuralTagOptions& options) {
-  Json doc = Json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+// The document's top level: its fields are known, "tags" is a non-empty
+// array of at most options.max_tags; returns "tags".
+absl::StatusOr<const Json*> CheckDocument(const Json& doc, const StructuralTagOptions& options) {
   if (doc.is_discarded()) return Invalid("document", "not valid JSON");
   if (!doc.is_object()) return Invalid("document", "expected an object");
   for (auto it = doc.begin(); it != doc.end(); ++it) {
@@ -142,72 +140,70 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
                                                      " tags, more than ", options.max_tags,
                                                      " (max_tags)"));
   }
-  auto at_least_one = BoolField(doc, "at_least_one");
-  if (!at_least_one.ok()) return at_least_one.status();
-  auto stop_after_first = BoolField(doc, "stop_after_first");
-  if (!stop_after_first.ok()) return stop_after_first.status();
+  return &*tags;
+}
 
-  Grammar g;
-  std::vector<std::string> begins;
-  std::vector<std::vector<Symbol>> tag_alternatives;
-  for (size_t i = 0; i < tags->size(); ++i) {
-    const Json& tag = (*tags)[i];
-    const std::string where = absl::StrCat("tags[", i, "]");
-    if (!tag.is_object()) return Invalid(where, "expected an object");
-    for (auto it = tag.begin(); it != tag.end(); ++it) {
-      if (it.key() != "begin" && it.key() != "end" && it.key() != "schema" && it.key() != "regex" &&
-          it.key() != "grammar") {
-        return Invalid(absl::StrCat(where, ".", it.key()),
-                       "unknown field (expected begin, schema, regex or grammar, end)");
-      }
-    }
-    auto begin = StringField(tag, "begin", where, true);
-    if (!begin.ok()) return begin.status();
-    if (begin->empty()) return Invalid(absl::StrCat(where, ".begin"), "must not be empty");
-    auto end = StringField(tag, "end", where, false);
-    if (!end.ok()) return end.status();
-    std::string content;
-    std::optional<Symbol> content_rule;
-    const bool has_schema = tag.contains("schema"), has_regex = tag.contains("regex"),
-               has_grammar = tag.contains("grammar");
-    if (has_schema + has_regex + has_grammar != 1) {
-      return Invalid(where, "give exactly one of schema, regex or grammar");
-    }
-    if (has_grammar) {
-      auto rule = MergeGrammar(tag["grammar"], absl::StrCat(where, ".grammar"), i, options, &g);
-      if (!rule.ok()) return rule.status();
-      content_rule = *rule;
-    } else if (has_regex) {
-      auto regex = StringField(tag, "regex", where, true);
-      if (!regex.ok()) return regex.status();
-      content = *std::move(regex);
-    } else {
-      auto rule = MergeSchema(tag["schema"], absl::StrCat(where, ".schema"), i, options, &g);
-      if (!rule.ok()) return rule.status();
-      content_rule = *rule;
-    }
-    std::vector<Symbol> seq = {AddTerminal(&g, absl::StrCat("\"", *begin, "\""),
-                                           grammar::LiteralRegex(*begin, /*ignore_case=*/false), *begin)};
-    if (content_rule) {
-      seq.push_back(*content_rule);
-    } else if (!content.empty()) {
-      seq.push_back(AddTerminal(&g, absl::StrCat("TAG", i, "_CONTENT"), content));
-    }
-    if (!end->empty()) {
-      seq.push_back(AddTerminal(&g, absl::StrCat("\"", *end, "\""),
-                                grammar::LiteralRegex(*end, /*ignore_case=*/false), *end));
-    }
-    tag_alternatives.push_back(std::move(seq));
-    begins.push_back(*std::move(begin));
-  }
+// A terminal for the literal text `text`, named by it in quotes.
+Symbol AddLiteral(Grammar* g, const std::string& text) {
+  return AddTerminal(g, absl::StrCat("\"", text, "\""),
+                     grammar::LiteralRegex(text, /*ignore_case=*/false), text);
+}
 
-  if (g.rules.size() > options.grammar.max_rules ||
-      g.terminals.size() > options.grammar.max_terminals) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "structural tag: its tags' grammars have ", g.rules.size(), " rules and ",
-        g.terminals.size(), " terminals together, more than ", options.grammar.max_rules,
-        " (max_rules) or ", options.grammar.max_terminals, " (max_terminals)"));
+// Tag i ({"begin", "end", and one of "schema", "regex", "grammar"}) as the
+// sequence begin content end, its content's terminals and rules appended to
+// `g`; sets *begin to its begin text.
+absl::StatusOr<std::vector<Symbol>> AddTag(const Json& tag, size_t i,
+                                           const StructuralTagOptions& options, Grammar* g,
+                                           std::string* begin_text) {
+  const std::string where = absl::StrCat("tags[", i, "]");
+  if (!tag.is_object()) return Invalid(where, "expected an object");
+  for (auto it = tag.begin(); it != tag.end(); ++it) {
+    if (it.key() != "begin" && it.key() != "end" && it.key() != "schema" && it.key() != "regex" &&
+        it.key() != "grammar") {
+      return Invalid(absl::StrCat(where, ".", it.key()),
+                     "unknown field (expected begin, schema, regex or grammar, end)");
+    }
   }
+  auto begin = StringField(tag, "begin", where, true);
+  if (!begin.ok()) return begin.status();
+  if (begin->empty()) return Invalid(absl::StrCat(where, ".begin"), "must not be empty");
+  auto end = StringField(tag, "end", where, false);
+  if (!end.ok()) return end.status();
+  std::string content;
+  std::optional<Symbol> content_rule;
+  const bool has_schema = tag.contains("schema"), has_regex = tag.contains("regex"),
+             has_grammar = tag.contains("grammar");
+  if (has_schema + has_regex + has_grammar != 1) {
+    return Invalid(where, "give exactly one of schema, regex or grammar");
+  }
+  if (has_grammar) {
+    auto rule = MergeGrammar(tag["grammar"], absl::StrCat(where, ".grammar"), i, options, g);
+    if (!rule.ok()) return rule.status();
+    content_rule = *rule;
+  } else if (has_regex) {
+    auto regex = StringField(tag, "regex", where, true);
+    if (!regex.ok()) return regex.status();
+    content = *std::move(regex);
+  } else {
+    auto rule = MergeSchema(tag["schema"], absl::StrCat(where, ".schema"), i, options, g);
+    if (!rule.ok()) return rule.status();
+    content_rule = *rule;
+  }
+  std::vector<Symbol> seq = {AddLiteral(g, *begin)};
+  if (content_rule) {
+    seq.push_back(*content_rule);
+  } else if (!content.empty()) {
+    seq.push_back(AddTerminal(g, absl::StrCat("TAG", i, "_CONTENT"), content));
+  }
+  if (!end->empty()) seq.push_back(AddLiteral(g, *end));
+  *begin_text = *std::move(begin);
+  return seq;
+}
+
+// The document's "triggers" (default: the tags' begin texts); every begin
+// text must start with one.
+absl::StatusOr<std::vector<std::string>> Triggers(const Json& doc,
+                                                  const std::vector<std::string>& begins) {
   std::vector<std::string> triggers;
   if (auto it = doc.find("triggers"); it != doc.end()) {
     if (!it->is_array() || it->empty()) return Invalid("triggers", "expected a non-empty array");
@@ -225,29 +221,73 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
     for (const std::string& t : triggers) found = found || absl::StartsWith(begins[i], t);
     if (!found) return Invalid(absl::StrCat("tags[", i, "].begin"), "starts with no trigger");
   }
-  auto free_regex = grammar::RegexAvoiding(triggers, options.triggers);
-  if (!free_regex.ok()) {
-    return absl::Status(free_regex.status().code(),
-                        absl::StrCat("structural tag: triggers: ", free_regex.status().message()));
-  }
+  return triggers;
+}
 
-  // root ::= FREE rest ; TAG ::= begin content end | ... ; the rest as the
-  // flags say. FREE matches the empty text too.
-  const Symbol root = AddRule(&g, "root", {});
-  const Symbol free_text = AddTerminal(&g, "FREE_TEXT", *std::move(free_regex));
-  const Symbol tag = AddRule(&g, "tag", std::move(tag_alternatives));
-  const Symbol more = AddRule(&g, "more", {});  // (TAG FREE)*, left-recursive
-  g.rules[more.id].alternatives = {{}, {more, tag, free_text}};
-  auto& alts = g.rules[root.id].alternatives;
-  if (*stop_after_first) {
+// How the tags may follow each other in the free text (the document's flags).
+struct TagRepetition {
+  bool at_least_one = false;
+  bool stop_after_first = false;
+};
+
+// root ::= FREE rest ; TAG ::= begin content end | ... ; the rest as
+// `repetition` says. FREE (`free_regex`) matches the empty text too. Sets
+// g->start to root.
+void AddRootRules(std::string free_regex, std::vector<std::vector<Symbol>> tag_alternatives,
+                  TagRepetition repetition, Grammar* g) {
+  const Symbol root = AddRule(g, "root", {});
+  const Symbol free_text = AddTerminal(g, "FREE_TEXT", std::move(free_regex));
+  const Symbol tag = AddRule(g, "tag", std::move(tag_alternatives));
+  const Symbol more = AddRule(g, "more", {});  // (TAG FREE)*, left-recursive
+  g->rules[more.id].alternatives = {{}, {more, tag, free_text}};
+  auto& alts = g->rules[root.id].alternatives;
+  if (repetition.stop_after_first) {
     alts.push_back({free_text, tag});
-    if (!*at_least_one) alts.push_back({free_text});
-  } else if (*at_least_one) {
+    if (!repetition.at_least_one) alts.push_back({free_text});
+  } else if (repetition.at_least_one) {
     alts.push_back({free_text, tag, free_text, more});
   } else {
     alts.push_back({free_text, more});
   }
-  g.start = root.id;
+  g->start = root.id;
+}
+
+}  // namespace
+
+absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
+                                             const StructuralTagOptions& options) {
+  Json doc = Json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+  auto tags = CheckDocument(doc, options);
+  if (!tags.ok()) return tags.status();
+  auto at_least_one = BoolField(doc, "at_least_one");
+  if (!at_least_one.ok()) return at_least_one.status();
+  auto stop_after_first = BoolField(doc, "stop_after_first");
+  if (!stop_after_first.ok()) return stop_after_first.status();
+
+  Grammar g;
+  std::vector<std::string> begins((*tags)->size());
+  std::vector<std::vector<Symbol>> tag_alternatives;
+  for (size_t i = 0; i < (*tags)->size(); ++i) {
+    auto seq = AddTag((**tags)[i], i, options, &g, &begins[i]);
+    if (!seq.ok()) return seq.status();
+    tag_alternatives.push_back(*std::move(seq));
+  }
+  if (g.rules.size() > options.grammar.max_rules ||
+      g.terminals.size() > options.grammar.max_terminals) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "structural tag: its tags' grammars have ", g.rules.size(), " rules and ",
+        g.terminals.size(), " terminals together, more than ", options.grammar.max_rules,
+        " (max_rules) or ", options.grammar.max_terminals, " (max_terminals)"));
+  }
+  auto triggers = Triggers(doc, begins);
+  if (!triggers.ok()) return triggers.status();
+  auto free_regex = grammar::RegexAvoiding(*triggers, options.triggers);
+  if (!free_regex.ok()) {
+    return absl::Status(free_regex.status().code(),
+                        absl::StrCat("structural tag: triggers: ", free_regex.status().message()));
+  }
+  AddRootRules(*std::move(free_regex), std::move(tag_alternatives),
+               {*at_least_one, *stop_after_first}, &g);
   if (absl::Status s = grammar::Normalize(&g); !s.ok()) return s;
   return g;
 }

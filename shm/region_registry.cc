@@ -129,6 +129,173 @@ absl::Status CheckBounds(uint64_t offset, uint64_t size, uint64_t limit,
   return absl::OkStatus();
 }
 
+// Writes a detail the client is not told to options.log (stderr when unset).
+void LogDetail(const RegionRegistry::Options& options, std::string_view message) {
+  if (options.log) {
+    options.log(message);
+  } else {
+    std::fprintf(stderr, "maskd shm: %.*s\n", static_cast<int>(message.size()),
+                 message.data());
+  }
+}
+
+// A system region's key and range as the client gave them, checked for
+// shape by CheckSystemRequest.
+struct SystemRequest {
+  std::string_view name;  // the region's
+  std::string key;        // "/name"
+  std::string qkey;       // Quoted(key), for messages
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+  uint64_t end = 0;       // offset + byte_size, at most INT64_MAX
+};
+
+// The key is "/name" (no other '/', no NUL, at most NAME_MAX bytes) under
+// `key_prefix`; the range is not empty and ends at most at INT64_MAX.
+absl::StatusOr<SystemRequest> CheckSystemRequest(std::string_view name, std::string_view key,
+                                                 uint64_t offset, uint64_t byte_size,
+                                                 const std::string& key_prefix) {
+  if (key.empty() || key[0] != '/' || key.size() > 255 ||
+      key.find('/', 1) != std::string_view::npos ||
+      key.find('\0') != std::string_view::npos || key == "/" ||
+      key.find("..") != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        "shared-memory key must be \"/name\" with no other '/' and at most "
+        "255 bytes");
+  }
+  if (key.substr(0, key_prefix.size()) != key_prefix) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "shared-memory key must start with \"", key_prefix, "\""));
+  }
+  if (byte_size == 0) {
+    return absl::InvalidArgumentError("region byte size is 0");
+  }
+  uint64_t end;
+  if (__builtin_add_overflow(offset, byte_size, &end) ||
+      end > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offset ", offset, " + byte size ", byte_size, " overflows"));
+  }
+  // The key is at most 255 bytes.
+  return SystemRequest{name, std::string(key), Quoted(key), offset, byte_size, end};
+}
+
+// Opens the request's shared-memory object read-write: what shm_open does on
+// Linux, with every errno kept (glibc's shm_open turns EISDIR into EINVAL).
+// O_NOFOLLOW: a symlink is refused (ELOOP), never followed; O_NONBLOCK: a
+// FIFO or device never blocks the open; O_CLOEXEC: nothing leaks to
+// children. A client's bad key is its error, not logged.
+absl::StatusOr<int> OpenSharedMemoryObject(const SystemRequest& r,
+                                           const RegionRegistry::Options& options) {
+  const std::string& qkey = r.qkey;
+  const std::string path = absl::StrCat(kShmDir, r.key);
+  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0) return fd;
+  const int e = errno;
+  switch (e) {
+    case ENOENT:
+      return absl::NotFoundError(absl::StrCat("shared-memory key ", qkey, " does not exist"));
+    case ELOOP:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shared-memory key ", qkey, " is a symbolic link; register the object itself"));
+    case EISDIR:
+      return absl::FailedPreconditionError(
+          absl::StrCat("shared-memory key ", qkey, " is a directory, not a shared-memory object"));
+    case ENXIO:
+    case ENODEV:
+    case ETXTBSY:
+    case EROFS:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shared-memory key ", qkey, " is not a regular shared-memory object"));
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(
+          absl::StrCat("shared-memory key ", qkey, " is not accessible to the server"));
+    case ENAMETOOLONG:
+    case EINVAL:
+      return absl::InvalidArgumentError(absl::StrCat("shared-memory key ", qkey, " is not valid"));
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      LogDetail(options, absl::StrCat("open(", path, ") for region ", Quoted(r.name), ": ",
+                                      std::strerror(e)));
+      return absl::ResourceExhaustedError(
+          "the server is out of file descriptors or memory; try again later");
+    default:
+      LogDetail(options, absl::StrCat("open(", path, ") for region ", Quoted(r.name), ": ",
+                                      std::strerror(e)));
+      return absl::InternalError("could not open the shared-memory key");
+  }
+}
+
+// The status of the object open on `fd`: a regular file owned by
+// `want_uid` that covers the request's range. Does not close `fd`.
+absl::StatusOr<struct stat> CheckSharedMemoryObject(int fd, const SystemRequest& r, uid_t want_uid,
+                                                    const RegionRegistry::Options& options) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    LogDetail(options, absl::StrCat("fstat(", r.key, "): ", std::strerror(errno)));
+    return absl::InternalError("could not inspect the shared-memory key");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared-memory key ", r.qkey, " is ", FileTypeName(st.st_mode),
+        ", not a shared-memory object"));
+  }
+  if (st.st_uid != want_uid) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "shared-memory key ", r.qkey, " is owned by uid ", st.st_uid, ", not by the caller (uid ",
+        want_uid, "); a client may register only objects it owns"));
+  }
+  if (r.end > static_cast<uint64_t>(st.st_size)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "offset ", r.offset, " + byte size ", r.byte_size, " exceeds the size of shared-memory key ",
+        r.qkey, " (", static_cast<uint64_t>(st.st_size), " bytes)"));
+  }
+  return st;
+}
+
+// The request's range mapped read-write from the pages that hold it, watched
+// by a FaultGuard. Does not close `fd`.
+struct SharedMapping {
+  void* base = nullptr;  // page-aligned
+  size_t length = 0;
+  size_t delta = 0;      // from base to the range's first byte
+  std::unique_ptr<FaultGuard> guard;
+};
+
+absl::StatusOr<SharedMapping> MapSharedMemoryObject(int fd, const SystemRequest& r,
+                                                    const RegionRegistry::Options& options) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t aligned = r.offset - r.offset % page;
+  const uint64_t delta = r.offset - aligned;
+  const size_t map_len = static_cast<size_t>(delta + r.byte_size);
+  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                 static_cast<off_t>(aligned));
+  const int mmap_errno = errno;
+  if (p == MAP_FAILED) {
+    if (mmap_errno == EACCES) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("shared-memory key ", r.qkey, " cannot be mapped read-write"));
+    }
+    LogDetail(options, absl::StrCat("mmap(", r.key, ", ", map_len, " bytes at ", aligned,
+                                    "): ", std::strerror(mmap_errno)));
+    if (mmap_errno == ENOMEM) {
+      return absl::ResourceExhaustedError("the server is out of address space; try again later");
+    }
+    return absl::InternalError("could not map the shared-memory key");
+  }
+  auto guard = FaultGuard::Watch(p, map_len);
+  if (!guard.ok()) {
+    munmap(p, map_len);
+    if (guard.status().code() == absl::StatusCode::kInternal) {
+      LogDetail(options, std::string(guard.status().message()));
+    }
+    return guard.status();
+  }
+  return SharedMapping{p, map_len, static_cast<size_t>(delta), *std::move(guard)};
+}
+
 }  // namespace
 
 const char* RegionKindName(RegionKind kind) {
@@ -155,14 +322,7 @@ RegionRegistry::RegionRegistry() : RegionRegistry(Options()) {}
 RegionRegistry::RegionRegistry(Options options) : options_(std::move(options)) {}
 RegionRegistry::~RegionRegistry() = default;
 
-void RegionRegistry::Log(std::string_view message) const {
-  if (options_.log) {
-    options_.log(message);
-  } else {
-    std::fprintf(stderr, "maskd shm: %.*s\n", static_cast<int>(message.size()),
-                 message.data());
-  }
-}
+void RegionRegistry::Log(std::string_view message) const { LogDetail(options_, message); }
 
 absl::Status RegionRegistry::CheckCanRegister(std::string_view name) const {
   if (!options_.allow_registration) {
@@ -200,133 +360,25 @@ absl::Status RegionRegistry::RegisterSystem(std::string_view name,
   absl::MutexLock l(&mu_);
   absl::Status s = CheckCanRegister(name);
   if (!s.ok()) return s;
-  // Key: "/name", no other '/', no NUL, at most NAME_MAX bytes.
-  if (key.empty() || key[0] != '/' || key.size() > 255 ||
-      key.find('/', 1) != std::string_view::npos ||
-      key.find('\0') != std::string_view::npos || key == "/" ||
-      key.find("..") != std::string_view::npos) {
-    return absl::InvalidArgumentError(
-        "shared-memory key must be \"/name\" with no other '/' and at most "
-        "255 bytes");
-  }
-  if (key.substr(0, options_.key_prefix.size()) != options_.key_prefix) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "shared-memory key must start with \"", options_.key_prefix, "\""));
-  }
-  if (byte_size == 0) {
-    return absl::InvalidArgumentError("region byte size is 0");
-  }
-  uint64_t end;
-  if (__builtin_add_overflow(offset, byte_size, &end) ||
-      end > static_cast<uint64_t>(INT64_MAX)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "offset ", offset, " + byte size ", byte_size, " overflows"));
-  }
-  const std::string key_str(key);
-  const std::string qkey = Quoted(key);  // the key is at most 255 bytes
-  // What shm_open does on Linux, with every errno kept (glibc's shm_open
-  // turns EISDIR into EINVAL). O_NOFOLLOW: a symlink is refused (ELOOP), never
-  // followed; O_NONBLOCK: a FIFO or device never blocks the open; O_CLOEXEC:
-  // nothing leaks to children. A client's bad key is its error, not logged.
-  const std::string path = absl::StrCat(kShmDir, key_str);
-  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    const int e = errno;
-    switch (e) {
-      case ENOENT:
-        return absl::NotFoundError(absl::StrCat("shared-memory key ", qkey, " does not exist"));
-      case ELOOP:
-        return absl::FailedPreconditionError(absl::StrCat(
-            "shared-memory key ", qkey, " is a symbolic link; register the object itself"));
-      case EISDIR:
-        return absl::FailedPreconditionError(
-            absl::StrCat("shared-memory key ", qkey, " is a directory, not a shared-memory object"));
-      case ENXIO:
-      case ENODEV:
-      case ETXTBSY:
-      case EROFS:
-        return absl::FailedPreconditionError(absl::StrCat(
-            "shared-memory key ", qkey, " is not a regular shared-memory object"));
-      case EACCES:
-      case EPERM:
-        return absl::PermissionDeniedError(
-            absl::StrCat("shared-memory key ", qkey, " is not accessible to the server"));
-      case ENAMETOOLONG:
-      case EINVAL:
-        return absl::InvalidArgumentError(absl::StrCat("shared-memory key ", qkey, " is not valid"));
-      case EMFILE:
-      case ENFILE:
-      case ENOMEM:
-        Log(absl::StrCat("open(", path, ") for region ", Quoted(name), ": ",
-                         std::strerror(e)));
-        return absl::ResourceExhaustedError(
-            "the server is out of file descriptors or memory; try again later");
-      default:
-        Log(absl::StrCat("open(", path, ") for region ", Quoted(name), ": ",
-                         std::strerror(e)));
-        return absl::InternalError("could not open the shared-memory key");
-    }
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int e = errno;  // before close() can change it
-    close(fd);
-    Log(absl::StrCat("fstat(", key_str, "): ", std::strerror(e)));
-    return absl::InternalError("could not inspect the shared-memory key");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shared-memory key ", qkey, " is ", FileTypeName(st.st_mode),
-        ", not a shared-memory object"));
-  }
+  auto request = CheckSystemRequest(name, key, offset, byte_size, options_.key_prefix);
+  if (!request.ok()) return request.status();
+  auto fd = OpenSharedMemoryObject(*request, options_);
+  if (!fd.ok()) return fd.status();
   const uid_t want_uid = caller_uid.has_value() ? *caller_uid : geteuid();
-  if (st.st_uid != want_uid) {
-    close(fd);
-    return absl::PermissionDeniedError(absl::StrCat(
-        "shared-memory key ", qkey, " is owned by uid ", st.st_uid, ", not by the caller (uid ",
-        want_uid, "); a client may register only objects it owns"));
+  auto st = CheckSharedMemoryObject(*fd, *request, want_uid, options_);
+  if (!st.ok()) {
+    close(*fd);
+    return st.status();
   }
-  if (end > static_cast<uint64_t>(st.st_size)) {
-    close(fd);
-    return absl::OutOfRangeError(absl::StrCat(
-        "offset ", offset, " + byte size ", byte_size, " exceeds the size of shared-memory key ",
-        qkey, " (", static_cast<uint64_t>(st.st_size), " bytes)"));
-  }
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t aligned = offset - offset % page;
-  const uint64_t delta = offset - aligned;
-  const size_t map_len = static_cast<size_t>(delta + byte_size);
-  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                 static_cast<off_t>(aligned));
-  const int mmap_errno = errno;
-  if (p == MAP_FAILED) {
-    close(fd);
-    if (mmap_errno == EACCES) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("shared-memory key ", qkey, " cannot be mapped read-write"));
-    }
-    Log(absl::StrCat("mmap(", key_str, ", ", map_len, " bytes at ", aligned,
-                     "): ", std::strerror(mmap_errno)));
-    if (mmap_errno == ENOMEM) {
-      return absl::ResourceExhaustedError("the server is out of address space; try again later");
-    }
-    return absl::InternalError("could not map the shared-memory key");
-  }
-  auto guard = FaultGuard::Watch(p, map_len);
-  if (!guard.ok()) {
-    munmap(p, map_len);
-    close(fd);
-    if (guard.status().code() == absl::StatusCode::kInternal) {
-      Log(std::string(guard.status().message()));
-    }
-    return guard.status();
+  auto mapping = MapSharedMemoryObject(*fd, *request, options_);
+  if (!mapping.ok()) {
+    close(*fd);
+    return mapping.status();
   }
   regions_.emplace(std::string(name),
-                   std::make_shared<SystemRegion>(std::string(name), p, map_len,
-                                                  static_cast<size_t>(delta),
-                                                  byte_size, fd, end, *std::move(guard),
-                                                  st.st_uid));
+                   std::make_shared<SystemRegion>(std::string(name), mapping->base, mapping->length,
+                                                  mapping->delta, byte_size, *fd, request->end,
+                                                  std::move(mapping->guard), st->st_uid));
   return absl::OkStatus();
 }
 

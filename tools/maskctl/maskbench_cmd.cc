@@ -57,6 +57,7 @@
 #include "tokenizer/tokenizer_context.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
+#include "tools/maskctl/percentile.h"
 #include "tools/maskctl/schema_options.h"
 #include "tools/maskctl/tokenizer_flag.h"
 
@@ -114,13 +115,6 @@ struct Totals {
 
 double Round2(double v) { return static_cast<double>(static_cast<int64_t>(v * 100 + 0.5)) / 100; }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 double Sum(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -148,9 +142,8 @@ ojson StagesJson(const Totals& t) {
   return j;
 }
 
-bool g_stages = false;
-
-void PrintTotals(const std::string& file, const Totals& t) {
+// One line of totals; with `stages`, their "stages" too.
+void PrintTotals(const std::string& file, const Totals& t, bool stages) {
   double avg = 0;
   for (double x : t.tbm_us) avg += x;
   if (!t.tbm_us.empty()) avg /= static_cast<double>(t.tbm_us.size());
@@ -169,7 +162,7 @@ void PrintTotals(const std::string& file, const Totals& t) {
   j["tbm_p50_us"] = Round2(Percentile(t.tbm_us, 0.5));
   j["tbm_avg_us"] = Round2(avg);
   j["tbm_p99_us"] = Round2(Percentile(t.tbm_us, 0.99));
-  if (g_stages) j["stages"] = StagesJson(t);
+  if (stages) j["stages"] = StagesJson(t);
   // json.dumps-style separators, as the rest of maskctl's output.
   std::string s = j.dump(-1, ' ', false, ojson::error_handler_t::replace);
   std::string out;
@@ -236,245 +229,116 @@ std::string ReasonKey(const std::string& msg) {
   return msg.substr(0, std::min<size_t>(msg.size(), 48));
 }
 
-int RunMaskbench(const Context& ctx) {
-  const Args* args = &ctx.args;
-  if (args->positional().empty()) return Fail("maskbench", "expected one or more FILE.jsonl");
-  auto timeout_s = args->GetUint("timeout-s", 10);
-  if (!timeout_s.ok()) return Fail("maskbench", std::string(timeout_s.status().message()));
-  maskd::JsonSchemaOptions options;
-  if (auto s = ParseSchemaOptions(*args, &options); !s.ok()) {
-    return Fail("maskbench", std::string(s.message()));
-  }
+// maskbench's flags but the tokenizer's.
+struct MaskbenchFlags {
+  uint64_t timeout_s = 10;  // --timeout-s
+  maskd::JsonSchemaOptions schema;
   // The regex route by default: the figures in docs/benchmarks.md are its.
   maskd::SchemaRoute route = maskd::SchemaRoute::kRegex;
-  if (auto name = args->Get("route")) {
+  bool verbose = false, fresh = false, cpu_time = false, stages = false;
+  bool require_text = false, share_loops = true;
+};
+
+absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
+  if (args.positional().empty()) return absl::InvalidArgumentError("expected one or more FILE.jsonl");
+  MaskbenchFlags flags;
+  auto timeout_s = args.GetUint("timeout-s", 10);
+  if (!timeout_s.ok()) return timeout_s.status();
+  flags.timeout_s = *timeout_s;
+  if (auto s = ParseSchemaOptions(args, &flags.schema); !s.ok()) return s;
+  if (auto name = args.Get("route")) {
     auto r = maskd::SchemaRouteNamed(*name);
-    if (!r) return Fail("maskbench", "--route: expected auto, regex or grammar");
-    route = *r;
+    if (!r) return absl::InvalidArgumentError("--route: expected auto, regex or grammar");
+    flags.route = *r;
   }
-  bool verbose = args->Has("verbose");
-  const bool fresh = args->Has("fresh");
-  g_cpu_time = args->Has("cpu-time");
-  g_stages = args->Has("stages");
-  const bool require_text = args->Has("require-text");
+  flags.verbose = args.Has("verbose");
+  flags.fresh = args.Has("fresh");
+  flags.cpu_time = args.Has("cpu-time");
+  flags.stages = args.Has("stages");
+  flags.require_text = args.Has("require-text");
+  flags.share_loops = !args.Has("no-share-loops");
+  return flags;
+}
 
-  auto context = LoadTokenizerContextFlag(*args);
-  if (!context.ok()) return Fail("maskbench", std::string(context.status().message()));
-  const maskd::Vocabulary& vocab = (*context)->vocabulary();
-  TokenLookup lookup(vocab);
-  const std::vector<uint32_t>& eos = vocab.eos_ids();
+// With --require-text: every test of `doc` has a string "text".
+absl::Status CheckTestTexts(const ojson& doc, const std::string& path, int64_t line_no) {
+  if (!doc.contains("tests")) return absl::OkStatus();
+  int64_t k = 0;
+  for (const auto& t : doc.at("tests")) {
+    if (!t.is_object() || !t.contains("text") || !t.at("text").is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", line_no, ": test ", k, " has no string \"text\" (--require-text)"));
+    }
+    ++k;
+  }
+  return absl::OkStatus();
+}
 
-  Totals all;
-  Reasons reasons;
-  std::vector<uint32_t> mask;
-  for (const std::string& path : args->positional()) {
+// One schema line being run: where its failures are reported, where its
+// counts go, and its compilation's times.
+struct SchemaCase {
+  const std::string* path;
+  std::string name;  // the line's "file", or "line N"
+  const ojson* doc;
+  std::string schema_text;  // its "schema", as JSON text
+  Totals* tot;
+  Clock::time_point t0 = 0;  // before the compile: where TTFM starts
+  double compile_us = 0;     // conversion and compilation
+};
+
+// One test of a schema: an instance and whether it should be accepted.
+struct Instance {
+  bool valid;
+  std::string text;
+};
+
+// How walking an instance went: `ok` when walked to the end with EOS allowed
+// there; `pos`, where the walk stopped; the per-token times.
+struct InstanceWalk {
+  bool ok = true;
+  size_t pos = 0;
+  std::vector<double> times;  // µs, one per token (mask and advance)
+};
+
+// Runs MaskBench schemas through the engine, counting into each file's Totals
+// and the failure reasons.
+class MaskbenchRunner {
+ public:
+  MaskbenchRunner(const MaskbenchFlags& flags, std::shared_ptr<const maskd::TokenizerContext> context)
+      : flags_(flags), context_(std::move(context)), vocab_(context_->vocabulary()),
+        lookup_(vocab_), eos_(vocab_.eos_ids()) {}
+
+  // Every schema line of `path` ("-": standard input). An error (the file
+  // cannot be opened, a line is not JSON, a test has no text with
+  // --require-text) stops the run; a schema that fails is counted, not an
+  // error.
+  absl::Status RunFile(const std::string& path, Totals* tot) {
     std::ifstream file;
     if (path != "-") {
       file.open(path, std::ios::binary);
-      if (!file) return Fail("maskbench", absl::StrCat(path, ": cannot open"));
+      if (!file) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
     }
     std::istream& in = path == "-" ? std::cin : file;
-    Totals tot;
     std::string line;
     int64_t line_no = 0;
     while (std::getline(in, line)) {
       ++line_no;
       if (line.empty()) continue;
-      ojson doc;
-      try {
-        doc = ojson::parse(line);
-      } catch (const ojson::exception& e) {
-        return Fail("maskbench", absl::StrCat(path, ":", line_no, ": ", e.what()));
-      }
-      if (require_text && doc.contains("tests")) {
-        int64_t k = 0;
-        for (auto& t : doc["tests"]) {
-          if (!t.is_object() || !t.contains("text") || !t["text"].is_string()) {
-            return Fail("maskbench", absl::StrCat(path, ":", line_no, ": test ", k,
-                                                  " has no string \"text\" (--require-text)"));
-          }
-          ++k;
-        }
-      }
-      if (fresh) (*context)->loop_masks().Clear();
-      std::string name = doc.value("file", absl::StrCat("line ", line_no));
-      std::string schema_text = doc["schema"].dump();
-      ++tot.schemas;
-      int64_t nvalid = 0, ninvalid = 0;
-      if (doc.contains("tests")) {
-        for (auto& t : doc["tests"]) (t.value("valid", false) ? nvalid : ninvalid)++;
-      }
-      tot.valid += nvalid;
-      tot.invalid += ninvalid;
-      auto fail = [&](const std::string& key, const std::string& detail) {
-        reasons.Add(key);
-        if (verbose) std::fprintf(stderr, "%s: %s: %s\n", path.c_str(), name.c_str(), detail.c_str());
-      };
-      // One instance's verdict (`ok`: walked to the end and EOS allowed; `pos`:
-      // where the walk stopped); false when it fails the schema's test.
-      auto record = [&](bool valid, bool ok, size_t pos, const std::string& text,
-                        const std::vector<double>& times) {
-        if (valid) {
-          tot.tbm_us.insert(tot.tbm_us.end(), times.begin(), times.end());
-          if (ok) {
-            ++tot.valid_accepted;
-            return true;
-          }
-          fail("valid instance rejected",
-               absl::StrCat("valid rejected at byte ", pos, ": ", text.substr(0, 200)));
-          return false;
-        }
-        if (!ok) {
-          ++tot.invalid_rejected;
-          return true;
-        }
-        fail("invalid instance accepted", absl::StrCat("invalid accepted: ", text.substr(0, 200)));
-        return false;
-      };
-
-      auto t0 = Clock::now();
-      maskd::CompileLimits limits;
-      limits.share_loops = !args->Has("no-share-loops");
-      maskd::CompileBudget budget;
-      budget.deadline = absl::Now() + absl::Seconds(static_cast<double>(*timeout_s));
-      maskd::Constraint constraint = maskd::Constraint::JsonSchema(schema_text, *context, options);
-      constraint.options.schema_route = route;
-      auto compiled = maskd::ConstraintCompiler(std::move(limits)).Compile(constraint, budget);
-      const double compile_us = UsSince(t0);
-      if (!compiled.ok()) {
-        std::string msg(compiled.status().message());
-        if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
-          fail(ReasonKey(msg), "convert: " + msg);
-        } else {
-          fail(absl::StrCat("compile: ", absl::StatusCodeToString(compiled.status().code())),
-               "compile: " + msg.substr(0, 300));
-        }
-        continue;
-      }
-      if (compiled->index->route() == maskd::ConstraintRoute::kGrammar) {
-        ++tot.grammar_route;
-        // Per step: the mask, then the token (the longest the mask allows
-        // that spells the text), then the advance; both timed.
-        auto walk = [&](const std::string& text, std::vector<double>* times, size_t* pos) {
-          auto g = maskd::ConstraintGuide::Create(compiled->index);
-          if (!g.ok()) return false;
-          mask.assign(compiled->index->num_words(), 0);
-          for (;;) {
-            auto s0 = Clock::now();
-            if (!g->WriteMask(absl::MakeSpan(mask)).ok()) return false;
-            const double mask_us = UsSince(s0);
-            if (*pos == text.size()) break;
-            const int64_t id = lookup.LongestAllowed(mask, std::string_view(text).substr(*pos));
-            if (id < 0) return false;
-            const uint32_t token = static_cast<uint32_t>(id);
-            auto s1 = Clock::now();
-            if (!g->Advance({&token, 1}).ok()) return false;
-            times->push_back(mask_us + UsSince(s1));
-            *pos += vocab.bytes(token).size();
-          }
-          bool eos_ok = eos.empty() && g->IsAccepting();
-          for (uint32_t e : eos) eos_ok |= (mask[e >> 5] >> (e & 31)) & 1;
-          return eos_ok;
-        };
-        {
-          auto g = maskd::ConstraintGuide::Create(compiled->index);
-          mask.assign(compiled->index->num_words(), 0);
-          if (!g.ok() || !g->WriteMask(absl::MakeSpan(mask)).ok()) {
-            fail("compile: first mask", "first mask failed");
-            continue;
-          }
-        }
-        tot.ttfm_us.push_back(UsSince(t0));
-        ++tot.compiled;
-        bool pass = true;
-        if (doc.contains("tests")) {
-          for (auto& t : doc["tests"]) {
-            const bool valid = t.value("valid", false);
-            const std::string text = t.value("text", "");
-            std::vector<double> times;
-            size_t pos = 0;
-            const bool ok = walk(text, &times, &pos);
-            pass &= record(valid, ok, pos, text, times);
-          }
-        }
-        if (pass) ++tot.passing;
-        continue;
-      }
-      const std::shared_ptr<const maskd::TokenIndex>& index = compiled->index->token_index();
-      maskd::Guide first(index);
-      mask.assign(index->num_words(), 0);
-      const auto t_mask = Clock::now();
-      first.WriteMaskUnchecked(mask.data());
-      const double first_mask_us = UsSince(t_mask);
-      tot.ttfm_us.push_back(UsSince(t0));
-      ++tot.compiled;
-      // The states whose masks this schema has computed (--stages).
-      absl::flat_hash_set<uint32_t> visited;
-      if (g_stages) {
-        visited.insert(first.state());
-        const auto t_convert = Clock::now();
-        auto again = maskd::JsonSchemaToRegex(schema_text, options);
-        const double convert_us = again.ok() ? UsSince(t_convert) : 0;
-        tot.convert_us.push_back(convert_us);
-        tot.dfa_index_us.push_back(std::max(0.0, compile_us - convert_us));
-        tot.first_mask_us.push_back(first_mask_us);
-        tot.staged_ttfm_us.push_back(tot.ttfm_us.back());
-      }
-
-      bool pass = true;
-      if (doc.contains("tests")) {
-        for (auto& t : doc["tests"]) {
-          bool valid = t.value("valid", false);
-          std::string text = t.value("text", "");
-          maskd::Guide g(index);
-          size_t pos = 0;
-          bool ok = true;
-          std::vector<double> times;
-          while (pos < text.size()) {
-            int64_t id = lookup.LongestAllowed(g, std::string_view(text).substr(pos));
-            if (id < 0) {
-              ok = false;
-              break;
-            }
-            const bool first_visit = g_stages && visited.insert(g.state()).second;
-            auto s0 = Clock::now();
-            g.WriteMaskUnchecked(mask.data());
-            absl::Status st = g.Advance(static_cast<uint32_t>(id));
-            double us = UsSince(s0);
-            if (g_stages && valid) {
-              (first_visit ? tot.tbm_first_visit_us : tot.tbm_revisit_us) += us;
-              ++(first_visit ? tot.tbm_first_visits : tot.tbm_revisits);
-            }
-            if (!st.ok()) {
-              ok = false;
-              break;
-            }
-            times.push_back(us);
-            pos += vocab.bytes(static_cast<uint32_t>(id)).size();
-          }
-          if (ok) {
-            bool eos_ok = false;
-            for (uint32_t e : eos) eos_ok |= g.IsAllowed(e);
-            if (eos.empty()) eos_ok = g.IsAccepting();
-            ok = eos_ok;
-          }
-          pass &= record(valid, ok, pos, text, times);
-        }
-      }
-      if (pass) ++tot.passing;
+      if (absl::Status s = RunLine(path, line_no, line, tot); !s.ok()) return s;
     }
-    PrintTotals(path, tot);
-    all.Add(tot);
+    return absl::OkStatus();
   }
-  PrintTotals("all", all);
-  if (verbose) {
-    const maskd::LoopMasks::Stats st = (*context)->loop_masks().stats();
+
+  // --verbose, on stderr: the loop memo's counters and the top failure reasons.
+  void PrintDiagnostics() const {
+    const maskd::LoopMasks::Stats st = context_->loop_masks().stats();
     std::fprintf(stderr, "loop memo%s: loops %zu, hits %llu, misses %llu, bounded %llu\n",
-                 fresh ? " (last schema)" : "", st.loops, static_cast<unsigned long long>(st.hits),
+                 flags_.fresh ? " (last schema)" : "", st.loops,
+                 static_cast<unsigned long long>(st.hits),
                  static_cast<unsigned long long>(st.misses),
                  static_cast<unsigned long long>(st.bounded));
     std::vector<std::pair<int64_t, std::string>> top;
-    for (auto& [k, v] : reasons.counts) top.push_back({v, k});
+    for (auto& [k, v] : reasons_.counts) top.push_back({v, k});
     std::sort(top.rbegin(), top.rend());
     std::fprintf(stderr, "top failure reasons (failures, not schemas):\n");
     for (size_t i = 0; i < top.size() && i < 25; ++i) {
@@ -482,6 +346,238 @@ int RunMaskbench(const Context& ctx) {
                    top[i].second.c_str());
     }
   }
+
+ private:
+  absl::Status RunLine(const std::string& path, int64_t line_no, const std::string& line,
+                       Totals* tot) {
+    ojson doc;
+    try {
+      doc = ojson::parse(line);
+    } catch (const ojson::exception& e) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", e.what()));
+    }
+    if (flags_.require_text) {
+      if (absl::Status s = CheckTestTexts(doc, path, line_no); !s.ok()) return s;
+    }
+    if (flags_.fresh) context_->loop_masks().Clear();
+    SchemaCase c{&path, doc.value("file", absl::StrCat("line ", line_no)), &doc, "", tot};
+    c.schema_text = doc["schema"].dump();
+    ++tot->schemas;
+    int64_t nvalid = 0, ninvalid = 0;
+    if (doc.contains("tests")) {
+      for (auto& t : doc["tests"]) (t.value("valid", false) ? nvalid : ninvalid)++;
+    }
+    tot->valid += nvalid;
+    tot->invalid += ninvalid;
+    RunSchema(&c);
+    return absl::OkStatus();
+  }
+
+  // Compiles the schema, then its first mask and its tests on its route.
+  void RunSchema(SchemaCase* c) {
+    c->t0 = Clock::now();
+    maskd::CompileLimits limits;
+    limits.share_loops = flags_.share_loops;
+    maskd::CompileBudget budget;
+    budget.deadline = absl::Now() + absl::Seconds(static_cast<double>(flags_.timeout_s));
+    maskd::Constraint constraint = maskd::Constraint::JsonSchema(c->schema_text, context_, flags_.schema);
+    constraint.options.schema_route = flags_.route;
+    auto compiled = maskd::ConstraintCompiler(std::move(limits)).Compile(constraint, budget);
+    c->compile_us = UsSince(c->t0);
+    if (!compiled.ok()) {
+      std::string msg(compiled.status().message());
+      if (maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
+        NoteFailure(*c, ReasonKey(msg), "convert: " + msg);
+      } else {
+        NoteFailure(*c, absl::StrCat("compile: ", absl::StatusCodeToString(compiled.status().code())),
+                    "compile: " + msg.substr(0, 300));
+      }
+      return;
+    }
+    if (compiled->index->route() == maskd::ConstraintRoute::kGrammar) {
+      RunGrammarRoute(*c, compiled->index);
+    } else {
+      RunRegexRoute(*c, compiled->index->token_index());
+    }
+  }
+
+  void RunGrammarRoute(const SchemaCase& c, const std::shared_ptr<const maskd::ConstraintIndex>& index) {
+    ++c.tot->grammar_route;
+    {
+      auto g = maskd::ConstraintGuide::Create(index);
+      mask_.assign(index->num_words(), 0);
+      if (!g.ok() || !g->WriteMask(absl::MakeSpan(mask_)).ok()) {
+        NoteFailure(c, "compile: first mask", "first mask failed");
+        return;
+      }
+    }
+    c.tot->ttfm_us.push_back(UsSince(c.t0));
+    ++c.tot->compiled;
+    RunTests(c, [&](const Instance& inst) { return WalkGrammar(index, inst.text); });
+  }
+
+  // Per step: the mask, then the token (the longest the mask allows that
+  // spells the text), then the advance; both timed.
+  InstanceWalk WalkGrammar(const std::shared_ptr<const maskd::ConstraintIndex>& index,
+                           const std::string& text) {
+    InstanceWalk w;
+    w.ok = false;
+    auto g = maskd::ConstraintGuide::Create(index);
+    if (!g.ok()) return w;
+    mask_.assign(index->num_words(), 0);
+    for (;;) {
+      auto s0 = Clock::now();
+      if (!g->WriteMask(absl::MakeSpan(mask_)).ok()) return w;
+      const double mask_us = UsSince(s0);
+      if (w.pos == text.size()) break;
+      const int64_t id = lookup_.LongestAllowed(mask_, std::string_view(text).substr(w.pos));
+      if (id < 0) return w;
+      const uint32_t token = static_cast<uint32_t>(id);
+      auto s1 = Clock::now();
+      if (!g->Advance({&token, 1}).ok()) return w;
+      w.times.push_back(mask_us + UsSince(s1));
+      w.pos += vocab_.bytes(token).size();
+    }
+    bool eos_ok = eos_.empty() && g->IsAccepting();
+    for (uint32_t e : eos_) eos_ok |= (mask_[e >> 5] >> (e & 31)) & 1;
+    w.ok = eos_ok;
+    return w;
+  }
+
+  void RunRegexRoute(const SchemaCase& c, const std::shared_ptr<const maskd::TokenIndex>& index) {
+    Totals* tot = c.tot;
+    maskd::Guide first(index);
+    mask_.assign(index->num_words(), 0);
+    const auto t_mask = Clock::now();
+    first.WriteMaskUnchecked(mask_.data());
+    const double first_mask_us = UsSince(t_mask);
+    tot->ttfm_us.push_back(UsSince(c.t0));
+    ++tot->compiled;
+    // The states whose masks this schema has computed (--stages).
+    absl::flat_hash_set<uint32_t> visited;
+    if (flags_.stages) {
+      visited.insert(first.state());
+      const auto t_convert = Clock::now();
+      auto again = maskd::JsonSchemaToRegex(c.schema_text, flags_.schema);
+      const double convert_us = again.ok() ? UsSince(t_convert) : 0;
+      tot->convert_us.push_back(convert_us);
+      tot->dfa_index_us.push_back(std::max(0.0, c.compile_us - convert_us));
+      tot->first_mask_us.push_back(first_mask_us);
+      tot->staged_ttfm_us.push_back(tot->ttfm_us.back());
+    }
+    RunTests(c, [&](const Instance& inst) { return WalkRegex(index, inst, &visited, tot); });
+  }
+
+  // Per step: the longest allowed token that spells the text, then the mask
+  // and the advance, timed together. With --stages, a valid instance's step
+  // time goes to first visits (a state not in *visited) or revisits.
+  InstanceWalk WalkRegex(const std::shared_ptr<const maskd::TokenIndex>& index, const Instance& inst,
+                         absl::flat_hash_set<uint32_t>* visited, Totals* tot) {
+    const std::string& text = inst.text;
+    maskd::Guide g(index);
+    InstanceWalk w;
+    while (w.pos < text.size()) {
+      int64_t id = lookup_.LongestAllowed(g, std::string_view(text).substr(w.pos));
+      if (id < 0) {
+        w.ok = false;
+        break;
+      }
+      const bool first_visit = flags_.stages && visited->insert(g.state()).second;
+      auto s0 = Clock::now();
+      g.WriteMaskUnchecked(mask_.data());
+      absl::Status st = g.Advance(static_cast<uint32_t>(id));
+      double us = UsSince(s0);
+      if (flags_.stages && inst.valid) {
+        (first_visit ? tot->tbm_first_visit_us : tot->tbm_revisit_us) += us;
+        ++(first_visit ? tot->tbm_first_visits : tot->tbm_revisits);
+      }
+      if (!st.ok()) {
+        w.ok = false;
+        break;
+      }
+      w.times.push_back(us);
+      w.pos += vocab_.bytes(static_cast<uint32_t>(id)).size();
+    }
+    if (w.ok) {
+      bool eos_ok = false;
+      for (uint32_t e : eos_) eos_ok |= g.IsAllowed(e);
+      if (eos_.empty()) eos_ok = g.IsAccepting();
+      w.ok = eos_ok;
+    }
+    return w;
+  }
+
+  // Walks every test of the schema with `walk` (Instance -> InstanceWalk);
+  // the schema passes when every verdict is right.
+  template <typename Walk>
+  void RunTests(const SchemaCase& c, Walk walk) {
+    bool pass = true;
+    if (c.doc->contains("tests")) {
+      for (const auto& t : c.doc->at("tests")) {
+        const Instance inst{t.value("valid", false), t.value("text", "")};
+        pass &= Record(c, inst, walk(inst));
+      }
+    }
+    if (pass) ++c.tot->passing;
+  }
+
+  // Counts one instance's verdict; false when it fails the schema's test.
+  bool Record(const SchemaCase& c, const Instance& inst, const InstanceWalk& w) {
+    Totals* tot = c.tot;
+    if (inst.valid) {
+      tot->tbm_us.insert(tot->tbm_us.end(), w.times.begin(), w.times.end());
+      if (w.ok) {
+        ++tot->valid_accepted;
+        return true;
+      }
+      NoteFailure(c, "valid instance rejected",
+                  absl::StrCat("valid rejected at byte ", w.pos, ": ", inst.text.substr(0, 200)));
+      return false;
+    }
+    if (!w.ok) {
+      ++tot->invalid_rejected;
+      return true;
+    }
+    NoteFailure(c, "invalid instance accepted",
+                absl::StrCat("invalid accepted: ", inst.text.substr(0, 200)));
+    return false;
+  }
+
+  // Counts a failure under `reason`; with --verbose, prints `detail`.
+  void NoteFailure(const SchemaCase& c, const std::string& reason, const std::string& detail) {
+    reasons_.Add(reason);
+    if (flags_.verbose) {
+      std::fprintf(stderr, "%s: %s: %s\n", c.path->c_str(), c.name.c_str(), detail.c_str());
+    }
+  }
+
+  const MaskbenchFlags& flags_;
+  const std::shared_ptr<const maskd::TokenizerContext> context_;
+  const maskd::Vocabulary& vocab_;
+  const TokenLookup lookup_;
+  const std::vector<uint32_t>& eos_;
+  Reasons reasons_;
+  std::vector<uint32_t> mask_;  // a mask row, reused
+};
+
+int RunMaskbench(const Context& ctx) {
+  auto flags = ReadMaskbenchFlags(ctx.args);
+  if (!flags.ok()) return Fail("maskbench", std::string(flags.status().message()));
+  g_cpu_time = flags->cpu_time;
+  auto context = LoadTokenizerContextFlag(ctx.args);
+  if (!context.ok()) return Fail("maskbench", std::string(context.status().message()));
+  MaskbenchRunner runner(*flags, *context);
+  Totals all;
+  for (const std::string& path : ctx.args.positional()) {
+    Totals tot;
+    if (absl::Status s = runner.RunFile(path, &tot); !s.ok()) {
+      return Fail("maskbench", std::string(s.message()));
+    }
+    PrintTotals(path, tot, flags->stages);
+    all.Add(tot);
+  }
+  PrintTotals("all", all, flags->stages);
+  if (flags->verbose) runner.PrintDiagnostics();
   return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
+#include "tools/maskctl/percentile.h"
 
 namespace maskctl {
 namespace {
@@ -63,19 +64,14 @@ int Bench(const Context& ctx) {
   const uint64_t at_10 = std::max<uint64_t>(1, *n / 10);
   const auto t_start = Clock::now();
   for (uint64_t step = 0; step < *n; ++step) {
-    const auto t0 = Clock::now();
-    absl::Status s = stream ? stream->Step(req, &resp) : c.Step(req, &resp);
-    const auto t1 = Clock::now();
+    absl::Status s =
+        TimeCall(&lat_us, [&] { return stream ? stream->Step(req, &resp) : c.Step(req, &resp); });
     if (!s.ok()) return Fail("bench", s.ToString());
-    lat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     if (std::string e = FirstFailedEntry(resp.results(), "step " + std::to_string(step)); !e.empty()) {
       return Fail("bench", e);
     }
     for (int i = 0; i < resp.results_size(); ++i) {
-      auto* e = req.mutable_entries(i);
-      e->clear_tokens();
-      int64_t t = RandomAllowed(maskd::MaskRow(resp, i), eos, rng);
-      if (t >= 0) e->add_tokens(static_cast<uint32_t>(t));
+      SetNextToken(req.mutable_entries(i), RandomAllowed(maskd::MaskRow(resp, i), eos, rng));
     }
     if (args->Has("rss") && step + 1 == at_10) {
       auto st = c.Stats();
@@ -96,10 +92,9 @@ int Bench(const Context& ctx) {
   sessions.CloseAll();
   std::vector<double> ping_us;
   for (uint64_t i = 0; i < *pings; ++i) {
-    const auto t0 = Clock::now();
-    absl::Status s = c.Ping();
-    if (!s.ok()) return Fail("bench", s.ToString());
-    ping_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (absl::Status s = TimeCall(&ping_us, [&] { return c.Ping(); }); !s.ok()) {
+      return Fail("bench", s.ToString());
+    }
   }
   std::printf("{\"sessions\": %llu, \"steps\": %llu, \"step_p50_us\": %.1f, \"step_p99_us\": %.1f, "
               "\"steps_per_s\": %.1f, \"ping_p50_us\": %.1f",

@@ -15,6 +15,7 @@ absl::StatusOr<ServerTokenizer> FindServerTokenizer(maskd::Client& client, const
     out.vocab_size = t.vocab_size();
     out.eos_ids.assign(t.eos_ids().begin(), t.eos_ids().end());
     std::sort(out.eos_ids.begin(), out.eos_ids.end());
+    out.eos_ids.erase(std::unique(out.eos_ids.begin(), out.eos_ids.end()), out.eos_ids.end());
     return out;
   }
   return absl::NotFoundError(absl::StrCat("unknown tokenizer '", name, "'"));
@@ -32,13 +33,6 @@ absl::Status SessionSet::Create(const maskd::v1::CompileRequest& compile, size_t
 void SessionSet::CloseAll() {
   for (uint64_t id : ids_) (void)client_->CloseSession(id);
   ids_.clear();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
 }
 
 }  // namespace maskctl

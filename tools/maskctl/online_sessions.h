@@ -1,9 +1,11 @@
 // The client code maskctl's online load generators (bench, shm-demo) share:
 // the server's view of a tokenizer, a set of sessions closed on every exit
-// path, and latency percentiles.
+// path, feeding a session its next token, and timing a call (their
+// percentiles: percentile.h).
 #ifndef MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
 #define MASKD_TOOLS_MASKCTL_ONLINE_SESSIONS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +19,7 @@ namespace maskctl {
 // A tokenizer the server loaded (ListTokenizers).
 struct ServerTokenizer {
   uint32_t vocab_size = 0;        // logits width
-  std::vector<uint32_t> eos_ids;  // sorted
+  std::vector<uint32_t> eos_ids;  // sorted, unique
 };
 
 // The tokenizer the server knows as `name`; NotFound naming it when none.
@@ -54,8 +56,21 @@ std::string FirstFailedEntry(const Results& results, const std::string& what) {
   return "";
 }
 
-// The `p` quantile (0..1) of `v`, nearest rank; 0 when empty.
-double Percentile(std::vector<double> v, double p);
+// Sets `entry`'s tokens to `token` alone; none when `token` is -1.
+inline void SetNextToken(maskd::v1::StepEntry* entry, int64_t token) {
+  entry->clear_tokens();
+  if (token >= 0) entry->add_tokens(static_cast<uint32_t>(token));
+}
+
+// Runs `call` (returning absl::Status), appends its wall time in µs (steady
+// clock) to *us and returns its status.
+template <typename Call>
+absl::Status TimeCall(std::vector<double>* us, Call&& call) {
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status s = call();
+  us->push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  return s;
+}
 
 }  // namespace maskctl
 

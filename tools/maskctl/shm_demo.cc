@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,6 +35,7 @@
 #include "tools/maskctl/constraint_flags.h"
 #include "tools/maskctl/online_sessions.h"
 #include "tools/maskctl/online_util.h"
+#include "tools/maskctl/percentile.h"
 
 #include "client/shm_client.h"
 #include "kernels/apply_mask.h"
@@ -94,31 +95,26 @@ struct StepLogits {
 };
 
 // Checks every logit of both buffers against the Step reply's masks
-// (allowed: 1.0 unchanged, else -inf) and picks each row's next token at
-// random among those the shared-memory logits allow, avoiding `eos` (sorted)
-// while another is allowed (-1: none). Returns the number of wrong logits.
+// (allowed: 1.0 unchanged, else -inf) and picks each row's next token as
+// RandomAllowed does among those the shared-memory logits allow, avoiding
+// `eos` (sorted) while another is allowed (-1: none). Returns the number of
+// wrong logits.
 uint64_t CheckAndPick(const StepLogits& l, const maskd::v1::StepResponse& reply,
                       const std::vector<uint32_t>& eos, std::mt19937_64& rng,
                       std::vector<int64_t>* next) {
   uint64_t mismatches = 0;
-  std::vector<uint32_t> allowed, allowed_non_eos;
+  std::vector<uint32_t> shm_allowed((l.vocab + 31) / 32);  // a mask row read from the logits
   for (size_t r = 0; r < l.rows; ++r) {
     absl::Span<const uint32_t> mask = maskd::MaskRow(reply, static_cast<int>(r));
     const size_t base = r * l.vocab;
-    allowed.clear();
-    allowed_non_eos.clear();
+    std::fill(shm_allowed.begin(), shm_allowed.end(), 0);
     for (uint32_t t = 0; t < l.vocab; ++t) {
       const uint32_t want = maskd::Allowed(mask, t) ? l.pat.one : l.pat.neg_inf;
       const uint32_t got = Get(l.shm, base + t, l.pat);
       mismatches += (got != want) + (Get(l.local, base + t, l.pat) != want);
-      if (got != l.pat.neg_inf) {
-        allowed.push_back(t);
-        if (!std::binary_search(eos.begin(), eos.end(), t)) allowed_non_eos.push_back(t);
-      }
+      if (got != l.pat.neg_inf) shm_allowed[t >> 5] |= 1u << (t & 31);
     }
-    const auto& pool = allowed_non_eos.empty() ? allowed : allowed_non_eos;
-    (*next)[r] = pool.empty() ? -1
-                              : pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+    (*next)[r] = RandomAllowed(shm_allowed, eos, rng);
   }
   return mismatches;
 }
@@ -132,41 +128,156 @@ struct RegionCleanup {
   }
 };
 
+// shm-demo's own flags.
+struct DemoFlags {
+  uint64_t rows = 0, steps = 0, seed = 0;
+  std::string dtype_name;  // as given: fp32, fp16 or bf16
+  maskd::LogitsDtype dtype = maskd::LogitsDtype::kFloat32;
+  maskd::v1::LogitsDtype proto_dtype = maskd::v1::LOGITS_DTYPE_FP32;
+  std::string key;  // of the POSIX shared-memory object
+};
+
+absl::StatusOr<DemoFlags> ReadDemoFlags(const Args& args) {
+  auto k = args.GetUint("rows", 1);
+  auto n = args.GetUint("steps", 100);
+  auto seed = args.GetUint("seed", 1);
+  for (const auto* v : {&k, &n, &seed}) {
+    if (!v->ok()) return v->status();
+  }
+  if (*k == 0 || *n == 0) return absl::InvalidArgumentError("--rows and --steps must be > 0");
+  DemoFlags flags;
+  flags.rows = *k;
+  flags.steps = *n;
+  flags.seed = *seed;
+  flags.dtype_name = args.Get("dtype").value_or("fp32");
+  auto dtypes = DtypeNamed(flags.dtype_name);
+  if (!dtypes.ok()) return dtypes.status();
+  std::tie(flags.dtype, flags.proto_dtype) = *dtypes;
+  flags.key = args.Get("key").value_or("/maskd-shm-demo-" + std::to_string(getpid()));
+  return flags;
+}
+
+// Where the apply path's logits are: `rows` x `vocab` at offset 0 of region
+// `region`, mapped here at `data`.
+struct DemoLogits {
+  std::string region;
+  void* data;
+  maskd::LogitsDtype dtype;
+  maskd::v1::LogitsDtype proto_dtype;
+  size_t rows;
+  uint32_t vocab;
+};
+
+// Steps the two paths over K sessions each and checks them against each
+// other; the sessions' first K ids go to the apply path, the next K to the
+// reply path.
+class DemoStepper {
+ public:
+  DemoStepper(maskd::Client* client, maskd::ShmClient* shm, const DemoLogits& logits,
+              const std::vector<uint64_t>& session_ids, uint64_t seed)
+      : client_(client), shm_(shm), logits_(logits), pat_(PatternOf(logits.dtype)),
+        local_(logits.rows * logits.vocab * pat_.size),
+        local_batch_{local_.data(), logits.dtype, static_cast<int64_t>(logits.rows), logits.vocab, 0},
+        rng_(seed), next_(logits.rows, -1) {
+    for (size_t i = 0; i < 2 * logits.rows; ++i) {
+      (i < logits.rows ? apply_req_.add_entries() : reply_req_.add_entries())
+          ->set_session_id(session_ids[i]);
+    }
+    maskd::v1::LogitsTarget* target = apply_req_.mutable_logits();
+    target->set_region(logits.region);
+    target->set_offset(0);
+    target->set_dtype(logits.proto_dtype);
+    target->set_rows(static_cast<uint32_t>(logits.rows));
+    target->set_vocab(logits.vocab);
+  }
+
+  // One step of both paths, timed, then every logit checked and the next
+  // tokens picked (avoiding `eos`, sorted). An error's message is what the
+  // demo prints.
+  absl::Status Step(uint64_t step, const std::vector<uint32_t>& eos) {
+    for (size_t r = 0; r < logits_.rows; ++r) {
+      SetNextToken(apply_req_.mutable_entries(static_cast<int>(r)), next_[r]);
+      SetNextToken(reply_req_.mutable_entries(static_cast<int>(r)), next_[r]);
+    }
+    const size_t elems = logits_.rows * logits_.vocab;
+    Fill(logits_.data, elems, pat_);
+    Fill(local_.data(), elems, pat_);
+    // Alternate the order so that neither path always runs on a warm cache.
+    absl::Status s1 = step % 2 == 0 ? RunApply() : RunReply();
+    absl::Status s2 = step % 2 == 0 ? RunReply() : RunApply();
+    if (!s1.ok()) return absl::UnknownError(s1.ToString());
+    if (!s2.ok()) return absl::UnknownError(s2.ToString());
+    const std::string at = " step " + std::to_string(step);
+    if (std::string e = FirstFailedEntry(apply_resp_.results(), "StepInRegion" + at); !e.empty()) {
+      return absl::UnknownError(e);
+    }
+    if (std::string e = FirstFailedEntry(reply_resp_.results(), "Step" + at); !e.empty()) {
+      return absl::UnknownError(e);
+    }
+    if (reply_resp_.words_per_row() != apply_resp_.words_per_row()) {
+      return absl::UnknownError("words_per_row differs between Step and StepInRegion");
+    }
+    mismatches_ += CheckAndPick({logits_.data, local_.data(), logits_.rows, logits_.vocab, pat_},
+                                reply_resp_, eos, rng_, &next_);
+    return absl::OkStatus();
+  }
+
+  uint64_t mismatches() const { return mismatches_; }
+  const std::vector<double>& apply_us() const { return apply_us_; }
+  const std::vector<double>& reply_us() const { return reply_us_; }
+
+ private:
+  absl::Status RunApply() {
+    return TimeCall(&apply_us_, [&] { return shm_->StepInRegion(apply_req_, &apply_resp_); });
+  }
+
+  absl::Status RunReply() {
+    return TimeCall(&reply_us_, [&] {
+      absl::Status s = client_->Step(reply_req_, &reply_resp_);
+      if (!s.ok()) return s;
+      maskd::MaskBatch mask{reinterpret_cast<const uint32_t*>(reply_resp_.masks().data()),
+                            static_cast<int64_t>(logits_.rows), reply_resp_.words_per_row(), 0};
+      return applier_.Apply(local_batch_, mask);
+    });
+  }
+
+  maskd::Client* client_;
+  maskd::ShmClient* shm_;
+  const DemoLogits logits_;
+  const Pattern pat_;
+  maskd::v1::StepInRegionRequest apply_req_;
+  maskd::v1::StepInRegionResponse apply_resp_;
+  maskd::v1::StepRequest reply_req_;
+  maskd::v1::StepResponse reply_resp_;
+  std::vector<uint8_t> local_;  // the reply path's logits
+  maskd::CpuApplier applier_;
+  maskd::LogitsBatch local_batch_;
+  std::mt19937_64 rng_;
+  std::vector<int64_t> next_;  // per row: the token to feed next, -1 none
+  std::vector<double> apply_us_, reply_us_;
+  uint64_t mismatches_ = 0;
+};
+
 int ShmDemo(const Context& ctx) {
-  using Clock = std::chrono::steady_clock;
   const char* kCmd = "shm-demo";
-  const Args* args = &ctx.args;
-  auto compile_or = CompileRequestFromFlags(*args);
+  auto compile_or = CompileRequestFromFlags(ctx.args);
   if (!compile_or.ok()) return Fail(kCmd, std::string(compile_or.status().message()));
   maskd::v1::CompileRequest compile = *std::move(compile_or);
   compile.set_wait(true);
-  const std::string* tokenizer = &compile.tokenizer();
-  auto k = args->GetUint("rows", 1);
-  auto n = args->GetUint("steps", 100);
-  auto seed = args->GetUint("seed", 1);
-  for (const auto* v : {&k, &n, &seed}) {
-    if (!v->ok()) return Fail(kCmd, std::string(v->status().message()));
-  }
-  if (*k == 0 || *n == 0) return Fail(kCmd, "--rows and --steps must be > 0");
-  const std::string dtype_name = args->Get("dtype").value_or("fp32");
-  auto dtypes = DtypeNamed(dtype_name);
-  if (!dtypes.ok()) return Fail(kCmd, std::string(dtypes.status().message()));
-  const auto [dtype, proto_dtype] = *dtypes;
-  const Pattern pat = PatternOf(dtype);
-  const std::string key =
-      args->Get("key").value_or("/maskd-shm-demo-" + std::to_string(getpid()));
+  auto flags = ReadDemoFlags(ctx.args);
+  if (!flags.ok()) return Fail(kCmd, std::string(flags.status().message()));
 
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail(kCmd, std::string(client.status().message()));
   maskd::Client& c = **client;
   maskd::ShmClient shm(c.channel());
-  auto server_tokenizer = FindServerTokenizer(c, *tokenizer);
+  auto server_tokenizer = FindServerTokenizer(c, compile.tokenizer());
   if (!server_tokenizer.ok()) return Fail(kCmd, std::string(server_tokenizer.status().message()));
   const uint32_t vocab = server_tokenizer->vocab_size;
-  const std::vector<uint32_t>& eos = server_tokenizer->eos_ids;
-  const size_t rows = *k, elems = rows * vocab;
+  const size_t rows = flags->rows;
+  const std::string& key = flags->key;
 
-  auto seg = maskd::shm::PosixShmSegment::Create(key, elems * pat.size);
+  auto seg = maskd::shm::PosixShmSegment::Create(key, rows * vocab * PatternOf(flags->dtype).size);
   if (!seg.ok()) return Fail(kCmd, "creating " + key + ": " + seg.status().ToString());
   RegionCleanup cleanup{&shm, ""};
   const std::string region = "shm-demo-" + std::to_string(getpid());
@@ -175,82 +286,20 @@ int ShmDemo(const Context& ctx) {
   }
   cleanup.region = region;
 
-  maskd::v1::StepInRegionRequest apply_req;
-  maskd::v1::StepInRegionResponse apply_resp;
-  maskd::v1::StepRequest reply_req;
-  maskd::v1::StepResponse reply_resp;
   SessionSet sessions(&c);  // closed before the region is unregistered
   if (absl::Status s = sessions.Create(compile, 2 * rows); !s.ok()) return Fail(kCmd, s.ToString());
-  for (size_t i = 0; i < 2 * rows; ++i) {
-    (i < rows ? apply_req.add_entries() : reply_req.add_entries())->set_session_id(sessions.ids()[i]);
-  }
-  maskd::v1::LogitsTarget* target = apply_req.mutable_logits();
-  target->set_region(region);
-  target->set_offset(0);
-  target->set_dtype(proto_dtype);
-  target->set_rows(static_cast<uint32_t>(rows));
-  target->set_vocab(vocab);
-
-  std::vector<uint8_t> local(elems * pat.size);
-  maskd::CpuApplier applier;
-  maskd::LogitsBatch local_batch{local.data(), dtype, static_cast<int64_t>(rows), vocab, 0};
-  std::mt19937_64 rng(*seed);
-  std::vector<int64_t> next(rows, -1);
-  std::vector<double> apply_us, reply_us;
-  uint64_t mismatches = 0;
-
-  for (uint64_t step = 0; step < *n; ++step) {
-    for (size_t r = 0; r < rows; ++r) {
-      auto* a = apply_req.mutable_entries(static_cast<int>(r));
-      auto* b = reply_req.mutable_entries(static_cast<int>(r));
-      a->clear_tokens();
-      b->clear_tokens();
-      if (next[r] >= 0) {
-        a->add_tokens(static_cast<uint32_t>(next[r]));
-        b->add_tokens(static_cast<uint32_t>(next[r]));
-      }
+  DemoStepper stepper(&c, &shm, {region, seg->data(), flags->dtype, flags->proto_dtype, rows, vocab},
+                      sessions.ids(), flags->seed);
+  for (uint64_t step = 0; step < flags->steps; ++step) {
+    if (absl::Status s = stepper.Step(step, server_tokenizer->eos_ids); !s.ok()) {
+      return Fail(kCmd, std::string(s.message()));
     }
-    Fill(seg->data(), elems, pat);
-    Fill(local.data(), elems, pat);
-    auto run_apply = [&]() -> absl::Status {
-      const auto t0 = Clock::now();
-      absl::Status s = shm.StepInRegion(apply_req, &apply_resp);
-      apply_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      return s;
-    };
-    auto run_reply = [&]() -> absl::Status {
-      const auto t0 = Clock::now();
-      absl::Status s = c.Step(reply_req, &reply_resp);
-      if (s.ok()) {
-        maskd::MaskBatch mask{reinterpret_cast<const uint32_t*>(reply_resp.masks().data()),
-                              static_cast<int64_t>(rows), reply_resp.words_per_row(), 0};
-        s = applier.Apply(local_batch, mask);
-      }
-      reply_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      return s;
-    };
-    // Alternate the order so that neither path always runs on a warm cache.
-    absl::Status s1 = step % 2 == 0 ? run_apply() : run_reply();
-    absl::Status s2 = step % 2 == 0 ? run_reply() : run_apply();
-    if (!s1.ok()) return Fail(kCmd, s1.ToString());
-    if (!s2.ok()) return Fail(kCmd, s2.ToString());
-    const std::string at = " step " + std::to_string(step);
-    if (std::string e = FirstFailedEntry(apply_resp.results(), "StepInRegion" + at); !e.empty()) {
-      return Fail(kCmd, e);
-    }
-    if (std::string e = FirstFailedEntry(reply_resp.results(), "Step" + at); !e.empty()) {
-      return Fail(kCmd, e);
-    }
-    if (reply_resp.words_per_row() != apply_resp.words_per_row()) {
-      return Fail(kCmd, "words_per_row differs between Step and StepInRegion");
-    }
-    mismatches += CheckAndPick({seg->data(), local.data(), rows, vocab, pat}, reply_resp, eos, rng, &next);
   }
   std::printf("{\"rows\": %zu, \"steps\": %llu, \"dtype\": \"%s\", \"mismatches\": %llu, "
               "\"apply_p50_us\": %.1f, \"reply_p50_us\": %.1f}\n",
-              rows, static_cast<unsigned long long>(*n), dtype_name.c_str(),
-              static_cast<unsigned long long>(mismatches), Percentile(apply_us, 0.5),
-              Percentile(reply_us, 0.5));
+              rows, static_cast<unsigned long long>(flags->steps), flags->dtype_name.c_str(),
+              static_cast<unsigned long long>(stepper.mismatches()),
+              Percentile(stepper.apply_us(), 0.5), Percentile(stepper.reply_us(), 0.5));
   return 0;
 }
 
