@@ -290,6 +290,22 @@ TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {
   r = Maskctl("maskbench " + kTok + " /nonexistent.jsonl");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent.jsonl"));
+  // Valid JSON of the wrong shape is refused with the line, never a crash.
+  const std::pair<const char*, const char*> misshapen[] = {
+      {"[1, 2]", ":1: not a JSON object"},
+      {R"({"tests": []})", ":1: no \"schema\""},
+      {R"({"schema": {}, "file": 7})", ":1: \"file\" is not a string"},
+      {R"({"schema": {}, "tests": {}})", ":1: \"tests\" is not an array"},
+      {R"({"schema": {}, "tests": [3]})", ":1: test 0 is not an object"},
+      {R"({"schema": {}, "tests": [{"valid": "yes"}]})", ":1: test 0: \"valid\" is not a boolean"},
+      {R"({"schema": {}, "tests": [{"valid": true, "text": 1}]})", ":1: test 0: \"text\" is not a string"},
+  };
+  for (const auto& [line, message] : misshapen) {
+    const std::string file = TempFile("misshapen.jsonl", std::string(line) + "\n");
+    r = Maskctl("maskbench " + kTok + " " + file);
+    EXPECT_EQ(r.status, 2) << line << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(file + message)) << line;
+  }
 }
 
 // --fresh empties the tokenizer's loop memo before each schema: of two

@@ -274,6 +274,32 @@ absl::Status CheckTestTexts(const ojson& doc, const std::string& path, int64_t l
   return absl::OkStatus();
 }
 
+// INVALID_ARGUMENT naming the line unless `doc` has MaskBench's shape: an
+// object with "schema", a string "file" if any, and "tests" (if any) an array
+// of objects whose "valid" is a boolean and "text" a string where present.
+absl::Status CheckCaseShape(const ojson& doc, const std::string& path, int64_t line_no) {
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", what));
+  };
+  if (!doc.is_object()) return bad("not a JSON object");
+  if (!doc.contains("schema")) return bad("no \"schema\"");
+  if (doc.contains("file") && !doc.at("file").is_string()) return bad("\"file\" is not a string");
+  if (!doc.contains("tests")) return absl::OkStatus();
+  if (!doc.at("tests").is_array()) return bad("\"tests\" is not an array");
+  int64_t k = 0;
+  for (const auto& t : doc.at("tests")) {
+    if (!t.is_object()) return bad(absl::StrCat("test ", k, " is not an object"));
+    if (t.contains("valid") && !t.at("valid").is_boolean()) {
+      return bad(absl::StrCat("test ", k, ": \"valid\" is not a boolean"));
+    }
+    if (t.contains("text") && !t.at("text").is_string()) {
+      return bad(absl::StrCat("test ", k, ": \"text\" is not a string"));
+    }
+    ++k;
+  }
+  return absl::OkStatus();
+}
+
 // One schema line being run: where its failures are reported, where its
 // counts go, and its compilation's times.
 struct SchemaCase {
@@ -356,6 +382,7 @@ class MaskbenchRunner {
     } catch (const ojson::exception& e) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", e.what()));
     }
+    if (absl::Status s = CheckCaseShape(doc, path, line_no); !s.ok()) return s;
     if (flags_.require_text) {
       if (absl::Status s = CheckTestTexts(doc, path, line_no); !s.ok()) return s;
     }
