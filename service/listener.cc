@@ -171,6 +171,37 @@ int ConnectUnix(const std::string& path) {
   return fd;
 }
 
+// Clears the way for a unix socket at `sun`'s path (`addr` names it in
+// messages): nothing there, or a stale socket (connect: ECONNREFUSED, its
+// server gone) removed. FAILED_PRECONDITION when a server listens there,
+// when the path is not a socket, or when it cannot be removed.
+absl::Status ClearStaleSocket(const std::string& addr, const sockaddr_un& sun) {
+  struct stat st;
+  if (lstat(sun.sun_path, &st) != 0) return absl::OkStatus();
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot listen on ", addr, ": the path exists and is not a socket"));
+  }
+  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+  int rc = connect(probe, reinterpret_cast<const sockaddr*>(&sun), sizeof sun);
+  int e = errno;
+  close(probe);
+  if (rc == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot listen on ", addr, ": another server is listening there (stop it first)"));
+  }
+  if (e != ECONNREFUSED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot listen on ", addr, ": the socket exists and connect says ", Errno(e)));
+  }
+  if (unlink(sun.sun_path) != 0 && errno != ENOENT) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot listen on ", addr, ": cannot remove the stale socket: ", Errno(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsUnixAddress(const std::string& addr) {
@@ -205,111 +236,8 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& addr
   std::unique_ptr<Listener> l(new Listener);
   l->addr_ = l->shown_ = addr;
   l->options_ = options;
-  if (IsUnixAddress(addr)) {
-    l->is_unix_ = true;
-    const std::string path = UnixPath(addr);
-    sockaddr_un sun{};
-    sun.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof sun.sun_path) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "listen address '", addr.substr(0, 256), "': the path must have 1 to ",
-          sizeof sun.sun_path - 1, " bytes"));
-    }
-    memcpy(sun.sun_path, path.data(), path.size());
-    struct stat st;
-    if (lstat(path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("cannot listen on ", addr, ": the path exists and is not a socket"));
-      }
-      int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (probe < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
-      int rc = connect(probe, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
-      int e = errno;
-      close(probe);
-      if (rc == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot listen on ", addr, ": another server is listening there (stop it first)"));
-      }
-      if (e != ECONNREFUSED) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot listen on ", addr, ": the socket exists and connect says ", Errno(e)));
-      }
-      // Stale: its server is gone. Replace it.
-      if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot listen on ", addr, ": cannot remove the stale socket: ", Errno(errno)));
-      }
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
-    // Created with no permission bits at all, then chmod: the socket is never
-    // reachable with more than `socket_mode`, whatever the process umask.
-    mode_t old = umask(0777);
-    int rc = bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
-    int e = errno;
-    umask(old);
-    if (rc != 0) {
-      close(fd);
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot listen on ", addr, ": bind: ", Errno(e)));
-    }
-    if (chmod(path.c_str(), options.socket_mode) != 0 || lstat(path.c_str(), &st) != 0) {
-      e = errno;
-      close(fd);
-      unlink(path.c_str());
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot listen on ", addr, ": chmod: ", Errno(e)));
-    }
-    l->unix_path_ = path;
-    l->unix_dev_ = st.st_dev;
-    l->unix_ino_ = st.st_ino;
-    if (listen(fd, SOMAXCONN) != 0) {
-      e = errno;
-      close(fd);
-      unlink(path.c_str());
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot listen on ", addr, ": listen: ", Errno(e)));
-    }
-    l->fds_.push_back(fd);
-  } else {
-    auto r = Resolve(addr);
-    if (!r.ok()) return r.status();
-    int port = 0;
-    for (size_t i = 0; i < r->addrs.size(); ++i) {
-      sockaddr_storage ss = r->addrs[i];
-      if (port != 0) SetPort(&ss, port);  // port 0: every address gets the first one's
-      int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-      if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
-      int one = 1;
-      // SO_REUSEADDR only (TIME_WAIT); never SO_REUSEPORT: a second server
-      // on the same port must fail to bind.
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (ss.ss_family == AF_INET6) {
-        int v6only = 0;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-      }
-      if (bind(fd, reinterpret_cast<sockaddr*>(&ss), r->lens[i]) != 0 || listen(fd, SOMAXCONN) != 0) {
-        int e = errno;
-        close(fd);
-        // "localhost" may name ::1 on a host without IPv6: skip an address
-        // the host cannot bind, as long as one binds.
-        if ((e == EADDRNOTAVAIL || e == EAFNOSUPPORT) && r->addrs.size() > 1) continue;
-        for (int f : l->fds_) close(f);
-        l->fds_.clear();
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot listen on ", addr, ": ", AddrString(ss), ": ", Errno(e),
-            e == EADDRINUSE ? " (another process has the port)" : ""));
-      }
-      if (port == 0) port = GetPort(fd);
-      l->fds_.push_back(fd);
-    }
-    if (l->fds_.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", addr));
-    }
-    l->port_ = port;
-    l->shown_ = absl::StrCat(addr.substr(0, addr.rfind(':')), ":", port);
-  }
+  absl::Status bound = IsUnixAddress(addr) ? l->BindUnix() : l->BindTcp();
+  if (!bound.ok()) return bound;
   l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (l->wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", Errno(errno)));
   if (options.spare_fds > 0 || !options.upstream_path.empty()) {
@@ -318,6 +246,93 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& addr
     l->headroom_ = *std::move(headroom);
   }
   return l;
+}
+
+absl::Status Listener::BindUnix() {
+  is_unix_ = true;
+  const std::string path = UnixPath(addr_);
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sun.sun_path) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listen address '", addr_.substr(0, 256), "': the path must have 1 to ",
+        sizeof sun.sun_path - 1, " bytes"));
+  }
+  memcpy(sun.sun_path, path.data(), path.size());
+  if (absl::Status s = ClearStaleSocket(addr_, sun); !s.ok()) return s;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+  // Created with no permission bits at all, then chmod: the socket is never
+  // reachable with more than `socket_mode`, whatever the process umask.
+  mode_t old = umask(0777);
+  int rc = bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+  int e = errno;
+  umask(old);
+  if (rc != 0) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot listen on ", addr_, ": bind: ", Errno(e)));
+  }
+  struct stat st;
+  if (chmod(path.c_str(), options_.socket_mode) != 0 || lstat(path.c_str(), &st) != 0) {
+    e = errno;
+    close(fd);
+    unlink(path.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot listen on ", addr_, ": chmod: ", Errno(e)));
+  }
+  unix_path_ = path;
+  unix_dev_ = st.st_dev;
+  unix_ino_ = st.st_ino;
+  if (listen(fd, SOMAXCONN) != 0) {
+    e = errno;
+    close(fd);
+    unlink(path.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot listen on ", addr_, ": listen: ", Errno(e)));
+  }
+  fds_.push_back(fd);
+  return absl::OkStatus();
+}
+
+absl::Status Listener::BindTcp() {
+  auto r = Resolve(addr_);
+  if (!r.ok()) return r.status();
+  int port = 0;
+  for (size_t i = 0; i < r->addrs.size(); ++i) {
+    sockaddr_storage ss = r->addrs[i];
+    if (port != 0) SetPort(&ss, port);  // port 0: every address gets the first one's
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", Errno(errno)));
+    int one = 1;
+    // SO_REUSEADDR only (TIME_WAIT); never SO_REUSEPORT: a second server
+    // on the same port must fail to bind.
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ss.ss_family == AF_INET6) {
+      int v6only = 0;
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
+    if (bind(fd, reinterpret_cast<sockaddr*>(&ss), r->lens[i]) != 0 || listen(fd, SOMAXCONN) != 0) {
+      int e = errno;
+      close(fd);
+      // "localhost" may name ::1 on a host without IPv6: skip an address
+      // the host cannot bind, as long as one binds.
+      if ((e == EADDRNOTAVAIL || e == EAFNOSUPPORT) && r->addrs.size() > 1) continue;
+      for (int f : fds_) close(f);
+      fds_.clear();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot listen on ", addr_, ": ", AddrString(ss), ": ", Errno(e),
+          e == EADDRINUSE ? " (another process has the port)" : ""));
+    }
+    if (port == 0) port = GetPort(fd);
+    fds_.push_back(fd);
+  }
+  if (fds_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot listen on ", addr_));
+  }
+  port_ = port;
+  shown_ = absl::StrCat(addr_.substr(0, addr_.rfind(':')), ":", port);
+  return absl::OkStatus();
 }
 
 Listener::~Listener() { Stop(); }
@@ -405,145 +420,174 @@ bool Listener::HandOver(const Pending& p, Handed* out) {
   return true;
 }
 
-// The loop's state lives on its stack: the pending connections (accepted,
-// waiting for a first byte) and those handed to gRPC (tracked by fd and
-// inode: gRPC closes them without telling, and a sweep notices).
-void Listener::Loop() {
+// The accept loop's state, on Loop's stack: the pending connections
+// (accepted, waiting for a first byte) and those handed to gRPC (tracked by
+// fd and inode: gRPC closes them without telling, and a sweep notices).
+struct Listener::LoopState {
   std::vector<Pending> pending;
   std::vector<Handed> handed;
-  ConnectionLimit* limit = options_.limit;
-  absl::Duration backoff = absl::ZeroDuration();
+  absl::Duration backoff = absl::ZeroDuration();  // of accept, after EMFILE and the like
   absl::Time accept_resume = absl::InfinitePast();
-  absl::Time next_sweep = absl::Now() + absl::Seconds(1);
+  absl::Time next_sweep;
   absl::Time last_fd_log = absl::InfinitePast();
   uint64_t refused_logged = 0;
-  auto sweep = [&] {
-    size_t kept = 0;
-    for (const Handed& h : handed) {
-      struct stat st;
-      if (fstat(h.fd, &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino) {
-        handed[kept++] = h;
-      }
-    }
-    if (kept < handed.size()) {
-      limit->open.fetch_sub(handed.size() - kept);
-      handed.resize(kept);
-    }
-  };
-  auto close_pending = [&](const Pending& p) {
-    close(p.fd);
-    limit->open.fetch_sub(1);
-  };
+  // The wake eventfd, the listening sockets (-1 while backing off), then one
+  // per pending connection, in `pending`'s order.
   std::vector<pollfd> pfds;
+};
+
+void Listener::Loop() {
+  LoopState s;
+  s.next_sweep = absl::Now() + absl::Seconds(1);
   for (;;) {
-    const absl::Time now = absl::Now();
-    const bool accepting = now >= accept_resume;
-    pfds.clear();
-    pfds.push_back({wake_fd_, POLLIN, 0});
-    for (int fd : fds_) pfds.push_back({accepting ? fd : -1, POLLIN, 0});
-    absl::Time wake_at = next_sweep;
-    if (!accepting) wake_at = std::min(wake_at, accept_resume);
-    for (const Pending& p : pending) {
-      pfds.push_back({p.fd, POLLIN, 0});
-      wake_at = std::min(wake_at, p.deadline);
-    }
-    int timeout_ms = static_cast<int>(
-        std::clamp<int64_t>(absl::ToInt64Milliseconds(wake_at - now) + 1, 0, 1000));
-    int n = poll(pfds.data(), pfds.size(), timeout_ms);
+    const int timeout_ms = PreparePoll(&s, absl::Now());
+    int n = poll(s.pfds.data(), s.pfds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       LogError(absl::StrCat("listener ", shown_, ": poll: ", Errno(errno)));
       absl::SleepFor(absl::Milliseconds(100));
       continue;
     }
-    if (pfds[0].revents != 0) break;  // Stop()
+    if (s.pfds[0].revents != 0) break;  // Stop()
     const absl::Time after = absl::Now();
-    // Pending connections: hand over on their first byte (or hang-up: gRPC
-    // reads the EOF and closes), close at the deadline.
-    const size_t base = 1 + fds_.size();
-    size_t kept = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      Pending& p = pending[i];
-      if (pfds[base + i].revents != 0) {
-        Handed h;
-        if (HandOver(p, &h)) {
-          handed.push_back(h);
-        } else {
-          limit->open.fetch_sub(1);
-        }
-      } else if (after >= p.deadline) {
-        close_pending(p);
-      } else {
-        pending[kept++] = p;
-      }
-    }
-    pending.resize(kept);
+    ServePending(&s, after);
     // New connections, a bounded number per round so that pending ones are
     // served too.
     for (size_t li = 0; li < fds_.size(); ++li) {
-      if (pfds[1 + li].revents == 0) continue;
-      for (int k = 0; k < 64; ++k) {
-        // Too few spare descriptors reads as EMFILE (ListenerOptions::spare_fds).
-        const bool spare = options_.spare_fds <= 0 ||
-                           headroom_->AtLeast(SpareFdsNeeded(options_.spare_fds));
-        int fd = spare ? accept4(fds_[li], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
-        if (fd < 0) {
-          int e = spare ? errno : EMFILE;
-          if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
-          if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-            backoff = std::clamp(backoff * 2, absl::Milliseconds(10), absl::Seconds(1));
-            accept_resume = absl::Now() + backoff;
-            sweep();
-            if (absl::Now() - last_fd_log > absl::Seconds(10)) {
-              last_fd_log = absl::Now();
-              LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e),
-                                    spare ? "" : absl::StrCat(" (", options_.spare_fds,
-                                                              " descriptors kept spare)"),
-                                    "; retrying (open connections: ", limit->open.load(), ")"));
-            }
-          } else if (e != EAGAIN && e != EWOULDBLOCK) {
-            LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e)));
-            accept_resume = absl::Now() + absl::Milliseconds(100);
-          }
-          break;
-        }
-        backoff = absl::ZeroDuration();
-        if (limit->max != 0 && limit->open.load() >= limit->max) {
-          sweep();
-          if (limit->open.load() >= limit->max) {
-            close(fd);
-            limit->refused.fetch_add(1);
-            continue;
-          }
-        }
-        limit->open.fetch_add(1);
-        Pending p{fd, absl::Now() + options_.first_byte_timeout, std::nullopt};
-        if (is_unix_) {
-          ucred uc{};
-          socklen_t len = sizeof uc;
-          if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
-            p.creds = PeerCredentials{uc.pid, uc.uid, uc.gid};
-          }
-        } else {
-          int one = 1;
-          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        }
-        pending.push_back(p);
-      }
+      if (s.pfds[1 + li].revents != 0) AcceptBatch(&s, fds_[li]);
     }
-    if (after >= next_sweep) {
-      sweep();
-      next_sweep = after + absl::Seconds(1);
-      uint64_t refused = limit->refused.load();
-      if (refused != refused_logged && after - last_fd_log > absl::Seconds(10)) {
-        last_fd_log = after;
-        LogError(absl::StrCat("listener ", shown_, ": ", refused - refused_logged,
-                              " connections closed at accept (--max_connections=", limit->max,
-                              ")"));
-        refused_logged = refused;
-      }
+    if (after >= s.next_sweep) SweepAndReport(&s, after);
+  }
+  for (const Pending& p : s.pending) ClosePending(p);
+}
+
+int Listener::PreparePoll(LoopState* s, absl::Time now) const {
+  const bool accepting = now >= s->accept_resume;
+  s->pfds.clear();
+  s->pfds.push_back({wake_fd_, POLLIN, 0});
+  for (int fd : fds_) s->pfds.push_back({accepting ? fd : -1, POLLIN, 0});
+  absl::Time wake_at = s->next_sweep;
+  if (!accepting) wake_at = std::min(wake_at, s->accept_resume);
+  for (const Pending& p : s->pending) {
+    s->pfds.push_back({p.fd, POLLIN, 0});
+    wake_at = std::min(wake_at, p.deadline);
+  }
+  return static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(wake_at - now) + 1, 0, 1000));
+}
+
+void Listener::Sweep(LoopState* s) {
+  std::vector<Handed>& handed = s->handed;
+  size_t kept = 0;
+  for (const Handed& h : handed) {
+    struct stat st;
+    if (fstat(h.fd, &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino) {
+      handed[kept++] = h;
     }
   }
-  for (const Pending& p : pending) close_pending(p);
+  if (kept < handed.size()) {
+    options_.limit->open.fetch_sub(handed.size() - kept);
+    handed.resize(kept);
+  }
+}
+
+void Listener::ClosePending(const Pending& p) {
+  close(p.fd);
+  options_.limit->open.fetch_sub(1);
+}
+
+void Listener::ServePending(LoopState* s, absl::Time after) {
+  const size_t base = 1 + fds_.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < s->pending.size(); ++i) {
+    Pending& p = s->pending[i];
+    if (s->pfds[base + i].revents != 0) {
+      Handed h;
+      if (HandOver(p, &h)) {
+        s->handed.push_back(h);
+      } else {
+        options_.limit->open.fetch_sub(1);
+      }
+    } else if (after >= p.deadline) {
+      ClosePending(p);
+    } else {
+      s->pending[kept++] = p;
+    }
+  }
+  s->pending.resize(kept);
+}
+
+void Listener::AcceptBatch(LoopState* s, int listen_fd) {
+  for (int k = 0; k < 64; ++k) {
+    // Too few spare descriptors reads as EMFILE (ListenerOptions::spare_fds).
+    const bool spare =
+        options_.spare_fds <= 0 || headroom_->AtLeast(SpareFdsNeeded(options_.spare_fds));
+    int fd = spare ? accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
+    if (fd < 0) {
+      int e = spare ? errno : EMFILE;
+      if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
+      OnAcceptFailure(s, e, spare);
+      break;
+    }
+    s->backoff = absl::ZeroDuration();
+    Admit(s, fd);
+  }
+}
+
+void Listener::OnAcceptFailure(LoopState* s, int e, bool spare) {
+  if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+    s->backoff = std::clamp(s->backoff * 2, absl::Milliseconds(10), absl::Seconds(1));
+    s->accept_resume = absl::Now() + s->backoff;
+    Sweep(s);
+    if (absl::Now() - s->last_fd_log > absl::Seconds(10)) {
+      s->last_fd_log = absl::Now();
+      LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e),
+                            spare ? "" : absl::StrCat(" (", options_.spare_fds,
+                                                      " descriptors kept spare)"),
+                            "; retrying (open connections: ", options_.limit->open.load(), ")"));
+    }
+  } else if (e != EAGAIN && e != EWOULDBLOCK) {
+    LogError(absl::StrCat("listener ", shown_, ": accept: ", Errno(e)));
+    s->accept_resume = absl::Now() + absl::Milliseconds(100);
+  }
+}
+
+void Listener::Admit(LoopState* s, int fd) {
+  ConnectionLimit* limit = options_.limit;
+  if (limit->max != 0 && limit->open.load() >= limit->max) {
+    Sweep(s);
+    if (limit->open.load() >= limit->max) {
+      close(fd);
+      limit->refused.fetch_add(1);
+      return;
+    }
+  }
+  limit->open.fetch_add(1);
+  Pending p{fd, absl::Now() + options_.first_byte_timeout, std::nullopt};
+  if (is_unix_) {
+    ucred uc{};
+    socklen_t len = sizeof uc;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
+      p.creds = PeerCredentials{uc.pid, uc.uid, uc.gid};
+    }
+  } else {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  s->pending.push_back(p);
+}
+
+void Listener::SweepAndReport(LoopState* s, absl::Time after) {
+  Sweep(s);
+  s->next_sweep = after + absl::Seconds(1);
+  const ConnectionLimit* limit = options_.limit;
+  uint64_t refused = limit->refused.load();
+  if (refused != s->refused_logged && after - s->last_fd_log > absl::Seconds(10)) {
+    s->last_fd_log = after;
+    LogError(absl::StrCat("listener ", shown_, ": ", refused - s->refused_logged,
+                          " connections closed at accept (--max_connections=", limit->max,
+                          ")"));
+    s->refused_logged = refused;
+  }
 }
 
 }  // namespace maskd

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
@@ -121,8 +122,35 @@ class Listener {
  private:
   struct Pending;
   struct Handed;
+  struct LoopState;
   Listener() = default;
+  // Bind's two kinds of address: they fill fds_ (and the unix socket's
+  // identity, or port_ and shown_).
+  absl::Status BindUnix();
+  absl::Status BindTcp();
+
+  // The accept thread: poll, then hand over the pending connections that
+  // sent a byte, accept new ones, and sweep the handed ones once a second.
   void Loop();
+  // Fills s->pfds for this round; the poll timeout in ms (at most 1 s: the
+  // next sweep, the end of an accept back-off or a first-byte deadline).
+  int PreparePoll(LoopState* s, absl::Time now) const;
+  // Hands over the pending connections that sent their first byte (or hung
+  // up: gRPC reads the EOF and closes), closes those past their deadline.
+  void ServePending(LoopState* s, absl::Time after);
+  // Accepts up to 64 connections on `listen_fd`.
+  void AcceptBatch(LoopState* s, int listen_fd);
+  // After accept failed with `e` (EMFILE when !spare: too few spare
+  // descriptors): back off on lack of descriptors or memory, else pause.
+  void OnAcceptFailure(LoopState* s, int e, bool spare);
+  // A new connection into s->pending, or closed at once (counted refused)
+  // when max_connections are open even after a sweep.
+  void Admit(LoopState* s, int fd);
+  // Forgets the handed connections gRPC has closed (their count off `open`).
+  void Sweep(LoopState* s);
+  // The once-a-second sweep, and the refusals logged (at most every 10 s).
+  void SweepAndReport(LoopState* s, absl::Time after);
+  void ClosePending(const Pending& p);
   // Sends on a connection that sent its first byte (takes ownership of
   // p.fd). True with `out` the socket to track (gRPC's end, or the client's
   // socket, which the relay closes when done); false when it was closed.

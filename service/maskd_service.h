@@ -107,6 +107,8 @@ class MaskdService final : public maskd::v1::Maskd::CallbackService {
   size_t open_streams() const { return open_streams_.load(std::memory_order_relaxed); }
 
  private:
+  // StepStream (step_stream.cc): a reactor per open stream, the refusal of
+  // one past its caps, the reaper of idle ones.
   class StepStreamReactor;
   class RefusedStream;
   using StreamReactor = grpc::ServerBidiReactor<Checked<v1::StepRequest>, v1::StepResponse>;

@@ -158,6 +158,52 @@ void Relay::Update(Conn* c) {
           (c->to_server.size() > 0 ? EPOLLOUT : 0u));
 }
 
+// The rapid-reset guard over `len` bytes the client sent: reads them as the
+// HTTP/2 preface then frames (a header split across reads is kept in `c`),
+// and takes a token per RST_STREAM frame from the connection's bucket
+// (refilled at resets_per_second, holding at most reset_burst); false when
+// the bucket is empty: the connection is to be closed.
+bool Relay::GuardResets(Conn* c, const uint8_t* b, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    if (c->preface_left > 0) {
+      size_t k = std::min(c->preface_left, len - i);
+      c->preface_left -= k;
+      i += k;
+    } else if (c->payload_left > 0) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(c->payload_left, len - i));
+      c->payload_left -= k;
+      i += k;
+    } else {
+      c->header[c->header_len++] = b[i++];
+      if (c->header_len < 9) continue;
+      c->header_len = 0;
+      c->payload_left = (uint64_t{c->header[0]} << 16) | (uint64_t{c->header[1]} << 8) |
+                        c->header[2];
+      if (c->header[3] != kRstStream) continue;
+      ++c->resets;
+      const int64_t now = MonotonicNs();
+      c->tokens = std::min(options_.reset_burst,
+                           c->tokens + static_cast<double>(now - c->last_ns) * 1e-9 *
+                                           options_.resets_per_second);
+      c->last_ns = now;
+      if (c->tokens < 1) {
+        const uint64_t n_closed = closed_for_resets_.fetch_add(1) + 1;
+        if ((n_closed & (n_closed - 1)) == 0) {  // 1st, 2nd, 4th, ...: bounded logging
+          LogError(absl::StrCat(
+              "closed a connection after ", c->resets,
+              " RST_STREAM frames, faster than --max_resets_per_second=",
+              options_.resets_per_second, " (HTTP/2 rapid reset; ", n_closed,
+              " closed so far)"));
+        }
+        return false;
+      }
+      c->tokens -= 1;
+    }
+  }
+  return true;
+}
+
 // Moves what it can both ways; false when the connection is done (closed by
 // either side, an error, or too many resets).
 bool Relay::Pump(Conn* c) {
@@ -171,43 +217,9 @@ bool Relay::Pump(Conn* c) {
       if (got > 0) {
         progress = true;
         c->to_server.end += static_cast<size_t>(got);
-        const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
-        size_t i = 0, len = c->guard_resets ? static_cast<size_t>(got) : 0;
-        while (i < len) {
-          if (c->preface_left > 0) {
-            size_t k = std::min(c->preface_left, len - i);
-            c->preface_left -= k;
-            i += k;
-          } else if (c->payload_left > 0) {
-            size_t k = static_cast<size_t>(std::min<uint64_t>(c->payload_left, len - i));
-            c->payload_left -= k;
-            i += k;
-          } else {
-            c->header[c->header_len++] = b[i++];
-            if (c->header_len < 9) continue;
-            c->header_len = 0;
-            c->payload_left = (uint64_t{c->header[0]} << 16) | (uint64_t{c->header[1]} << 8) |
-                              c->header[2];
-            if (c->header[3] != kRstStream) continue;
-            ++c->resets;
-            const int64_t now = MonotonicNs();
-            c->tokens = std::min(options_.reset_burst,
-                                 c->tokens + static_cast<double>(now - c->last_ns) * 1e-9 *
-                                                 options_.resets_per_second);
-            c->last_ns = now;
-            if (c->tokens < 1) {
-              const uint64_t n_closed = closed_for_resets_.fetch_add(1) + 1;
-              if ((n_closed & (n_closed - 1)) == 0) {  // 1st, 2nd, 4th, ...: bounded logging
-                LogError(absl::StrCat(
-                    "closed a connection after ", c->resets,
-                    " RST_STREAM frames, faster than --max_resets_per_second=",
-                    options_.resets_per_second, " (HTTP/2 rapid reset; ", n_closed,
-                    " closed so far)"));
-              }
-              return false;
-            }
-            c->tokens -= 1;
-          }
+        if (c->guard_resets &&
+            !GuardResets(c, reinterpret_cast<const uint8_t*>(p), static_cast<size_t>(got))) {
+          return false;
         }
       } else if (got == 0) {
         c->client_eof = true;

@@ -65,6 +65,8 @@ class Relay {
   void Update(Conn* c);
   void Close(Conn* c);
   bool Pump(Conn* c);  // false: the connection is done
+  // The rapid-reset guard over bytes the client sent; false: close it.
+  bool GuardResets(Conn* c, const uint8_t* b, size_t len);
 
   const RelayOptions options_;
   int epoll_fd_ = -1;

@@ -17,6 +17,7 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/relay.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/step_batch.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/step_stream.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/work_pool.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})
@@ -25,13 +26,22 @@ target_link_libraries(maskd_service
          absl::status absl::statusor absl::time absl::function_ref absl::span
   PRIVATE OpenSSL::Crypto)
 
-add_executable(maskd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
-target_compile_options(maskd PRIVATE ${MASKD_WARNINGS})
-target_compile_definitions(maskd PRIVATE
+# maskd's start-up pieces besides main.cc: its flags read into ServerConfig,
+# and the transport (listeners, relay, gRPC's private TLS socket).
+add_library(maskd_server STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/server_config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/server_transport.cc)
+target_compile_options(maskd_server PRIVATE ${MASKD_WARNINGS})
+target_compile_definitions(maskd_server PRIVATE
   MASKD_VERSION="${PROJECT_VERSION}"
   MASKD_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-target_link_libraries(maskd PRIVATE maskd_service prometheus-cpp::pull gRPC::grpc++_reflection
+target_link_libraries(maskd_server PUBLIC maskd_service
   absl::flags absl::flags_parse absl::flags_usage absl::str_format)
+
+add_executable(maskd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
+target_compile_options(maskd PRIVATE ${MASKD_WARNINGS})
+target_compile_definitions(maskd PRIVATE MASKD_VERSION="${PROJECT_VERSION}")
+target_link_libraries(maskd PRIVATE maskd_server prometheus-cpp::pull gRPC::grpc++_reflection)
 
 include(GNUInstallDirs)
 install(TARGETS maskd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT maskd_server)

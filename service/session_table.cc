@@ -167,33 +167,34 @@ absl::StatusOr<ClientShares::Charge> SessionTable::Reserve(absl::string_view cli
   return charge;
 }
 
-absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<IndexLease> lease,
-                                                              absl::string_view client) {
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Admit(
+    absl::string_view client, absl::FunctionRef<absl::StatusOr<std::shared_ptr<Session>>()> make) {
   absl::StatusOr<ClientShares::Charge> charge = Reserve(client);
   if (!charge.ok()) return charge.status();
-  auto s = Session::Create(std::move(lease), options_.rollback_window,
-                           options_.grammar_chart_budget);
+  absl::StatusOr<std::shared_ptr<Session>> s = make();
   if (!s.ok()) {
     count_.fetch_sub(1);
-    return s.status();
+    return s.status();  // the charge goes back with it
   }
   (*s)->charge_ = *std::move(charge);
   return Insert(*std::move(s));
 }
 
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Create(std::shared_ptr<IndexLease> lease,
+                                                              absl::string_view client) {
+  return Admit(client, [&] {
+    return Session::Create(std::move(lease), options_.rollback_window,
+                           options_.grammar_chart_budget);
+  });
+}
+
 absl::StatusOr<std::shared_ptr<Session>> SessionTable::Fork(uint64_t id, absl::string_view client) {
   std::shared_ptr<Session> from = Find(id);
   if (!from) return NotFound(id);
-  absl::StatusOr<ClientShares::Charge> charge = Reserve(client);
-  if (!charge.ok()) return charge.status();
-  from->Touch();
-  auto clone = from->Clone();
-  if (!clone.ok()) {
-    count_.fetch_sub(1);
-    return clone.status();
-  }
-  (*clone)->charge_ = *std::move(charge);
-  return Insert(*std::move(clone));
+  return Admit(client, [&] {
+    from->Touch();
+    return from->Clone();
+  });
 }
 
 absl::Status SessionTable::Close(uint64_t id) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -181,6 +182,12 @@ class SessionTable {
   // A place for one more session charged to `client`: its share's unit, and
   // one of max_sessions (given back by the caller when it fails later).
   absl::StatusOr<ClientShares::Charge> Reserve(absl::string_view client);
+  // Create's and Fork's one path: a place reserved for `client` (Reserve),
+  // then the session `make` builds (id 0) charged to it and inserted; the
+  // place given back when `make` fails.
+  absl::StatusOr<std::shared_ptr<Session>> Admit(
+      absl::string_view client,
+      absl::FunctionRef<absl::StatusOr<std::shared_ptr<Session>>()> make);
   void Sweep();
 
   const SessionTableOptions options_;

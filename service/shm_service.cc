@@ -321,82 +321,12 @@ absl::StatusOr<StepRows> SharedMemoryService::PlaceRows(const v1::StepInRegionRe
     return absl::PermissionDeniedError(absl::StrCat(
         "shared-memory region ", QuoteInput(region.name()), " belongs to another user"));
   }
-  const bool cuda = region.kind() == shm::RegionKind::kCuda;
-  const size_t n = shape.words.size();
   target->words = shape.widest;
-  const size_t row_words = shape.widest;
-  Scratch& sc = ThreadScratch();
   StepRows rows;
   rows.words_per_row = shape.widest;
-
-  if (!to_logits) {
-    // Every session found must have the same width: the rows are packed.
-    int first = -1;
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t w = shape.words[i];
-      if (w == 0) continue;
-      if (first < 0) {
-        first = static_cast<int>(i);
-      } else if (w != shape.words[first]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "masks target: every session of a call must have the same mask width; entry ", first,
-            " has ", shape.words[first], " words per row, entry ", i, " has ", w));
-      }
-    }
-    const v1::MasksTarget& t = req.masks();
-    const uint64_t bytes = static_cast<uint64_t>(n) * row_words * 4;  // < 2^10 * 2^27 * 4
-    absl::StatusOr<void*> at = region.At(t.offset(), bytes);
-    if (!at.ok()) return at.status();
-    if (!Aligned(*at, 4)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("masks offset ", t.offset(), " does not give a 4-byte aligned address"));
-    }
-    if (cuda) {
-      sc.words.resize(n * row_words);
-      target->device_masks = *at;
-      rows.base = sc.words.data();
-    } else {
-      rows.base = static_cast<uint32_t*>(*at);
-    }
-  } else {
-    const v1::LogitsTarget& t = req.logits();
-    auto dtype = FromProto(t.dtype());
-    if (!dtype.ok()) return dtype.status();
-    if (t.rows() == 0) return absl::InvalidArgumentError("logits rows must be >= 1");
-    LogitsBatch& logits = target->logits;
-    logits.data = region.data();  // placed below, once the range is known to fit
-    logits.dtype = *dtype;
-    logits.num_rows = t.rows();
-    logits.vocab = t.vocab();
-    logits.row_stride = static_cast<int64_t>(
-        std::min<uint64_t>(t.row_stride(), std::numeric_limits<int64_t>::max()));
-    if (absl::Status s = CheckLogitsShape(logits, static_cast<int64_t>(n), t); !s.ok()) return s;
-    // Valid arguments bound rows x stride x 4 by INT64_MAX: no overflow.
-    const uint64_t elem = LogitsDtypeSize(*dtype);
-    const uint64_t stride = logits.row_stride == 0 ? t.vocab() : logits.row_stride;
-    const uint64_t bytes = ((uint64_t{t.rows()} - 1) * stride + t.vocab()) * elem;
-    absl::StatusOr<void*> at = region.At(t.offset(), bytes);
-    if (!at.ok()) return at.status();
-    if (!Aligned(*at, elem)) {
-      return absl::InvalidArgumentError(absl::StrCat("logits offset ", t.offset(),
-                                                     " does not give an address aligned to ",
-                                                     elem, " bytes"));
-    }
-    logits.data = *at;
-    if (!t.wait_event().empty()) {
-      if (!cuda) {
-        return absl::InvalidArgumentError("wait_event is only for CUDA regions");
-      }
-      if (t.wait_event().size() != 64) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "wait_event has ", t.wait_event().size(), " bytes; a CUDA IPC event handle has 64"));
-      }
-      target->wait_event = t.wait_event();
-    }
-    sc.words.resize(n * row_words);
-    rows.base = sc.words.data();
-    rows.max_vocab = t.vocab();
-  }
+  absl::Status placed = to_logits ? PlaceLogits(req.logits(), shape, target, &rows)
+                                  : PlaceMasks(req.masks(), shape, target, &rows);
+  if (!placed.ok()) return placed;
 
   // The client may have shrunk the object since registration: refuse before
   // any session is stepped. A shrink after this check is caught by the
@@ -404,6 +334,88 @@ absl::StatusOr<StepRows> SharedMemoryService::PlaceRows(const v1::StepInRegionRe
   // server.
   if (absl::Status s = region.CheckBacked(); !s.ok()) return s;
   return rows;
+}
+
+absl::Status SharedMemoryService::PlaceMasks(const v1::MasksTarget& t,
+                                             const StepBatchShape& shape, Target* target,
+                                             StepRows* rows) {
+  const shm::Region& region = *target->region;
+  const size_t n = shape.words.size();
+  const size_t row_words = shape.widest;
+  // Every session found must have the same width: the rows are packed.
+  int first = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t w = shape.words[i];
+    if (w == 0) continue;
+    if (first < 0) {
+      first = static_cast<int>(i);
+    } else if (w != shape.words[first]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "masks target: every session of a call must have the same mask width; entry ", first,
+          " has ", shape.words[first], " words per row, entry ", i, " has ", w));
+    }
+  }
+  const uint64_t bytes = static_cast<uint64_t>(n) * row_words * 4;  // < 2^10 * 2^27 * 4
+  absl::StatusOr<void*> at = region.At(t.offset(), bytes);
+  if (!at.ok()) return at.status();
+  if (!Aligned(*at, 4)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("masks offset ", t.offset(), " does not give a 4-byte aligned address"));
+  }
+  if (region.kind() == shm::RegionKind::kCuda) {
+    Scratch& sc = ThreadScratch();
+    sc.words.resize(n * row_words);
+    target->device_masks = *at;
+    rows->base = sc.words.data();
+  } else {
+    rows->base = static_cast<uint32_t*>(*at);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryService::PlaceLogits(const v1::LogitsTarget& t,
+                                              const StepBatchShape& shape, Target* target,
+                                              StepRows* rows) {
+  const shm::Region& region = *target->region;
+  const size_t n = shape.words.size();
+  auto dtype = FromProto(t.dtype());
+  if (!dtype.ok()) return dtype.status();
+  if (t.rows() == 0) return absl::InvalidArgumentError("logits rows must be >= 1");
+  LogitsBatch& logits = target->logits;
+  logits.data = region.data();  // placed below, once the range is known to fit
+  logits.dtype = *dtype;
+  logits.num_rows = t.rows();
+  logits.vocab = t.vocab();
+  logits.row_stride = static_cast<int64_t>(
+      std::min<uint64_t>(t.row_stride(), std::numeric_limits<int64_t>::max()));
+  if (absl::Status s = CheckLogitsShape(logits, static_cast<int64_t>(n), t); !s.ok()) return s;
+  // Valid arguments bound rows x stride x 4 by INT64_MAX: no overflow.
+  const uint64_t elem = LogitsDtypeSize(*dtype);
+  const uint64_t stride = logits.row_stride == 0 ? t.vocab() : logits.row_stride;
+  const uint64_t bytes = ((uint64_t{t.rows()} - 1) * stride + t.vocab()) * elem;
+  absl::StatusOr<void*> at = region.At(t.offset(), bytes);
+  if (!at.ok()) return at.status();
+  if (!Aligned(*at, elem)) {
+    return absl::InvalidArgumentError(absl::StrCat("logits offset ", t.offset(),
+                                                   " does not give an address aligned to ",
+                                                   elem, " bytes"));
+  }
+  logits.data = *at;
+  if (!t.wait_event().empty()) {
+    if (region.kind() != shm::RegionKind::kCuda) {
+      return absl::InvalidArgumentError("wait_event is only for CUDA regions");
+    }
+    if (t.wait_event().size() != 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wait_event has ", t.wait_event().size(), " bytes; a CUDA IPC event handle has 64"));
+    }
+    target->wait_event = t.wait_event();
+  }
+  Scratch& sc = ThreadScratch();
+  sc.words.resize(n * shape.widest);
+  rows->base = sc.words.data();
+  rows->max_vocab = t.vocab();
+  return absl::OkStatus();
 }
 
 absl::Status SharedMemoryService::Deliver(const v1::StepInRegionRequest& req,

@@ -146,6 +146,14 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   absl::StatusOr<StepRows> PlaceRows(const v1::StepInRegionRequest& req,
                                      std::optional<uid_t> caller, const StepBatchShape& shape,
                                      Target* target) const;
+  // PlaceRows' two targets; each fills `target` and `rows->base` (and, for
+  // logits, `rows->max_vocab`). Masks: packed rows, every session of one
+  // width, in the region (a CUDA region's staged in the thread's scratch).
+  // Logits: the rows in the thread's scratch, the logits' range checked.
+  static absl::Status PlaceMasks(const v1::MasksTarget& t, const StepBatchShape& shape,
+                                 Target* target, StepRows* rows);
+  static absl::Status PlaceLogits(const v1::LogitsTarget& t, const StepBatchShape& shape,
+                                  Target* target, StepRows* rows);
   // StepInRegion pass 3: copies CUDA mask rows to the device, or applies the
   // mask rows of entries that succeeded to the logits.
   absl::Status Deliver(const v1::StepInRegionRequest& req, const Target& target,
