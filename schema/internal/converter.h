@@ -202,6 +202,23 @@ class Converter {
   // type inference; formats maskd enforces are checked). Unimplemented for a
   // keyword this check does not decide; budget errors as the conversion's.
   absl::StatusOr<bool> Accepts(const json& s, const std::string& ptr, const json& v, int depth);
+  // Accepts keyword family by family, for `s` an object schema in the
+  // numeric bounds form (NormalizeBounds): whether `v` passes the family's
+  // keywords, with Accepts' errors. Accepts asks them in this order after the
+  // type/const/enum family; the first false or error decides.
+  absl::StatusOr<bool> AcceptsApplicators(const json& s, const std::string& ptr, const json& v,
+                                          int depth);
+  absl::StatusOr<bool> AcceptsString(const json& s, const std::string& ptr, const std::string& text);
+  absl::StatusOr<bool> AcceptsArray(const json& s, const std::string& ptr, const json& v, int depth);
+  absl::StatusOr<bool> AcceptsObject(const json& s, const std::string& ptr, const json& v, int depth);
+  // properties, patternProperties, additionalProperties, propertyNames: each
+  // member of object `v` against the schemas its key selects.
+  absl::StatusOr<bool> AcceptsMembers(const json& s, const std::string& ptr, const json& v,
+                                      int depth);
+  // A count keyword as the conversion reads it (IntKw); Unimplemented when
+  // malformed, leaving the conversion to report it.
+  static absl::StatusOr<std::optional<int64_t>> CheckedCount(const json& s, const char* k,
+                                                             const std::string& ptr);
   // Whether the ECMA `pattern` matches somewhere in `text` / the content
   // regex (JSON-encoded string content) matches `text` whole.
   absl::StatusOr<bool> PatternAccepts(const std::string& pattern, const std::string& ptr,
