@@ -176,6 +176,17 @@ class Converter {
   absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
   absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
   void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out);
+  // Negate keyword family by family (negate.cc): each appends to *out the
+  // branches of the complement that its keywords of `s` (an object schema in
+  // the numeric bounds form) contribute; `depth` is Negate's.
+  absl::Status NegateObject(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateDependencies(const json& s, const std::string& ptr, int depth,
+                                  std::vector<json>* out);
+  absl::Status NegateArray(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateItems(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateString(const json& s, const std::string& ptr, std::vector<json>* out);
+  absl::Status NegateApplicators(const json& s, const std::string& ptr, int depth,
+                                 std::vector<json>* out);
   absl::StatusOr<json> Conditional(const json& s, const std::string& ptr);
   json Dependency(const std::string& a, const json& dep, const json& s);
   absl::Status LowerConditionals(json& s, const std::string& ptr, json* parts);
