@@ -174,6 +174,9 @@ class Converter {
 
   // ---------- schema rewriting (normalize.cc, negate.cc)
   absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
+  // Keyword `k` of a merged schema, with value `v`, merged into acc[k] (both
+  // present): the value both allow; acc becomes false when none is left.
+  absl::Status MergeKeyword(json& acc, const std::string& k, const json& v, const std::string& ptr);
   absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
   void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out);
   // Negate keyword family by family (negate.cc): each appends to *out the
