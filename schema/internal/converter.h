@@ -270,6 +270,51 @@ class Converter {
   std::string KeyRegex(const std::string& key) const;
   std::string OtherKeyRegex(const std::vector<std::string>& known);
   absl::StatusOr<Re> ConvertObject(const json& s, const std::string& ptr);
+  struct ObjectMember {
+    std::string kv;  // "key": value
+    bool required;
+  };
+  // An object schema's members, as ConvertObject's steps lay them out.
+  struct ObjectMembers {
+    std::vector<ObjectMember> members;     // properties in order, then the undeclared required
+    std::vector<std::string> known;        // the properties' names
+    std::vector<std::string> undeclared;   // required names not in properties, in order
+    const json* additional = nullptr;      // additionalProperties (else unevaluatedProperties)
+    Re additional_value;                   // the other keys' value; nullopt: no other key
+    std::vector<std::string> extra_kvs;    // patternProperties' and the other keys' members
+  };
+  // The properties as members, and the undeclared required names; false
+  // when a required property has no instance (nor has the object).
+  absl::StatusOr<bool> DeclaredMembers(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The other keys' value: additionalProperties, or by default any value.
+  absl::Status AdditionalValue(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The members beside the declared ones: patternProperties', and the other
+  // keys' (their names from propertyNames, else any name not declared).
+  absl::Status ExtraMembers(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The undeclared required names as members valued by the other keys'
+  // value; false when additionalProperties forbids them.
+  bool UndeclaredMembers(ObjectMembers* m);
+  // How many members an object may have. Counts run 0..cap; without max,
+  // cap stands for "cap or more".
+  struct MemberCounts {
+    int64_t min = 0;             // 0 when the required members reach minProperties
+    std::optional<int64_t> max;  // maxProperties, when it binds
+    int64_t cap = 1;
+  };
+  // `members` in order, each optional unless required, then `extra` members
+  // repeated, with min/maxProperties counted.
+  absl::StatusOr<Re> CountedObject(const json& s, const std::string& ptr,
+                                   const std::vector<ObjectMember>& members, const Re& extra);
+  // [c]: the member lists (without braces) holding c members (saturated at
+  // cap when unbounded); nullopt where none.
+  absl::StatusOr<std::vector<Re>> MembersByCount(const std::vector<ObjectMember>& members,
+                                                 const MemberCounts& counts);
+  // MembersByCount's lists followed by `extra` members, by total count.
+  absl::StatusOr<std::vector<Re>> WithExtraMembers(const std::vector<Re>& by_count, const Re& extra,
+                                                   const MemberCounts& counts,
+                                                   const std::string& ptr);
+  // The object of any list with at least `min` members; nullopt when none.
+  Re ObjectOfCounts(const std::vector<Re>& bodies_by_count, int64_t min) const;
 
   // A regex matching no string: a rule whose target has no instance.
   static constexpr char kNoString[] = "[^\\x00-\\x{10FFFF}]";
