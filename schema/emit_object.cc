@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex_text.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {
@@ -33,10 +34,7 @@ struct TrieNode {
 // JSON string content that is not one of `node`'s words.
 std::string Complement(const TrieNode& node) {
   std::string exclude;
-  for (auto& [c, _] : node.kids) {
-    if (c == "\\" || c == "]" || c == "[" || c == "^" || c == "-") exclude += '\\';
-    exclude += c;
-  }
+  for (auto& [c, _] : node.kids) exclude += RegexClassEscape(c);
   std::vector<std::string> alts;
   alts.push_back(absl::StrCat("(?:[^\"\\\\\\x00-\\x1f", exclude,
                               "]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})", JsonCharRegex(), "*"));
