@@ -7,7 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "automaton/regex_text.h"
 #include "automaton/utf8.h"
 
 namespace maskd::grammar {
@@ -22,8 +22,6 @@ bool DecodeCodepoints(std::string_view s, std::vector<uint32_t>* out) {
   }
   return true;
 }
-
-std::string Escape(uint32_t cp) { return absl::StrFormat("\\x{%x}", cp); }
 
 // A regex under construction: nullopt is "no path", "" the empty string.
 using Re = std::optional<std::string>;
@@ -125,13 +123,13 @@ absl::StatusOr<std::string> RegexAvoiding(const std::vector<std::string>& string
     for (const auto& [t, cps] : to) {
       if (nodes[t].bad || t == 0) continue;
       std::string cls = "[";
-      for (uint32_t cp : cps) cls += Escape(cp);
+      for (uint32_t cp : cps) AppendHexEscape(&cls, cp, HexDigits::kLower);
       r[id[s]][id[t]] = Union(r[id[s]][id[t]], cls + "]");
     }
     std::string root = "[^";  // the code points that lead to the root
     for (uint32_t cp : alphabet) {
       const int t = go(static_cast<int>(s), cp);
-      if (t != 0) root += Escape(cp);
+      if (t != 0) AppendHexEscape(&root, cp, HexDigits::kLower);
     }
     r[id[s]][id[0]] = Union(r[id[s]][id[0]], root == "[^" ? "[\\x{0}-\\x{10ffff}]" : root + "]");
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "automaton/regex.h"
+#include "automaton/regex_text.h"
 #include "grammar/regex_language.h"
 
 namespace maskd::grammar {
@@ -24,38 +25,19 @@ enum class Dialect { kGbnf, kEbnf };
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-// The regex text of one code point: ASCII letters and digits as themselves,
-// other printable ASCII escaped with a backslash (an escaped
-// non-alphanumeric stands for itself), everything else as \x{H}.
-void AppendRegexCodepoint(std::string* out, uint32_t cp) {
-  if (cp < 0x80 && (IsAlpha(static_cast<char>(cp)) || IsDigit(static_cast<char>(cp)))) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp >= 0x20 && cp < 0x7F) {
-    out->push_back('\\');
-    out->push_back(static_cast<char>(cp));
-  } else {
-    absl::StrAppend(out, "\\x{", absl::Hex(cp), "}");
-  }
-}
+// How GBNF/EBNF terminals spell a code point (regex_text.h): ASCII letters
+// and digits as themselves, other printable ASCII backslashed, the rest \x{h}.
+constexpr CodepointSpelling kSpelling = CodepointSpelling::kAlnumElseEscaped;
 
 std::string RegexForString(const std::vector<uint32_t>& cps) {
   std::string out;
-  for (uint32_t cp : cps) AppendRegexCodepoint(&out, cp);
+  for (uint32_t cp : cps) AppendCodepoint(&out, cp, kSpelling);
   return out;
 }
 
 std::string RegexForSet(const CodepointSet& set) {
-  const auto& r = set.ranges();
-  if (r.size() == 1 && r[0].first == r[0].second) return RegexForString({r[0].first});
-  std::string out = "[";
-  for (const auto& [lo, hi] : r) {
-    AppendRegexCodepoint(&out, lo);
-    if (hi != lo) {
-      if (hi != lo + 1) out.push_back('-');
-      AppendRegexCodepoint(&out, hi);
-    }
-  }
-  out.push_back(']');
+  std::string out;
+  AppendCodepointSet(&out, set, kSpelling, kSpelling);
   return out;
 }
 

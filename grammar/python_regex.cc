@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "automaton/regex.h"
+#include "automaton/regex_text.h"
 #include "automaton/utf8.h"
 #include "grammar/python_re_tables.h"
 
@@ -143,61 +143,16 @@ CodepointSet CaseFold(const CodepointSet& s, bool ascii) {
   return out;
 }
 
-bool IsMeta(uint32_t c) {
-  switch (c) {
-    case '\\':
-    case '.':
-    case '^':
-    case '$':
-    case '|':
-    case '?':
-    case '*':
-    case '+':
-    case '(':
-    case ')':
-    case '[':
-    case ']':
-    case '{':
-    case '}':
-    case '-':
-    case '#':
-    case ' ':
-      return true;
-    default:
-      return false;
-  }
-}
+// How this translator spells a code point (regex_text.h).
+constexpr CodepointSpelling kSpelling = CodepointSpelling::kPrintableElseHex;
 
-// One codepoint in maskd syntax, usable inside and outside a class.
-void AppendCodepoint(std::string* out, uint32_t c) {
-  if (c >= 0x21 && c < 0x7F && !IsMeta(c)) {
-    out->push_back(static_cast<char>(c));
-  } else if (c >= 0xA0 && c != 0x2028 && c != 0x2029) {
-    AppendUtf8(out, c);
-  } else {
-    absl::StrAppendFormat(out, "\\x{%X}", c);
-  }
-}
-
+// `s` in kSpelling; the empty set as a class of nothing.
 void AppendSet(std::string* out, const CodepointSet& s) {
-  const auto& r = s.ranges();
-  if (r.size() == 1 && r[0].first == r[0].second) {
-    AppendCodepoint(out, r[0].first);
-    return;
-  }
-  if (r.empty()) {
+  if (s.empty()) {
     out->append("[^\\x{0}-\\x{10FFFF}]");
     return;
   }
-  out->push_back('[');
-  for (const auto& [lo, hi] : r) {
-    AppendCodepoint(out, lo);
-    if (hi != lo) {
-      if (hi != lo + 1) out->push_back('-');
-      AppendCodepoint(out, hi);
-    }
-  }
-  out->push_back(']');
+  AppendCodepointSet(out, s, kSpelling, kSpelling);
 }
 
 bool IsCased(uint32_t c) { return Table(6).Contains(c); }
@@ -441,7 +396,7 @@ class Translator {
       s.AddRange(cp, cp);
       AppendSet(&out_, CaseFold(s, flags_.ascii));
     } else {
-      AppendCodepoint(&out_, cp);
+      AppendCodepoint(&out_, cp, kSpelling);
     }
   }
 
@@ -648,7 +603,7 @@ std::string LiteralRegex(std::string_view text, bool ignore_case) {
       s.AddRange(cp, cp);
       AppendSet(&out, CaseFold(s, false));
     } else {
-      AppendCodepoint(&out, cp);
+      AppendCodepoint(&out, cp, kSpelling);
     }
   }
   return out;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex_text.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {

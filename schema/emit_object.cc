@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "automaton/regex_text.h"
 #include "schema/internal/messages.h"
 
 namespace maskd::json_schema_internal {
@@ -33,10 +34,7 @@ struct TrieNode {
 // JSON string content that is not one of `node`'s words.
 std::string Complement(const TrieNode& node) {
   std::string exclude;
-  for (auto& [c, _] : node.kids) {
-    if (c == "\\" || c == "]" || c == "[" || c == "^" || c == "-") exclude += '\\';
-    exclude += c;
-  }
+  for (auto& [c, _] : node.kids) exclude += RegexClassEscape(c);
   std::vector<std::string> alts;
   alts.push_back(absl::StrCat("(?:[^\"\\\\\\x00-\\x1f", exclude,
                               "]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})", JsonCharRegex(), "*"));
@@ -70,12 +68,44 @@ std::string Converter::OtherKeyRegex(const std::vector<std::string>& known) {
   return "\"" + Complement(root) + "\"";
 }
 
+namespace {
+
+// dst | part (dst absent: part).
+void AddAlternative(Re& dst, const std::string& part) {
+  if (!dst) dst = part;
+  else dst = "(?:" + *dst + "|" + part + ")";
+}
+
+}  // namespace
+
 absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& ptr) {
-  struct Item {
-    std::string kv;
-    bool required;
-  };
-  std::vector<Item> items;
+  ObjectMembers m;
+  MASKD_ASSIGN_OR_RETURN(bool has_instance, DeclaredMembers(s, ptr, &m));
+  if (!has_instance) return Re();
+  MASKD_RETURN_IF_ERROR(AdditionalValue(s, ptr, &m));
+  MASKD_RETURN_IF_ERROR(ExtraMembers(s, ptr, &m));
+  if (!UndeclaredMembers(&m)) return Re();
+  Re extra = m.extra_kvs.empty() ? Re() : Re(Union(m.extra_kvs));
+  if (o_.any_property_order && rules_mode_) {
+    if (s.contains("minProperties") || s.contains("maxProperties")) {
+      Warn("any_property_order", ptr, "minProperties/maxProperties: members in schema order");
+    } else {
+      std::vector<std::string> kvs;
+      std::vector<bool> req;
+      for (const ObjectMember& it : m.members) {
+        kvs.push_back(it.kv);
+        req.push_back(it.required);
+      }
+      if (std::optional<std::string> any = AnyOrderObject(kvs, req, extra, ptr)) return Re(*any);
+      Warn("any_property_order", ptr,
+           absl::StrCat("more than ", kMaxAnyOrderProperties, " properties: members in schema order"));
+    }
+  }
+  return CountedObject(s, ptr, m.members, extra);
+}
+
+absl::StatusOr<bool> Converter::DeclaredMembers(const json& s, const std::string& ptr,
+                                                ObjectMembers* m) {
   std::set<std::string> required;
   std::vector<std::string> required_order;
   if (auto r = s.find("required"); r != s.end() && r->is_array()) {
@@ -84,13 +114,12 @@ absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& pt
         required_order.push_back(x.get<std::string>());
     }
   }
-  std::vector<std::string> known;
   if (auto p = s.find("properties"); p != s.end()) {
     if (!p->is_object()) {
       return Invalid(absl::StrCat("properties at ", Where(ptr), " is not an object"));
     }
     for (auto it = p->begin(); it != p->end(); ++it) {
-      known.push_back(it.key());
+      m->known.push_back(it.key());
       std::string pptr = Child(Child(ptr, "properties"), it.key());
       int cuts_before = cuts_;
       MASKD_ASSIGN_OR_RETURN(Re v, Convert(it.value(), pptr));
@@ -101,147 +130,154 @@ absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& pt
             cut_required_ = absl::StrCat("required property \"", Shown(it.key()), "\" at ", Where(pptr),
                                          " recurses past the limit");
           }
-          return Re();
+          return false;
         }
         continue;
       }
-      items.push_back({KeyRegex(it.key()) + key_sep_ + *v, req});
+      m->members.push_back({KeyRegex(it.key()) + key_sep_ + *v, req});
     }
   }
-  std::vector<std::string> undeclared;
   for (auto& r : required_order) {
-    if (std::find(known.begin(), known.end(), r) == known.end()) undeclared.push_back(r);
+    if (std::find(m->known.begin(), m->known.end(), r) == m->known.end()) m->undeclared.push_back(r);
   }
-  std::vector<std::string> all_keys = known;
-  all_keys.insert(all_keys.end(), undeclared.begin(), undeclared.end());
-  // Additional properties.
-  const json* addl = nullptr;
+  return true;
+}
+
+absl::Status Converter::AdditionalValue(const json& s, const std::string& ptr, ObjectMembers* m) {
   std::string addl_ptr = Child(ptr, "additionalProperties");
   if (auto a = s.find("additionalProperties"); a != s.end()) {
-    addl = &*a;
+    m->additional = &*a;
   } else if (auto u = s.find("unevaluatedProperties"); u != s.end()) {
-    addl = &*u;
+    m->additional = &*u;
     addl_ptr = Child(ptr, "unevaluatedProperties");
   }
-  Re addl_value;
-  if (!addl) {
+  if (!m->additional) {
     // A schema that declares nothing ("type": "object" alone) is a free-form
     // object whatever the default.
     bool declares = s.contains("properties") || s.contains("patternProperties");
     if (o_.additional_properties_default_open || !declares) {
-      addl_value = AnyValue(o_.any_value_depth);
+      m->additional_value = AnyValue(o_.any_value_depth);
     }
-  } else {
-    MASKD_ASSIGN_OR_RETURN(addl_value, Convert(*addl, addl_ptr));
+    return absl::OkStatus();
   }
-  std::vector<std::string> extra_kvs;
+  MASKD_ASSIGN_OR_RETURN(m->additional_value, Convert(*m->additional, addl_ptr));
+  return absl::OkStatus();
+}
+
+absl::Status Converter::ExtraMembers(const json& s, const std::string& ptr, ObjectMembers* m) {
   if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
     for (auto it = pp->begin(); it != pp->end(); ++it) {
       std::string pptr = Child(Child(ptr, "patternProperties"), it.key());
       MASKD_ASSIGN_OR_RETURN(std::string key, PatternRegex(it.key(), pptr, "patternProperties"));
       MASKD_ASSIGN_OR_RETURN(Re v, Convert(it.value(), pptr));
-      if (v) extra_kvs.push_back("\"" + key + "\"" + key_sep_ + *v);
+      if (v) m->extra_kvs.push_back("\"" + key + "\"" + key_sep_ + *v);
     }
-    if (addl_value && !pp->empty()) {
+    if (m->additional_value && !pp->empty()) {
       Warn("patternProperties", ptr,
            "keys matching a pattern may also take the additionalProperties value");
     }
   }
-  if (addl_value) {
-    std::string key;
-    if (auto pn = s.find("propertyNames"); pn != s.end()) {
-      json t = json::object();
-      MASKD_RETURN_IF_ERROR(MergeInto(t, *pn, Child(ptr, "propertyNames"), 0));
-      if (!t.is_boolean()) t["type"] = "string";
-      MASKD_ASSIGN_OR_RETURN(Re k, Convert(t, Child(ptr, "propertyNames")));
-      if (!k) addl_value.reset();
-      else key = *k;
-    } else {
-      key = OtherKeyRegex(all_keys);
-    }
-    if (addl_value) extra_kvs.push_back(key + key_sep_ + *addl_value);
+  if (!m->additional_value) return absl::OkStatus();
+  // The other keys: propertyNames' strings, else any key but the named ones.
+  std::string key;
+  if (auto pn = s.find("propertyNames"); pn != s.end()) {
+    json t = json::object();
+    MASKD_RETURN_IF_ERROR(MergeInto(t, *pn, Child(ptr, "propertyNames"), 0));
+    if (!t.is_boolean()) t["type"] = "string";
+    MASKD_ASSIGN_OR_RETURN(Re k, Convert(t, Child(ptr, "propertyNames")));
+    if (!k) m->additional_value.reset();
+    else key = *k;
+  } else {
+    std::vector<std::string> all_keys = m->known;
+    all_keys.insert(all_keys.end(), m->undeclared.begin(), m->undeclared.end());
+    key = OtherKeyRegex(all_keys);
   }
-  // Required properties not declared: values from additionalProperties.
-  for (auto& r : undeclared) {
-    if (!addl_value) {
-      if (addl) return Re();  // additionalProperties: false
-      items.push_back({KeyRegex(r) + key_sep_ + AnyValue(o_.any_value_depth), true});
+  if (m->additional_value) m->extra_kvs.push_back(key + key_sep_ + *m->additional_value);
+  return absl::OkStatus();
+}
+
+bool Converter::UndeclaredMembers(ObjectMembers* m) {
+  for (auto& r : m->undeclared) {
+    if (!m->additional_value) {
+      if (m->additional) return false;  // additionalProperties: false
+      m->members.push_back({KeyRegex(r) + key_sep_ + AnyValue(o_.any_value_depth), true});
       continue;
     }
-    items.push_back({KeyRegex(r) + key_sep_ + *addl_value, true});
+    m->members.push_back({KeyRegex(r) + key_sep_ + *m->additional_value, true});
   }
-  Re extra = extra_kvs.empty() ? Re() : Re(Union(extra_kvs));
-  if (o_.any_property_order && rules_mode_) {
-    if (s.contains("minProperties") || s.contains("maxProperties")) {
-      Warn("any_property_order", ptr, "minProperties/maxProperties: members in schema order");
-    } else {
-      std::vector<std::string> kvs;
-      std::vector<bool> req;
-      for (const Item& it : items) {
-        kvs.push_back(it.kv);
-        req.push_back(it.required);
-      }
-      if (std::optional<std::string> any = AnyOrderObject(kvs, req, extra, ptr)) return Re(*any);
-      Warn("any_property_order", ptr,
-           absl::StrCat("more than ", kMaxAnyOrderProperties, " properties: members in schema order"));
-    }
-  }
+  return true;
+}
 
-  // Counting: state c = properties so far, saturated at cap.
+absl::StatusOr<Re> Converter::CountedObject(const json& s, const std::string& ptr,
+                                            const std::vector<ObjectMember>& members,
+                                            const Re& extra) {
   MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> min_properties, IntKw(s, "minProperties", ptr));
   MASKD_ASSIGN_OR_RETURN(std::optional<int64_t> max_p, IntKw(s, "maxProperties", ptr));
-  int64_t min_p = min_properties.value_or(0);
+  MemberCounts counts;
+  counts.min = min_properties.value_or(0);
   int64_t n_req = 0;
-  for (auto& it : items) n_req += it.required;
-  if (min_p <= n_req) min_p = 0;
-  if (max_p && !extra && *max_p >= static_cast<int64_t>(items.size())) max_p.reset();
+  for (auto& it : members) n_req += it.required;
+  if (counts.min <= n_req) counts.min = 0;
+  if (max_p && !extra && *max_p >= static_cast<int64_t>(members.size())) max_p.reset();
   if (max_p && *max_p < n_req) return Re();
-  int64_t cap = max_p ? *max_p : std::max<int64_t>(min_p, 1);
-  if (cap > 64) {
+  counts.max = max_p;
+  counts.cap = max_p ? *max_p : std::max<int64_t>(counts.min, 1);
+  if (counts.cap > 64) {
     return Unsupported(max_p ? "maxProperties" : "minProperties", ptr, "bound above 64");
   }
+  MASKD_ASSIGN_OR_RETURN(std::vector<Re> q, MembersByCount(members, counts));
+  MASKD_ASSIGN_OR_RETURN(std::vector<Re> fin, WithExtraMembers(q, extra, counts, ptr));
+  return ObjectOfCounts(fin, counts.min);
+}
+
+absl::StatusOr<std::vector<Re>> Converter::MembersByCount(const std::vector<ObjectMember>& members,
+                                                          const MemberCounts& counts) {
+  const int64_t cap = counts.cap;
   std::vector<Re> q(cap + 1);
   q[0] = "";
-  auto add = [&](Re& dst, const std::string& part) {
-    if (!dst) dst = part;
-    else dst = "(?:" + *dst + "|" + part + ")";
-  };
-  for (auto& it : items) {
+  for (auto& it : members) {
     std::vector<Re> nq(cap + 1);
     for (int64_t c = 0; c <= cap; ++c) {
       if (!q[c]) continue;
       int64_t nc = c + 1;
-      bool sat = !max_p && nc > cap;
+      bool sat = !counts.max && nc > cap;
       if (sat) nc = cap;
       if (nc > cap) {  // over maxProperties: only skipping is possible
-        if (!it.required) add(nq[c], *q[c]);
+        if (!it.required) AddAlternative(nq[c], *q[c]);
         continue;
       }
       std::string with = *q[c] + (c == 0 ? "" : item_sep_) + it.kv;
       if (nc == c) {  // saturated: one copy of q[c]
-        if (it.required) add(nq[c], with);
-        else add(nq[c], *q[c] + "(?:" + item_sep_ + it.kv + ")?");
+        if (it.required) AddAlternative(nq[c], with);
+        else AddAlternative(nq[c], *q[c] + "(?:" + item_sep_ + it.kv + ")?");
       } else {
-        add(nq[nc], with);
-        if (!it.required) add(nq[c], *q[c]);
+        AddAlternative(nq[nc], with);
+        if (!it.required) AddAlternative(nq[c], *q[c]);
       }
     }
     q = std::move(nq);
     for (auto& x : q) MASKD_RETURN_IF_ERROR(CheckSize(x));
   }
-  // Additional properties after the declared ones.
+  return q;
+}
+
+absl::StatusOr<std::vector<Re>> Converter::WithExtraMembers(const std::vector<Re>& by_count,
+                                                            const Re& extra,
+                                                            const MemberCounts& counts,
+                                                            const std::string& ptr) {
+  const int64_t cap = counts.cap;
   std::vector<Re> fin(cap + 1);
   const std::string rep = extra ? "(?:" + item_sep_ + *extra + ")" : "";
   for (int64_t c = 0; c <= cap; ++c) {
-    if (!q[c]) continue;
-    if (extra && !max_p && c == cap && c > 0) {
-      add(fin[c], *q[c] + rep + "*");
+    if (!by_count[c]) continue;
+    if (extra && !counts.max && c == cap && c > 0) {
+      AddAlternative(fin[c], *by_count[c] + rep + "*");
     } else {
-      add(fin[c], *q[c]);
+      AddAlternative(fin[c], *by_count[c]);
     }
     if (!extra) continue;
     for (int64_t t = c + 1; t <= cap; ++t) {
-      bool last_open = !max_p && t == cap;
+      bool last_open = !counts.max && t == cap;
       int64_t j = t - c;
       std::optional<int64_t> jmax;
       std::string more;
@@ -252,20 +288,24 @@ absl::StatusOr<Re> Converter::ConvertObject(const json& s, const std::string& pt
       } else {
         if (!last_open) jmax = j;
         MASKD_ASSIGN_OR_RETURN(std::string reps, Repeat(rep, j, jmax, ptr, "maxProperties"));
-        more = *q[c] + reps;
+        more = *by_count[c] + reps;
       }
-      add(fin[t], more);
+      AddAlternative(fin[t], more);
     }
   }
+  return fin;
+}
+
+Re Converter::ObjectOfCounts(const std::vector<Re>& bodies_by_count, int64_t min) const {
   std::vector<std::string> bodies;
   bool empty_ok = false;
-  for (int64_t c = 0; c <= cap; ++c) {
-    if (!fin[c] || c < min_p) continue;
+  for (int64_t c = 0; c < static_cast<int64_t>(bodies_by_count.size()); ++c) {
+    if (!bodies_by_count[c] || c < min) continue;
     if (c == 0) {
       empty_ok = true;
       continue;
     }
-    bodies.push_back(*fin[c]);
+    bodies.push_back(*bodies_by_count[c]);
   }
   std::string empty = Open('{') + Close('}').substr(ws_.size());
   if (bodies.empty()) return empty_ok ? Re(empty) : Re();

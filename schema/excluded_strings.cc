@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_join.h"
 #include "automaton/codepoint_set.h"
+#include "automaton/regex_text.h"
 #include "automaton/utf8.h"
 #include "schema/internal/json_schema_internal.h"
 #include "schema/internal/json_string_class.h"
@@ -101,9 +102,7 @@ std::string CompNode(const CpTrie& n) {
   }
   if (!raw.empty()) alts.push_back(ClassOf(raw) + any);
   if (!short_free.empty()) {
-    std::string cls;
-    for (char c : short_free) cls += c == '\\' ? std::string("\\\\") : std::string(1, c);
-    alts.push_back("\\\\[" + cls + "]" + any);
+    alts.push_back("\\\\[" + RegexClassEscape(short_free) + "]" + any);
   }
   alts.push_back("\\\\u" + HexComplement(u_used) + any);
   // Each child: every spelling, then the rest of the word's complement.

@@ -505,27 +505,4 @@ std::string PythonJsonString(std::string_view s, bool ensure_ascii) {
   return out;
 }
 
-std::string RegexEscape(std::string_view literal) {
-  std::string out;
-  out.reserve(literal.size() + 8);
-  for (char c : literal) {
-    switch (c) {
-      case '.': case '^': case '$': case '|': case '?': case '*': case '+': case '(': case ')':
-      case '[': case ']': case '{': case '}': case '\\':
-        out.push_back('\\');
-        out.push_back(c);
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof(b), "\\x%02x", static_cast<unsigned char>(c));
-          out += b;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out;
-}
-
 }  // namespace maskd::json_schema_internal

@@ -4,36 +4,16 @@
 #include "schema/internal/json_string_class.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "automaton/utf8.h"
+#include "automaton/regex_text.h"
 #include "schema/internal/json_schema_internal.h"
 
 namespace maskd::json_schema_internal {
 namespace {
-
-std::string Utf8(uint32_t cp) {
-  std::string s;
-  AppendUtf8(&s, cp);
-  return s;
-}
-
-// One codepoint inside a [...] class.
-std::string ClassChar(uint32_t cp) {
-  if (cp < 0x20 || cp == 0x7F) {
-    char b[8];
-    std::snprintf(b, sizeof(b), "\\x%02x", cp);
-    return b;
-  }
-  if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-') {
-    return std::string("\\") + static_cast<char>(cp);
-  }
-  return Utf8(cp);
-}
 
 // Hex digit class for values [lo, hi], both letter cases.
 std::string HexClass(int lo, int hi) {
@@ -101,19 +81,9 @@ std::string HexSameLen(const std::vector<int>& a, const std::vector<int>& b, siz
 }  // namespace
 
 std::string ClassOf(const CodepointSet& set) {
-  const CodepointSet::Ranges& r = set.ranges();
-  if (r.size() == 1 && r[0].first == r[0].second) {
-    return RegexEscape(Utf8(r[0].first));
-  }
-  std::string s = "[";
-  for (auto& [lo, hi] : r) {
-    s += ClassChar(lo);
-    if (hi != lo) {
-      if (hi > lo + 1) s += "-";
-      s += ClassChar(hi);
-    }
-  }
-  return s + "]";
+  std::string s;
+  AppendCodepointSet(&s, set, CodepointSpelling::kLiteral, CodepointSpelling::kClassMember);
+  return s;
 }
 
 std::string HexRange(uint32_t lo, uint32_t hi) {

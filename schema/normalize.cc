@@ -16,6 +16,94 @@
 
 namespace maskd::json_schema_internal {
 
+namespace {
+
+// The types both `a` and `b` allow ("type" values), in a fixed order; an
+// integer is a number.
+json IntersectTypes(const json& a, const json& b) {
+  auto set_of = [](const json& t) {
+    std::set<std::string> out;
+    if (t.is_string()) out.insert(t.get<std::string>());
+    if (t.is_array())
+      for (auto& x : t)
+        if (x.is_string()) out.insert(x.get<std::string>());
+    return out;
+  };
+  auto ta = set_of(a), tb = set_of(b);
+  json out = json::array();
+  for (const char* t : {"null", "boolean", "object", "array", "string", "number", "integer"}) {
+    bool in_a = ta.count(t) || (std::string(t) == "integer" && ta.count("number"));
+    bool in_b = tb.count(t) || (std::string(t) == "integer" && tb.count("number"));
+    if (in_a && in_b) out.push_back(t);
+  }
+  if (out.size() == 2 && out[0] == "number" && out[1] == "integer") out = json::array({"number"});
+  return out;
+}
+
+// Tuples merged position by position (allOf where both have one).
+absl::StatusOr<json> MergeTuples(const json& a, const json& b) {
+  // b[i] is read for each i below b.size().
+  if (b.size() > 0) MASKD_RETURN_IF_ERROR(CheckIndexable(b));
+  json out = json::array();
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i < a.size() && i < b.size()) out.push_back(json{{"allOf", json::array({a[i], b[i]})}});
+    else out.push_back(i < a.size() ? a[i] : b[i]);
+  }
+  return out;
+}
+
+// patternProperties of `b` added to `a`'s (allOf where both have a pattern).
+absl::Status MergePatternProperties(json& a, const json& b) {
+  MASKD_RETURN_IF_ERROR(CheckKeysIterable(b));
+  if (!b.empty()) MASKD_RETURN_IF_ERROR(CheckKeyWritable(a));
+  for (auto p = b.begin(); p != b.end(); ++p) {
+    if (a.contains(p.key())) a[p.key()] = json{{"allOf", json::array({a[p.key()], p.value()})}};
+    else a[p.key()] = p.value();
+  }
+  return absl::OkStatus();
+}
+
+bool IsLowerBound(const std::string& k) {
+  return k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
+         k == "minProperties";
+}
+
+bool IsUpperBound(const std::string& k) {
+  return k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
+         k == "maxProperties";
+}
+
+// `s`'s properties merged into `acc`'s: each side's additionalProperties
+// applies to the other side's extra properties (spec semantics of allOf).
+// acc's "properties", when present, is an object: only this writes it.
+void MergeProperties(json& acc, const json& s) {
+  const json* acc_props = acc.contains("properties") ? &acc["properties"] : nullptr;
+  const json* s_props = s.contains("properties") ? &s["properties"] : nullptr;
+  json merged_props = acc_props ? *acc_props : json::object();
+  if (s_props && s_props->is_object()) {
+    for (auto it = s_props->begin(); it != s_props->end(); ++it) {
+      if (merged_props.contains(it.key())) {
+        merged_props[it.key()] = json{{"allOf", json::array({merged_props[it.key()], it.value()})}};
+      } else if (acc.contains("additionalProperties") && !acc.contains("patternProperties")) {
+        merged_props[it.key()] =
+            json{{"allOf", json::array({it.value(), acc["additionalProperties"]})}};
+      } else {
+        merged_props[it.key()] = it.value();
+      }
+    }
+  }
+  if (acc_props && s.contains("additionalProperties") && !s.contains("patternProperties")) {
+    for (auto it = acc_props->begin(); it != acc_props->end(); ++it) {
+      if (s_props && s_props->contains(it.key())) continue;
+      merged_props[it.key()] =
+          json{{"allOf", json::array({merged_props[it.key()], s["additionalProperties"]})}};
+    }
+  }
+  if (acc_props || s_props) acc["properties"] = merged_props;
+}
+
+}  // namespace
+
 // Merges `s` (at `ptr`) into `acc` (an object schema, or false).
 absl::Status Converter::MergeInto(json& acc, const json& s_in, const std::string& ptr,
                                   int depth) {
@@ -53,127 +141,76 @@ absl::Status Converter::MergeInto(json& acc, const json& s_in, const std::string
       if (acc.is_boolean()) return absl::OkStatus();
     }
   }
-  // Properties: each side's additionalProperties applies to the other
-  // side's extra properties (spec semantics of allOf). acc's "properties",
-  // when present, is an object: only this block writes it.
-  const json* acc_props = acc.contains("properties") ? &acc["properties"] : nullptr;
-  const json* s_props = s.contains("properties") ? &s["properties"] : nullptr;
-  json merged_props = acc_props ? *acc_props : json::object();
-  if (s_props && s_props->is_object()) {
-    for (auto it = s_props->begin(); it != s_props->end(); ++it) {
-      if (merged_props.contains(it.key())) {
-        merged_props[it.key()] = json{{"allOf", json::array({merged_props[it.key()], it.value()})}};
-      } else if (acc.contains("additionalProperties") && !acc.contains("patternProperties")) {
-        merged_props[it.key()] =
-            json{{"allOf", json::array({it.value(), acc["additionalProperties"]})}};
-      } else {
-        merged_props[it.key()] = it.value();
-      }
-    }
-  }
-  if (acc_props && s.contains("additionalProperties") && !s.contains("patternProperties")) {
-    for (auto it = acc_props->begin(); it != acc_props->end(); ++it) {
-      if (s_props && s_props->contains(it.key())) continue;
-      merged_props[it.key()] =
-          json{{"allOf", json::array({merged_props[it.key()], s["additionalProperties"]})}};
-    }
-  }
-  if (acc_props || s_props) acc["properties"] = merged_props;
-
+  MergeProperties(acc, s);
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string& k = it.key();
-    const json& v = it.value();
     if (k == "properties") continue;
     if (!acc.contains(k)) {
-      acc[k] = v;
+      acc[k] = it.value();
       continue;
     }
-    json& a = acc[k];
-    if (a == v) continue;
-    if (k == "type") {
-      auto set_of = [](const json& t) {
-        std::set<std::string> out;
-        if (t.is_string()) out.insert(t.get<std::string>());
-        if (t.is_array())
-          for (auto& x : t)
-            if (x.is_string()) out.insert(x.get<std::string>());
-        return out;
-      };
-      auto ta = set_of(a), tb = set_of(v);
-      json out = json::array();
-      for (const char* t : {"null", "boolean", "object", "array", "string", "number", "integer"}) {
-        bool in_a = ta.count(t) || (std::string(t) == "integer" && ta.count("number"));
-        bool in_b = tb.count(t) || (std::string(t) == "integer" && tb.count("number"));
-        if (in_a && in_b) out.push_back(t);
-      }
-      if (out.size() == 2 && out[0] == "number" && out[1] == "integer") out = json::array({"number"});
-      a = out;
-    } else if (k == "required" || k == kNotStrings) {
-      for (auto& x : v) {
-        if (std::find(a.begin(), a.end(), x) != a.end()) continue;
-        MASKD_RETURN_IF_ERROR(CheckPushBack(a));
-        a.push_back(x);
-      }
-    } else if (k == "enum" || k == "const") {
-      json va = k == "enum" ? a : json::array({a});
-      json vb = k == "enum" ? v : json::array({v});
-      json out = json::array();
-      for (auto& x : va)
-        if (std::find(vb.begin(), vb.end(), x) != vb.end()) out.push_back(x);
-      if (k == "const" && out.empty()) acc = false;
-      if (acc.is_boolean()) return absl::OkStatus();
-      if (k == "enum") a = out;
-    } else if (k == "minimum" || k == "exclusiveMinimum" || k == "minLength" ||
-               k == "minItems" || k == "minProperties") {
-      if (v.is_number() && a.is_number() && v.get<double>() > a.get<double>()) a = v;
-    } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" ||
-               k == "maxItems" || k == "maxProperties") {
-      if (v.is_number() && a.is_number() && v.get<double>() < a.get<double>()) a = v;
-    } else if (k == "anyOf" || k == "oneOf") {
-      if (a.size() * v.size() > 256) {
-        return Invalid(absl::StrCat("allOf at ", Where(ptr), ": ", k, " product too large"));
-      }
-      json out = json::array();
-      for (auto& x : a)
-        for (auto& y : v) out.push_back(json{{"allOf", json::array({x, y})}});
-      a = out;
-    } else if (k == "items" && a.is_array() != v.is_array()) {
-      return Invalid(absl::StrCat("allOf at ", Where(ptr), ": cannot merge tuple and list items"));
-    } else if ((k == "items" || k == "prefixItems") && a.is_array()) {
-      // v[i] is read for each i below v.size().
-      if (v.size() > 0) MASKD_RETURN_IF_ERROR(CheckIndexable(v));
-      json out = json::array();
-      for (size_t i = 0; i < std::max(a.size(), v.size()); ++i) {
-        if (i < a.size() && i < v.size()) out.push_back(json{{"allOf", json::array({a[i], v[i]})}});
-        else out.push_back(i < a.size() ? a[i] : v[i]);
-      }
-      a = out;
-    } else if (k == "items" || k == "additionalProperties" || k == "additionalItems" ||
-               k == "propertyNames" || k == "unevaluatedProperties") {
-      a = json{{"allOf", json::array({a, v})}};
-    } else if (k == "patternProperties") {
-      MASKD_RETURN_IF_ERROR(CheckKeysIterable(v));
-      if (!v.empty()) MASKD_RETURN_IF_ERROR(CheckKeyWritable(a));
-      for (auto p = v.begin(); p != v.end(); ++p) {
-        if (a.contains(p.key())) a[p.key()] = json{{"allOf", json::array({a[p.key()], p.value()})}};
-        else a[p.key()] = p.value();
-      }
-    } else if (k == "uniqueItems") {
-      a = a.is_boolean() && a.get<bool>() ? a : v;
-    } else if (k == "not") {
-      a = json{{"anyOf", json::array({a, v})}};
-    } else if (k == "nullable") {
-      a = a.is_boolean() && v.is_boolean() ? json(a.get<bool>() && v.get<bool>()) : a;
-    } else if (k == kUnsupportedKw) {
-      // Keep the first: either is an error if reached.
-    } else if (k == "format") {
-      Warn("format", ptr, absl::StrCat("allOf of two formats: \"", Shown(v.dump()), "\" not enforced"));
-    } else if (IsValidationKeyword(k)) {
-      return Invalid(absl::StrCat("allOf at ", Where(ptr), ": cannot merge two different \"", k,
-                                  "\" keywords"));
-    }
-    // Annotations and unknown keywords: keep the first.
+    MASKD_RETURN_IF_ERROR(MergeKeyword(acc, k, it.value(), ptr));
+    if (acc.is_boolean()) return absl::OkStatus();
   }
+  return absl::OkStatus();
+}
+
+absl::Status Converter::MergeKeyword(json& acc, const std::string& k, const json& v,
+                                     const std::string& ptr) {
+  json& a = acc[k];
+  if (a == v) return absl::OkStatus();
+  if (k == "type") {
+    a = IntersectTypes(a, v);
+  } else if (k == "required" || k == kNotStrings) {
+    for (auto& x : v) {
+      if (std::find(a.begin(), a.end(), x) != a.end()) continue;
+      MASKD_RETURN_IF_ERROR(CheckPushBack(a));
+      a.push_back(x);
+    }
+  } else if (k == "enum" || k == "const") {
+    json va = k == "enum" ? a : json::array({a});
+    json vb = k == "enum" ? v : json::array({v});
+    json out = json::array();
+    for (auto& x : va)
+      if (std::find(vb.begin(), vb.end(), x) != vb.end()) out.push_back(x);
+    if (k == "const" && out.empty()) acc = false;  // no instance (`a` dangles now)
+    else if (k == "enum") a = out;
+  } else if (IsLowerBound(k)) {
+    if (v.is_number() && a.is_number() && v.get<double>() > a.get<double>()) a = v;
+  } else if (IsUpperBound(k)) {
+    if (v.is_number() && a.is_number() && v.get<double>() < a.get<double>()) a = v;
+  } else if (k == "anyOf" || k == "oneOf") {
+    if (a.size() * v.size() > 256) {
+      return Invalid(absl::StrCat("allOf at ", Where(ptr), ": ", k, " product too large"));
+    }
+    json out = json::array();
+    for (auto& x : a)
+      for (auto& y : v) out.push_back(json{{"allOf", json::array({x, y})}});
+    a = out;
+  } else if (k == "items" && a.is_array() != v.is_array()) {
+    return Invalid(absl::StrCat("allOf at ", Where(ptr), ": cannot merge tuple and list items"));
+  } else if ((k == "items" || k == "prefixItems") && a.is_array()) {
+    MASKD_ASSIGN_OR_RETURN(a, MergeTuples(a, v));
+  } else if (k == "items" || k == "additionalProperties" || k == "additionalItems" ||
+             k == "propertyNames" || k == "unevaluatedProperties") {
+    a = json{{"allOf", json::array({a, v})}};
+  } else if (k == "patternProperties") {
+    MASKD_RETURN_IF_ERROR(MergePatternProperties(a, v));
+  } else if (k == "uniqueItems") {
+    a = a.is_boolean() && a.get<bool>() ? a : v;
+  } else if (k == "not") {
+    a = json{{"anyOf", json::array({a, v})}};
+  } else if (k == "nullable") {
+    a = a.is_boolean() && v.is_boolean() ? json(a.get<bool>() && v.get<bool>()) : a;
+  } else if (k == kUnsupportedKw) {
+    // Keep the first: either is an error if reached.
+  } else if (k == "format") {
+    Warn("format", ptr, absl::StrCat("allOf of two formats: \"", Shown(v.dump()), "\" not enforced"));
+  } else if (IsValidationKeyword(k)) {
+    return Invalid(absl::StrCat("allOf at ", Where(ptr), ": cannot merge two different \"", k,
+                                "\" keywords"));
+  }
+  // Annotations and unknown keywords: keep the first.
   return absl::OkStatus();
 }
 

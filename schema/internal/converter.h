@@ -174,8 +174,22 @@ class Converter {
 
   // ---------- schema rewriting (normalize.cc, negate.cc)
   absl::Status MergeInto(json& acc, const json& s_in, const std::string& ptr, int depth);
+  // Keyword `k` of a merged schema, with value `v`, merged into acc[k] (both
+  // present): the value both allow; acc becomes false when none is left.
+  absl::Status MergeKeyword(json& acc, const std::string& k, const json& v, const std::string& ptr);
   absl::StatusOr<json> Negate(const json& s_in, const std::string& ptr, int depth);
   void NegateEnum(const json& s, const std::string& ptr, std::vector<json>* out);
+  // Negate keyword family by family (negate.cc): each appends to *out the
+  // branches of the complement that its keywords of `s` (an object schema in
+  // the numeric bounds form) contribute; `depth` is Negate's.
+  absl::Status NegateObject(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateDependencies(const json& s, const std::string& ptr, int depth,
+                                  std::vector<json>* out);
+  absl::Status NegateArray(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateItems(const json& s, const std::string& ptr, int depth, std::vector<json>* out);
+  absl::Status NegateString(const json& s, const std::string& ptr, std::vector<json>* out);
+  absl::Status NegateApplicators(const json& s, const std::string& ptr, int depth,
+                                 std::vector<json>* out);
   absl::StatusOr<json> Conditional(const json& s, const std::string& ptr);
   json Dependency(const std::string& a, const json& dep, const json& s);
   absl::Status LowerConditionals(json& s, const std::string& ptr, json* parts);
@@ -202,6 +216,23 @@ class Converter {
   // type inference; formats maskd enforces are checked). Unimplemented for a
   // keyword this check does not decide; budget errors as the conversion's.
   absl::StatusOr<bool> Accepts(const json& s, const std::string& ptr, const json& v, int depth);
+  // Accepts keyword family by family, for `s` an object schema in the
+  // numeric bounds form (NormalizeBounds): whether `v` passes the family's
+  // keywords, with Accepts' errors. Accepts asks them in this order after the
+  // type/const/enum family; the first false or error decides.
+  absl::StatusOr<bool> AcceptsApplicators(const json& s, const std::string& ptr, const json& v,
+                                          int depth);
+  absl::StatusOr<bool> AcceptsString(const json& s, const std::string& ptr, const std::string& text);
+  absl::StatusOr<bool> AcceptsArray(const json& s, const std::string& ptr, const json& v, int depth);
+  absl::StatusOr<bool> AcceptsObject(const json& s, const std::string& ptr, const json& v, int depth);
+  // properties, patternProperties, additionalProperties, propertyNames: each
+  // member of object `v` against the schemas its key selects.
+  absl::StatusOr<bool> AcceptsMembers(const json& s, const std::string& ptr, const json& v,
+                                      int depth);
+  // A count keyword as the conversion reads it (IntKw); Unimplemented when
+  // malformed, leaving the conversion to report it.
+  static absl::StatusOr<std::optional<int64_t>> CheckedCount(const json& s, const char* k,
+                                                             const std::string& ptr);
   // Whether the ECMA `pattern` matches somewhere in `text` / the content
   // regex (JSON-encoded string content) matches `text` whole.
   absl::StatusOr<bool> PatternAccepts(const std::string& pattern, const std::string& ptr,
@@ -239,6 +270,51 @@ class Converter {
   std::string KeyRegex(const std::string& key) const;
   std::string OtherKeyRegex(const std::vector<std::string>& known);
   absl::StatusOr<Re> ConvertObject(const json& s, const std::string& ptr);
+  struct ObjectMember {
+    std::string kv;  // "key": value
+    bool required;
+  };
+  // An object schema's members, as ConvertObject's steps lay them out.
+  struct ObjectMembers {
+    std::vector<ObjectMember> members;     // properties in order, then the undeclared required
+    std::vector<std::string> known;        // the properties' names
+    std::vector<std::string> undeclared;   // required names not in properties, in order
+    const json* additional = nullptr;      // additionalProperties (else unevaluatedProperties)
+    Re additional_value;                   // the other keys' value; nullopt: no other key
+    std::vector<std::string> extra_kvs;    // patternProperties' and the other keys' members
+  };
+  // The properties as members, and the undeclared required names; false
+  // when a required property has no instance (nor has the object).
+  absl::StatusOr<bool> DeclaredMembers(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The other keys' value: additionalProperties, or by default any value.
+  absl::Status AdditionalValue(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The members beside the declared ones: patternProperties', and the other
+  // keys' (their names from propertyNames, else any name not declared).
+  absl::Status ExtraMembers(const json& s, const std::string& ptr, ObjectMembers* m);
+  // The undeclared required names as members valued by the other keys'
+  // value; false when additionalProperties forbids them.
+  bool UndeclaredMembers(ObjectMembers* m);
+  // How many members an object may have. Counts run 0..cap; without max,
+  // cap stands for "cap or more".
+  struct MemberCounts {
+    int64_t min = 0;             // 0 when the required members reach minProperties
+    std::optional<int64_t> max;  // maxProperties, when it binds
+    int64_t cap = 1;
+  };
+  // `members` in order, each optional unless required, then `extra` members
+  // repeated, with min/maxProperties counted.
+  absl::StatusOr<Re> CountedObject(const json& s, const std::string& ptr,
+                                   const std::vector<ObjectMember>& members, const Re& extra);
+  // [c]: the member lists (without braces) holding c members (saturated at
+  // cap when unbounded); nullopt where none.
+  absl::StatusOr<std::vector<Re>> MembersByCount(const std::vector<ObjectMember>& members,
+                                                 const MemberCounts& counts);
+  // MembersByCount's lists followed by `extra` members, by total count.
+  absl::StatusOr<std::vector<Re>> WithExtraMembers(const std::vector<Re>& by_count, const Re& extra,
+                                                   const MemberCounts& counts,
+                                                   const std::string& ptr);
+  // The object of any list with at least `min` members; nullopt when none.
+  Re ObjectOfCounts(const std::vector<Re>& bodies_by_count, int64_t min) const;
 
   // A regex matching no string: a rule whose target has no instance.
   static constexpr char kNoString[] = "[^\\x00-\\x{10FFFF}]";

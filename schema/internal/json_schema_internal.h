@@ -51,9 +51,6 @@ std::string PythonFloatRepr(double d);
 // JSON string literal (with quotes) as json.dumps writes it.
 std::string PythonJsonString(std::string_view utf8, bool ensure_ascii);
 
-// Escapes regex metacharacters in a literal.
-std::string RegexEscape(std::string_view literal);
-
 // Regex matching the JSON-encoded content (between the quotes) of the strings
 // an ECMA-262 `pattern` matches somewhere (search semantics: unanchored unless
 // ^/$). InvalidArgument naming the construct when unsupported.
