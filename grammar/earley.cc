@@ -9,51 +9,193 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "grammar/earley_item.h"
 
 namespace maskd::grammar {
 namespace {
 
-// An Earley item. kRule: production `id` with the dot before rhs[pos].
-// kScan: terminal `id` scanned up to DFA state `pos`. kIgnore: the same for
-// an ignored terminal between symbols; completing it copies every rule item
-// of the origin set forward. `origin` is the set where the item began.
-enum Kind : uint32_t { kRule = 0, kScan = 1, kIgnore = 2 };
+using Item = EarleyItem;
+constexpr EarleyItem::Kind kRule = EarleyItem::kRule;
+constexpr EarleyItem::Kind kScan = EarleyItem::kScan;
+constexpr EarleyItem::Kind kIgnore = EarleyItem::kIgnore;
 
-struct Item {
-  uint32_t kind_id;  // kind << 30 | id
-  uint32_t pos;
-  uint32_t origin;
-
-  static Item Make(Kind k, uint32_t id, uint32_t pos, uint32_t origin) {
-    return {static_cast<uint32_t>(k) << 30 | id, pos, origin};
-  }
-  Kind kind() const { return static_cast<Kind>(kind_id >> 30); }
-  uint32_t id() const { return kind_id & ((1u << 30) - 1); }
-  friend bool operator==(const Item& a, const Item& b) {
-    return a.kind_id == b.kind_id && a.pos == b.pos && a.origin == b.origin;
-  }
-  template <typename H>
-  friend H AbslHashValue(H h, const Item& it) {
-    return H::combine(std::move(h), it.kind_id, it.pos, it.origin);
-  }
+// One Earley set: its items in the order they were added, hashed for
+// membership, and its rule items by the symbol after their dot.
+struct EarleySet {
+  std::vector<Item> items;
+  absl::flat_hash_set<Item> seen;
+  // Rule items (indices into `items`) whose dot is before a symbol, by
+  // EarleyWaitKey of that symbol.
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> waiting;
+  bool ignore_started = false;
+  size_t steps = 0;  // Add() calls into this set
 };
 
-uint64_t WaitKey(const Symbol& s) {
-  return (s.is_terminal() ? uint64_t{1} << 32 : 0) | s.id;
+// Fills the Earley sets of one text, set i from set i-1, within the per-set
+// limits. `sets` is sized once (one per text position, plus the start set)
+// and never reallocated, so references into it stay valid.
+class ChartBuilder {
+ public:
+  ChartBuilder(const CompiledGrammar& g, size_t max_items, size_t max_steps,
+               std::vector<EarleySet>* sets)
+      : g_(g), max_items_(max_items), max_steps_(max_steps), sets_(*sets) {}
+
+  // Predicts the start rule into set 0 and closes it.
+  absl::Status Start() {
+    for (uint32_t prod : g_.rule_productions(g_.start())) {
+      absl::Status s = Add(0, Item::Make(kRule, prod, 0, 0));
+      if (!s.ok()) return s;
+    }
+    return Closure(0);
+  }
+  // Scans `byte` from every terminal in progress in set i into set i+1, with
+  // what the terminals that end there complete.
+  absl::Status Scan(size_t i, uint8_t byte);
+  // Predicts and completes within set i until nothing changes.
+  absl::Status Closure(size_t i);
+
+ private:
+  // Adds `it` to set `i` unless present; fails past a per-set limit.
+  absl::Status Add(size_t i, const Item& it);
+  // Predicts every ignored terminal into set i.
+  absl::Status PredictIgnored(size_t i);
+  // Rule item `it` of set i is complete: advances into set i the items of
+  // its origin set waiting on its rule.
+  absl::Status CompleteRule(size_t i, const Item& it);
+  // Rule item `it` of set i has its dot before `next`: predicts it, and
+  // steps over it when it is nullable.
+  absl::Status Predict(size_t i, const Item& it, const Symbol& next);
+  // The terminal of scan item `it` (origin in set <= i) ended at set i+1:
+  // advances its waiting parents (kScan), or copies every rule item of its
+  // origin set (kIgnore: whatever could follow at its start can follow here).
+  absl::Status CompleteTerminal(size_t i, const Item& it);
+
+  const CompiledGrammar& g_;
+  const size_t max_items_;
+  const size_t max_steps_;
+  std::vector<EarleySet>& sets_;
+};
+
+absl::Status ChartBuilder::Add(size_t i, const Item& it) {
+  EarleySet& set = sets_[i];
+  if (++set.steps > max_steps_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("Earley set at byte offset ", i, " needs more than ", max_steps_,
+                     " steps (max_steps_per_position)"));
+  }
+  if (!set.seen.insert(it).second) return absl::OkStatus();
+  if (set.items.size() >= max_items_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("Earley set at byte offset ", i, " holds more than ", max_items_,
+                     " items (max_items_per_position)"));
+  }
+  set.items.push_back(it);
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::Closure(size_t i) {
+  const auto& productions = g_.productions();
+  for (size_t k = 0; k < sets_[i].items.size(); ++k) {
+    const Item it = sets_[i].items[k];
+    if (it.kind() != kRule) continue;
+    if (!g_.ignore().empty() && !sets_[i].ignore_started) {
+      absl::Status s = PredictIgnored(i);
+      if (!s.ok()) return s;
+    }
+    const Production& p = productions[it.id()];
+    if (it.pos == p.rhs.size()) {
+      absl::Status s = CompleteRule(i, it);
+      if (!s.ok()) return s;
+      continue;
+    }
+    const Symbol& next = p.rhs[it.pos];
+    sets_[i].waiting[EarleyWaitKey(next)].push_back(static_cast<uint32_t>(k));
+    absl::Status s = Predict(i, it, next);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::PredictIgnored(size_t i) {
+  sets_[i].ignore_started = true;
+  for (uint32_t t : g_.ignore()) {
+    absl::Status s = Add(i, Item::Make(kIgnore, t, g_.dfa(t).start(), i));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::CompleteRule(size_t i, const Item& it) {
+  const Production& p = g_.productions()[it.id()];
+  auto& waiting = sets_[it.origin].waiting;
+  auto found = waiting.find(EarleyWaitKey(Symbol::Rule(p.rule)));
+  if (found == waiting.end()) return absl::OkStatus();
+  // When origin == i the list may grow while we read it: index anew.
+  const uint32_t key = found->first;
+  for (size_t w = 0;; ++w) {
+    const auto& list = waiting[key];
+    if (w >= list.size()) break;
+    const Item parent = sets_[it.origin].items[list[w]];
+    absl::Status s = Add(i, parent.Advanced());
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::Predict(size_t i, const Item& it, const Symbol& next) {
+  if (next.is_terminal()) {
+    absl::Status s = Add(i, Item::Make(kScan, next.id, g_.dfa(next.id).start(), i));
+    if (!s.ok()) return s;
+    if (g_.nullable_terminal(next.id)) return Add(i, it.Advanced());
+    return absl::OkStatus();
+  }
+  for (uint32_t prod : g_.rule_productions(next.id)) {
+    absl::Status s = Add(i, Item::Make(kRule, prod, 0, i));
+    if (!s.ok()) return s;
+  }
+  if (g_.nullable_rule(next.id)) return Add(i, it.Advanced());
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::Scan(size_t i, uint8_t byte) {
+  for (size_t k = 0; k < sets_[i].items.size(); ++k) {
+    const Item it = sets_[i].items[k];
+    if (it.kind() == kRule) continue;
+    const Dfa& dfa = g_.dfa(it.id());
+    const Dfa::State next = dfa.Next(it.pos, byte);
+    if (next == Dfa::kDead) continue;
+    absl::Status s = Add(i + 1, Item::Make(it.kind(), it.id(), next, it.origin));
+    if (!s.ok()) return s;
+    if (!dfa.IsAccepting(next)) continue;
+    s = CompleteTerminal(i, it);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChartBuilder::CompleteTerminal(size_t i, const Item& it) {
+  const EarleySet& origin = sets_[it.origin];
+  if (it.kind() == kScan) {
+    auto found = origin.waiting.find(EarleyWaitKey(Symbol::Terminal(it.id())));
+    if (found == origin.waiting.end()) return absl::OkStatus();
+    for (uint32_t w : found->second) {
+      absl::Status s = Add(i + 1, origin.items[w].Advanced());
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  for (const Item& o : origin.items) {
+    if (o.kind() != kRule) continue;
+    absl::Status s = Add(i + 1, o);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 struct EarleyRecognizer::Chart {
-  struct Set {
-    std::vector<Item> items;
-    absl::flat_hash_set<Item> seen;
-    // Rule items (indices into `items`) whose dot is before a symbol.
-    absl::flat_hash_map<uint64_t, std::vector<uint32_t>> waiting;
-    bool ignore_started = false;
-    size_t steps = 0;  // add() calls into this set
-  };
-  std::vector<Set> sets;
+  std::vector<EarleySet> sets;
 };
 
 absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
@@ -68,124 +210,21 @@ absl::StatusOr<EarleyRecognizer> EarleyRecognizer::Create(const Grammar& g,
 }
 
 absl::Status EarleyRecognizer::Run(std::string_view text, Chart* chart) const {
-  const auto& productions = g_->productions();
-  const auto& ignore = g_->ignore();
-    chart->sets.clear();
-  chart->sets.resize(text.size() + 1);
   auto& sets = chart->sets;
-
-  // Adds `it` to set `i` unless present; fails past the item cap.
-  auto add = [&](size_t i, const Item& it) -> absl::Status {
-    auto& set = sets[i];
-    if (++set.steps > max_steps_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("Earley set at byte offset ", i, " needs more than ", max_steps_,
-                       " steps (max_steps_per_position)"));
-    }
-    if (!set.seen.insert(it).second) return absl::OkStatus();
-    if (set.items.size() >= max_items_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("Earley set at byte offset ", i, " holds more than ", max_items_,
-                       " items (max_items_per_position)"));
-    }
-    set.items.push_back(it);
-    return absl::OkStatus();
-  };
-  auto advance = [](const Item& it) { return Item::Make(kRule, it.id(), it.pos + 1, it.origin); };
-
-  // Predicts and completes within set i until nothing changes.
-  auto closure = [&](size_t i) -> absl::Status {
-    for (size_t k = 0; k < sets[i].items.size(); ++k) {
-      const Item it = sets[i].items[k];
-      if (it.kind() != kRule) continue;
-      if (!ignore.empty() && !sets[i].ignore_started) {
-        sets[i].ignore_started = true;
-        for (uint32_t t : ignore) {
-          absl::Status s = add(i, Item::Make(kIgnore, t, g_->dfa(t).start(), i));
-          if (!s.ok()) return s;
-        }
-      }
-      const Production& p = productions[it.id()];
-      if (it.pos == p.rhs.size()) {
-        // Complete: advance the items of the origin set waiting on p.rule.
-        // When origin == i the list may grow while we read it: index anew.
-        auto found = sets[it.origin].waiting.find(WaitKey(Symbol::Rule(p.rule)));
-        if (found == sets[it.origin].waiting.end()) continue;
-        const uint64_t key = found->first;
-        for (size_t w = 0;; ++w) {
-          const auto& list = sets[it.origin].waiting[key];
-          if (w >= list.size()) break;
-          const Item parent = sets[it.origin].items[list[w]];
-          absl::Status s = add(i, advance(parent));
-          if (!s.ok()) return s;
-        }
-        continue;
-      }
-      const Symbol& next = p.rhs[it.pos];
-      sets[i].waiting[WaitKey(next)].push_back(static_cast<uint32_t>(k));
-      if (next.is_terminal()) {
-        absl::Status s = add(i, Item::Make(kScan, next.id, g_->dfa(next.id).start(), i));
-        if (!s.ok()) return s;
-        if (g_->nullable_terminal(next.id)) {
-          s = add(i, advance(it));
-          if (!s.ok()) return s;
-        }
-      } else {
-        for (uint32_t prod : g_->rule_productions(next.id)) {
-          absl::Status s = add(i, Item::Make(kRule, prod, 0, i));
-          if (!s.ok()) return s;
-        }
-        if (g_->nullable_rule(next.id)) {
-          absl::Status s = add(i, advance(it));
-          if (!s.ok()) return s;
-        }
-      }
-    }
-    return absl::OkStatus();
-  };
-
-  for (uint32_t prod : g_->rule_productions(g_->start())) {
-    absl::Status s = add(0, Item::Make(kRule, prod, 0, 0));
-    if (!s.ok()) return s;
-  }
-  absl::Status s = closure(0);
+  sets.clear();
+  sets.resize(text.size() + 1);
+  ChartBuilder builder(*g_, max_items_, max_steps_, &sets);
+  absl::Status s = builder.Start();
   if (!s.ok()) return s;
   for (size_t i = 0; i < text.size(); ++i) {
-    const uint8_t byte = static_cast<uint8_t>(text[i]);
-    // Scan: every terminal in progress takes the byte.
-    for (size_t k = 0; k < sets[i].items.size(); ++k) {
-      const Item it = sets[i].items[k];
-      if (it.kind() == kRule) continue;
-      const Dfa& dfa = g_->dfa(it.id());
-      const Dfa::State next = dfa.Next(it.pos, byte);
-      if (next == Dfa::kDead) continue;
-      s = add(i + 1, Item::Make(it.kind(), it.id(), next, it.origin));
-      if (!s.ok()) return s;
-      if (!dfa.IsAccepting(next)) continue;
-      auto& origin = sets[it.origin];
-      if (it.kind() == kScan) {
-        auto found = origin.waiting.find(WaitKey(Symbol::Terminal(it.id())));
-        if (found == origin.waiting.end()) continue;
-        for (uint32_t w : found->second) {
-          s = add(i + 1, advance(origin.items[w]));
-          if (!s.ok()) return s;
-        }
-      } else {
-        // An ignored string ended: whatever could follow at its start can
-        // follow here.
-        for (const Item& o : origin.items) {
-          if (o.kind() != kRule) continue;
-          s = add(i + 1, o);
-          if (!s.ok()) return s;
-        }
-      }
-    }
+    s = builder.Scan(i, static_cast<uint8_t>(text[i]));
+    if (!s.ok()) return s;
     if (sets[i + 1].items.empty()) {
       // Dead: no later set can gain items either.
       sets.resize(i + 2);
       return absl::OkStatus();
     }
-    s = closure(i + 1);
+    s = builder.Closure(i + 1);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();

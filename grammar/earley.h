@@ -3,7 +3,7 @@
 // The correctness oracle for grammar engines, not a fast path: it decides
 // membership in the language grammar.h defines, byte by byte, with no lexer.
 // Each terminal is compiled to an automaton/dfa.h Dfa and scanned inside Earley
-// items (terminal, DFA state, origin), so every split of the text into
+// items (earley_item.h: terminal, DFA state, origin), so every split of the text into
 // terminals counts; %ignore terminals may match before, after and between the
 // symbols of every alternative (each dot position may absorb ignored
 // strings). Nullable rules and terminals are handled the Aycock-Horspool way

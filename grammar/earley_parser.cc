@@ -9,19 +9,10 @@
 namespace maskd::grammar {
 namespace {
 
-// Ids are below 2^30 (CompiledGrammar::Create): terminals sort after rules.
-constexpr uint32_t kTerminalKey = 1u << 31;
-
-uint32_t WaitKey(const Symbol& s) { return (s.is_terminal() ? kTerminalKey : 0) | s.id; }
-
 uint32_t HashItem(const EarleyItem& it) {
   uint64_t h = (uint64_t{it.kind_id} << 32 | it.pos) * 0x9E3779B97F4A7C15ull;
   h ^= (h >> 29) ^ (uint64_t{it.origin} * 0xBF58476D1CE4E5B9ull);
   return static_cast<uint32_t>(h ^ (h >> 32));
-}
-
-EarleyItem Advance(const EarleyItem& it) {
-  return EarleyItem::Make(EarleyItem::kRule, it.id(), it.pos + 1, it.origin);
 }
 
 }  // namespace
@@ -73,7 +64,7 @@ bool EarleyParser::FinishSet() {
     const EarleyItem& it = items_[k];
     if (it.kind() != EarleyItem::kRule) continue;
     const Production& p = productions[it.id()];
-    if (it.pos < p.rhs.size()) waiting_.push_back({WaitKey(p.rhs[it.pos]), k});
+    if (it.pos < p.rhs.size()) waiting_.push_back({EarleyWaitKey(p.rhs[it.pos]), k});
   }
   std::sort(waiting_.begin() + w0, waiting_.end(),
             [](const Waiting& a, const Waiting& b) { return a.key < b.key; });
@@ -198,7 +189,7 @@ absl::Status EarleyParser::AdvanceWaiting(uint32_t origin, uint32_t key) {
   auto lo = std::lower_bound(waiting_.begin() + begin, waiting_.begin() + end, key,
                              [](const Waiting& w, uint32_t k) { return w.key < k; });
   for (; lo != waiting_.begin() + end && lo->key == key; ++lo) {
-    absl::Status s = Add(Advance(items_[lo->item]));
+    absl::Status s = Add(items_[lo->item].Advanced());
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -220,7 +211,7 @@ absl::Status EarleyParser::Closure() {
     }
     const Production& p = productions[it.id()];
     if (it.pos == p.rhs.size()) {
-      const uint32_t key = WaitKey(Symbol::Rule(p.rule));
+      const uint32_t key = EarleyWaitKey(Symbol::Rule(p.rule));
       if (it.origin < set) {
         absl::Status s = AdvanceWaiting(it.origin, key);
         if (!s.ok()) return s;
@@ -234,8 +225,8 @@ absl::Status EarleyParser::Closure() {
         const EarleyItem w = items_[j];
         if (w.kind() != EarleyItem::kRule) continue;
         const Production& wp = productions[w.id()];
-        if (w.pos < wp.rhs.size() && WaitKey(wp.rhs[w.pos]) == key) {
-          absl::Status s = Add(Advance(w));
+        if (w.pos < wp.rhs.size() && EarleyWaitKey(wp.rhs[w.pos]) == key) {
+          absl::Status s = Add(w.Advanced());
           if (!s.ok()) return s;
         }
       }
@@ -247,7 +238,7 @@ absl::Status EarleyParser::Closure() {
           Add(EarleyItem::Make(EarleyItem::kScan, next.id, g_->dfa(next.id).start(), set));
       if (!s.ok()) return s;
       if (g_->nullable_terminal(next.id)) {
-        s = Add(Advance(it));
+        s = Add(it.Advanced());
         if (!s.ok()) return s;
       }
     } else {
@@ -256,7 +247,7 @@ absl::Status EarleyParser::Closure() {
         if (!s.ok()) return s;
       }
       if (g_->nullable_rule(next.id)) {
-        absl::Status s = Add(Advance(it));
+        absl::Status s = Add(it.Advanced());
         if (!s.ok()) return s;
       }
     }
@@ -288,7 +279,7 @@ absl::StatusOr<bool> EarleyParser::PushCompletion(const EarleyItem& scan) {
 
 absl::Status EarleyParser::Complete(const EarleyItem& scan) {
   if (scan.kind() == EarleyItem::kScan) {
-    return AdvanceWaiting(scan.origin, WaitKey(Symbol::Terminal(scan.id())));
+    return AdvanceWaiting(scan.origin, EarleyWaitKey(Symbol::Terminal(scan.id())));
   }
   // An ignored string ended: whatever could follow at its start can follow
   // here.
@@ -349,7 +340,7 @@ uint64_t EarleyParser::RuleFinish(uint32_t s, uint32_t r) const {
 }
 
 uint64_t EarleyParser::TerminalFinish(uint32_t s, uint32_t t) const {
-  const uint32_t key = WaitKey(Symbol::Terminal(t));
+  const uint32_t key = EarleyWaitKey(Symbol::Terminal(t));
   absl::Span<const Waiting> w = WaitingOf(s);
   auto lo = std::lower_bound(w.begin(), w.end(), key,
                              [](const Waiting& x, uint32_t k) { return x.key < k; });
@@ -386,7 +377,7 @@ void EarleyParser::ComputeFinish(uint32_t s) const {
   const uint32_t base = static_cast<uint32_t>(finish_.size());
   finish_begin_.push_back(base);
   for (const Waiting& x : w) {
-    if (x.key & kTerminalKey) break;  // terminals sort after rules
+    if (x.key & kEarleyTerminalKey) break;  // terminals sort after rules
     const uint32_t r = x.key;
     if (finish_.size() == base || finish_.back().first != r) {
       finish_.push_back({r, CompiledGrammar::kNoLength});
@@ -399,7 +390,7 @@ void EarleyParser::ComputeFinish(uint32_t s) const {
   finish_edges_.clear();
   uint32_t node = base;
   for (const Waiting& x : w) {
-    if (x.key & kTerminalKey) break;
+    if (x.key & kEarleyTerminalKey) break;
     while (finish_[node].first != x.key) ++node;
     const EarleyItem& item = items_[x.item];
     const uint32_t rule = g_->productions()[item.id()].rule;

@@ -40,27 +40,9 @@
 #include "grammar/chart_allocator.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "grammar/earley_item.h"
 
 namespace maskd::grammar {
-
-// kRule: production `id` with the dot before rhs[pos]. kScan: terminal `id`
-// scanned up to DFA state `pos`. kIgnore: the same for an ignored terminal
-// between symbols. `origin`: the index of the set where the item began.
-struct EarleyItem {
-  enum Kind : uint32_t { kRule = 0, kScan = 1, kIgnore = 2 };
-  uint32_t kind_id;  // kind << 30 | id
-  uint32_t pos;
-  uint32_t origin;
-
-  static EarleyItem Make(Kind k, uint32_t id, uint32_t pos, uint32_t origin) {
-    return {static_cast<uint32_t>(k) << 30 | id, pos, origin};
-  }
-  Kind kind() const { return static_cast<Kind>(kind_id >> 30); }
-  uint32_t id() const { return kind_id & ((1u << 30) - 1); }
-  friend bool operator==(const EarleyItem& a, const EarleyItem& b) {
-    return a.kind_id == b.kind_id && a.pos == b.pos && a.origin == b.origin;
-  }
-};
 
 class EarleyParser {
  public:
@@ -126,7 +108,7 @@ class EarleyParser {
 
  private:
   struct Waiting {
-    uint32_t key;   // the symbol a rule item's dot is before (WaitKey)
+    uint32_t key;   // the symbol a rule item's dot is before (EarleyWaitKey)
     uint32_t item;  // index into items_
   };
   static_assert(sizeof(Waiting) == 8, "one per rule item of the chart");

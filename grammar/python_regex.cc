@@ -244,8 +244,6 @@ class Translator {
   }
 
   absl::Status Translate() {
-    std::vector<PythonRegexFlags> stack;
-    bool at_start = true;
     while (true) {
       SkipVerbose();
       if (AtEnd()) break;
@@ -253,62 +251,16 @@ class Translator {
       char c = p_[pos_];
       int prev_quantifier = quantifier_;
       quantifier_ = 0;
-      bool was_start = at_start;
-      at_start = false;
+      bool was_start = at_start_;
+      at_start_ = false;
       switch (c) {
-        case '(': {
-          ++pos_;
-          if (!Starts("?")) {
-            stack.push_back(flags_);
-            out_ += '(';
-            break;
-          }
-          ++pos_;
-          if (Starts(":")) {
-            ++pos_;
-            stack.push_back(flags_);
-            out_ += "(?:";
-          } else if (Starts("P<")) {
-            size_t close = p_.find('>', pos_);
-            if (close == std::string_view::npos || close == pos_ + 2)
-              return Error(start, "bad group name");
-            pos_ = close + 1;
-            stack.push_back(flags_);
-            out_ += "(?:";
-          } else if (Starts("P=")) {
-            return Error(start, "backreference is not supported");
-          } else if (Starts("=") || Starts("!") || Starts("<=") || Starts("<!")) {
-            return Error(start, "lookaround is not supported");
-          } else if (Starts("#")) {
-            size_t close = p_.find(')', pos_);
-            if (close == std::string_view::npos) return Error(start, "missing ')' after comment");
-            pos_ = close + 1;
-            at_start = was_start;
-          } else if (Starts(">")) {
-            return Error(start, "atomic group is not supported");
-          } else if (Starts("(")) {
-            return Error(start, "conditional group is not supported");
-          } else {
-            PythonRegexFlags f = flags_;
-            bool scoped = false;
-            if (absl::Status st = ParseFlags(start, &f, &scoped); !st.ok()) return st;
-            if (scoped) {
-              stack.push_back(flags_);
-              flags_ = f;
-              out_ += "(?:";
-            } else {
-              if (!was_start)
-                return Error(start, "global flags not at the start of the expression");
-              flags_ = f;
-              at_start = true;
-            }
-          }
+        case '(':
+          if (absl::Status st = OpenGroup(start, was_start); !st.ok()) return st;
           break;
-        }
         case ')':
-          if (stack.empty()) return Error(start, "unbalanced parenthesis");
-          flags_ = stack.back();
-          stack.pop_back();
+          if (groups_.empty()) return Error(start, "unbalanced parenthesis");
+          flags_ = groups_.back();
+          groups_.pop_back();
           ++pos_;
           out_ += ')';
           break;
@@ -328,30 +280,9 @@ class Translator {
           out_ += c;
           quantifier_ = (c == '?' && prev_quantifier == 1) ? 2 : 1;
           break;
-        case '{': {
-          // A quantifier when it reads {m}, {m,}, {,n}, {m,n} or {,}; else a literal.
-          size_t q = pos_ + 1;
-          std::string lo, hi;
-          while (q < p_.size() && p_[q] >= '0' && p_[q] <= '9') lo += p_[q++];
-          bool comma = q < p_.size() && p_[q] == ',';
-          if (comma) {
-            ++q;
-            while (q < p_.size() && p_[q] >= '0' && p_[q] <= '9') hi += p_[q++];
-          }
-          if (q < p_.size() && p_[q] == '}' && (comma || !lo.empty())) {
-            pos_ = q + 1;
-            out_ += '{';
-            out_ += lo.empty() ? "0" : lo;
-            if (comma) out_ += ',';
-            out_ += hi;
-            out_ += '}';
-            quantifier_ = 1;
-          } else {
-            ++pos_;
-            AppendLiteral('{');
-          }
+        case '{':
+          TranslateBrace();
           break;
-        }
         case '^':
         case '$':
           return Error(start, "anchors (^, $) are not supported: a terminal is matched whole");
@@ -385,8 +316,91 @@ class Translator {
           break;
       }
     }
-    if (!stack.empty()) return Error(p_.size(), "missing ')'");
+    if (!groups_.empty()) return Error(p_.size(), "missing ')'");
     return absl::OkStatus();
+  }
+
+  // At '(' (offset `start`): opens a group, or reads a comment or inline
+  // flags. `was_start`: only global flags and comments came before.
+  absl::Status OpenGroup(size_t start, bool was_start) {
+    ++pos_;
+    if (!Starts("?")) {
+      groups_.push_back(flags_);
+      out_ += '(';
+      return absl::OkStatus();
+    }
+    ++pos_;
+    if (Starts(":")) {
+      ++pos_;
+      groups_.push_back(flags_);
+      out_ += "(?:";
+    } else if (Starts("P<")) {
+      size_t close = p_.find('>', pos_);
+      if (close == std::string_view::npos || close == pos_ + 2)
+        return Error(start, "bad group name");
+      pos_ = close + 1;
+      groups_.push_back(flags_);
+      out_ += "(?:";
+    } else if (Starts("P=")) {
+      return Error(start, "backreference is not supported");
+    } else if (Starts("=") || Starts("!") || Starts("<=") || Starts("<!")) {
+      return Error(start, "lookaround is not supported");
+    } else if (Starts("#")) {
+      size_t close = p_.find(')', pos_);
+      if (close == std::string_view::npos) return Error(start, "missing ')' after comment");
+      pos_ = close + 1;
+      at_start_ = was_start;
+    } else if (Starts(">")) {
+      return Error(start, "atomic group is not supported");
+    } else if (Starts("(")) {
+      return Error(start, "conditional group is not supported");
+    } else {
+      return InlineFlags(start, was_start);
+    }
+    return absl::OkStatus();
+  }
+
+  // After "(?" of inline flags: "(?flags:" opens a group under them,
+  // "(?flags)" sets them for the whole pattern (only at its start).
+  absl::Status InlineFlags(size_t start, bool was_start) {
+    PythonRegexFlags f = flags_;
+    bool scoped = false;
+    if (absl::Status st = ParseFlags(start, &f, &scoped); !st.ok()) return st;
+    if (scoped) {
+      groups_.push_back(flags_);
+      flags_ = f;
+      out_ += "(?:";
+      return absl::OkStatus();
+    }
+    if (!was_start) return Error(start, "global flags not at the start of the expression");
+    flags_ = f;
+    at_start_ = true;
+    return absl::OkStatus();
+  }
+
+  // At '{': a quantifier when it reads {m}, {m,}, {,n}, {m,n} or {,}; else
+  // a literal '{'.
+  void TranslateBrace() {
+    size_t q = pos_ + 1;
+    std::string lo, hi;
+    while (q < p_.size() && p_[q] >= '0' && p_[q] <= '9') lo += p_[q++];
+    bool comma = q < p_.size() && p_[q] == ',';
+    if (comma) {
+      ++q;
+      while (q < p_.size() && p_[q] >= '0' && p_[q] <= '9') hi += p_[q++];
+    }
+    if (q < p_.size() && p_[q] == '}' && (comma || !lo.empty())) {
+      pos_ = q + 1;
+      out_ += '{';
+      out_ += lo.empty() ? "0" : lo;
+      if (comma) out_ += ',';
+      out_ += hi;
+      out_ += '}';
+      quantifier_ = 1;
+    } else {
+      ++pos_;
+      AppendLiteral('{');
+    }
   }
 
   void AppendLiteral(uint32_t cp) {
@@ -406,32 +420,6 @@ class Translator {
     ++pos_;
     if (AtEnd()) return Error(start, "bad escape (end of pattern)");
     char c = p_[pos_];
-    auto hex = [&](int n) -> absl::Status {
-      uint32_t v = 0;
-      for (int i = 0; i < n; ++i) {
-        if (AtEnd()) return Error(start, "incomplete hex escape");
-        char h = p_[pos_];
-        int d = (h >= '0' && h <= '9')   ? h - '0'
-                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                         : -1;
-        if (d < 0) return Error(start, "incomplete hex escape");
-        v = v * 16 + d;
-        ++pos_;
-      }
-      if (v > kMaxCodepoint) return Error(start, "escape beyond U+10FFFF");
-      if (v >= 0xD800 && v <= 0xDFFF) return Error(start, "escape of a surrogate codepoint");
-      *cp = v;
-      return absl::OkStatus();
-    };
-    auto octal = [&](uint32_t v, int more) -> absl::Status {
-      for (int i = 0; i < more && !AtEnd() && p_[pos_] >= '0' && p_[pos_] <= '7'; ++i) {
-        v = v * 8 + (p_[pos_++] - '0');
-      }
-      if (v > 0377) return Error(start, "octal escape beyond \\377");
-      *cp = v;
-      return absl::OkStatus();
-    };
     if (static_cast<unsigned char>(c) >= 0x80) {
       *cp = NextCodepoint(p_, &pos_);
       return absl::OkStatus();
@@ -466,11 +454,11 @@ class Translator {
         *cp = '\a';
         return absl::OkStatus();
       case 'x':
-        return hex(2);
+        return ParseHex(start, 2, cp);
       case 'u':
-        return hex(4);
+        return ParseHex(start, 4, cp);
       case 'U':
-        return hex(8);
+        return ParseHex(start, 8, cp);
       case 'b':
         if (in_class) {
           *cp = '\b';
@@ -485,18 +473,18 @@ class Translator {
       case 'N':
         return Error(start, "named characters \\N{...} are not supported");
       case '0':
-        return octal(0, 2);
+        return ParseOctal(start, 0, 2, cp);
       default:
         break;
     }
     if (c >= '1' && c <= '9') {
       if (in_class) {
         if (c >= '8') return Error(start, "bad escape");
-        return octal(c - '0', 2);
+        return ParseOctal(start, c - '0', 2, cp);
       }
       if (c <= '7' && pos_ + 1 < p_.size() && p_[pos_] >= '0' && p_[pos_] <= '7' &&
           p_[pos_ + 1] >= '0' && p_[pos_ + 1] <= '7') {
-        return octal(c - '0', 2);
+        return ParseOctal(start, c - '0', 2, cp);
       }
       return Error(start, "backreference is not supported");
     }
@@ -504,6 +492,37 @@ class Translator {
       return Error(start, absl::StrCat("bad escape \\", std::string(1, c)));
     }
     *cp = static_cast<unsigned char>(c);
+    return absl::OkStatus();
+  }
+
+  // The `n` hex digits of an escape begun at `start`, as a codepoint.
+  absl::Status ParseHex(size_t start, int n, uint32_t* cp) {
+    uint32_t v = 0;
+    for (int i = 0; i < n; ++i) {
+      if (AtEnd()) return Error(start, "incomplete hex escape");
+      char h = p_[pos_];
+      int d = (h >= '0' && h <= '9')   ? h - '0'
+              : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+              : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                       : -1;
+      if (d < 0) return Error(start, "incomplete hex escape");
+      v = v * 16 + d;
+      ++pos_;
+    }
+    if (v > kMaxCodepoint) return Error(start, "escape beyond U+10FFFF");
+    if (v >= 0xD800 && v <= 0xDFFF) return Error(start, "escape of a surrogate codepoint");
+    *cp = v;
+    return absl::OkStatus();
+  }
+
+  // An octal escape begun at `start` whose digits so far make `v`: up to
+  // `more` further octal digits, at most \377.
+  absl::Status ParseOctal(size_t start, uint32_t v, int more, uint32_t* cp) {
+    for (int i = 0; i < more && !AtEnd() && p_[pos_] >= '0' && p_[pos_] <= '7'; ++i) {
+      v = v * 8 + (p_[pos_++] - '0');
+    }
+    if (v > 0377) return Error(start, "octal escape beyond \\377");
+    *cp = v;
     return absl::OkStatus();
   }
 
@@ -582,6 +601,11 @@ class Translator {
   size_t err_at_ = 0;
   char class_escape_ = 0;  // the letter of the last class escape ParseEscape read
   int quantifier_ = 0;     // the last item: 1 a quantifier, 2 a lazy one, 0 anything else
+  // No item read yet, only global flags and comments (global flags may
+  // still come).
+  bool at_start_ = true;
+  // Per open group, innermost last: the flags to restore at its ')'.
+  std::vector<PythonRegexFlags> groups_;
   std::string out_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,14 +38,10 @@ bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
   return false;
 }
 
-}  // namespace
-
-Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
-  if (!g.ignore.empty()) return g;
+// Rules in dependency order (Kahn's algorithm over references to other
+// rules, self-references aside); a rule in or above a cycle is left out.
+std::vector<uint32_t> DependencyOrder(const Grammar& g) {
   const size_t n = g.rules.size();
-
-  // Rules in dependency order (Kahn's algorithm over references to other
-  // rules); a rule never reached is in or above a cycle: not regular.
   std::vector<std::vector<uint32_t>> users(n);
   std::vector<uint32_t> pending(n, 0);
   for (uint32_t r = 0; r < n; ++r) {
@@ -63,50 +60,82 @@ Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
   for (uint32_t r = 0; r < n; ++r) {
     if (pending[r] == 0) ready.push_back(r);
   }
-  std::vector<bool> regular(n, false);
-  std::vector<std::string> regex(n);
-  auto piece = [&](const Symbol& s) {
-    return s.is_terminal() ? Group(g.terminals[s.id].regex) : Group(regex[s.id]);
-  };
+  std::vector<uint32_t> order;
   while (!ready.empty()) {
     const uint32_t r = ready.front();
     ready.pop_front();
+    order.push_back(r);
     for (uint32_t u : users[r]) {
       if (--pending[u] == 0) ready.push_back(u);
     }
-    bool ok = true;
-    std::vector<std::string> heads, bases, tails;  // a R | b | R c
-    for (const auto& alt : g.rules[r].alternatives) {
-      size_t begin = 0, end = alt.size();
-      std::vector<std::string>* into = &bases;
-      const Symbol self = Symbol::Rule(r);
-      if (alt.size() == 1 && alt[0] == self) continue;  // R ::= R adds nothing
-      if (!alt.empty() && alt.back() == self) {
-        into = &heads;
-        --end;
-      } else if (!alt.empty() && alt.front() == self) {
-        into = &tails;
-        ++begin;
-      }
-      std::string seq;
-      for (size_t i = begin; i < end && ok; ++i) {
-        if (alt[i] == self || (!alt[i].is_terminal() && !regular[alt[i].id])) ok = false;
-        else seq += piece(alt[i]);
-      }
-      if (!ok) break;
-      into->push_back(seq.empty() ? "(?:)" : std::move(seq));
-    }
-    if (!ok || bases.empty()) continue;
-    std::string out = Alternation(bases);
-    if (!heads.empty()) out = absl::StrCat(Alternation(heads), "*", out);
-    if (!tails.empty()) absl::StrAppend(&out, Alternation(tails), "*");
-    if (out.size() > options.max_regex_bytes) continue;
-    regular[r] = true;
-    regex[r] = std::move(out);
   }
+  return order;
+}
 
-  // Regular rules referenced from a non-regular rule (or the start) become
-  // terminals; one that cannot stays a rule, which exposes its own children.
+// Per rule of a grammar: whether it is regular, and if so its language as a
+// regex (within max_regex_bytes).
+struct RegularRules {
+  std::vector<bool> regular;
+  std::vector<std::string> regex;
+};
+
+// The regex of rule r when each alternative uses only terminals, rules
+// already known regular, and r itself first or last (a R | b | R c is
+// a* b c*); nullopt when r is not regular so.
+std::optional<std::string> RuleRegex(const Grammar& g, uint32_t r, const RegularRules& known) {
+  auto piece = [&](const Symbol& s) {
+    return s.is_terminal() ? Group(g.terminals[s.id].regex) : Group(known.regex[s.id]);
+  };
+  const Symbol self = Symbol::Rule(r);
+  std::vector<std::string> heads, bases, tails;  // a R | b | R c
+  for (const auto& alt : g.rules[r].alternatives) {
+    size_t begin = 0, end = alt.size();
+    std::vector<std::string>* into = &bases;
+    if (alt.size() == 1 && alt[0] == self) continue;  // R ::= R adds nothing
+    if (!alt.empty() && alt.back() == self) {
+      into = &heads;
+      --end;
+    } else if (!alt.empty() && alt.front() == self) {
+      into = &tails;
+      ++begin;
+    }
+    std::string seq;
+    for (size_t i = begin; i < end; ++i) {
+      if (alt[i] == self || (!alt[i].is_terminal() && !known.regular[alt[i].id])) {
+        return std::nullopt;
+      }
+      seq += piece(alt[i]);
+    }
+    into->push_back(seq.empty() ? "(?:)" : std::move(seq));
+  }
+  if (bases.empty()) return std::nullopt;
+  std::string out = Alternation(bases);
+  if (!heads.empty()) out = absl::StrCat(Alternation(heads), "*", out);
+  if (!tails.empty()) absl::StrAppend(&out, Alternation(tails), "*");
+  return out;
+}
+
+RegularRules FindRegularRules(const Grammar& g, const InlineOptions& options) {
+  RegularRules rules;
+  rules.regular.assign(g.rules.size(), false);
+  rules.regex.resize(g.rules.size());
+  for (uint32_t r : DependencyOrder(g)) {
+    std::optional<std::string> regex = RuleRegex(g, r, rules);
+    if (!regex || regex->size() > options.max_regex_bytes) continue;
+    rules.regular[r] = true;
+    rules.regex[r] = std::move(*regex);
+  }
+  return rules;
+}
+
+// Which regular rules become terminals: those referenced from a non-regular
+// rule (or the start). One whose regex is not a usable terminal stops being
+// regular (it stays a rule, which exposes its own children), and the choice
+// starts over.
+std::vector<bool> ChooseTerminals(const Grammar& g, const InlineOptions& options,
+                                  RegularRules* rules) {
+  const size_t n = g.rules.size();
+  std::vector<bool>& regular = rules->regular;
   std::vector<bool> is_terminal(n, false);
   for (bool changed = true; changed;) {
     changed = false;
@@ -122,7 +151,7 @@ Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
     }
     for (uint32_t r = 0; r < n; ++r) {
       if (!wanted[r] || is_terminal[r]) continue;
-      if (UsableTerminal(regex[r], options)) {
+      if (UsableTerminal(rules->regex[r], options)) {
         is_terminal[r] = true;
       } else {
         regular[r] = false;
@@ -131,7 +160,14 @@ Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
     }
     if (changed) std::fill(is_terminal.begin(), is_terminal.end(), false);
   }
+  return is_terminal;
+}
 
+// `g` with the chosen regular rules as terminals (appended after g's) and
+// the other regular rules gone; the rest keep their order.
+Grammar Rewrite(const Grammar& g, const RegularRules& rules, const std::vector<bool>& is_terminal) {
+  const size_t n = g.rules.size();
+  const std::vector<bool>& regular = rules.regular;
   Grammar out;
   out.terminals = g.terminals;
   std::vector<uint32_t> terminal_of(n, 0), rule_of(n, 0);
@@ -140,7 +176,7 @@ Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
       terminal_of[r] = static_cast<uint32_t>(out.terminals.size());
       Terminal t;
       t.name = g.rules[r].name;
-      t.regex = regex[r];
+      t.regex = rules.regex[r];
       t.where = g.rules[r].where;
       out.terminals.push_back(std::move(t));
     }
@@ -169,6 +205,15 @@ Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
     out.start = rule_of[g.start];
   }
   return out;
+}
+
+}  // namespace
+
+Grammar InlineRegularRules(const Grammar& g, const InlineOptions& options) {
+  if (!g.ignore.empty()) return g;
+  RegularRules rules = FindRegularRules(g, options);
+  const std::vector<bool> is_terminal = ChooseTerminals(g, options, &rules);
+  return Rewrite(g, rules, is_terminal);
 }
 
 }  // namespace maskd::grammar
