@@ -1,13 +1,35 @@
 #include "automaton/utf8.h"
 
 #include "automaton/codepoint_set.h"
-#include "automaton/internal/utf8_ranges.h"
 
 namespace maskd {
 
+int EncodeUtf8(uint32_t cp, uint8_t out[4]) {
+  if (cp < 0x80) {
+    out[0] = static_cast<uint8_t>(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
+  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+  return 4;
+}
+
 void AppendUtf8(std::string* out, uint32_t cp) {
   uint8_t bytes[4];
-  const int len = automaton_internal::EncodeUtf8(cp, bytes);
+  const int len = EncodeUtf8(cp, bytes);
   out->append(reinterpret_cast<const char*>(bytes), len);
 }
 

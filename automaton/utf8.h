@@ -1,5 +1,6 @@
-// UTF-8 for codepoints: encoding one, decoding one with validation. The
-// byte-range encoding that automata need lives in internal/utf8_ranges.h.
+// UTF-8 for codepoints: encoding one, decoding one with validation. maskd's
+// one UTF-8 encoder is EncodeUtf8; the byte-range encoding that automata need
+// lives in internal/utf8_ranges.h and stands on it.
 #ifndef MASKD_AUTOMATON_UTF8_H_
 #define MASKD_AUTOMATON_UTF8_H_
 
@@ -10,6 +11,12 @@
 #include <string_view>
 
 namespace maskd {
+
+// Writes the UTF-8 encoding of `cp` to `out`; returns its length in bytes
+// (1 to 4). `cp` is at most kMaxCodepoint: callers reject larger values
+// themselves (with their own messages); a surrogate is encoded as its three
+// bytes.
+int EncodeUtf8(uint32_t cp, uint8_t out[4]);
 
 // Appends the UTF-8 encoding of `cp` (at most kMaxCodepoint; a surrogate is
 // encoded as its three bytes) to `*out`: one to four bytes.

@@ -1,29 +1,8 @@
 #include "automaton/internal/utf8_ranges.h"
 
-namespace maskd::automaton_internal {
+#include "automaton/utf8.h"
 
-int EncodeUtf8(uint32_t cp, uint8_t out[4]) {
-  if (cp < 0x80) {
-    out[0] = static_cast<uint8_t>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  return 4;
-}
+namespace maskd::automaton_internal {
 
 void Utf8Sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq>* out) {
   static constexpr uint32_t kMaxOfLen[4] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};

@@ -1,5 +1,6 @@
-// UTF-8 encoding of codepoints and of codepoint ranges as byte-range
-// sequences, for automata over bytes. Internal to maskd_automaton.
+// UTF-8 encoding of codepoint ranges as byte-range sequences, for automata
+// over bytes (one codepoint's encoding is EncodeUtf8 in automaton/utf8.h).
+// Internal to maskd_automaton.
 #ifndef MASKD_AUTOMATON_INTERNAL_UTF8_RANGES_H_
 #define MASKD_AUTOMATON_INTERNAL_UTF8_RANGES_H_
 
@@ -14,10 +15,6 @@ struct ByteSeq {
   int len;
   uint8_t lo[4], hi[4];
 };
-
-// Writes the UTF-8 encoding of `cp` (at most kMaxCodepoint) to `out`;
-// returns its length in bytes (1 to 4).
-int EncodeUtf8(uint32_t cp, uint8_t out[4]);
 
 // Appends to `*out` byte sequences whose union is exactly the UTF-8
 // encodings of the codepoints in [lo, hi] (lo <= hi <= kMaxCodepoint, no
