@@ -27,9 +27,15 @@ size_t LoopMasks::Loop::MemoryBytes() const {
 }
 
 LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vocab), trie_(trie) {
+  IndexTokensByByte();
+  IndexTokenClasses();
+  IndexDenseBytes();
+}
+
+void LoopMasks::IndexTokensByByte() {
   // Counts, then fills: each token once per distinct byte it holds.
-  const uint32_t* ids = trie.token_ids();
-  const size_t n = trie.num_tokens();
+  const uint32_t* ids = trie_.token_ids();
+  const size_t n = trie_.num_tokens();
   uint32_t stamp[256];
   std::fill(stamp, stamp + 256, UINT32_MAX);
   for (size_t k = 0; k < n; ++k) {
@@ -61,6 +67,11 @@ LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vo
       }
     }
   }
+}
+
+void LoopMasks::IndexTokenClasses() {
+  const uint32_t* ids = trie_.token_ids();
+  const size_t n = trie_.num_tokens();
   const uint32_t num_words = (vocab_.size() + 31) / 32;
   trie_words_.assign(num_words, 0);
   non_ascii_words_.assign(num_words, 0);
@@ -113,6 +124,10 @@ LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vo
   }
   cut_tail_begin_.push_back(static_cast<uint32_t>(tails.size()));
   if (cut_tails_.empty()) cut_tail_begin_.assign(1, 0);
+}
+
+void LoopMasks::IndexDenseBytes() {
+  const uint32_t num_words = (vocab_.size() + 31) / 32;
   size_t dense = 0;
   for (int b = 0; b < 256; ++b) {
     byte_words_[b] = UINT32_MAX;
@@ -210,6 +225,40 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   return exit_tries_.back()->trie.get();
 }
 
+std::vector<std::pair<size_t, LoopMasks::ByteSet>> LoopMasks::CandidateCuts(const Dfa& dfa,
+                                                                     State anchor) const {
+  const size_t limit = trie_.num_tokens() / kMaxExitShare;
+  std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
+  ByteSet all = {};
+  size_t all_tokens = 0;
+  std::vector<std::pair<size_t, ByteSet>> singles;
+  std::vector<uint8_t> done(dfa.num_classes(), 0);
+  for (int b = 0; b < 0x80; ++b) {
+    const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
+    const State t = dfa.Next(anchor, static_cast<uint8_t>(b));
+    if (done[c] || t == Dfa::kDead || t == anchor) continue;
+    done[c] = 1;
+    ByteSet cls = {};
+    size_t tokens = 0;
+    bool ascii = true;
+    for (int b2 = 0; b2 < 256; ++b2) {
+      if (dfa.byte_class(static_cast<uint8_t>(b2)) != c) continue;
+      ascii &= b2 < 0x80;
+      Add(cls, static_cast<uint8_t>(b2));
+      tokens += tokens_with_byte_[b2];
+    }
+    if (!ascii || tokens > limit) continue;
+    singles.push_back({tokens, cls});
+    for (int k = 0; k < 4; ++k) all[k] |= cls[k];
+    all_tokens += tokens;
+  }
+  std::sort(singles.begin(), singles.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (singles.size() > 1 && all_tokens <= limit) cuts.push_back({all_tokens, all});
+  for (size_t k = 0; k < singles.size() && k < kMaxCutTries; ++k) cuts.push_back(singles[k]);
+  return cuts;
+}
+
 std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
                                                        std::vector<State>* states,
                                                        Pending* pending) {
@@ -226,40 +275,10 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
   // of strings around the string). So the search first cuts candidate exits:
   // the ASCII classes by which the loop's entry leaves to another state,
   // together, then one at a time (rarest first); then nothing.
-  const size_t limit = trie_.num_tokens() / kMaxExitShare;
   uint32_t widest = 0, self = 0;
   const State widest_successor = dfa.WidestSuccessor(s, &widest, &self);
   const State anchor = self > 0 || widest_successor == Dfa::kDead ? s : widest_successor;
-  std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
-  {
-    ByteSet all = {};
-    size_t all_tokens = 0;
-    std::vector<std::pair<size_t, ByteSet>> singles;
-    std::vector<uint8_t> done(dfa.num_classes(), 0);
-    for (int b = 0; b < 0x80; ++b) {
-      const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
-      const State t = dfa.Next(anchor, static_cast<uint8_t>(b));
-      if (done[c] || t == Dfa::kDead || t == anchor) continue;
-      done[c] = 1;
-      ByteSet cls = {};
-      size_t tokens = 0;
-      bool ascii = true;
-      for (int b2 = 0; b2 < 256; ++b2) {
-        if (dfa.byte_class(static_cast<uint8_t>(b2)) != c) continue;
-        ascii &= b2 < 0x80;
-        Add(cls, static_cast<uint8_t>(b2));
-        tokens += tokens_with_byte_[b2];
-      }
-      if (!ascii || tokens > limit) continue;
-      singles.push_back({tokens, cls});
-      for (int k = 0; k < 4; ++k) all[k] |= cls[k];
-      all_tokens += tokens;
-    }
-    std::sort(singles.begin(), singles.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (singles.size() > 1 && all_tokens <= limit) cuts.push_back({all_tokens, all});
-    for (size_t k = 0; k < singles.size() && k < kMaxCutTries; ++k) cuts.push_back(singles[k]);
-  }
+  const std::vector<std::pair<size_t, ByteSet>> cuts = CandidateCuts(dfa, anchor);
   LoopShape shape;
   const TokenTrie* exit_trie = nullptr;
   for (const auto& cut : cuts) {
