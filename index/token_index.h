@@ -38,7 +38,8 @@
 
 namespace maskd {
 
-class StateMask;
+class StateMask;       // state_mask.h
+class StateMaskStore;  // state_mask.h
 
 class TokenIndex {
  public:
@@ -92,7 +93,7 @@ class TokenIndex {
   size_t MemoryBytes() const;
 
  private:
-  class MaskStore;
+  class MaskBuild;  // one ComputeMask call (compute_mask.cc)
   TokenIndex(std::shared_ptr<const Dfa> dfa, std::shared_ptr<const TokenizerContext> context,
              const Options& options);
   const StateMask& MaskOf(State s) const;
@@ -100,12 +101,13 @@ class TokenIndex {
   // `successors` is set, appends the distinct states reached by allowed tokens.
   // A mask over the budget is not published: the reference returned is
   // valid on this thread until the next ComputeMask at the same reference
-  // depth (see the .cc).
+  // depth (see compute_mask.cc).
   const StateMask& ComputeMask(State s, std::vector<State>* successors) const;
+  // The shortcut tests below are in mask_shortcuts.cc.
   // Whether s's mask is best built from what keeps s in s (S: its self-loop
   // bytes, and when `*utf8` every well-formed UTF-8 character, which leads
   // from s back to s): the tokens within S by bitmask, and those holding a
-  // byte live outside S walked one by one (see ComputeMask).
+  // byte live outside S walked one by one (see compute_mask.cc).
   bool SelfLoopWorthIt(State s, bool* utf8) const;
   // The same along a chain s, s_1, ..., s_kChainDepth that every byte of S
   // (and, with `*utf8`, every UTF-8 character) moves one step (a position in
@@ -114,7 +116,7 @@ class TokenIndex {
   State ChainWorthIt(State s, bool* utf8, std::vector<State>* chain) const;
   static constexpr uint32_t kChainDepth = 16;  // = LoopMasks::kShortTokenBytes
   // A state whose mask, with some first bytes' subtrees walked again, is
-  // s's (see ComputeMask); kDead when none is worth it.
+  // s's (see compute_mask.cc); kDead when none is worth it.
   State ReferenceFor(State s) const;
   // ReferenceFor needs the subtrees where s and the reference agree to hold
   // at least this share of the tokens (numerator, denominator).
@@ -128,7 +130,7 @@ class TokenIndex {
   bool eos_in_trie_ = false;  // some EOS id is also a text token of the trie
   // Per DFA state: its mask once computed (owned by store_), else null.
   std::unique_ptr<std::atomic<const StateMask*>[]> masks_;
-  std::unique_ptr<MaskStore> store_;
+  std::unique_ptr<StateMaskStore> store_;
 };
 
 // Options for compiling a regex against a tokenizer.

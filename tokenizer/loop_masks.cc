@@ -5,6 +5,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "tokenizer/loop_shape.h"
 #include "tokenizer/trie_walk.h"
 #include "tokenizer/vocabulary.h"
 
@@ -18,211 +19,6 @@ using ByteSet = LoopMasks::ByteSet;
 bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
 void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
 
-// The shape of the loop around one state: what LoopMasks::Find keys on.
-struct LoopShape {
-  ByteSet x = {};                  // exit bytes
-  std::vector<uint8_t> byte_map;   // byte -> loop class (256 entries)
-  std::vector<uint32_t> table;     // (rows + 1) x loop classes; row 0 dead
-  std::vector<State> canon;        // canonical state -> DFA state (s first)
-};
-
-// Finds the loop of live state `s` (see loop_masks.h). With `cut` set, the
-// bytes in `cut_bytes` are exits by fiat and the search does not follow them:
-// it then finds the tight loop (a string's content, not the array of strings
-// around it). Returns false when s leads into no cycle among the first
-// max_states states, or fewer than min_stay bytes keep s in the loop.
-bool FindShape(const Dfa& dfa, State s, const ByteSet* cut_bytes, uint32_t max_states,
-               uint32_t min_stay, LoopShape* out) {
-  // Byte classes: one representative byte each, and their sizes. Every byte
-  // of a class has the same transition from every state, so the search works
-  // per class.
-  const uint32_t nc = dfa.num_classes();
-  uint8_t rep[256];
-  uint32_t class_size[256] = {};
-  std::vector<uint8_t> cut_class(nc, 0);
-  for (int b = 255; b >= 0; --b) {
-    uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
-    rep[c] = static_cast<uint8_t>(b);
-    ++class_size[c];
-    if (cut_bytes != nullptr && Has(*cut_bytes, static_cast<uint8_t>(b))) cut_class[c] = 1;
-  }
-
-  // Live states breadth-first from s (at most max_states), not following cut
-  // classes. succ[i * nc + c] is the found index of state i's successor by
-  // class c, kNone when it is dead, kOutside when cut or past the search.
-  // Found indices live in a thread-local stamp array over DFA states.
-  constexpr int32_t kNone = -1, kOutside = -2;
-  thread_local std::vector<std::pair<uint32_t, uint32_t>> stamp;  // (epoch, index)
-  thread_local uint32_t epoch = 0;
-  if (stamp.size() < dfa.num_states()) stamp.assign(dfa.num_states(), {0, 0});
-  if (++epoch == 0) {
-    std::fill(stamp.begin(), stamp.end(), std::make_pair(0u, 0u));
-    epoch = 1;
-  }
-  std::vector<State> found = {s};
-  stamp[s] = {epoch, 0};
-  std::vector<int32_t> succ;
-  for (size_t i = 0; i < found.size(); ++i) {
-    for (uint32_t c = 0; c < nc; ++c) {
-      State t = dfa.Next(found[i], rep[c]);
-      int32_t j = kNone;
-      if (t != Dfa::kDead) {
-        if (cut_class[c]) {
-          j = kOutside;
-        } else if (stamp[t].first == epoch) {
-          j = static_cast<int32_t>(stamp[t].second);
-        } else if (found.size() < max_states) {
-          j = static_cast<int32_t>(found.size());
-          stamp[t] = {epoch, static_cast<uint32_t>(j)};
-          found.push_back(t);
-        } else {
-          j = kOutside;
-        }
-      }
-      succ.push_back(j);
-    }
-  }
-  const uint32_t nf = static_cast<uint32_t>(found.size());
-  // Predecessors among found states (CSR), for reverse reachability.
-  std::vector<uint32_t> pred_begin(nf + 1, 0), preds;
-  for (int32_t j : succ) {
-    if (j >= 0) ++pred_begin[j + 1];
-  }
-  for (uint32_t i = 0; i < nf; ++i) pred_begin[i + 1] += pred_begin[i];
-  preds.resize(pred_begin[nf]);
-  {
-    std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-    for (size_t e = 0; e < succ.size(); ++e) {
-      if (succ[e] >= 0) preds[fill[succ[e]]++] = static_cast<uint32_t>(e / nc);
-    }
-  }
-
-  // C: the found states that reach the loop's anchor through found states,
-  // plus s. The anchor is s when s is on a cycle; otherwise the successor s
-  // reaches by the most bytes (s may be the state just before a loop, such as
-  // a string's opening quote before its content). close() fills in_loop and
-  // returns whether the anchor is on a cycle.
-  std::vector<uint8_t> in_loop(nf, 0);
-  std::vector<uint32_t> work;
-  auto close = [&](uint32_t anchor) {
-    std::fill(in_loop.begin(), in_loop.end(), 0);
-    bool on_cycle = false;
-    work.assign(1, anchor);
-    while (!work.empty()) {
-      uint32_t j = work.back();
-      work.pop_back();
-      for (uint32_t k = pred_begin[j]; k < pred_begin[j + 1]; ++k) {
-        uint32_t i = preds[k];
-        on_cycle |= i == anchor;
-        if (!in_loop[i]) {
-          in_loop[i] = 1;
-          work.push_back(i);
-        }
-      }
-    }
-    in_loop[anchor] = 1;
-    return on_cycle;
-  };
-  if (!close(0)) {
-    uint32_t widest = 0;
-    const State t = dfa.WidestSuccessor(s, &widest);
-    if (t == Dfa::kDead || stamp[t].first != epoch) return false;
-    const uint32_t anchor = stamp[t].second;
-    if (anchor == 0 || !close(anchor)) return false;
-    in_loop[0] = 1;
-  }
-
-  // Exit classes: those by which some state of C leaves C alive (X is their
-  // bytes). Stay: the bytes of the other classes that keep s in C.
-  std::vector<uint8_t> exit_class(nc, 0);
-  for (uint32_t i = 0; i < nf; ++i) {
-    if (!in_loop[i]) continue;
-    for (uint32_t c = 0; c < nc; ++c) {
-      int32_t j = succ[i * nc + c];
-      if (j == kOutside || (j >= 0 && !in_loop[j])) exit_class[c] = 1;
-    }
-  }
-  uint32_t stay = 0;
-  for (uint32_t c = 0; c < nc; ++c) {
-    if (!exit_class[c] && succ[c] >= 0) stay += class_size[c];
-  }
-  if (stay < min_stay) return false;
-  out->x = {};
-  for (int b = 0; b < 256; ++b) {
-    if (exit_class[dfa.byte_class(static_cast<uint8_t>(b))]) Add(out->x, static_cast<uint8_t>(b));
-  }
-
-  // Canonical numbering: breadth-first from s over the non-exit classes in
-  // the order of their first byte, so it does not depend on how this DFA
-  // numbers its classes.
-  std::vector<uint32_t> class_order;  // DFA classes by first byte
-  {
-    std::vector<uint8_t> listed(nc, 0);
-    for (int b = 0; b < 256; ++b) {
-      uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
-      if (!listed[c]) {
-        listed[c] = 1;
-        class_order.push_back(c);
-      }
-    }
-  }
-  std::vector<State>& canon = out->canon;
-  canon.assign(1, s);
-  std::vector<uint32_t> canon_found = {0};  // canonical -> found index
-  std::vector<int32_t> canon_of(nf, -1);
-  canon_of[0] = 0;
-  std::vector<uint32_t> by_class;  // canonical rows x DFA classes: 0 dead/exit, else row + 1
-  for (size_t r = 0; r < canon.size(); ++r) {
-    by_class.resize(by_class.size() + nc, 0);
-    uint32_t* row = by_class.data() + r * nc;
-    const int32_t* from = succ.data() + static_cast<size_t>(canon_found[r]) * nc;
-    for (uint32_t c : class_order) {
-      const int32_t j = from[c];
-      if (exit_class[c] || j < 0) continue;  // exit or dead (j is in C otherwise)
-      if (canon_of[j] < 0) {
-        canon_of[j] = static_cast<int32_t>(canon.size());
-        canon.push_back(found[j]);
-        canon_found.push_back(static_cast<uint32_t>(j));
-      }
-      row[c] = static_cast<uint32_t>(canon_of[j]) + 1;
-    }
-  }
-  const uint32_t rows = static_cast<uint32_t>(canon.size());
-  // The loop's own byte classes: DFA classes with equal columns merge; loop
-  // class 0 holds the bytes dead (or exits) from every row.
-  std::vector<int32_t> local_of(nc, -1);
-  std::vector<uint32_t> local_rep = {nc};  // a DFA class per loop class (0: none)
-  for (uint32_t c : class_order) {
-    bool all_dead = true;
-    for (uint32_t r = 0; r < rows && all_dead; ++r) all_dead = by_class[r * nc + c] == 0;
-    if (all_dead) {
-      local_of[c] = 0;
-      continue;
-    }
-    for (uint32_t l = 1; l < local_rep.size() && local_of[c] < 0; ++l) {
-      bool same = true;
-      for (uint32_t r = 0; r < rows && same; ++r) {
-        same = by_class[r * nc + c] == by_class[r * nc + local_rep[l]];
-      }
-      if (same) local_of[c] = static_cast<int32_t>(l);
-    }
-    if (local_of[c] < 0) {
-      local_of[c] = static_cast<int32_t>(local_rep.size());
-      local_rep.push_back(c);
-    }
-  }
-  const uint32_t nl = static_cast<uint32_t>(local_rep.size());
-  out->byte_map.resize(256);
-  for (int b = 0; b < 256; ++b) {
-    out->byte_map[b] = static_cast<uint8_t>(local_of[dfa.byte_class(static_cast<uint8_t>(b))]);
-  }
-  out->table.assign(static_cast<size_t>(rows + 1) * nl, 0);
-  for (uint32_t r = 0; r < rows; ++r) {
-    for (uint32_t l = 1; l < nl; ++l) out->table[(r + 1) * nl + l] = by_class[r * nc + local_rep[l]];
-  }
-  return true;
-}
-
 }  // namespace
 
 size_t LoopMasks::Loop::MemoryBytes() const {
@@ -231,9 +27,15 @@ size_t LoopMasks::Loop::MemoryBytes() const {
 }
 
 LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vocab), trie_(trie) {
+  IndexTokensByByte();
+  IndexTokenClasses();
+  IndexDenseBytes();
+}
+
+void LoopMasks::IndexTokensByByte() {
   // Counts, then fills: each token once per distinct byte it holds.
-  const uint32_t* ids = trie.token_ids();
-  const size_t n = trie.num_tokens();
+  const uint32_t* ids = trie_.token_ids();
+  const size_t n = trie_.num_tokens();
   uint32_t stamp[256];
   std::fill(stamp, stamp + 256, UINT32_MAX);
   for (size_t k = 0; k < n; ++k) {
@@ -265,6 +67,11 @@ LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vo
       }
     }
   }
+}
+
+void LoopMasks::IndexTokenClasses() {
+  const uint32_t* ids = trie_.token_ids();
+  const size_t n = trie_.num_tokens();
   const uint32_t num_words = (vocab_.size() + 31) / 32;
   trie_words_.assign(num_words, 0);
   non_ascii_words_.assign(num_words, 0);
@@ -317,6 +124,10 @@ LoopMasks::LoopMasks(const Vocabulary& vocab, const TokenTrie& trie) : vocab_(vo
   }
   cut_tail_begin_.push_back(static_cast<uint32_t>(tails.size()));
   if (cut_tails_.empty()) cut_tail_begin_.assign(1, 0);
+}
+
+void LoopMasks::IndexDenseBytes() {
+  const uint32_t num_words = (vocab_.size() + 31) / 32;
   size_t dense = 0;
   for (int b = 0; b < 256; ++b) {
     byte_words_[b] = UINT32_MAX;
@@ -414,6 +225,40 @@ const TokenTrie* LoopMasks::ExitTrieFor(const ByteSet& x, uint32_t max_len) {
   return exit_tries_.back()->trie.get();
 }
 
+std::vector<std::pair<size_t, LoopMasks::ByteSet>> LoopMasks::CandidateCuts(const Dfa& dfa,
+                                                                     State anchor) const {
+  const size_t limit = trie_.num_tokens() / kMaxExitShare;
+  std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
+  ByteSet all = {};
+  size_t all_tokens = 0;
+  std::vector<std::pair<size_t, ByteSet>> singles;
+  std::vector<uint8_t> done(dfa.num_classes(), 0);
+  for (int b = 0; b < 0x80; ++b) {
+    const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
+    const State t = dfa.Next(anchor, static_cast<uint8_t>(b));
+    if (done[c] || t == Dfa::kDead || t == anchor) continue;
+    done[c] = 1;
+    ByteSet cls = {};
+    size_t tokens = 0;
+    bool ascii = true;
+    for (int b2 = 0; b2 < 256; ++b2) {
+      if (dfa.byte_class(static_cast<uint8_t>(b2)) != c) continue;
+      ascii &= b2 < 0x80;
+      Add(cls, static_cast<uint8_t>(b2));
+      tokens += tokens_with_byte_[b2];
+    }
+    if (!ascii || tokens > limit) continue;
+    singles.push_back({tokens, cls});
+    for (int k = 0; k < 4; ++k) all[k] |= cls[k];
+    all_tokens += tokens;
+  }
+  std::sort(singles.begin(), singles.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (singles.size() > 1 && all_tokens <= limit) cuts.push_back({all_tokens, all});
+  for (size_t k = 0; k < singles.size() && k < kMaxCutTries; ++k) cuts.push_back(singles[k]);
+  return cuts;
+}
+
 std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
                                                        std::vector<State>* states,
                                                        Pending* pending) {
@@ -430,49 +275,19 @@ std::shared_ptr<const LoopMasks::Loop> LoopMasks::Find(const Dfa& dfa, State s,
   // of strings around the string). So the search first cuts candidate exits:
   // the ASCII classes by which the loop's entry leaves to another state,
   // together, then one at a time (rarest first); then nothing.
-  const size_t limit = trie_.num_tokens() / kMaxExitShare;
   uint32_t widest = 0, self = 0;
   const State widest_successor = dfa.WidestSuccessor(s, &widest, &self);
   const State anchor = self > 0 || widest_successor == Dfa::kDead ? s : widest_successor;
-  std::vector<std::pair<size_t, ByteSet>> cuts;  // (tokens holding a byte, bytes)
-  {
-    ByteSet all = {};
-    size_t all_tokens = 0;
-    std::vector<std::pair<size_t, ByteSet>> singles;
-    std::vector<uint8_t> done(dfa.num_classes(), 0);
-    for (int b = 0; b < 0x80; ++b) {
-      const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
-      const State t = dfa.Next(anchor, static_cast<uint8_t>(b));
-      if (done[c] || t == Dfa::kDead || t == anchor) continue;
-      done[c] = 1;
-      ByteSet cls = {};
-      size_t tokens = 0;
-      bool ascii = true;
-      for (int b2 = 0; b2 < 256; ++b2) {
-        if (dfa.byte_class(static_cast<uint8_t>(b2)) != c) continue;
-        ascii &= b2 < 0x80;
-        Add(cls, static_cast<uint8_t>(b2));
-        tokens += tokens_with_byte_[b2];
-      }
-      if (!ascii || tokens > limit) continue;
-      singles.push_back({tokens, cls});
-      for (int k = 0; k < 4; ++k) all[k] |= cls[k];
-      all_tokens += tokens;
-    }
-    std::sort(singles.begin(), singles.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (singles.size() > 1 && all_tokens <= limit) cuts.push_back({all_tokens, all});
-    for (size_t k = 0; k < singles.size() && k < kMaxCutTries; ++k) cuts.push_back(singles[k]);
-  }
+  const std::vector<std::pair<size_t, ByteSet>> cuts = CandidateCuts(dfa, anchor);
   LoopShape shape;
   const TokenTrie* exit_trie = nullptr;
   for (const auto& cut : cuts) {
-    if (FindShape(dfa, s, &cut.second, kMaxLoopStates, kMinStayBytes, &shape)) {
+    if (FindShape(dfa, s, &cut.second, &shape)) {
       exit_trie = ExitTrieFor(shape.x);
       if (exit_trie != nullptr) break;
     }
   }
-  if (exit_trie == nullptr && FindShape(dfa, s, nullptr, kMaxLoopStates, kMinStayBytes, &shape)) {
+  if (exit_trie == nullptr && FindShape(dfa, s, nullptr, &shape)) {
     exit_trie = ExitTrieFor(shape.x);
   }
   if (exit_trie == nullptr) return nullptr;

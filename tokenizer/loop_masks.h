@@ -50,6 +50,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -227,6 +228,21 @@ class LoopMasks {
   // kShortTokenBytes, longer than that), built on first use; null when they
   // are more than 1/kMaxExitShare of the tokens.
   const TokenTrie* ExitTrieFor(const ByteSet& x, uint32_t max_len = 0);
+  // Find's candidate exits for the tight loop around `anchor`, in the order
+  // tried, each with the number of tokens holding one of its bytes: the
+  // ASCII classes by which `anchor` leaves alive for another state, all
+  // together (when more than one), then the kMaxCutTries rarest alone. A
+  // class holding a non-ASCII byte, or held by more than 1/kMaxExitShare of
+  // the tokens, is never a candidate.
+  std::vector<std::pair<size_t, ByteSet>> CandidateCuts(const Dfa& dfa, Dfa::State anchor) const;
+  // The constructor's byte index, in three passes over the trie's tokens:
+  // byte_begin_, byte_tokens_, tokens_with_byte_ and long_tokens_;
+  void IndexTokensByByte();
+  // the per-token bitmasks (trie, non-ASCII, control, UTF-8, cut short,
+  // long), char_count_ and the cut-short tails grouped;
+  void IndexTokenClasses();
+  // byte_words_ and dense_words_ (ByteWords).
+  void IndexDenseBytes();
 
   const Vocabulary& vocab_;
   const TokenTrie& trie_;  // vocab_'s text tokens
