@@ -31,6 +31,8 @@
 //   abandon  slow compiles (32,770-state regexes, a slow JSON Schema) with
 //            20-200 ms deadlines, CreateSession{compile} with a 50 ms deadline,
 //            and Compile{wait: false} + CancelCompile;
+// (With --good-fresh-every N, every Nth good session is on a regex compiled
+// for it, as an engine's new request schema would be; default off.)
 //   compile  Compile{wait: false} of fresh regexes as fast as accepted.
 // Their outcomes are counted by status code, never against the goals.
 //
@@ -68,6 +70,7 @@ struct Flags {
   double settle = 5;
   int good_clients = 4;
   double pace_ms = 5;
+  int good_fresh_every = 0;  // > 0: every Nth good session is on a regex never seen before
   int grammar_actors = 3;
   int flood_actors = 2;
   int abandon_actors = 2;
@@ -91,6 +94,7 @@ bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
   else if (a == "--settle") f->settle = atof(v.c_str());
   else if (a == "--good-clients") f->good_clients = atoi(v.c_str());
   else if (a == "--pace-ms") f->pace_ms = atof(v.c_str());
+  else if (a == "--good-fresh-every") f->good_fresh_every = atoi(v.c_str());
   else if (a == "--grammar-actors") f->grammar_actors = atoi(v.c_str());
   else if (a == "--flood-actors") f->flood_actors = atoi(v.c_str());
   else if (a == "--abandon-actors") f->abandon_actors = atoi(v.c_str());
@@ -217,10 +221,16 @@ struct Phases {
 struct ActorTally {
   std::atomic<int64_t> attempts{0};
   std::atomic<int64_t> by_code[17] = {};
-  void Count(absl::StatusCode c) {
+  absl::Mutex mu;
+  std::map<int, std::string> first_message ABSL_GUARDED_BY(mu);  // per code, for the summary
+  void Count(const absl::Status& s) {
     attempts.fetch_add(1);
-    const int i = static_cast<int>(c);
-    by_code[i >= 0 && i < 17 ? i : 2].fetch_add(1);
+    const int i = static_cast<int>(s.code());
+    const int code = i >= 0 && i < 17 ? i : 2;
+    if (by_code[code].fetch_add(1) == 0 && !s.ok()) {
+      absl::MutexLock l(&mu);
+      first_message[code] = std::string(s.message().substr(0, 200));
+    }
   }
 };
 
@@ -278,8 +288,15 @@ class GoodClient {
     }
     const std::vector<v1::CompileRequest> constraints = GoodConstraints();
     next_ = Clock::now();
+    const int fresh_every = sh_->flags.good_fresh_every;
     for (int n = id_; !sh_->stop.load(); ++n) {
       route_ = n % kRoutes;
+      if (fresh_every > 0 && n % fresh_every == 0) {
+        // A constraint no one compiled yet (an engine's new request schema).
+        route_ = 0;
+        Generate(RegexRequest(absl::StrCat("g", id_, "-", n, "[a-z]{1,8}( [a-z]{1,8}){0,3}")));
+        continue;
+      }
       Generate(constraints[route_]);
     }
     absl::MutexLock l(&sh_->good.mu);
@@ -397,9 +414,6 @@ class Actor {
   virtual void Round() = 0;
   bool Active() const { return !sh_->stop.load() && sh_->phases.Hostile(); }
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  static absl::StatusCode Code(const grpc::Status& s) {
-    return static_cast<absl::StatusCode>(s.error_code());
-  }
   void SetDeadline(grpc::ClientContext* ctx, int ms) {
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
   }
@@ -422,7 +436,7 @@ class GrammarActor : public Actor {
     const v1::CompileRequest& bomb = bombs[round_++ % bombs.size()];
     auto created = client_->CreateSession(bomb);
     if (!created.ok()) {
-      sh_->grammar.Count(created.status().code());
+      sh_->grammar.Count(created.status());
       return;
     }
     v1::StepRequest req;
@@ -441,14 +455,16 @@ class GrammarActor : public Actor {
         prefix.push_back(t);
       }
       s = client_->Step(req, &resp);
-      const absl::StatusCode c =
-          s.ok() ? static_cast<absl::StatusCode>(resp.results(0).status().code()) : s.code();
-      sh_->grammar.Count(c);
-      if (c != absl::StatusCode::kOk) break;
+      if (s.ok() && resp.results(0).status().code() != 0) {
+        s = absl::Status(static_cast<absl::StatusCode>(resp.results(0).status().code()),
+                         resp.results(0).status().message());
+      }
+      sh_->grammar.Count(s);
+      if (!s.ok()) break;
     }
     if (round_ % 2 == 0 && !prefix.empty() && Active()) {
       auto m = client_->Mask(created->index_id(), prefix);  // the stateless path too
-      sh_->grammar.Count(m.status().code());
+      sh_->grammar.Count(m.status());
     }
     (void)client_->CloseSession(created->session_id());
   }
@@ -465,7 +481,7 @@ class FloodActor : public Actor {
     if (index_id_.empty()) {
       auto c = client_->CompileRegex("qwen3", "[a-z]{1,8}");
       if (!c.ok()) {
-        sh_->flood.Count(c.status().code());
+        sh_->flood.Count(c.status());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         return;
       }
@@ -475,7 +491,7 @@ class FloodActor : public Actor {
     int refused = 0;
     while (refused < 100 && Active()) {
       auto s = client_->CreateSession(index_id_);
-      sh_->flood.Count(s.status().code());
+      sh_->flood.Count(s.status());
       if (s.ok()) {
         ids.push_back(s->session_id());
       } else {
@@ -505,7 +521,7 @@ class AbandonActor : public Actor {
     req.mutable_options()->set_eager(true);
     req.set_wait(true);
     v1::CompileResponse resp;
-    sh_->abandon.Count(Code(client_->stub()->Compile(&ctx, req, &resp)));
+    sh_->abandon.Count(FromGrpc(client_->stub()->Compile(&ctx, req, &resp)));
     if (!Active()) return;
     {  // a session on a slow constraint, given up after 50 ms
       grpc::ClientContext c2;
@@ -513,17 +529,17 @@ class AbandonActor : public Actor {
       v1::CreateSessionRequest cs;
       *cs.mutable_compile() = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
       v1::CreateSessionResponse cr;
-      sh_->abandon.Count(Code(client_->stub()->CreateSession(&c2, cs, &cr)));
+      sh_->abandon.Count(FromGrpc(client_->stub()->CreateSession(&c2, cs, &cr)));
     }
     // In the background, then cancelled.
     v1::CompileRequest bg = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
     bg.mutable_options()->set_eager(true);
     bg.set_wait(false);
     auto r = client_->Compile(bg);
-    sh_->abandon.Count(r.status().code());
+    sh_->abandon.Count(r.status());
     if (!r.ok()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(1, 20)));
-    sh_->abandon.Count(client_->CancelCompile(r->index_id()).status().code());
+    sh_->abandon.Count(client_->CancelCompile(r->index_id()).status());
   }
 };
 
@@ -539,7 +555,7 @@ class CompileFloodActor : public Actor {
         RegexRequest(absl::StrCat("f", n, R"([a-z]{1,8}@[a-z]{2,5}\.(com|org|net))"));
     req.set_wait(false);
     auto r = client_->Compile(req);
-    sh_->compile.Count(r.status().code());
+    sh_->compile.Count(r.status());
     if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 };
@@ -594,7 +610,7 @@ Growth GrowthOf(const std::vector<Sample>& samples, double warmup, int64_t Sampl
   return g;
 }
 
-void PrintActor(const char* name, const ActorTally& a) {
+void PrintActor(const char* name, ActorTally& a) {
   std::printf("hostile %-8s attempts: %" PRId64 " ", name, a.attempts.load());
   for (int c = 0; c < 17; ++c) {
     const int64_t n = a.by_code[c].load();
@@ -603,6 +619,11 @@ void PrintActor(const char* name, const ActorTally& a) {
                 n);
   }
   std::printf("\n");
+  absl::MutexLock l(&a.mu);
+  for (const auto& [code, message] : a.first_message) {
+    std::printf("  first %s: %s\n",
+                absl::StatusCodeToString(static_cast<absl::StatusCode>(code)).c_str(), message.c_str());
+  }
 }
 
 struct Verdict {
@@ -654,6 +675,8 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   PrintActor("abandon", sh.abandon);
   PrintActor("compile", sh.compile);
   std::printf("flood: most sessions one connection held: %" PRId64 "\n", sh.flood_peak.load());
+  const Growth all_rss = GrowthOf(samples, 0, &Sample::rss);
+  std::printf("RSS at the start (before any hostile phase): %.1f MB\n", mb(all_rss.first));
   std::printf("RSS after %.0f s: first %.1f MB, last %.1f MB, max %.1f MB, growth %.1f MB (tolerance %.0f)\n",
               f.warmup, mb(rss.first), mb(rss.last), mb(rss.max), mb(rss.last) - mb(rss.first),
               f.rss_tolerance_mb);
