@@ -1,0 +1,795 @@
+// maskd_hostile_mix: well-behaved clients' step latency and errors with and
+// without hostile clients beside them, against the real maskd at its default
+// flags (docs/reliability.md, "Hostile mix"; issue #24).
+//
+//   maskd_hostile_mix --seconds 1800 [--phase-seconds 60] [--settle 5]
+//                     [--good-clients 4] [--pace-ms 5] [--warmup 30]
+//                     [--rss-tolerance-mb 64] [--fd-tolerance 16]
+//                     [--p99-ratio-goal 2] [--seed 1] [--samples-csv FILE]
+//   bench/soak/hostile_mix.sh MINUTES   (builds, runs at nice 5, prints the summary)
+//
+// Time is cut into phases of --phase-seconds: quiet, hostile, quiet, hostile,
+// ... Good clients run throughout; hostile actors act only in hostile phases,
+// so background noise on the machine hits both kinds alike. Step latencies
+// are kept per phase kind, leaving out the first --settle seconds of every
+// phase (work the previous phase left in flight). Every client is its own
+// connection (its own ClientOptions::client_name, so gRPC does not share one
+// subchannel between them); maskd runs with --client-identity=connection, its
+// default.
+//
+// Good clients (one thread and one connection each): a session over a regex,
+// a JSON Schema or a small Lark grammar (in turn), stepped one token at a time
+// along a random walk of the masks the server returns (so every token is
+// valid), one Step per --pace-ms, up to 24 tokens, then closed and the next
+// one opened. Any non-OK status (call or entry) is a good client's error.
+//
+// Hostile actors (each a thread with its own connection):
+//   grammar  ambiguous Lark/GBNF grammars (`start: start start | "a"`, over
+//            /./, the GBNF twin) stepped 8 tokens at a time, or Mask of a long
+//            prefix, until the server refuses (RESOURCE_EXHAUSTED expected);
+//   flood    CreateSession past the per-client share, then every one closed;
+//   abandon  slow compiles (32,770-state regexes, a slow JSON Schema) with
+//            20-200 ms deadlines, CreateSession{compile} with a 50 ms deadline,
+//            and Compile{wait: false} + CancelCompile;
+// (With --good-fresh-every N, every Nth good session is on a regex compiled
+// for it, as an engine's new request schema would be; default off.)
+//   compile  Compile{wait: false} of fresh regexes as fast as accepted.
+// Their outcomes are counted by status code, never against the goals.
+//
+// Goals (exit 0 when all hold, 1 otherwise, 2 on bad flags/setup): good
+// clients' errors == 0; hostile p99 / quiet p99 <= --p99-ratio-goal; maskd's
+// RSS last - first after --warmup <= --rss-tolerance-mb, fds likewise.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "bench/soak/maskd_process.h"
+#include "client/client.h"
+
+namespace maskd::soak {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  double seconds = 240;
+  double phase_seconds = 60;
+  double settle = 5;
+  int good_clients = 4;
+  double pace_ms = 5;
+  int good_fresh_every = 0;  // > 0: every Nth good session is on a regex never seen before
+  int grammar_actors = 3;
+  int flood_actors = 2;
+  int abandon_actors = 2;
+  int compile_actors = 2;
+  double warmup = 30;
+  double rss_tolerance_mb = 64;
+  int fd_tolerance = 16;
+  double p99_ratio_goal = 2;
+  uint64_t seed = 1;
+  std::string maskd = std::string(MASKD_BIN_DIR) + "/maskd";
+  std::string tokenizer_dir = std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
+  std::string dir;          // empty: a fresh /tmp/maskd-hostile-XXXXXX
+  std::string samples_csv;  // every sample: t_s,hostile,rss_bytes,fds
+  std::vector<std::string> maskd_flags;  // --maskd-flag X (repeatable): added to maskd's
+  std::string command;
+};
+
+bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
+  if (a == "--seconds") f->seconds = atof(v.c_str());
+  else if (a == "--phase-seconds") f->phase_seconds = atof(v.c_str());
+  else if (a == "--settle") f->settle = atof(v.c_str());
+  else if (a == "--good-clients") f->good_clients = atoi(v.c_str());
+  else if (a == "--pace-ms") f->pace_ms = atof(v.c_str());
+  else if (a == "--good-fresh-every") f->good_fresh_every = atoi(v.c_str());
+  else if (a == "--grammar-actors") f->grammar_actors = atoi(v.c_str());
+  else if (a == "--flood-actors") f->flood_actors = atoi(v.c_str());
+  else if (a == "--abandon-actors") f->abandon_actors = atoi(v.c_str());
+  else if (a == "--compile-actors") f->compile_actors = atoi(v.c_str());
+  else if (a == "--warmup") f->warmup = atof(v.c_str());
+  else if (a == "--rss-tolerance-mb") f->rss_tolerance_mb = atof(v.c_str());
+  else if (a == "--fd-tolerance") f->fd_tolerance = atoi(v.c_str());
+  else if (a == "--p99-ratio-goal") f->p99_ratio_goal = atof(v.c_str());
+  else if (a == "--seed") f->seed = strtoull(v.c_str(), nullptr, 10);
+  else if (a == "--maskd") f->maskd = v;
+  else if (a == "--tokenizer-dir") f->tokenizer_dir = v;
+  else if (a == "--dir") f->dir = v;
+  else if (a == "--samples-csv") f->samples_csv = v;
+  else if (a == "--maskd-flag") f->maskd_flags.push_back(v);
+  else return false;
+  return true;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 0; i < argc; ++i) f->command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v;
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    } else if (i + 1 < argc) {
+      v = argv[++i];
+    } else {
+      std::fprintf(stderr, "maskd_hostile_mix: %s needs a value\n", a.c_str());
+      return false;
+    }
+    if (!SetFlag(f, a, v)) {
+      std::fprintf(stderr, "maskd_hostile_mix: unknown flag %s\n", a.c_str());
+      return false;
+    }
+  }
+  if (f->seconds <= 0 || f->phase_seconds <= f->settle || f->good_clients < 1 ||
+      f->good_clients > 64 || f->pace_ms < 0) {
+    std::fprintf(stderr,
+                 "maskd_hostile_mix: need --seconds > 0, --phase-seconds > --settle, "
+                 "1 <= --good-clients <= 64, --pace-ms >= 0\n");
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Constraints.
+
+v1::CompileRequest RegexRequest(const std::string& regex) {
+  v1::CompileRequest c;
+  c.set_tokenizer("qwen3");
+  c.set_regex(regex);
+  return c;
+}
+
+v1::CompileRequest SchemaRequest(const std::string& schema) {
+  v1::CompileRequest c;
+  c.set_tokenizer("qwen3");
+  c.set_json_schema(schema);
+  return c;
+}
+
+v1::CompileRequest GrammarRequest(const std::string& text, v1::Grammar::Format format) {
+  v1::CompileRequest c;
+  c.set_tokenizer("qwen3");
+  c.mutable_grammar()->set_text(text);
+  c.mutable_grammar()->set_format(format);
+  return c;
+}
+
+// What the good clients generate: one of each engine route.
+std::vector<v1::CompileRequest> GoodConstraints() {
+  return {
+      RegexRequest(R"(\{"name": "[a-z ]{1,12}", "age": [0-9]{1,3}\})"),
+      SchemaRequest(R"({"type": "object", "properties": {"id": {"type": "integer"},)"
+                    R"( "tags": {"type": "array", "items": {"type": "string", "maxLength": 8},)"
+                    R"( "maxItems": 3}}, "required": ["id", "tags"]})"),
+      GrammarRequest("start: expr\n"
+                     "expr: term ((\"+\" | \"-\") term)*\n"
+                     "term: NUMBER | \"(\" expr \")\"\n"
+                     "NUMBER: /[0-9]{1,4}/\n",
+                     v1::Grammar::FORMAT_LARK),
+  };
+}
+
+// Exponentially ambiguous grammars (issue #24, finding 1).
+std::vector<v1::CompileRequest> BombConstraints() {
+  return {
+      GrammarRequest("start: start start | \"a\"\n", v1::Grammar::FORMAT_LARK),
+      GrammarRequest("start: start start | /./\n", v1::Grammar::FORMAT_LARK),
+      GrammarRequest("root ::= root root | \"a\"\n", v1::Grammar::FORMAT_GBNF),
+  };
+}
+
+// A fresh regex of 32,770 DFA states (tens of seconds of eager compile).
+std::string SlowRegex(uint64_t n) { return absl::StrCat("z", n, "[a-z]*a[a-z]{14}"); }
+
+std::string SlowSchema(uint64_t n) {
+  return absl::StrCat(R"({"type": "object", "properties": {"k)", n,
+                      R"(": {"type": "string", "pattern": "^[a-z]*a[a-z]{12}$"},)"
+                      R"( "v": {"type": "array", "items": {"type": "integer"}, "minItems": 3,)"
+                      R"( "maxItems": 40}}, "required": ["k)", n, R"(", "v"]})");
+}
+
+// ---------------------------------------------------------------------------
+// Shared state: the phase clock, tallies.
+
+struct Phases {
+  Clock::time_point t0;
+  double phase_s = 60, settle_s = 5;
+  double Now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+  bool HostileAt(double t) const { return static_cast<int64_t>(t / phase_s) % 2 == 1; }
+  bool Hostile() const { return HostileAt(Now()); }
+  // Whether a step started at t counts (not in the first settle_s of its phase).
+  bool Counted(double t) const {
+    return t - phase_s * static_cast<double>(static_cast<int64_t>(t / phase_s)) >= settle_s;
+  }
+};
+
+// One hostile actor kind's outcomes.
+struct ActorTally {
+  std::atomic<int64_t> attempts{0};
+  std::atomic<int64_t> by_code[17] = {};
+  absl::Mutex mu;
+  std::map<int, std::string> first_message ABSL_GUARDED_BY(mu);  // per code, for the summary
+  void Count(const absl::Status& s) {
+    attempts.fetch_add(1);
+    const int i = static_cast<int>(s.code());
+    const int code = i >= 0 && i < 17 ? i : 2;
+    if (by_code[code].fetch_add(1) == 0 && !s.ok()) {
+      absl::MutexLock l(&mu);
+      first_message[code] = std::string(s.message().substr(0, 200));
+    }
+  }
+};
+
+constexpr int kRoutes = 3;
+constexpr const char* kRouteNames[kRoutes] = {"regex", "schema", "lark"};
+
+struct GoodTally {
+  absl::Mutex mu;
+  // [hostile][route]: route 0 regex, 1 JSON Schema, 2 Lark (GoodConstraints).
+  std::vector<uint32_t> latency_us[2][kRoutes] ABSL_GUARDED_BY(mu);
+  int64_t errors[2] ABSL_GUARDED_BY(mu) = {0, 0};
+  int64_t sessions ABSL_GUARDED_BY(mu) = 0;
+  int64_t steps_uncounted ABSL_GUARDED_BY(mu) = 0;
+  std::vector<std::string> first_errors ABSL_GUARDED_BY(mu);
+};
+
+struct Shared {
+  Flags flags;
+  Phases phases;
+  std::string addr;
+  std::atomic<bool> stop{false};
+  GoodTally good;
+  ActorTally grammar, flood, abandon, compile;
+  std::atomic<uint64_t> unique{0};  // fresh constraints across actors
+  std::atomic<int64_t> flood_peak{0};  // most sessions one flood actor held
+};
+
+std::unique_ptr<Client> ConnectAs(const std::string& addr, const std::string& name,
+                                  absl::Duration timeout) {
+  ClientOptions o;
+  o.client_name = name;  // distinct channel arguments: a connection of its own
+  o.timeout = timeout;
+  auto c = Client::Connect(addr, o);
+  return c.ok() ? *std::move(c) : nullptr;
+}
+
+uint32_t PickAllowed(const v1::StepResponse& resp, std::mt19937_64& rng) {
+  std::vector<uint32_t> allowed = AllowedTokens(MaskRow(resp, 0));
+  if (allowed.empty()) return UINT32_MAX;
+  return allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+}
+
+// ---------------------------------------------------------------------------
+// A well-behaved client.
+
+class GoodClient {
+ public:
+  GoodClient(Shared* sh, int id) : sh_(sh), id_(id), rng_(sh->flags.seed * 7919 + id) {}
+
+  void Run() {
+    client_ = ConnectAs(sh_->addr, absl::StrCat("good-", id_), absl::Seconds(10));
+    if (client_ == nullptr) {
+      Error("connect failed");
+      return;
+    }
+    const std::vector<v1::CompileRequest> constraints = GoodConstraints();
+    next_ = Clock::now();
+    const int fresh_every = sh_->flags.good_fresh_every;
+    for (int n = id_; !sh_->stop.load(); ++n) {
+      route_ = n % kRoutes;
+      if (fresh_every > 0 && n % fresh_every == 0) {
+        // A constraint no one compiled yet (an engine's new request schema).
+        route_ = 0;
+        Generate(RegexRequest(absl::StrCat("g", id_, "-", n, "[a-z]{1,8}( [a-z]{1,8}){0,3}")));
+        continue;
+      }
+      Generate(constraints[route_]);
+    }
+    absl::MutexLock l(&sh_->good.mu);
+    for (int k = 0; k < 2; ++k) {
+      for (int r = 0; r < kRoutes; ++r) {
+        auto& to = sh_->good.latency_us[k][r];
+        to.insert(to.end(), latency_us_[k][r].begin(), latency_us_[k][r].end());
+      }
+    }
+    sh_->good.steps_uncounted += uncounted_;
+  }
+
+ private:
+  void Error(const std::string& what) {
+    const bool hostile = sh_->phases.Hostile();
+    absl::MutexLock l(&sh_->good.mu);
+    ++sh_->good.errors[hostile ? 1 : 0];
+    if (sh_->good.first_errors.size() < 20) {
+      sh_->good.first_errors.push_back(absl::StrCat(
+          "good-", id_, " at ", static_cast<int>(sh_->phases.Now()), " s (",
+          hostile ? "hostile" : "quiet", "): ", what));
+    }
+  }
+
+  // Sleeps to the next tick of --pace-ms (an engine's decoding cadence).
+  void Pace() {
+    next_ += std::chrono::microseconds(static_cast<int64_t>(sh_->flags.pace_ms * 1000));
+    const auto now = Clock::now();
+    if (next_ > now) std::this_thread::sleep_until(next_);
+    else next_ = now;
+  }
+
+  // One timed Step; false (error counted) unless the call and entry are OK.
+  bool TimedStep(const v1::StepRequest& req, v1::StepResponse* resp) {
+    const double t = sh_->phases.Now();
+    const auto start = Clock::now();
+    absl::Status s = client_->Step(req, resp);
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+    if (sh_->phases.Counted(t)) {
+      latency_us_[sh_->phases.HostileAt(t) ? 1 : 0][route_].push_back(static_cast<uint32_t>(us.count()));
+    } else {
+      ++uncounted_;
+    }
+    if (!s.ok()) {
+      Error(absl::StrCat("Step: ", s.ToString()));
+      return false;
+    }
+    if (resp->results(0).status().code() != 0) {
+      Error(absl::StrCat("Step entry: code ", resp->results(0).status().code(), ": ",
+                         resp->results(0).status().message()));
+      return false;
+    }
+    return true;
+  }
+
+  void Generate(const v1::CompileRequest& constraint) {
+    auto created = client_->CreateSession(constraint);
+    if (!created.ok()) {
+      Error(absl::StrCat("CreateSession: ", created.status().ToString()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    {
+      absl::MutexLock l(&sh_->good.mu);
+      ++sh_->good.sessions;
+    }
+    v1::StepRequest req;
+    v1::StepEntry* e = req.add_entries();
+    e->set_session_id(created->session_id());
+    v1::StepResponse resp;
+    for (int i = 0; i < 25 && !sh_->stop.load(); ++i) {
+      Pace();
+      if (!TimedStep(req, &resp) || resp.results(0).finished()) break;
+      const uint32_t t = PickAllowed(resp, rng_);
+      if (t == UINT32_MAX) break;
+      e->clear_tokens();
+      e->add_tokens(t);
+    }
+    if (absl::Status s = client_->CloseSession(created->session_id()); !s.ok()) {
+      Error(absl::StrCat("CloseSession: ", s.ToString()));
+    }
+  }
+
+  Shared* sh_;
+  int id_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<Client> client_;
+  Clock::time_point next_;
+  std::vector<uint32_t> latency_us_[2][kRoutes];
+  int route_ = 0;
+  int64_t uncounted_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Hostile actors. Each loops while the run lasts, acting only in hostile
+// phases.
+
+class Actor {
+ public:
+  Actor(Shared* sh, std::string name, uint64_t seed) : sh_(sh), name_(std::move(name)), rng_(seed) {}
+  virtual ~Actor() = default;
+  void Run() {
+    client_ = ConnectAs(sh_->addr, name_, absl::Seconds(30));
+    if (client_ == nullptr) return;
+    while (!sh_->stop.load()) {
+      if (!sh_->phases.Hostile()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      Round();
+    }
+  }
+
+ protected:
+  virtual void Round() = 0;
+  bool Active() const { return !sh_->stop.load() && sh_->phases.Hostile(); }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  void SetDeadline(grpc::ClientContext* ctx, int ms) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+  }
+
+  Shared* sh_;
+  std::string name_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<Client> client_;
+};
+
+// Ambiguous grammars stepped (or masked) with ever longer inputs until the
+// server refuses.
+class GrammarActor : public Actor {
+ public:
+  using Actor::Actor;
+
+ private:
+  void Round() override {
+    const std::vector<v1::CompileRequest> bombs = BombConstraints();
+    const v1::CompileRequest& bomb = bombs[round_++ % bombs.size()];
+    auto created = client_->CreateSession(bomb);
+    if (!created.ok()) {
+      sh_->grammar.Count(created.status());
+      return;
+    }
+    v1::StepRequest req;
+    v1::StepEntry* e = req.add_entries();
+    e->set_session_id(created->session_id());
+    v1::StepResponse resp;
+    absl::Status s = client_->Step(req, &resp);
+    std::vector<uint32_t> allowed;
+    if (s.ok() && resp.results(0).status().code() == 0) allowed = AllowedTokens(MaskRow(resp, 0));
+    std::vector<uint32_t> prefix;
+    while (!allowed.empty() && Active() && prefix.size() < 4096) {
+      e->clear_tokens();
+      for (int i = 0; i < 8; ++i) {
+        const uint32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng_)];
+        e->add_tokens(t);
+        prefix.push_back(t);
+      }
+      s = client_->Step(req, &resp);
+      if (s.ok() && resp.results(0).status().code() != 0) {
+        s = absl::Status(static_cast<absl::StatusCode>(resp.results(0).status().code()),
+                         resp.results(0).status().message());
+      }
+      sh_->grammar.Count(s);
+      if (!s.ok()) break;
+    }
+    if (round_ % 2 == 0 && !prefix.empty() && Active()) {
+      auto m = client_->Mask(created->index_id(), prefix);  // the stateless path too
+      sh_->grammar.Count(m.status());
+    }
+    (void)client_->CloseSession(created->session_id());
+  }
+  uint64_t round_ = 0;
+};
+
+// Sessions created past the per-client share, then all closed.
+class FloodActor : public Actor {
+ public:
+  using Actor::Actor;
+
+ private:
+  void Round() override {
+    if (index_id_.empty()) {
+      auto c = client_->CompileRegex("qwen3", "[a-z]{1,8}");
+      if (!c.ok()) {
+        sh_->flood.Count(c.status());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return;
+      }
+      index_id_ = c->index_id();
+    }
+    std::vector<uint64_t> ids;
+    int refused = 0;
+    while (refused < 100 && Active()) {
+      auto s = client_->CreateSession(index_id_);
+      sh_->flood.Count(s.status());
+      if (s.ok()) {
+        ids.push_back(s->session_id());
+      } else {
+        ++refused;
+      }
+    }
+    int64_t peak = sh_->flood_peak.load();
+    const int64_t held = static_cast<int64_t>(ids.size());
+    while (held > peak && !sh_->flood_peak.compare_exchange_weak(peak, held)) {
+    }
+    for (uint64_t id : ids) (void)client_->CloseSession(id);
+  }
+  std::string index_id_;
+};
+
+// Slow compiles the caller walks away from.
+class AbandonActor : public Actor {
+ public:
+  using Actor::Actor;
+
+ private:
+  void Round() override {
+    const uint64_t n = sh_->unique.fetch_add(1);
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, Uniform(20, 200));
+    v1::CompileRequest req = (n % 3 == 2) ? SchemaRequest(SlowSchema(n)) : RegexRequest(SlowRegex(n));
+    req.mutable_options()->set_eager(true);
+    req.set_wait(true);
+    v1::CompileResponse resp;
+    sh_->abandon.Count(FromGrpc(client_->stub()->Compile(&ctx, req, &resp)));
+    if (!Active()) return;
+    {  // a session on a slow constraint, given up after 50 ms
+      grpc::ClientContext c2;
+      SetDeadline(&c2, 50);
+      v1::CreateSessionRequest cs;
+      *cs.mutable_compile() = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
+      v1::CreateSessionResponse cr;
+      sh_->abandon.Count(FromGrpc(client_->stub()->CreateSession(&c2, cs, &cr)));
+    }
+    // In the background, then cancelled.
+    v1::CompileRequest bg = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
+    bg.mutable_options()->set_eager(true);
+    bg.set_wait(false);
+    auto r = client_->Compile(bg);
+    sh_->abandon.Count(r.status());
+    if (!r.ok()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(1, 20)));
+    sh_->abandon.Count(client_->CancelCompile(r->index_id()).status());
+  }
+};
+
+// Compile{wait: false} of fresh constraints, as fast as the server takes them.
+class CompileFloodActor : public Actor {
+ public:
+  using Actor::Actor;
+
+ private:
+  void Round() override {
+    const uint64_t n = sh_->unique.fetch_add(1);
+    v1::CompileRequest req =
+        RegexRequest(absl::StrCat("f", n, R"([a-z]{1,8}@[a-z]{2,5}\.(com|org|net))"));
+    req.set_wait(false);
+    auto r = client_->Compile(req);
+    sh_->compile.Count(r.status());
+    if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Summary.
+
+struct Percentiles {
+  size_t n = 0;
+  double p50 = 0, p99 = 0, max = 0;
+};
+
+Percentiles Summarize(std::vector<uint32_t> v) {
+  Percentiles p;
+  p.n = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return static_cast<double>(v[static_cast<size_t>(q * (v.size() - 1))]); };
+  p.p50 = at(0.50);
+  p.p99 = at(0.99);
+  p.max = static_cast<double>(v.back());
+  return p;
+}
+
+std::vector<uint32_t> AllRoutes(const std::vector<uint32_t> (&by_route)[kRoutes]) {
+  std::vector<uint32_t> all;
+  for (const auto& v : by_route) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+struct Sample {
+  double t;
+  bool hostile;
+  int64_t rss, fds;
+  int64_t cache_bytes, indexes, sessions;  // maskd's Stats; -1 when the call failed
+};
+
+struct Growth {
+  int n = 0;
+  int64_t first = -1, last = -1, max = -1;
+};
+
+Growth GrowthOf(const std::vector<Sample>& samples, double warmup, int64_t Sample::*field) {
+  Growth g;
+  for (const Sample& s : samples) {
+    const int64_t v = s.*field;
+    if (s.t < warmup || v < 0) continue;
+    if (g.n++ == 0) g.first = v;
+    g.last = v;
+    g.max = std::max(g.max, v);
+  }
+  return g;
+}
+
+void PrintActor(const char* name, ActorTally& a) {
+  std::printf("hostile %-8s attempts: %" PRId64 " ", name, a.attempts.load());
+  for (int c = 0; c < 17; ++c) {
+    const int64_t n = a.by_code[c].load();
+    if (n == 0) continue;
+    std::printf(" %s: %" PRId64, absl::StatusCodeToString(static_cast<absl::StatusCode>(c)).c_str(),
+                n);
+  }
+  std::printf("\n");
+  absl::MutexLock l(&a.mu);
+  for (const auto& [code, message] : a.first_message) {
+    std::printf("  first %s: %s\n",
+                absl::StatusCodeToString(static_cast<absl::StatusCode>(code)).c_str(), message.c_str());
+  }
+}
+
+struct Verdict {
+  bool errors_ok, ratio_ok, rss_ok, fds_ok, crashed;
+  bool pass() const { return errors_ok && ratio_ok && rss_ok && fds_ok && !crashed; }
+};
+
+Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, bool crashed,
+               const std::string& commit) {
+  const Flags& f = sh.flags;
+  absl::MutexLock l(&sh.good.mu);
+  const Percentiles quiet = Summarize(AllRoutes(sh.good.latency_us[0]));
+  const Percentiles hostile = Summarize(AllRoutes(sh.good.latency_us[1]));
+  const double ratio = quiet.p99 > 0 ? hostile.p99 / quiet.p99 : 0;
+  const Growth rss = GrowthOf(samples, f.warmup, &Sample::rss);
+  const Growth fds = GrowthOf(samples, f.warmup, &Sample::fds);
+  const Growth cache = GrowthOf(samples, f.warmup, &Sample::cache_bytes);
+  const Growth indexes = GrowthOf(samples, f.warmup, &Sample::indexes);
+  const Growth sessions = GrowthOf(samples, 0, &Sample::sessions);
+  Verdict v;
+  v.errors_ok = sh.good.errors[0] + sh.good.errors[1] == 0;
+  v.ratio_ok = quiet.n > 0 && hostile.n > 0 && ratio <= f.p99_ratio_goal;
+  v.rss_ok = rss.n > 0 && rss.last - rss.first <= static_cast<int64_t>(f.rss_tolerance_mb * 1048576);
+  v.fds_ok = fds.n > 0 && fds.last - fds.first <= f.fd_tolerance;
+  v.crashed = crashed;
+  auto mb = [](int64_t b) { return b < 0 ? -1.0 : static_cast<double>(b) / 1048576.0; };
+  std::printf("=== maskd hostile mix summary ===\n");
+  std::printf("command: %s\ncommit: %s\n", f.command.c_str(), commit.c_str());
+  std::printf("duration_s: %.0f  phase_s: %.0f (quiet, hostile, ...; first %.0f s of each not timed)"
+              "  good_clients: %d  pace_ms: %.1f  maskd flags: defaults\n",
+              elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms);
+  std::printf("good sessions: %" PRId64 "  steps not timed (settle): %" PRId64 "\n", sh.good.sessions,
+              sh.good.steps_uncounted);
+  std::printf("| phase | good steps | p50 us | p99 us | max us | good errors |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| quiet | %zu | %.0f | %.0f | %.0f | %" PRId64 " |\n", quiet.n, quiet.p50, quiet.p99,
+              quiet.max, sh.good.errors[0]);
+  std::printf("| hostile | %zu | %.0f | %.0f | %.0f | %" PRId64 " |\n", hostile.n, hostile.p50,
+              hostile.p99, hostile.max, sh.good.errors[1]);
+  for (int r = 0; r < kRoutes; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      const Percentiles p = Summarize(sh.good.latency_us[k][r]);
+      std::printf("| %s, %s sessions | %zu | %.0f | %.0f | %.0f | |\n", k ? "hostile" : "quiet",
+                  kRouteNames[r], p.n, p.p50, p.p99, p.max);
+    }
+  }
+  PrintActor("grammar", sh.grammar);
+  PrintActor("flood", sh.flood);
+  PrintActor("abandon", sh.abandon);
+  PrintActor("compile", sh.compile);
+  std::printf("flood: most sessions one connection held: %" PRId64 "\n", sh.flood_peak.load());
+  const Growth all_rss = GrowthOf(samples, 0, &Sample::rss);
+  std::printf("RSS at the start (before any hostile phase): %.1f MB\n", mb(all_rss.first));
+  std::printf("RSS after %.0f s: first %.1f MB, last %.1f MB, max %.1f MB, growth %.1f MB (tolerance %.0f)\n",
+              f.warmup, mb(rss.first), mb(rss.last), mb(rss.max), mb(rss.last) - mb(rss.first),
+              f.rss_tolerance_mb);
+  std::printf("fds after %.0f s: first %" PRId64 ", last %" PRId64 ", max %" PRId64
+              ", growth %" PRId64 " (tolerance %d)\n",
+              f.warmup, fds.first, fds.last, fds.max, fds.last - fds.first, f.fd_tolerance);
+  std::printf("maskd index cache after %.0f s: first %.1f MB (%" PRId64 " indexes), last %.1f MB (%" PRId64
+              " indexes), max %.1f MB (bounded by --cache-bytes); RSS growth beyond the cache's: %.1f MB;"
+              " most sessions open: %" PRId64 "\n",
+              f.warmup, mb(cache.first), indexes.first, mb(cache.last), indexes.last, mb(cache.max),
+              (mb(rss.last) - mb(rss.first)) - (mb(cache.last) - mb(cache.first)), sessions.max);
+  for (const std::string& e : sh.good.first_errors) std::printf("good error: %s\n", e.c_str());
+  std::printf("goal good errors == 0: %s\n", v.errors_ok ? "PASS" : "FAIL");
+  std::printf("goal hostile p99 / quiet p99 = %.2f <= %.1f: %s\n", ratio, f.p99_ratio_goal,
+              v.ratio_ok ? "PASS" : "FAIL");
+  std::printf("goal RSS flat: %s\ngoal fds flat: %s\nmaskd crashed: %s\n", v.rss_ok ? "PASS" : "FAIL",
+              v.fds_ok ? "PASS" : "FAIL", crashed ? "YES" : "no");
+  std::printf("RESULT: %s\n", v.pass() ? "PASS" : "FAIL");
+  std::fflush(stdout);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Main.
+
+template <typename A>
+void StartActors(Shared* sh, int n, const char* kind, std::vector<std::unique_ptr<Actor>>* actors,
+                 std::vector<std::thread>* threads) {
+  for (int i = 0; i < n; ++i) {
+    actors->push_back(std::make_unique<A>(sh, absl::StrCat("hostile-", kind, "-", i),
+                                          sh->flags.seed * 104729 + actors->size()));
+    threads->emplace_back([a = actors->back().get()] { a->Run(); });
+  }
+}
+
+void WriteSamples(const std::string& path, const std::vector<Sample>& samples) {
+  if (path.empty()) return;
+  FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) return;
+  std::fprintf(out, "t_s,hostile,rss_bytes,fds,cache_bytes,indexes,sessions\n");
+  for (const Sample& s : samples) {
+    std::fprintf(out, "%.1f,%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", s.t,
+                 s.hostile ? 1 : 0, s.rss, s.fds, s.cache_bytes, s.indexes, s.sessions);
+  }
+  std::fclose(out);
+}
+
+int Main(int argc, char** argv) {
+  Shared sh;
+  if (!ParseFlags(argc, argv, &sh.flags)) return 2;
+  const Flags& f = sh.flags;
+  std::string dir = f.dir;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/maskd-hostile-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return 2;
+    dir = tmpl;
+  }
+  MaskdServer server(f.maskd, dir, f.tokenizer_dir, f.maskd_flags);
+  if (absl::Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "maskd_hostile_mix: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  sh.addr = server.addr();
+  sh.phases.phase_s = f.phase_seconds;
+  sh.phases.settle_s = f.settle;
+  sh.phases.t0 = Clock::now();
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<GoodClient>> good;
+  for (int i = 0; i < f.good_clients; ++i) {
+    good.push_back(std::make_unique<GoodClient>(&sh, i));
+    threads.emplace_back([g = good.back().get()] { g->Run(); });
+  }
+  std::vector<std::unique_ptr<Actor>> actors;
+  StartActors<GrammarActor>(&sh, f.grammar_actors, "grammar", &actors, &threads);
+  StartActors<FloodActor>(&sh, f.flood_actors, "flood", &actors, &threads);
+  StartActors<AbandonActor>(&sh, f.abandon_actors, "abandon", &actors, &threads);
+  StartActors<CompileFloodActor>(&sh, f.compile_actors, "compile", &actors, &threads);
+
+  std::vector<Sample> samples;
+  bool crashed = false;
+  std::unique_ptr<Client> sampler = ConnectAs(sh.addr, "sampler", absl::Seconds(5));
+  while (sh.phases.Now() < f.seconds) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (!server.Running()) {
+      crashed = true;
+      std::fprintf(stderr, "maskd_hostile_mix: maskd died (wait status %d)\n%s\n",
+                   server.exit_status(), server.Log().c_str());
+      break;
+    }
+    const double t = sh.phases.Now();
+    Sample s{t, sh.phases.HostileAt(t), server.RssBytes(), server.OpenFds(), -1, -1, -1};
+    if (auto st = sampler ? sampler->Stats() : absl::UnavailableError(""); st.ok()) {
+      s.cache_bytes = static_cast<int64_t>(st->cache_bytes());
+      s.indexes = static_cast<int64_t>(st->indexes());
+      s.sessions = static_cast<int64_t>(st->sessions_active());
+    }
+    samples.push_back(s);
+  }
+  sh.stop.store(true);
+  for (auto& th : threads) th.join();
+  const double elapsed = sh.phases.Now();
+  if (!crashed && !server.Running()) crashed = true;
+  WriteSamples(f.samples_csv, samples);
+  const char* commit = std::getenv("MASKD_COMMIT");
+  const Verdict v = Report(sh, samples, elapsed, crashed, commit ? commit : "(unknown)");
+  server.Kill();
+  if (f.dir.empty() && dir.rfind("/tmp/maskd-hostile-", 0) == 0) {
+    (void)!system(("rm -rf '" + dir + "'").c_str());
+  }
+  return v.pass() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace maskd::soak
+
+int main(int argc, char** argv) { return maskd::soak::Main(argc, argv); }
