@@ -248,7 +248,9 @@ TEST(GrammarGuideTest, TokenBudgetAlwaysEndsInTime) {
             const uint64_t d = f.MinBytesToFinish();
             best = std::min(best, d);
             any_in_budget = any_in_budget || d + 2 <= left;
-            if (d + 2 <= left) ASSERT_TRUE(Bit(m, t)) << "token " << t << " cleared, d " << d;
+            if (d + 2 <= left) {
+              ASSERT_TRUE(Bit(m, t)) << "token " << t << " cleared, d " << d;
+            }
           }
           for (uint32_t t : kept) {
             if (vocab.is_eos(t)) continue;

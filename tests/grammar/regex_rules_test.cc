@@ -84,8 +84,12 @@ TEST(RegexRules, ReferenceFreeRunsBecomeOneTerminal) {
   for (const Terminal& t : g->terminals) regexes.push_back(t.regex);
   EXPECT_THAT(regexes, ::testing::UnorderedElementsAre("ab[cd]*", "e{2}", "x", "y"));
   for (const Terminal& t : g->terminals) {
-    if (t.regex == "x" || t.regex == "y") EXPECT_EQ(t.literal, t.regex);
-    if (t.regex == "ab[cd]*") EXPECT_FALSE(t.literal.has_value());
+    if (t.regex == "x" || t.regex == "y") {
+      EXPECT_EQ(t.literal, t.regex);
+    }
+    if (t.regex == "ab[cd]*") {
+      EXPECT_FALSE(t.literal.has_value());
+    }
   }
 }
 

@@ -177,7 +177,9 @@ TEST(NumberRange, DecimalBruteForce) {
           const bool empty = l && h && (lo > hi || (lo == hi && (lo_ex || hi_ex)));
           ASSERT_EQ(r.has_value(), !empty)
               << "lo=" << lo << (lo_ex ? " ex" : "") << " hi=" << hi << (hi_ex ? " ex" : "");
-          if (nonempty) ASSERT_TRUE(r.has_value());
+          if (nonempty) {
+            ASSERT_TRUE(r.has_value());
+          }
         }
       }
     }
