@@ -5,7 +5,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 add_library(maskd_client STATIC ${CMAKE_CURRENT_SOURCE_DIR}/client.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/client_id.cc)
+  ${CMAKE_CURRENT_SOURCE_DIR}/client_id.cc ${CMAKE_CURRENT_SOURCE_DIR}/resumable_session.cc)
 set_target_properties(maskd_client PROPERTIES EXPORT_NAME client)
 target_compile_options(maskd_client PRIVATE ${MASKD_WARNINGS})
 target_include_directories(maskd_client PUBLIC
@@ -19,7 +19,7 @@ set(MASKD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/maskd)
 install(TARGETS maskd_client maskd_proto EXPORT maskdTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT maskd_client
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT maskd_client)
-install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/client.h
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/client.h ${CMAKE_CURRENT_SOURCE_DIR}/resumable_session.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/maskd/client COMPONENT maskd_client)
 install(FILES ${MASKD_PROTO_OUT}/maskd/v1/maskd.pb.h ${MASKD_PROTO_OUT}/maskd/v1/maskd.grpc.pb.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/maskd/maskd/v1 COMPONENT maskd_client)

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/soak/soak_worker.h"
 #include "client/client.h"
+#include "client/resumable_session.h"
 #include "index/guide.h"
 
 namespace maskd::soak {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/soak/soak_worker.h"
 #include "client/client.h"
+#include "client/resumable_session.h"
 #include "client/shm_client.h"
 #include "index/guide.h"
 

@@ -19,6 +19,7 @@
 #include "bench/soak/soak_flags.h"
 #include "bench/soak/soak_oracle.h"
 #include "client/client.h"
+#include "client/resumable_session.h"
 #include "index/guide.h"
 
 namespace maskd::soak {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "client/resumable_session.h"
 #include "client/shm_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -9,6 +9,7 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install ${MASKD_BUILD_DIR} --component maskd_client --prefix ${prefix})
 foreach(f lib/cmake/maskd/maskdConfig.cmake include/maskd/client/client.h
+          include/maskd/client/resumable_session.h
           include/maskd/maskd/v1/maskd.grpc.pb.h)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "not installed: ${f}")

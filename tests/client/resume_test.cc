@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/soak/maskd_process.h"
 #include "client/client.h"
+#include "client/resumable_session.h"
 #include "gtest/gtest.h"
 #include "index/guide.h"
 #include "index/token_index.h"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client/resumable_session.h"
 #include "tools/maskctl/args.h"
 #include "tools/maskctl/command.h"
 #include "tools/maskctl/constraint_flags.h"
