@@ -56,6 +56,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/soak/flag_pairs.h"
 #include "bench/soak/maskd_process.h"
 #include "client/client.h"
 
@@ -114,25 +115,8 @@ bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 0; i < argc; ++i) f->command += (i ? " " : "") + std::string(argv[i]);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string v;
-    const size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (i + 1 < argc) {
-      v = argv[++i];
-    } else {
-      std::fprintf(stderr, "maskd_hostile_mix: %s needs a value\n", a.c_str());
-      return false;
-    }
-    if (!SetFlag(f, a, v)) {
-      std::fprintf(stderr, "maskd_hostile_mix: unknown flag %s\n", a.c_str());
-      return false;
-    }
-  }
+  auto set = [f](const std::string& a, const std::string& v) { return SetFlag(f, a, v); };
+  if (!ReadFlagPairs(argc, argv, "maskd_hostile_mix", &f->command, set)) return false;
   if (f->seconds <= 0 || f->phase_seconds <= f->settle || f->good_clients < 1 ||
       f->good_clients > 64 || f->pace_ms < 0) {
     std::fprintf(stderr,

@@ -4,23 +4,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/soak/flag_pairs.h"
+
 namespace maskd::soak {
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
-  for (int i = 0; i < argc; ++i) f->command += (i ? " " : "") + std::string(argv[i]);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string v;
-    const size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (i + 1 < argc) {
-      v = argv[++i];
-    } else {
-      std::fprintf(stderr, "maskd_soak: %s needs a value\n", a.c_str());
-      return false;
-    }
+  auto set = [f](const std::string& a, const std::string& v) {
     if (a == "--seconds") f->seconds = atof(v.c_str());
     else if (a == "--workers") f->workers = atoi(v.c_str());
     else if (a == "--kill-every") f->kill_every = atof(v.c_str());
@@ -34,11 +23,10 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (a == "--tokenizer-dir") f->tokenizer_dir = v;
     else if (a == "--dir") f->dir = v;
     else if (a == "--samples-csv") f->samples_csv = v;
-    else {
-      std::fprintf(stderr, "maskd_soak: unknown flag %s\n", a.c_str());
-      return false;
-    }
-  }
+    else return false;
+    return true;
+  };
+  if (!ReadFlagPairs(argc, argv, "maskd_soak", &f->command, set)) return false;
   if (f->seconds <= 0 || f->workers < 1 || f->workers > 64) {
     std::fprintf(stderr, "maskd_soak: need --seconds > 0 and 1 <= --workers <= 64\n");
     return false;
