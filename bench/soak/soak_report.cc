@@ -60,8 +60,8 @@ Flatness JudgeInstances(const Flags& f, const Tally& tally, const RunRecord& run
               incarnation_steps0[inc];
     // Every instance that lived a few seconds served steps: the clients
     // carried on after each restart.
-    if (r.life >= 5 && r.steps == 0) carried_on = false;
     r.life = end - r.start;
+    if (r.life >= 5 && r.steps == 0) carried_on = false;
     for (const Sample_& s : samples) {
       if (s.incarnation != inc || s.t < r.start + f.warmup || s.rss < 0) continue;
       if (r.n++ == 0) {
