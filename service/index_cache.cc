@@ -199,6 +199,25 @@ struct IndexLease::Shared {
         options.max_bytes, "; close sessions or raise --cache-bytes"));
   }
 
+  // While other clients hold compilations, `client` (holding `mine`) may
+  // hold at most max_pending / (holders + 1), at least one: the holders
+  // together leave room for one more client, so two clients at their fixed
+  // share cannot fill --max-pending-compiles for everyone else (issue #24).
+  // RESOURCE_EXHAUSTED past it. Alone, a client has only its fixed share.
+  absl::Status CheckFairShare(const std::string& client, size_t mine) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    const size_t others = pending_by_client.size() - (mine > 0 ? 1 : 0);
+    if (others == 0) return absl::OkStatus();
+    const size_t holders = others + 1;
+    const size_t share = std::max<size_t>(1, options.max_pending / (holders + 1));
+    if (mine < share) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", client, " has ", mine, " compilations in progress, its fair share while ",
+        holders, " clients hold compilations (--max-pending-compiles=", options.max_pending, " / ",
+        holders + 1, ": room is kept for one more client; clients are told apart by "
+        "--client-identity)"));
+  }
+
   // Adds a waiter with `callback` to compiling entry `e`; its ticket.
   uint64_t AddWaiter(IndexCache::Entry& e, IndexCache::Callback callback, bool cache_hit,
                      absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -327,6 +346,7 @@ absl::StatusOr<IndexInfo> IndexCache::Compile(const CompileSpec& spec, Callback 
         "--max-pending-compiles-per-client=", s.options.max_pending_per_client,
         "; clients are told apart by --client-identity)"));
   }
+  if (auto st = s.CheckFairShare(spec.client, mine); !st.ok()) return st;
   if (auto st = s.CheckLeasedBudget(0, &dropped); !st.ok()) return st;
   if (s.metrics) s.metrics->CacheMiss();
   auto e = std::make_shared<Entry>();

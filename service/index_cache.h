@@ -13,7 +13,9 @@
 //    goes to the compile threads and starts again. So a cheap compilation
 //    never waits behind expensive ones. Both lanes serve clients
 //    (CompileSpec::client) round-robin, and a client has at most
-//    `max_pending_per_client` entries queued or running.
+//    `max_pending_per_client` entries queued or running and, while other
+//    clients hold entries, at most max_pending / (holders + 1): together
+//    they always leave room for one more client.
 //  - A failed compilation stays cached for `failure_ttl`, returning the same
 //    error, when the failure is a property of the constraint; a cancelled or
 //    timed-out one (DEADLINE_EXCEEDED) is dropped at once.
@@ -156,7 +158,7 @@ class IndexCache {
   // snapshot is kCompiling and `on_done` is set, `on_done` runs later, once.
   // Errors (not compile failures, which are in the snapshot):
   // RESOURCE_EXHAUSTED when `max_pending` compilations are queued (or
-  // `max_pending_per_client` of spec.client's), or (for a
+  // `max_pending_per_client` of spec.client's, or its fair share), or (for a
   // new entry) when leased indexes hold `max_bytes`.
   absl::StatusOr<IndexInfo> Compile(const CompileSpec& spec, Callback on_done = nullptr);
   // The entry `id`, with the same waiting rule. NOT_FOUND when unknown

@@ -118,7 +118,9 @@ ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
 ABSL_FLAG(uint64_t, max_pending_compiles, 256, "Compilations queued or running at most");
 ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
-          "Compilations queued or running at most per client (--client-identity); 0: no cap");
+          "Compilations queued or running at most per client (--client-identity); 0: no cap. "
+          "While other clients hold compilations, also at most --max-pending-compiles / "
+          "(clients holding compilations + 1)");
 ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
           "Each compilation is first tried this long on a thread of its own, then queued for "
           "--compile_threads; 0: no fast lane");

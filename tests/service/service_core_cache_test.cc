@@ -339,6 +339,44 @@ TEST(IndexCacheTest, ClientsShareTheQueueRoundRobin) {
   for (const auto& id : backlog) cache.Cancel(id);
 }
 
+// Issue #24 (the hostile mix): two clients at their fixed share must not fill
+// --max-pending-compiles for a third. With 6 slots and a fixed share of 3,
+// the second client may hold 6 / 3 = 2 while the first holds compilations,
+// and the third still gets a slot.
+TEST(IndexCacheTest, TwoFloodingClientsLeaveRoomForAThird) {
+  IndexCacheOptions o;
+  o.compile_threads = 1;
+  o.compile_timeout = absl::Seconds(30);
+  o.max_pending = 6;
+  o.max_pending_per_client = 3;
+  IndexCache cache(o, nullptr);
+  std::vector<std::string> held;
+  int n = 0;
+  auto slow = [&](const char* client) {
+    return cache.Compile(From(client, Spec("[a-z]*" + std::to_string(n++) + "[a-z]{12}", true)));
+  };
+  for (int i = 0; i < 3; ++i) {
+    auto e = slow("a");
+    ASSERT_TRUE(e.ok()) << e.status();
+    held.push_back(e->id);
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto e = slow("b");
+    ASSERT_TRUE(e.ok()) << e.status();
+    held.push_back(e->id);
+  }
+  auto refused = slow("b");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("client b has 2 compilations in progress, its fair share while 2 clients "
+                        "hold compilations (--max-pending-compiles=6 / 3"));
+  auto third = slow("c");  // before the rule: refused, all 6 slots taken by a and b
+  ASSERT_TRUE(third.ok()) << third.status();
+  held.push_back(third->id);
+  EXPECT_EQ(slow("c").status().code(), absl::StatusCode::kResourceExhausted);  // now full
+  for (const auto& id : held) cache.Cancel(id);
+}
+
 TEST(IndexCacheTest, DeadlineExceededIsNotCached) {
   // Item 9: a compile with a 1 ms deadline cached DEADLINE_EXCEEDED, and the
   // same request with the default deadline then failed at once.
