@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -98,16 +99,33 @@ class BnfParser {
   absl::Status BadEscape(char c, size_t start) const;
   absl::StatusOr<uint64_t> ParseCount();
   // An operator * + ? or {m} {m,} {m,n} (pos_ at its first character).
-  absl::StatusOr<Quantifier> ParseQuantifier(bool skip_newlines);
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Quantifier> ParseQuantifier(bool skip_newlines);
 
   // --- Grammar structure.
   absl::Status ParseRule();
   absl::StatusOr<std::vector<std::vector<Symbol>>> ParseAlternates(bool nested);
   absl::StatusOr<std::vector<Symbol>> ParseSequence(bool nested);
+  // Groups recurse: ParseElement -> ParseGroup -> ParseAlternates ->
+  // ParseSequence -> ParseElement, kMaxBnfNesting times at most. Every other
+  // kind of element is parsed out of line (ABSL_ATTRIBUTE_NOINLINE) so that
+  // the frames on that path stay small: 1000 levels must fit a thread's
+  // stack, under AddressSanitizer too (bnf_parser_test DeepNestingIsACleanError).
   absl::StatusOr<Item> ParseElement(bool nested);
-  absl::StatusOr<Item> ParseLiteral();
-  absl::StatusOr<Item> ParseClass();
-  absl::StatusOr<Item> ParseRegexMacro(size_t start);
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseGroup(size_t start);
+  // ParseGroup's refusals: a lookahead, nesting past max_nesting_; no ')'.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckGroupOpens(size_t start) const;
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckGroupCloses(size_t start) const;
+  // ParseSequence's out-of-line parts: an EBNF rule definition must start a
+  // line; an operator (pos_ at it) applied to `*last`.
+  ABSL_ATTRIBUTE_NOINLINE absl::Status CheckRuleStartsLine() const;
+  ABSL_ATTRIBUTE_NOINLINE absl::Status ParseOperatorOn(std::optional<Item>* last,
+                                                        bool skip_newlines);
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseLiteral();
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseClass();
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseAnyCharacter(size_t start);
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseNamed(size_t start);
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Item> ParseRegexMacro(size_t start);
+  ABSL_ATTRIBUTE_NOINLINE absl::Status Unexpected(size_t start, char c) const;
 
   // --- Building.
   absl::StatusOr<uint32_t> RuleId(std::string_view name, size_t offset);

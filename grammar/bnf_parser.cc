@@ -118,60 +118,80 @@ absl::StatusOr<Item> BnfParser::ParseRegexMacro(size_t start) {
 }
 
 absl::StatusOr<Item> BnfParser::ParseElement(bool nested) {
-  size_t start = pos_;
-  char c = Peek();
+  const size_t start = pos_;
+  const char c = Peek();
   if (c == '"') return ParseLiteral();
   if (c == '[') return ParseClass();
-  if (c == '.' && dialect_ == Dialect::kGbnf) {
-    ++pos_;
-    CodepointSet any;
-    any.AddRange(0, 0xD7FF);
-    any.AddRange(0xE000, kMaxCodepoint);
-    return SetItem(any, ".", start);
+  if (c == '.' && dialect_ == Dialect::kGbnf) return ParseAnyCharacter(start);
+  if (c == '(') return ParseGroup(start);
+  if (IsNameChar(c, true)) return ParseNamed(start);
+  return Unexpected(start, c);
+}
+
+absl::StatusOr<Item> BnfParser::ParseAnyCharacter(size_t start) {
+  ++pos_;
+  CodepointSet any;
+  any.AddRange(0, 0xD7FF);
+  any.AddRange(0xE000, kMaxCodepoint);
+  return SetItem(any, ".", start);
+}
+
+absl::StatusOr<Item> BnfParser::ParseGroup(size_t start) {
+  if (absl::Status s = CheckGroupOpens(start); !s.ok()) return s;
+  ++depth_;
+  ++pos_;
+  SkipSpace(true);
+  auto alts = ParseAlternates(/*nested=*/true);
+  if (!alts.ok()) return alts.status();
+  if (absl::Status s = CheckGroupCloses(start); !s.ok()) return s;
+  ++pos_;
+  --depth_;
+  Item item;
+  item.kind = Item::Kind::kGroup;
+  item.alternatives = std::move(*alts);
+  item.offset = start;
+  return item;
+}
+
+absl::Status BnfParser::CheckGroupOpens(size_t start) const {
+  if (dialect_ == Dialect::kEbnf && Peek(1) == '=') {
+    return Error(start, "lookahead assertions (= ...) are not supported");
   }
-  if (c == '(') {
-    if (dialect_ == Dialect::kEbnf && Peek(1) == '=') {
-      return Error(start, "lookahead assertions (= ...) are not supported");
-    }
-    if (depth_ >= max_nesting_) {
-      return Exhausted(start, absl::StrCat("groups nested more than ", max_nesting_,
-                                           " deep (max_nesting)"));
-    }
-    ++depth_;
-    ++pos_;
-    SkipSpace(true);
-    auto alts = ParseAlternates(/*nested=*/true);
-    if (!alts.ok()) return alts.status();
-    if (AtEnd()) return Error(start, "unterminated group: expecting ')'");
-    if (Peek() != ')') {
-      return Error(pos_, absl::StrCat("expecting ')' to close the group at ", PosAt(start).line,
-                                      ":", PosAt(start).column));
-    }
-    ++pos_;
-    --depth_;
-    Item item;
-    item.kind = Item::Kind::kGroup;
-    item.alternatives = std::move(*alts);
-    item.offset = start;
-    return item;
+  if (depth_ >= max_nesting_) {
+    return Exhausted(start, absl::StrCat("groups nested more than ", max_nesting_,
+                                         " deep (max_nesting)"));
   }
-  if (IsNameChar(c, true)) {
-    std::string_view name = ParseName();
-    if (dialect_ == Dialect::kEbnf) {
-      if (name == "Regex") return ParseRegexMacro(start);
-      if (name == "TagDispatch" || name == "Token" || name == "ExcludeToken" ||
-          name == "TokenTagDispatch") {
-        return Error(start, absl::StrCat("XGrammar's ", std::string(name), "(...) is not supported"));
-      }
-    }
-    auto id = RuleId(name, start);
-    if (!id.ok()) return id.status();
-    Item item;
-    item.kind = Item::Kind::kSymbol;
-    item.symbol = Symbol::Rule(*id);
-    item.offset = start;
-    return item;
+  return absl::OkStatus();
+}
+
+absl::Status BnfParser::CheckGroupCloses(size_t start) const {
+  if (AtEnd()) return Error(start, "unterminated group: expecting ')'");
+  if (Peek() != ')') {
+    return Error(pos_, absl::StrCat("expecting ')' to close the group at ", PosAt(start).line,
+                                    ":", PosAt(start).column));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Item> BnfParser::ParseNamed(size_t start) {
+  std::string_view name = ParseName();
+  if (dialect_ == Dialect::kEbnf) {
+    if (name == "Regex") return ParseRegexMacro(start);
+    if (name == "TagDispatch" || name == "Token" || name == "ExcludeToken" ||
+        name == "TokenTagDispatch") {
+      return Error(start, absl::StrCat("XGrammar's ", std::string(name), "(...) is not supported"));
+    }
+  }
+  auto id = RuleId(name, start);
+  if (!id.ok()) return id.status();
+  Item item;
+  item.kind = Item::Kind::kSymbol;
+  item.symbol = Symbol::Rule(*id);
+  item.offset = start;
+  return item;
+}
+
+absl::Status BnfParser::Unexpected(size_t start, char c) const {
   if (dialect_ == Dialect::kGbnf && (c == '<' || c == '!')) {
     return Error(start, "token references (<...>, !<...>) are not supported");
   }
@@ -223,29 +243,11 @@ absl::StatusOr<std::vector<Symbol>> BnfParser::ParseSequence(bool nested) {
     char c = Peek();
     if (c == '\n' || c == '\r' || c == '|' || c == ')') break;
     if (dialect_ == Dialect::kEbnf && AtRuleDefinition()) {
-      if (text_.substr(last_token_end_, pos_ - last_token_end_).find('\n') ==
-          std::string_view::npos) {
-        return Error(pos_, "a rule definition must start a line");
-      }
+      if (absl::Status s = CheckRuleStartsLine(); !s.ok()) return s;
       break;
     }
-    size_t op = pos_;
     if (c == '*' || c == '+' || c == '?' || c == '{') {
-      if (!last) {
-        return Error(op, absl::StrCat("expecting an item before '", std::string(1, c), "'"));
-      }
-      auto quantifier = ParseQuantifier(skip_newlines);
-      if (!quantifier.ok()) return quantifier.status();
-      auto q = ApplyQuantifier(std::move(*last), *quantifier, op);
-      if (!q.ok()) return q.status();
-      last = std::move(*q);
-      last_token_end_ = pos_;
-      SkipSpace(skip_newlines);
-      if (dialect_ == Dialect::kEbnf && !AtEnd() &&
-          (Peek() == '*' || Peek() == '+' || Peek() == '?' || Peek() == '{')) {
-        return Error(pos_, absl::StrCat("unexpected '", std::string(1, Peek()),
-                                        "' (one operator per item)"));
-      }
+      if (absl::Status s = ParseOperatorOn(&last, skip_newlines); !s.ok()) return s;
       continue;
     }
     if (last) {
@@ -264,6 +266,32 @@ absl::StatusOr<std::vector<Symbol>> BnfParser::ParseSequence(bool nested) {
     if (!s.ok()) return s;
   }
   return seq;
+}
+
+absl::Status BnfParser::CheckRuleStartsLine() const {
+  if (text_.substr(last_token_end_, pos_ - last_token_end_).find('\n') == std::string_view::npos) {
+    return Error(pos_, "a rule definition must start a line");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BnfParser::ParseOperatorOn(std::optional<Item>* last, bool skip_newlines) {
+  const size_t op = pos_;
+  const char c = Peek();
+  if (!*last) return Error(op, absl::StrCat("expecting an item before '", std::string(1, c), "'"));
+  auto quantifier = ParseQuantifier(skip_newlines);
+  if (!quantifier.ok()) return quantifier.status();
+  auto q = ApplyQuantifier(std::move(**last), *quantifier, op);
+  if (!q.ok()) return q.status();
+  *last = std::move(*q);
+  last_token_end_ = pos_;
+  SkipSpace(skip_newlines);
+  if (dialect_ == Dialect::kEbnf && !AtEnd() &&
+      (Peek() == '*' || Peek() == '+' || Peek() == '?' || Peek() == '{')) {
+    return Error(pos_, absl::StrCat("unexpected '", std::string(1, Peek()),
+                                    "' (one operator per item)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::vector<Symbol>>> BnfParser::ParseAlternates(bool nested) {
