@@ -18,6 +18,7 @@
 #include "service/index_cache.h"
 #include "service/tokenizer_registry.h"
 #include "tests/constraint/constraint_variants.h"
+#include "tests/service/service_core_test_util.h"
 
 namespace maskd {
 namespace {
@@ -176,18 +177,7 @@ IndexInfo CompileWait(IndexCache& cache, const Constraint& c) {
   CompileSpec spec;
   spec.constraint = c;
   spec.tokenizer = "test";
-  absl::Notification done;
-  IndexInfo out;
-  auto snap = cache.Compile(spec, [&](const IndexInfo& info) {
-    out = info;
-    done.Notify();
-  });
-  EXPECT_TRUE(snap.ok()) << snap.status();
-  if (!snap.ok()) return {};
-  if (snap->state != IndexState::kCompiling) return *snap;
-  done.WaitForNotification();
-  out.cache_hit = snap->cache_hit;
-  return out;
+  return service_core_test::CompileWait(cache, spec);
 }
 
 TEST(IndexCacheKey, EveryFieldGetsItsOwnIndexAndEqualOnesShareOne) {

@@ -32,7 +32,8 @@ inline CompileSpec Spec(const std::string& regex, bool eager = false) {
   return s;
 }
 
-// Compiles and waits.
+// Compiles and waits; the entry's final snapshot, with cache_hit as the
+// request found it. An empty IndexInfo (and a test failure) when refused.
 inline IndexInfo CompileWait(IndexCache& cache, const CompileSpec& spec) {
   absl::Notification done;
   IndexInfo out;
@@ -41,8 +42,10 @@ inline IndexInfo CompileWait(IndexCache& cache, const CompileSpec& spec) {
     done.Notify();
   });
   EXPECT_TRUE(snap.ok()) << snap.status();
+  if (!snap.ok()) return {};
   if (snap->state != IndexState::kCompiling) return *snap;
   done.WaitForNotification();
+  out.cache_hit = snap->cache_hit;
   return out;
 }
 
