@@ -16,8 +16,8 @@ namespace {
 using State = Dfa::State;
 using ByteSet = LoopMasks::ByteSet;
 
-bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
-void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
+constexpr auto Has = LoopMasks::Has;
+constexpr auto Add = LoopMasks::Add;
 
 }  // namespace
 

@@ -77,6 +77,8 @@ class LoopMasks {
 
   // A 256-bit set of bytes.
   using ByteSet = std::array<uint64_t, 4>;
+  static bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
+  static void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
 
   // One distinct loop (canonical table) and its loop tokens.
   struct Loop {

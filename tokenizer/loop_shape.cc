@@ -10,8 +10,8 @@ namespace {
 using State = Dfa::State;
 using ByteSet = LoopMasks::ByteSet;
 
-bool Has(const ByteSet& set, uint8_t b) { return (set[b >> 6] >> (b & 63)) & 1; }
-void Add(ByteSet& set, uint8_t b) { set[b >> 6] |= uint64_t{1} << (b & 63); }
+constexpr auto Has = LoopMasks::Has;
+constexpr auto Add = LoopMasks::Add;
 
 // One FindShape search. It works per DFA byte class (every byte of a class
 // has the same transition from every state), in phases: explore the live
