@@ -38,7 +38,9 @@
 //
 // Goals (exit 0 when all hold, 1 otherwise, 2 on bad flags/setup): good
 // clients' errors == 0; hostile p99 / quiet p99 <= --p99-ratio-goal; maskd's
-// RSS last - first after --warmup <= --rss-tolerance-mb, fds likewise.
+// RSS last - first after --warmup, less the index cache's growth over the same
+// samples (memory maskd keeps on purpose, bounded by --cache-bytes), <=
+// --rss-tolerance-mb; fds last - first <= --fd-tolerance.
 #include <unistd.h>
 
 #include <algorithm>
@@ -630,7 +632,11 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   Verdict v;
   v.errors_ok = sh.good.errors[0] + sh.good.errors[1] == 0;
   v.ratio_ok = quiet.n > 0 && hostile.n > 0 && ratio <= f.p99_ratio_goal;
-  v.rss_ok = rss.n > 0 && rss.last - rss.first <= static_cast<int64_t>(f.rss_tolerance_mb * 1048576);
+  // The index cache is memory maskd is meant to keep (bounded by --cache-bytes,
+  // reported below); the goal is about what grows beside it.
+  const int64_t cache_growth = cache.n > 0 && cache.first >= 0 && cache.last >= 0 ? cache.last - cache.first : 0;
+  v.rss_ok = rss.n > 0 &&
+             rss.last - rss.first - cache_growth <= static_cast<int64_t>(f.rss_tolerance_mb * 1048576);
   v.fds_ok = fds.n > 0 && fds.last - fds.first <= f.fd_tolerance;
   v.crashed = crashed;
   auto mb = [](int64_t b) { return b < 0 ? -1.0 : static_cast<double>(b) / 1048576.0; };
@@ -676,7 +682,7 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   std::printf("goal good errors == 0: %s\n", v.errors_ok ? "PASS" : "FAIL");
   std::printf("goal hostile p99 / quiet p99 = %.2f <= %.1f: %s\n", ratio, f.p99_ratio_goal,
               v.ratio_ok ? "PASS" : "FAIL");
-  std::printf("goal RSS flat: %s\ngoal fds flat: %s\nmaskd crashed: %s\n", v.rss_ok ? "PASS" : "FAIL",
+  std::printf("goal RSS flat beyond the index cache: %s\ngoal fds flat: %s\nmaskd crashed: %s\n", v.rss_ok ? "PASS" : "FAIL",
               v.fds_ok ? "PASS" : "FAIL", crashed ? "YES" : "no");
   std::printf("RESULT: %s\n", v.pass() ? "PASS" : "FAIL");
   std::fflush(stdout);
