@@ -49,6 +49,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <map>
 #include <memory>
 #include <random>
@@ -718,13 +720,12 @@ int Main(int argc, char** argv) {
   Shared sh;
   if (!ParseFlags(argc, argv, &sh.flags)) return 2;
   const Flags& f = sh.flags;
-  std::string dir = f.dir;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/maskd-hostile-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return 2;
-    dir = tmpl;
+  absl::StatusOr<std::string> dir = ServerDirectory(f.dir, "maskd-hostile");
+  if (!dir.ok()) {
+    std::fprintf(stderr, "maskd_hostile_mix: %s\n", dir.status().ToString().c_str());
+    return 2;
   }
-  MaskdServer server(f.maskd, dir, f.tokenizer_dir, f.maskd_flags);
+  MaskdServer server(f.maskd, *dir, f.tokenizer_dir, f.maskd_flags);
   if (absl::Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "maskd_hostile_mix: %s\n", s.ToString().c_str());
     return 2;
@@ -773,8 +774,9 @@ int Main(int argc, char** argv) {
   const char* commit = std::getenv("MASKD_COMMIT");
   const Verdict v = Report(sh, samples, elapsed, crashed, commit ? commit : "(unknown)");
   server.Kill();
-  if (f.dir.empty() && dir.rfind("/tmp/maskd-hostile-", 0) == 0) {
-    (void)!system(("rm -rf '" + dir + "'").c_str());
+  if (f.dir.empty()) {  // the folder ServerDirectory made
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir, ignored);
   }
   return v.pass() ? 0 : 1;
 }

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -14,6 +16,15 @@
 #include "absl/strings/str_cat.h"
 
 namespace maskd::soak {
+
+absl::StatusOr<std::string> ServerDirectory(const std::string& given, const std::string& prefix) {
+  if (!given.empty()) return given;
+  std::string tmpl = absl::StrCat("/tmp/", prefix, "-XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", std::strerror(errno)));
+  }
+  return tmpl;
+}
 
 MaskdServer::MaskdServer(std::string binary, std::string dir, std::string tokenizer_dir,
                          std::vector<std::string> flags)

@@ -11,8 +11,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace maskd::soak {
+
+// The folder for a MaskdServer's socket and logs: `given` when not empty,
+// else a new one made by mkdtemp as /tmp/<prefix>-XXXXXX.
+absl::StatusOr<std::string> ServerDirectory(const std::string& given, const std::string& prefix);
 
 class MaskdServer {
  public:

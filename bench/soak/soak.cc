@@ -43,6 +43,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <memory>
 #include <random>
 #include <string>
@@ -66,11 +68,10 @@ int Main(int argc, char** argv) {
   Shared sh;
   if (!ParseFlags(argc, argv, &sh.flags)) return 2;
   const Flags& f = sh.flags;
-  std::string dir = f.dir;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/maskd-soak-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return 2;
-    dir = tmpl;
+  absl::StatusOr<std::string> dir = ServerDirectory(f.dir, "maskd-soak");
+  if (!dir.ok()) {
+    std::fprintf(stderr, "maskd_soak: %s\n", dir.status().ToString().c_str());
+    return 2;
   }
   if (absl::Status s = sh.oracle.Init(f.tokenizer_dir); !s.ok()) {
     std::fprintf(stderr, "maskd_soak: offline tokenizer: %s\n", s.ToString().c_str());
@@ -79,7 +80,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> server_flags = {"--session-ttl=20s", "--cache-bytes=33554432",
                                            "--compile-threads=2"};
   if (f.shm) server_flags.push_back("--allow_shm");
-  MaskdServer server(f.maskd, dir, f.tokenizer_dir, server_flags);
+  MaskdServer server(f.maskd, *dir, f.tokenizer_dir, server_flags);
   if (absl::Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "maskd_soak: %s\n", s.ToString().c_str());
     return 2;
@@ -152,8 +153,9 @@ int Main(int argc, char** argv) {
   const bool pass = Report(f, sh.tally, run);
   std::fflush(stdout);
   server.Kill();
-  if (f.dir.empty() && dir.rfind("/tmp/maskd-soak-", 0) == 0) {
-    (void)!system(("rm -rf '" + dir + "'").c_str());
+  if (f.dir.empty()) {  // the folder ServerDirectory made
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir, ignored);
   }
   return pass ? 0 : 1;
 }
