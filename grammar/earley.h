@@ -6,7 +6,9 @@
 // items (earley_item.h: terminal, DFA state, origin), so every split of the text into
 // terminals counts; %ignore terminals may match before, after and between the
 // symbols of every alternative (each dot position may absorb ignored
-// strings). Nullable rules and terminals are handled the Aycock-Horspool way
+// strings; the incremental parser, earley_parser.h, absorbs them only
+// between terminals: the same language in fewer items). Nullable rules and
+// terminals are handled the Aycock-Horspool way
 // (predicting a nullable symbol also steps over it), so left recursion, right
 // recursion, empty rules and ambiguity all work.
 //

@@ -19,9 +19,11 @@ namespace maskd::grammar {
 
 // kRule: production `id` with the dot before rhs[pos]. kScan: terminal `id`
 // scanned up to DFA state `pos`. kIgnore: the same for an ignored terminal
-// between symbols; ending it makes every rule item of the origin set follow
-// it. `origin`: the index of the set where the item began. Ids are below
-// 2^30 (CompiledGrammar::Create refuses more).
+// between symbols; ending it makes what could follow at the origin set
+// follow it (the recognizer: every rule item of that set; the parser: the
+// terminals predicted there). `origin`: the index of the set where the item
+// began (the parser: where the text before the ignored run ended). Ids are
+// below 2^30 (CompiledGrammar::Create refuses more).
 struct EarleyItem {
   enum Kind : uint32_t { kRule = 0, kScan = 1, kIgnore = 2 };
   uint32_t kind_id;  // kind << 30 | id

@@ -281,12 +281,16 @@ absl::Status EarleyParser::Complete(const EarleyItem& scan) {
   if (scan.kind() == EarleyItem::kScan) {
     return AdvanceWaiting(scan.origin, EarleyWaitKey(Symbol::Terminal(scan.id())));
   }
-  // An ignored string ended: whatever could follow at its start can follow
-  // here.
-  const uint32_t o_end = set_begin_[scan.origin + 1];
-  for (uint32_t j = set_begin_[scan.origin]; j < o_end; ++j) {
-    if (items_[j].kind() != EarleyItem::kRule) continue;
-    absl::Status s = Add(items_[j]);
+  // An ignored string ended: the terminals that could begin at its start
+  // (origin) begin here instead, still waited for by the rule items there,
+  // and so may more ignored strings. The predictions of the origin set are
+  // its non-rule items that begin there.
+  const uint32_t o = scan.origin;
+  const uint32_t o_end = set_begin_[o + 1];
+  for (uint32_t j = set_begin_[o]; j < o_end; ++j) {
+    const EarleyItem it = items_[j];
+    if (it.kind() == EarleyItem::kRule || it.origin != o) continue;
+    absl::Status s = Add(it);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -301,12 +305,27 @@ absl::StatusOr<bool> EarleyParser::CloseAndFinish(absl::Status s) {
   return FinishSet();
 }
 
-bool EarleyParser::IsAccepting() const {
+bool EarleyParser::SetAccepts(uint32_t s) const {
   const auto& productions = g_->productions();
-  for (const EarleyItem& it : last_set()) {
+  const uint32_t end = s + 1 < num_sets() ? set_begin_[s + 1] : static_cast<uint32_t>(items_.size());
+  for (uint32_t k = set_begin_[s]; k < end; ++k) {
+    const EarleyItem& it = items_[k];
     if (it.kind() != EarleyItem::kRule || it.origin != 0) continue;
     const Production& p = productions[it.id()];
     if (p.rule == g_->start() && it.pos == p.rhs.size()) return true;
+  }
+  return false;
+}
+
+bool EarleyParser::IsAccepting() const {
+  const uint32_t last = static_cast<uint32_t>(num_sets() - 1);
+  if (SetAccepts(last)) return true;
+  // Or ignored text that may end here follows an accepted text.
+  for (const EarleyItem& it : last_set()) {
+    if (it.kind() == EarleyItem::kIgnore && g_->dfa(it.id()).IsAccepting(it.pos) &&
+        it.origin < last && SetAccepts(it.origin)) {
+      return true;
+    }
   }
   return false;
 }

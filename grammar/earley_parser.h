@@ -3,10 +3,24 @@
 // The parser is a stack of Earley sets: the start set, then one per byte
 // taken. Push(byte) scans a byte into a new set and Pop() drops the last one,
 // so a trie walk can try each token's bytes and undo them. It recognizes the
-// language grammar.h defines, with the items and rules of the reference
-// recognizer (earley.h): terminals are scanned inside items by their DFAs,
-// %ignore terminals may match between any two symbols, nullable rules and
-// terminals are stepped over at prediction (Aycock-Horspool).
+// language grammar.h defines, with the items of the reference recognizer
+// (earley.h): terminals are scanned inside items by their DFAs, nullable
+// rules and terminals are stepped over at prediction (Aycock-Horspool).
+//
+// Ignored text has one place: between two terminals (and before the first,
+// after the last), which is where grammar.h's "between any two symbols"
+// lands in the text. Only a set where a terminal ended (or the start set)
+// holds rule items, and it predicts the ignored terminals with itself as
+// origin; an ignored string that ends re-opens the terminals predicted in
+// its origin set (its non-rule items that begin there, the ignored
+// terminals included), origins unchanged, so the rule items waiting there
+// advance when one of them ends. A run of ignored text thus carries a fixed
+// number of items per byte (the origin set's predictions and the ignored
+// terminals' DFA states), however long the run and the text before it: for
+// an unambiguous grammar, the chart grows by a bounded number of items per
+// byte. The reference recognizer instead re-opens every rule item, which
+// re-predicts their rules at each byte of the run; the two recognize the
+// same language (tests/grammar/earley_ignore_chart_test.cc).
 //
 // Invariant: every item of every set lies on some derivation of an accepted
 // text (every rule derives a string and every live DFA state reaches
@@ -92,7 +106,9 @@ class EarleyParser {
   absl::Span<const EarleyItem> last_set() const {
     return absl::MakeConstSpan(items_).subspan(set_begin_.back());
   }
-  // The text so far is in the language.
+  // The text so far is in the language: the last set completes the start
+  // rule, or an ignored string ends there that began where it was
+  // completed.
   bool IsAccepting() const;
   // The bytes that Push would accept now.
   std::bitset<256> NextBytes() const;
@@ -129,8 +145,9 @@ class EarleyParser {
   // Adds every rule item of set `origin` that waits on `key`, advanced.
   absl::Status AdvanceWaiting(uint32_t origin, uint32_t key);
   // Adds to the set being built what ends `scan`'s terminal there yields:
-  // its waiting parents advanced (kScan), or every rule item of its origin
-  // set (kIgnore: what could follow before the ignored string).
+  // its waiting parents advanced (kScan), or the terminals predicted in its
+  // origin set, ignored ones included (kIgnore: what could begin before the
+  // ignored string).
   absl::Status Complete(const EarleyItem& scan);
   // Predicts and completes in the last set until nothing changes.
   absl::Status Closure();
@@ -150,6 +167,8 @@ class EarleyParser {
   uint64_t SetFinish(uint32_t s) const;
   // Fills finish_[s] (finish_ holds every set before s).
   void ComputeFinish(uint32_t s) const;
+  // Set `s` holds the start rule completed from the start.
+  bool SetAccepts(uint32_t s) const;
 
   std::shared_ptr<const CompiledGrammar> g_;
   size_t max_items_per_set_ = 0;

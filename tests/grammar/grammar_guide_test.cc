@@ -65,8 +65,8 @@ TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
   const Vocabulary& vocab = index->vocab();
   const std::vector<uint32_t> order = testing::TextTokensByBytes(vocab);
   std::mt19937 rng(1234);
-  // sql.lark's Earley sets are large (keywords that are also names, %ignore
-  // copies): its steps are the slowest (about 0.4 s each).
+  // sql.lark's Earley sets are large (keywords that are also names): its
+  // steps are the slowest.
   const bool heavy = GetParam() == "sql.lark";
   const int walks = heavy ? 1 : testing::Scaled(3, 1);
   const int steps = heavy ? testing::Scaled(12, 4) : testing::Scaled(25, 8);

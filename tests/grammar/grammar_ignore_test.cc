@@ -33,6 +33,14 @@ std::string Name(const ::testing::TestParamInfo<IgnoreCase>& info) {
   return name;
 }
 
+// `n` bytes of JSON whitespace in a fixed irregular mix (a long run of
+// ignored text, where Earley sets once grew with the run: issue #26).
+std::string LongRun(size_t n) {
+  std::string run;
+  for (size_t k = 0; k < n; ++k) run += " \n  \t\r "[(k * 7 + k / 5) % 7];
+  return run;
+}
+
 class IgnoredTerminalMaskTest : public ::testing::TestWithParam<IgnoreCase> {};
 
 TEST_P(IgnoredTerminalMaskTest, MasksEqualBruteForceAtEveryLookAheadDepth) {
@@ -93,7 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
         // JSON with %ignore WS: inside strings, numbers and whitespace runs.
         IgnoreCase{"outlines_json.lark",
                    {"{\"key\": \"a long string value with spaces", "[1, 2,   ",
-                    "{\"abc\": 12345678", "{\"k\": [true, \"x\"]  \n  "}}),
+                    "{\"abc\": 12345678", "{\"k\": [true, \"x\"]  \n  ",
+                    "[1," + LongRun(4000) + "2," + LongRun(3000)}}),
     Name);
 
 }  // namespace

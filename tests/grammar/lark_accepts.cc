@@ -5,9 +5,14 @@
 // Parses the Lark grammar; prints "ERROR <message>" and exits 2 when it is
 // refused. Otherwise prints "OK", reads one JSON string per input line and
 // prints 1 or 0 per line: whether the reference Earley recognizer accepts it
-// ("E <message>" when the recognizer gives up). --print writes the lowered
-// grammar instead; --sample prints N accepted texts (JSON strings, one per
-// line) from random walks over the bytes the recognizer allows next.
+// ("E <message>" when the recognizer gives up). Each text is also run through
+// the incremental parser the token-mask engine uses (earley_parser.h, which
+// places ignored text differently): where one gives up, the other's answer
+// is printed; where they answer 1 and 0, "D reference R parser P", and the
+// exit status is 3.
+// --print writes the lowered grammar instead; --sample prints N accepted
+// texts (JSON strings, one per line) from random walks over the bytes the
+// recognizer allows next.
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,8 +20,27 @@
 #include <sstream>
 #include <string>
 
+#include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "grammar/earley_parser.h"
 #include "grammar/lark_parser.h"
+
+namespace {
+
+// Whether the incremental parser accepts `text`: "1", "0", or "E <message>".
+std::string ParserAnswer(const std::shared_ptr<const maskd::grammar::CompiledGrammar>& g,
+                         const std::string& text) {
+  auto parser = maskd::grammar::EarleyParser::Create(g);
+  if (!parser.ok()) return "E " + std::string(parser.status().message());
+  for (char c : text) {
+    auto live = parser->Push(static_cast<uint8_t>(c));
+    if (!live.ok()) return "E " + std::string(live.status().message());
+    if (!*live) return "0";
+  }
+  return parser->IsAccepting() ? "1" : "0";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -73,16 +97,29 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  auto compiled = maskd::grammar::CompiledGrammar::Create(*g);
+  if (!compiled.ok()) {
+    std::cout << "D reference compiles, parser: " << compiled.status().message() << "\n";
+    return 3;
+  }
+  bool differ = false;
   std::string line;
   while (std::getline(std::cin, line)) {
     std::string text = nlohmann::json::parse(line).get<std::string>();
     auto a = r->Accepts(text);
-    if (!a.ok()) {
-      std::cout << "E " << a.status().message() << "\n";
+    const std::string reference =
+        a.ok() ? (*a ? "1" : "0") : "E " + std::string(a.status().message());
+    const std::string parser = ParserAnswer(*compiled, text);
+    // One over a limit (or both) is no disagreement: the other's answer.
+    if (reference == parser || parser[0] == 'E') {
+      std::cout << reference << "\n";
+    } else if (reference[0] == 'E') {
+      std::cout << parser << "\n";
     } else {
-      std::cout << (*a ? "1" : "0") << "\n";
+      std::cout << "D reference " << reference << " parser " << parser << "\n";
+      differ = true;
     }
     std::cout.flush();
   }
-  return 0;
+  return differ ? 3 : 0;
 }

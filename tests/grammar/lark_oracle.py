@@ -2,7 +2,8 @@
 """Differential test of maskd's Lark front end against the Python lark library.
 
 lark.Lark(g, parser="earley", lexer="dynamic_complete") is the oracle; maskd's
-side is build/bin/lark_accepts (ParseLark + the reference Earley recognizer).
+side is build/bin/lark_accepts (ParseLark + the reference Earley recognizer,
+and the engine's incremental parser, which must agree with it: a "D" line).
 Four parts (docs/grammars.md, "Lark", "Tests"):
   1. texts: for each grammar below, texts sampled from maskd's side, seed
      texts, their mutations and splices, random strings; acceptance compared;
@@ -157,6 +158,37 @@ NAME: /[a-z]+/
 %extend NAME: /[0-9]+/
 %ignore " "
 ''', ["hi bob", "HEY 12 bye", "hey x hi y bye", "hello z"]),
+    # %ignore in the places the engine's parser treats apart (issue #26):
+    # long runs of several ignored terminals, none closed under
+    # concatenation; ignored text at both ends and alone; spaces that a real
+    # terminal may also take (inside it only: lark's %ignore matches
+    # greedily, so an ignore that may also begin or end a terminal is the
+    # documented greedy difference).
+    "ignore_runs": (r'''
+?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom
+?atom: NUMBER | NAME | "-" atom | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%ignore " "
+%ignore /\t/
+%ignore /\r?\n/
+''', ["1 +  2", " \t\n( x\r\n*\t\t-3 )\n\n", "(\n\n\n1\n)", "  a  ", "1\t\t\t\t\t\t\t\t+2"]),
+    "ignore_edges": (r'''
+start: item*
+item: WORD | "[" item* "]"
+%import common.WORD
+%import common.WS
+%ignore WS
+''', ["", "   ", " a  b ", "[ ]", "[\n[a]\t] x\n", "a[b]c"]),
+    "ignore_overlap": (r'''
+start: pair ("," pair)*
+pair: KEY "=" VALUE
+KEY: /[a-z]+/
+VALUE: /[a-z]+( +[a-z]+)*/
+%ignore /[ \t]+/
+''', ["a = b c  d , e=f", " k=v ", "a=\tb", "x = y z ,w= v"]),
     "outlines_csv": (r'''
 start: header _NL row+
 header: NAME ("," NAME)*
@@ -312,7 +344,7 @@ def check_regexes(driver, rng, count, texts_per):
             want = compiled.fullmatch(text) is not None
             matched += want
             total += 1
-            if (m == "1") == want:
+            if not m.startswith("D") and (m == "1") == want:
                 agree += 1
             elif shown < 8:
                 shown += 1
@@ -436,7 +468,7 @@ def check_common(driver, rng, texts_per):
         bad = 0
         for text, m in zip(texts, lines[1:]):
             total += 1
-            if (m == "1") == lark_accepts(parser, text):
+            if not m.startswith("D") and (m == "1") == lark_accepts(parser, text):
                 agree += 1
             elif bad < 3:
                 bad += 1
