@@ -126,6 +126,10 @@ ABSL_FLAG(int32_t, mask_slice_ms, 20,
           "As --step-slice-ms, for Mask calls on the mask threads");
 ABSL_FLAG(uint64_t, max_long_masks, 0,
           "As --max-long-steps, for Mask calls on the mask threads. 0: twice the mask threads");
+ABSL_FLAG(int32_t, long_task_nice, 10,
+          "Added to the nice value of the thread of a long step batch or Mask call (past "
+          "--step-slice-ms / --mask-slice-ms, on an extra thread), so that the OS gives the CPU "
+          "to the threads serving other calls first (0 to 19; 0: same priority)");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
@@ -535,11 +539,13 @@ WorkPool::Options MaskPoolFlags() {
   o.max_per_client = absl::GetFlag(FLAGS_max_pending_masks_per_client);
   o.slice = SliceFlag(absl::GetFlag(FLAGS_mask_slice_ms));
   o.max_long = absl::GetFlag(FLAGS_max_long_masks);  // 0: the pool's 2 * threads
+  o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
   return o;
 }
 
 // The step pool's options from --step-threads (0: one per CPU, at least 2),
-// --max-pending-steps-per-client, --step-slice-ms and --max-long-steps.
+// --max-pending-steps-per-client, --step-slice-ms, --max-long-steps and
+// --long-task-nice.
 WorkPool::Options StepPoolFlags() {
   WorkPool::Options o;
   const int32_t threads = absl::GetFlag(FLAGS_step_threads);
@@ -548,6 +554,7 @@ WorkPool::Options StepPoolFlags() {
   o.max_per_client = absl::GetFlag(FLAGS_max_pending_steps_per_client);
   o.slice = SliceFlag(absl::GetFlag(FLAGS_step_slice_ms));
   o.max_long = absl::GetFlag(FLAGS_max_long_steps);  // 0: the pool's 2 * threads
+  o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
   o.tasks = "grammar step batches";
   o.cap_flag = "--max-pending-steps-per-client";
   o.long_flag = "--max-long-steps";

@@ -1,6 +1,11 @@
 #include "service/work_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <utility>
 
@@ -21,6 +26,16 @@ size_t RunningCap(const WorkPool::Options& o) {
 
 size_t MaxLong(const WorkPool::Options& o) {
   return o.max_long != 0 ? o.max_long : 2 * std::max<size_t>(o.threads, 1);
+}
+
+// Adds `nice` to the calling thread's nice value (Linux: a per-thread
+// attribute), best effort: a failure leaves the priority as it was.
+void LowerThreadPriority(int nice) {
+  if (nice <= 0) return;
+  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(now + nice, 19));
 }
 
 int64_t SliceNs(absl::Duration slice) {
@@ -47,6 +62,7 @@ class WorkPool::Turn final : public Interrupt {
     next_ns_ = After(now);
     if (pool_->queued_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
     refused_ = pool_->AtSlice(key_, &long_);
+    if (long_) LowerThreadPriority(pool_->options_.long_nice);  // this thread exits after
     if (long_ || !refused_.ok()) next_ns_ = kNever;
     return refused_;
   }
@@ -213,7 +229,7 @@ void WorkPool::Loop(Thread self) {
     ++running_;
     ++c.running;
     if (!c.tasks.empty()) turn_.push_back(key);
-    if (RunTask(key, std::move(task))) {  // a long task's thread, replaced
+    if (RunTask(key, std::move(task))) {  // a long task's thread
       ExitThread(self);
       return;
     }
@@ -240,7 +256,10 @@ bool WorkPool::RunTask(const std::string& key, Task task) {
     --after.running;
   }
   if (after.running == 0 && after.long_tasks == 0 && after.tasks.empty()) clients_.erase(key);
-  return normal_ > threads_wanted_;
+  // A long task's thread was replaced (normal_ is threads_wanted_ + 1 now,
+  // or less only while stopping, when no task is left for it) and runs at a
+  // lower priority: it exits.
+  return was_long;
 }
 
 }  // namespace maskd

@@ -22,7 +22,8 @@
 // idle), the poll makes it *long*:
 // the pool starts a replacement thread, so the queued tasks are served by
 // `threads` threads as before, and the long task goes on on its own, now
-// extra, thread (time-sliced by the OS). A long task no longer counts in its
+// extra, thread, time-sliced by the OS at a lower priority (`long_nice`), so
+// that short tasks get the CPU first. A long task no longer counts in its
 // client's running tasks. The long tasks are bounded: at most `max_long` at
 // once in the pool, and a client holds at most its share of them
 // (max_long / clients with work in the pool, at least 1); a task that would
@@ -35,7 +36,7 @@
 // behind each other), and looks again one slice later. Only polling tasks
 // hand back: a task that does not poll runs to its end
 // on its thread, as before. The thread of a long task exits when the task
-// ends (the replacement took its place). So: threads + max_long threads at
+// ends (the replacement took its place; its priority goes with it). So: threads + max_long threads at
 // most, a client's tasks on max_running_per_client + its share of them.
 //
 // Tasks run in submission order per client. A task must not block on
@@ -79,6 +80,10 @@ class WorkPool {
     absl::Duration slice = absl::Milliseconds(20);
     // --max-long-{masks,steps}: long tasks at once; 0: 2 * threads.
     size_t max_long = 0;
+    // --long-task-nice: added to the nice value of a long task's thread
+    // (Linux: per thread), so the OS favours the threads serving the queue;
+    // 0: unchanged.
+    int long_nice = 10;
     // The refusal past max_per_client says "this client already has N
     // <tasks> queued or running (<cap_flag>)"; the long-task refusals name
     // <long_flag>.

@@ -6,6 +6,10 @@
 // slots and its client's share of them.
 #include "service/work_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -160,17 +164,25 @@ TEST(WorkPool, RefusalNamesThePoolsFlag) {
       << s;
 }
 
+// The calling thread's nice value (Linux: per thread).
+int ThreadNice() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
+
 // A task that polls its turn, as the Earley parser does, until `release`
 // is notified or the poll refuses it (kept in `status`).
 struct Poller {
   absl::Notification started, release, done;
   absl::Status status;  // the poll's refusal, or OK; read after `done`
   std::atomic<int> polls{0};
+  std::atomic<int> nice{0};  // its thread's, after the last poll
   WorkPool::Task Task() {
     return [this](const Interrupt& turn) {
+      nice = ThreadNice();
       started.Notify();
       while (!release.HasBeenNotified()) {
         status = turn.Check();
+        nice = ThreadNice();
         ++polls;
         if (!status.ok()) break;
         absl::SleepFor(absl::Microseconds(100));
@@ -203,18 +215,28 @@ bool Eventually(F done) {
 }
 
 // One thread: a's task polls while b's waits, so a's turn makes it long and
-// a replacement thread runs b's task while a's still runs. Once a's ends,
-// its thread exits.
+// a replacement thread runs b's task while a's still runs, a's thread at a
+// lower priority (long_nice, 10 by default), b's as it was. Once a's task
+// ends, its thread exits.
 TEST(WorkPool, LongTaskHandsItsThreadBack) {
   Poller a;
   absl::Notification b_done;
+  std::atomic<int> b_nice{-100};
   WorkPool pool(HandOff(/*threads=*/1, /*max_long=*/2));
   ASSERT_TRUE(pool.Submit("a", a.Task()).ok());
   a.started.WaitForNotification();
-  ASSERT_TRUE(pool.Submit("b", [&](const Interrupt&) { b_done.Notify(); }).ok());
+  const int base = a.nice.load();
+  ASSERT_TRUE(pool.Submit("b", [&](const Interrupt&) {
+                    b_nice = ThreadNice();
+                    b_done.Notify();
+                  }).ok());
   b_done.WaitForNotification();  // hangs (test timeout) if b waits for a
   EXPECT_FALSE(a.done.HasBeenNotified());
   EXPECT_EQ(pool.long_tasks(), 1u);
+  EXPECT_EQ(b_nice.load(), base);
+  const int lowered = std::min(base + 10, 19);
+  EXPECT_TRUE(Eventually([&] { return a.nice.load() == lowered; }))
+      << "nice " << a.nice.load() << ", started at " << base;
   EXPECT_TRUE(Eventually([&] { return pool.running() == 1; }));  // a, long; b's count settles
   a.release.Notify();
   a.done.WaitForNotification();
