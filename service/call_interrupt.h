@@ -35,6 +35,25 @@ class CallInterrupt final : public Interrupt {
   const absl::Time deadline_;
 };
 
+// Two Interrupts polled as one: the first's status if not OK, else the
+// second's. maskd pairs a call's CallInterrupt with its WorkPool turn
+// (service/work_pool.h), so that long work stops when its client has gone
+// and when the pool refuses it a long-task slot.
+class InterruptPair final : public Interrupt {
+ public:
+  InterruptPair(const Interrupt& first, const Interrupt& second)
+      : first_(first), second_(second) {}
+  absl::Status Check() const override {
+    absl::Status s = first_.Check();
+    if (!s.ok()) return s;
+    return second_.Check();
+  }
+
+ private:
+  const Interrupt& first_;
+  const Interrupt& second_;
+};
+
 }  // namespace maskd
 
 #endif  // MASKD_SERVICE_CALL_INTERRUPT_H_

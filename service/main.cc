@@ -160,8 +160,10 @@ int WaitForStop(const sigset_t& sigs, const ServerTransport& transport, Core* co
   std::thread stats([&] {
     do {
       metrics->SetTransport(transport.Counts());
-      metrics->SetWorkPool("mask", core->mask_pool.queued(), core->mask_pool.running());
-      metrics->SetWorkPool("step", core->step_pool.queued(), core->step_pool.running());
+      const WorkPool& masks = core->mask_pool;
+      const WorkPool& steps = core->step_pool;
+      metrics->SetWorkPool("mask", masks.queued(), masks.running(), masks.long_tasks());
+      metrics->SetWorkPool("step", steps.queued(), steps.running(), steps.long_tasks());
     } while (!stop_stats.WaitForNotificationWithTimeout(absl::Seconds(1)));
   });
   int sig = 0;

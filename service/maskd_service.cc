@@ -403,9 +403,10 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
     return Done(ctx, "Step", DoStep(*req, resp, &interrupt));
   }
   Reactor* r = ctx->DefaultReactor();
-  auto run = [this, ctx, req, resp, r] {
-    const CallInterrupt interrupt(*ctx);
-    absl::Status s = interrupt.Check();  // it may have waited in the queue
+  auto run = [this, ctx, req, resp, r](const Interrupt& turn) {
+    const CallInterrupt call(*ctx);
+    const InterruptPair interrupt(call, turn);  // the caller gone, or the turn refused
+    absl::Status s = call.Check();              // it may have waited in the queue
     if (s.ok()) s = DoStep(*req, resp, &interrupt);
     FinishReactor(r, "Step", s);
   };
@@ -418,10 +419,11 @@ MaskdService::Reactor* MaskdService::Step(Ctx* ctx, const v1::StepRequest* req,
 MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
                                           v1::MaskResponse* resp) {
   Reactor* r = ctx->DefaultReactor();
-  auto run = [this, ctx, req, resp, r] {
+  auto run = [this, ctx, req, resp, r](const Interrupt& turn) {
     const int64_t t0 = absl::GetCurrentTimeNanos();
-    const CallInterrupt interrupt(*ctx);
-    absl::Status s = interrupt.Check();  // it may have waited in the queue
+    const CallInterrupt call(*ctx);
+    const InterruptPair interrupt(call, turn);  // the caller gone, or the turn refused
+    absl::Status s = call.Check();              // it may have waited in the queue
     if (s.ok()) s = DoMask(*req, resp, &interrupt);
     if (metrics_ && s.ok()) {
       metrics_->ObserveMask(static_cast<double>(absl::GetCurrentTimeNanos() - t0) * 1e-9,
@@ -430,7 +432,8 @@ MaskdService::Reactor* MaskdService::Mask(Ctx* ctx, const v1::MaskRequest* req,
     FinishReactor(r, "Mask", s);
   };
   if (masks_ == nullptr) {
-    run();
+    const FlagInterrupt no_pool;  // never fires
+    run(no_pool);
   } else if (absl::Status queued = masks_->Submit(KeyOf(*ctx), run); !queued.ok()) {
     FinishReactor(r, "Mask", queued);
   }

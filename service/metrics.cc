@@ -194,10 +194,12 @@ void Metrics::StepEntryError(int code) {
   entry_errors_->Add({{"code", std::string(StatusCodeName(code))}}).Increment();
 }
 
-void Metrics::SetWorkPool(absl::string_view pool, size_t queued, size_t running) {
+void Metrics::SetWorkPool(absl::string_view pool, size_t queued, size_t running,
+                          size_t long_tasks) {
   const std::string name(pool);
   work_pool_tasks_->Add({{"pool", name}, {"state", "queued"}}).Set(static_cast<double>(queued));
   work_pool_tasks_->Add({{"pool", name}, {"state", "running"}}).Set(static_cast<double>(running));
+  work_pool_tasks_->Add({{"pool", name}, {"state", "long"}}).Set(static_cast<double>(long_tasks));
 }
 
 void Metrics::SetTransport(const TransportCounts& now) {

@@ -102,9 +102,10 @@ class Metrics {
   };
   void SetTransport(const TransportCounts& now);
 
-  // The tasks of WorkPool `pool` ("mask", "step") queued and running now,
-  // polled (maskd_work_pool_tasks{pool,state}).
-  void SetWorkPool(absl::string_view pool, size_t queued, size_t running);
+  // The tasks of WorkPool `pool` ("mask", "step") queued, running (long
+  // ones included) and running long now, polled
+  // (maskd_work_pool_tasks{pool,state}).
+  void SetWorkPool(absl::string_view pool, size_t queued, size_t running, size_t long_tasks);
 
   // The Prometheus text exposition of every metric (what /metrics serves).
   std::string Serialize() const;

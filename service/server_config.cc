@@ -113,6 +113,23 @@ ABSL_FLAG(int32_t, step_threads, 0,
 ABSL_FLAG(uint64_t, max_pending_steps_per_client, 64,
           "Grammar Step/StepInRegion calls and StepStream messages one client (--client-identity) "
           "may have queued or running on the step threads; past it RESOURCE_EXHAUSTED");
+ABSL_FLAG(int32_t, step_slice_ms, 20,
+          "Milliseconds a grammar step batch runs on a step thread before, if other clients' "
+          "batches wait, it hands the thread back: it goes on, long, on an extra thread of its "
+          "own and a new thread serves the queue. 0: never (a batch keeps its thread to its end)");
+ABSL_FLAG(uint64_t, max_long_steps, 0,
+          "Grammar step batches running long (past --step-slice-ms, on extra threads) at once; "
+          "one client holds at most its share (this / clients with step work, at least 1). A "
+          "batch that would pass either at its slice fails RESOURCE_EXHAUSTED, its sessions "
+          "unchanged. 0: twice the step threads");
+ABSL_FLAG(int32_t, mask_slice_ms, 20,
+          "As --step-slice-ms, for Mask calls on the mask threads");
+ABSL_FLAG(uint64_t, max_long_masks, 0,
+          "As --max-long-steps, for Mask calls on the mask threads. 0: twice the mask threads");
+ABSL_FLAG(int32_t, long_task_nice, 10,
+          "Added to the nice value of the thread of a long step batch or Mask call (past "
+          "--step-slice-ms / --mask-slice-ms, on an extra thread), so that the OS gives the CPU "
+          "to the threads serving other calls first (0 to 19; 0: same priority)");
 ABSL_FLAG(absl::Duration, compile_timeout, absl::Seconds(30),
           "Compilation deadline (requests may ask for less)");
 ABSL_FLAG(absl::Duration, failure_ttl, absl::Seconds(10), "How long a compile failure is cached");
@@ -511,23 +528,36 @@ absl::StatusOr<ShmServiceOptions> ShmFlags(ClientIdentity client_identity) {
   return o;
 }
 
+// A pool's slice from --{mask,step}-slice-ms: 0 (or less) never hands back.
+absl::Duration SliceFlag(int32_t ms) {
+  return ms > 0 ? absl::Milliseconds(ms) : absl::InfiniteDuration();
+}
+
 WorkPool::Options MaskPoolFlags() {
   WorkPool::Options o;
   o.threads = static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1));
   o.max_per_client = absl::GetFlag(FLAGS_max_pending_masks_per_client);
+  o.slice = SliceFlag(absl::GetFlag(FLAGS_mask_slice_ms));
+  o.max_long = absl::GetFlag(FLAGS_max_long_masks);  // 0: the pool's 2 * threads
+  o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
   return o;
 }
 
-// The step pool's options from --step-threads (0: one per CPU, at least 2)
-// and --max-pending-steps-per-client.
+// The step pool's options from --step-threads (0: one per CPU, at least 2),
+// --max-pending-steps-per-client, --step-slice-ms, --max-long-steps and
+// --long-task-nice.
 WorkPool::Options StepPoolFlags() {
   WorkPool::Options o;
   const int32_t threads = absl::GetFlag(FLAGS_step_threads);
   o.threads = threads > 0 ? static_cast<size_t>(threads)
                           : std::max<size_t>(std::thread::hardware_concurrency(), 2);
   o.max_per_client = absl::GetFlag(FLAGS_max_pending_steps_per_client);
+  o.slice = SliceFlag(absl::GetFlag(FLAGS_step_slice_ms));
+  o.max_long = absl::GetFlag(FLAGS_max_long_steps);  // 0: the pool's 2 * threads
+  o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
   o.tasks = "grammar step batches";
   o.cap_flag = "--max-pending-steps-per-client";
+  o.long_flag = "--max-long-steps";
   return o;
 }
 

@@ -78,8 +78,10 @@ struct ServerConfig {
   StepLimits step;
   ServiceLimits service;
   ShmServiceOptions shm;
-  WorkPool::Options mask_pool;  // --mask_threads, --max_pending_masks_per_client
-  WorkPool::Options step_pool;  // --step_threads, --max_pending_steps_per_client
+  // --mask_threads, --max_pending_masks_per_client, --mask_slice_ms, --max_long_masks
+  WorkPool::Options mask_pool;
+  // --step_threads, --max_pending_steps_per_client, --step_slice_ms, --max_long_steps
+  WorkPool::Options step_pool;
 
   // On SIGTERM/SIGINT: health NOT_SERVING for drain_delay while still
   // serving, then grace_period for the calls in flight.

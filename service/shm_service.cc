@@ -251,11 +251,12 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
   absl::StatusOr<uid_t> uid = CallerUid(*ctx);
   if (!uid.ok()) return Done(ctx, "StepInRegion", uid.status());
   if (steps_ == nullptr || !StepsGrammar(req->entries())) {
-    return Done(ctx, "StepInRegion", RunStepInRegion(*ctx, *req, resp, *uid));
+    const FlagInterrupt no_pool;  // never fires
+    return Done(ctx, "StepInRegion", RunStepInRegion(*ctx, *req, resp, *uid, no_pool));
   }
   Reactor* r = ctx->DefaultReactor();
-  auto run = [this, ctx, req, resp, r, caller = *uid] {
-    Finish(r, "StepInRegion", RunStepInRegion(*ctx, *req, resp, caller));
+  auto run = [this, ctx, req, resp, r, caller = *uid](const Interrupt& turn) {
+    Finish(r, "StepInRegion", RunStepInRegion(*ctx, *req, resp, caller, turn));
   };
   if (absl::Status queued = steps_->Submit(ClientKey(*ctx, options_.client_identity), std::move(run)); !queued.ok()) {
     Finish(r, "StepInRegion", queued);
@@ -265,10 +266,12 @@ SharedMemoryService::Reactor* SharedMemoryService::StepInRegion(Ctx* ctx,
 
 absl::Status SharedMemoryService::RunStepInRegion(const Ctx& ctx,
                                                   const v1::StepInRegionRequest& req,
-                                                  v1::StepInRegionResponse* resp, uid_t caller) {
+                                                  v1::StepInRegionResponse* resp, uid_t caller,
+                                                  const Interrupt& turn) {
   const int64_t t0 = absl::GetCurrentTimeNanos();
-  const CallInterrupt interrupt(ctx);
-  absl::Status s = interrupt.Check();  // it may have waited in the step pool
+  const CallInterrupt call(ctx);
+  const InterruptPair interrupt(call, turn);  // the caller gone, or the turn refused
+  absl::Status s = call.Check();              // it may have waited in the step pool
   if (s.ok()) s = DoStepInRegion(req, resp, caller, &interrupt);
   if (metrics_) {
     const size_t n = static_cast<size_t>(req.entries_size());

@@ -130,9 +130,11 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
                      grpc::MessageAllocator<Checked<Req>, Resp>* allocator = nullptr);
   Reactor* Done(Ctx* ctx, const char* method, const absl::Status& s);
   void Finish(Reactor* r, const char* method, const absl::Status& s);
-  // StepInRegion's work once its caller is known (metrics included).
+  // StepInRegion's work once its caller is known (metrics included); polls
+  // the call's interrupt and `turn` (its step pool turn, or one that never
+  // fires).
   absl::Status RunStepInRegion(const Ctx& ctx, const v1::StepInRegionRequest& req,
-                               v1::StepInRegionResponse* resp, uid_t caller);
+                               v1::StepInRegionResponse* resp, uid_t caller, const Interrupt& turn);
   absl::Status CheckAllowed() const;
   // Runs `registration` (a RegisterSystem or RegisterCuda of region `name`)
   // charged to the caller's share; the unit stays with `name` until it is

@@ -75,14 +75,14 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
     }
     WorkPool* pool = service_->StepPoolFor(req_.msg);
     if (pool == nullptr) {
-      StepAndWrite();
+      StepAndWrite(interrupt_);
       return;
     }
     Ref();
-    absl::Status queued = pool->Submit(share_.client(), [this] {
+    absl::Status queued = pool->Submit(share_.client(), [this](const Interrupt& turn) {
       absl::Status s = interrupt_.Check();  // it may have waited in the queue
       if (s.ok()) {
-        StepAndWrite();
+        StepAndWrite(InterruptPair(interrupt_, turn));
       } else {
         Fail(s);
       }
@@ -154,9 +154,10 @@ class MaskdService::StepStreamReactor final : public MaskdService::StreamReactor
   }
 
  private:
-  // Steps req_ into resp_ and writes it, or fails the stream.
-  void StepAndWrite() {
-    absl::Status s = service_->DoStep(req_.msg, &resp_, &interrupt_);
+  // Steps req_ into resp_ and writes it, or fails the stream; polls
+  // `interrupt` (the stream's, and on the step pool its turn's).
+  void StepAndWrite(const Interrupt& interrupt) {
+    absl::Status s = service_->DoStep(req_.msg, &resp_, &interrupt);
     if (!s.ok()) {
       Fail(s);
       return;

@@ -1,13 +1,22 @@
 #include "service/work_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace maskd {
 
 namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 size_t RunningCap(const WorkPool::Options& o) {
   const size_t threads = std::max<size_t>(o.threads, 1);
@@ -15,29 +24,91 @@ size_t RunningCap(const WorkPool::Options& o) {
   return std::max<size_t>(threads - 1, 1);
 }
 
+size_t MaxLong(const WorkPool::Options& o) {
+  return o.max_long != 0 ? o.max_long : 2 * std::max<size_t>(o.threads, 1);
+}
+
+// Adds `nice` to the calling thread's nice value (Linux: a per-thread
+// attribute), best effort: a failure leaves the priority as it was.
+void LowerThreadPriority(int nice) {
+  if (nice <= 0) return;
+  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(now + nice, 19));
+}
+
+int64_t SliceNs(absl::Duration slice) {
+  if (slice == absl::InfiniteDuration()) return kNever;
+  return std::max<int64_t>(absl::ToInt64Nanoseconds(slice), 0);
+}
+
 }  // namespace
 
-WorkPool::WorkPool(const Options& options) : options_(options), running_cap_(RunningCap(options)) {
-  const size_t n = std::max<size_t>(options_.threads, 1);
-  threads_.reserve(n);
-  for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+// The Interrupt a running task polls. Cheap while within its slice (a clock
+// read) or while nothing is queued (and an atomic load); past the slice with
+// tasks queued, one pool lock per slice. Used by the task's thread only.
+class WorkPool::Turn final : public Interrupt {
+ public:
+  Turn(WorkPool* pool, const std::string& key)
+      : pool_(pool), key_(key), next_ns_(After(absl::GetCurrentTimeNanos())) {}
+
+  absl::Status Check() const override {
+    // Long already, refused already (the task's remaining work is refused
+    // too), or no slice.
+    if (next_ns_ == kNever) return refused_;
+    const int64_t now = absl::GetCurrentTimeNanos();
+    if (now < next_ns_) return absl::OkStatus();
+    next_ns_ = After(now);
+    if (pool_->queued_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
+    refused_ = pool_->AtSlice(key_, &long_);
+    if (long_) LowerThreadPriority(pool_->options_.long_nice);  // this thread exits after
+    if (long_ || !refused_.ok()) next_ns_ = kNever;
+    return refused_;
+  }
+  bool is_long() const { return long_; }
+
+ private:
+  int64_t After(int64_t now) const {
+    const int64_t slice = pool_->slice_ns_;
+    return slice > kNever - now ? kNever : now + slice;
+  }
+
+  WorkPool* const pool_;
+  const std::string& key_;  // the task's client
+  mutable int64_t next_ns_;  // the next look at the pool; kNever: none
+  mutable bool long_ = false;
+  mutable absl::Status refused_;  // AtSlice's refusal, kept; OK if none
+};
+
+WorkPool::WorkPool(const Options& options)
+    : options_(options),
+      threads_wanted_(std::max<size_t>(options.threads, 1)),
+      running_cap_(RunningCap(options)),
+      max_long_(MaxLong(options)),
+      slice_ns_(SliceNs(options.slice)) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < threads_wanted_; ++i) StartThread();
 }
 
 WorkPool::~WorkPool() {
+  std::list<std::thread> done;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     work_.SignalAll();
+    mu_.Await(absl::Condition(+[](size_t* alive) { return *alive == 0; }, &alive_));
+    done.swap(exited_);
   }
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : done) t.join();
 }
 
 absl::Status WorkPool::Submit(absl::string_view client, Task task) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::ResourceExhaustedError("the server is stopping");
   Client& c = clients_[client];
-  if (c.tasks.size() + c.running >= options_.max_per_client) {
-    const bool idle = c.tasks.empty() && c.running == 0;
+  if (c.tasks.size() + c.running + c.long_tasks >= options_.max_per_client) {
+    const bool idle = c.tasks.empty() && c.running == 0 && c.long_tasks == 0;
     if (idle) clients_.erase(std::string(client));  // max_per_client 0
     return absl::ResourceExhaustedError(
         absl::StrCat("this client already has ", options_.max_per_client, " ", options_.tasks,
@@ -45,19 +116,26 @@ absl::Status WorkPool::Submit(absl::string_view client, Task task) {
   }
   if (c.tasks.empty()) turn_.emplace_back(client);
   c.tasks.push_back(std::move(task));
-  ++queued_;
+  queued_.fetch_add(1, std::memory_order_relaxed);
   work_.Signal();
   return absl::OkStatus();
 }
 
-size_t WorkPool::queued() const {
-  absl::MutexLock lock(&mu_);
-  return queued_;
-}
+size_t WorkPool::queued() const { return queued_.load(std::memory_order_relaxed); }
 
 size_t WorkPool::running() const {
   absl::MutexLock lock(&mu_);
   return running_;
+}
+
+size_t WorkPool::long_tasks() const {
+  absl::MutexLock lock(&mu_);
+  return long_;
+}
+
+size_t WorkPool::threads() const {
+  absl::MutexLock lock(&mu_);
+  return alive_;
 }
 
 bool WorkPool::TakeTurn(std::string* key) {
@@ -71,8 +149,63 @@ bool WorkPool::TakeTurn(std::string* key) {
   return false;
 }
 
-void WorkPool::Loop() {
+bool WorkPool::Waiting(const std::string& key) {
+  for (const std::string& k : turn_) {
+    if (k != key && clients_.find(k)->second.running < running_cap_) return true;
+  }
+  return false;
+}
+
+absl::Status WorkPool::AtSlice(const std::string& key, bool* is_long) {
   absl::MutexLock lock(&mu_);
+  // An idle thread (or one starting: the replacement of a task that went
+  // long a moment ago) takes what waits; a task no thread could start, or
+  // of this task's own client, waits as before. None is a reason to hand
+  // this thread back.
+  if (idle_ + starting_ > 0 || !Waiting(key)) return absl::OkStatus();
+  Client& c = clients_.find(key)->second;
+  const size_t share = std::max<size_t>(max_long_ / clients_.size(), 1);
+  if (c.long_tasks >= share) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this client already has ", c.long_tasks, " long-running ", options_.tasks,
+        ", its share of the ", max_long_, " while ", clients_.size(),
+        " clients have work; this one ran past ", absl::FormatDuration(options_.slice),
+        " while others waited (", options_.long_flag, ")"));
+  }
+  if (long_ >= max_long_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "all ", max_long_, " slots for long-running ", options_.tasks,
+        " are taken; this one ran past ", absl::FormatDuration(options_.slice),
+        " while others waited (", options_.long_flag, ")"));
+  }
+  --c.running;
+  ++c.long_tasks;
+  ++long_;
+  --normal_;
+  *is_long = true;
+  StartThread();  // the replacement takes a turn
+  return absl::OkStatus();
+}
+
+void WorkPool::StartThread() {
+  for (std::thread& t : exited_) t.join();  // each has left Loop
+  exited_.clear();
+  ++alive_;
+  ++normal_;
+  ++starting_;
+  auto self = threads_list_.emplace(threads_list_.end());
+  *self = std::thread([this, self] { Loop(self); });  // it waits for mu_
+}
+
+void WorkPool::ExitThread(Thread self) {
+  --alive_;
+  --normal_;
+  exited_.splice(exited_.end(), threads_list_, self);
+}
+
+void WorkPool::Loop(Thread self) {
+  absl::MutexLock lock(&mu_);
+  --starting_;
   std::string key;
   while (true) {
     // A thread that finds every client in line at its running cap waits: the
@@ -80,27 +213,53 @@ void WorkPool::Loop() {
     while (!TakeTurn(&key)) {
       if (stopping_ && turn_.empty()) {
         work_.SignalAll();  // the others may wait for a queue that is now empty
+        ExitThread(self);
         return;
       }
+      ++idle_;
       work_.Wait(&mu_);
+      --idle_;
     }
     // One task of the client in turn; then it goes to the back of the line
     // if it has more.
     Client& c = clients_[key];
     Task task = std::move(c.tasks.front());
     c.tasks.pop_front();
-    --queued_;
+    queued_.fetch_sub(1, std::memory_order_relaxed);
     ++running_;
     ++c.running;
     if (!c.tasks.empty()) turn_.push_back(key);
-    mu_.Unlock();
-    std::move(task)();
-    task = nullptr;  // what it holds is released outside the lock
-    mu_.Lock();
-    --running_;
-    Client& after = clients_[key];  // rehashing may have moved it
-    if (--after.running == 0 && after.tasks.empty()) clients_.erase(key);
+    if (RunTask(key, std::move(task))) {  // a long task's thread
+      ExitThread(self);
+      return;
+    }
   }
+}
+
+bool WorkPool::RunTask(const std::string& key, Task task) {
+  mu_.Unlock();
+  bool was_long = false;
+  {
+    const Turn turn(this, key);
+    std::move(task)(turn);
+    task = nullptr;  // what it holds is released outside the lock
+    was_long = turn.is_long();
+  }
+  mu_.Lock();
+  --running_;
+  Client& after = clients_[key];  // rehashing may have moved it
+  if (was_long) {
+    --after.long_tasks;
+    --long_;
+    ++normal_;
+  } else {
+    --after.running;
+  }
+  if (after.running == 0 && after.long_tasks == 0 && after.tasks.empty()) clients_.erase(key);
+  // A long task's thread was replaced (normal_ is threads_wanted_ + 1 now,
+  // or less only while stopping, when no task is left for it) and runs at a
+  // lower priority: it exits.
+  return was_long;
 }
 
 }  // namespace maskd

@@ -204,13 +204,13 @@ v1::StepRequest SlowStep(uint64_t session_id) {
 struct SlowCall {
   grpc::ClientContext ctx;
   grpc::Status status;
+  v1::StepResponse resp;  // a unary call's reply (read after the join)
   std::thread thread;
 
   void Start(Client* client, uint64_t session_id, bool stream, std::atomic<int>* answered) {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
     thread = std::thread([this, client, session_id, stream, answered] {
       const v1::StepRequest req = SlowStep(session_id);
-      v1::StepResponse resp;
       if (stream) {
         auto rw = client->stub()->StepStream(&ctx);
         if (rw->Write(req) && rw->Read(&resp)) rw->WritesDone();
@@ -381,6 +381,119 @@ TEST(GrammarServiceLimits, OneClientCannotHoldEveryStepThread) {
 
   for (SlowCall& c : slow) c.ctx.TryCancel();
   for (SlowCall& c : slow) c.thread.join();
+  EXPECT_TRUE(WaitForStepPool(server, 0)) << server.Metrics();
+}
+
+// Polls the server's metrics (every 100 ms, at most 60 s) until the step
+// pool runs `running` tasks, of them long (past --step-slice-ms, on extra
+// threads) between `min_long` and `max_long`.
+bool WaitForLongSteps(const MaskdProcess& server, int running, int min_long, int max_long) {
+  for (int i = 0; i < 600; ++i) {
+    const std::string m = server.Metrics();
+    const double long_tasks =
+        MetricValue(m, "maskd_work_pool_tasks{pool=\"step\",state=\"long\"}");
+    if (MetricValue(m, "maskd_work_pool_tasks{pool=\"step\",state=\"running\"}") == running &&
+        long_tasks >= min_long && long_tasks <= max_long) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Issue #24, the hostile mix's first cause: as many clients as step threads
+// (two), each with a grammar step that parses for minutes, held both
+// threads, and a third client's cheap grammar step waited for one of them
+// to end. Now a step past --step-slice-ms hands its thread back while
+// another waits: the third client's step is answered while both slow ones
+// still run (at least one of them long, on an extra thread).
+TEST(GrammarServiceLimits, TwoSlowClientsLeaveAStepThreadToAThird) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000", "--step-threads=2"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  constexpr int kSlow = 2;
+  std::vector<std::unique_ptr<Client>> hostile;
+  std::vector<uint64_t> slow_sessions;
+  for (int i = 0; i < kSlow; ++i) {
+    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
+    auto s =
+        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    ASSERT_TRUE(s.ok()) << s.status();
+    slow_sessions.push_back(s->session_id());
+  }
+  auto victim = server.Connect("victim");
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
+
+  std::atomic<int> answered{0};
+  std::vector<SlowCall> slow(kSlow);
+  for (int i = 0; i < kSlow; ++i) slow[i].Start(hostile[i].get(), slow_sessions[i], false, &answered);
+  ASSERT_TRUE(WaitForLongSteps(server, kSlow, 0, 0)) << server.Metrics();  // both threads held
+
+  ExpectCheapStep(*victim, arithmetic->session_id(), {16});  // "1" in Qwen3
+  EXPECT_EQ(answered.load(), 0) << "a slow step ended: the test shows nothing";
+  // The victim's step ran because a slow one went long (the gauge is polled
+  // once a second: wait for it).
+  EXPECT_TRUE(WaitForLongSteps(server, kSlow, 1, kSlow)) << server.Metrics();
+  EXPECT_EQ(answered.load(), 0);
+
+  for (SlowCall& c : slow) c.ctx.TryCancel();
+  for (SlowCall& c : slow) c.thread.join();
+  for (const SlowCall& c : slow) {
+    EXPECT_EQ(c.status.error_code(), grpc::StatusCode::CANCELLED) << c.status.error_message();
+  }
+  EXPECT_TRUE(WaitForStepPool(server, 0)) << server.Metrics();
+}
+
+// --max-long-steps bounds the long steps: with one step thread and one long
+// slot, the first slow step goes long for the second, and the second,
+// polled while a third client's step waits, is refused RESOURCE_EXHAUSTED
+// naming the flag, its session unchanged (no token taken), as a
+// --max-grammar-parser-steps refusal leaves it; the third client's step then
+// runs while the first slow step still does.
+TEST(GrammarServiceLimits, NoLongSlotLeftRefusesTheStepAndKeepsItsSession) {
+  MaskdProcess server({"--max-grammar-parser-steps=1000000000000000",
+                       "--max-grammar-mask-work=1000000000000", "--step-threads=1",
+                       "--max-long-steps=1"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  std::vector<std::unique_ptr<Client>> hostile;
+  std::vector<uint64_t> slow_sessions;
+  for (int i = 0; i < 2; ++i) {
+    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
+    auto s =
+        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    ASSERT_TRUE(s.ok()) << s.status();
+    slow_sessions.push_back(s->session_id());
+  }
+  auto victim = server.Connect("victim");
+  auto arithmetic =
+      victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
+  ASSERT_TRUE(arithmetic.ok()) << arithmetic.status();
+
+  std::atomic<int> answered{0};
+  std::vector<SlowCall> slow(2);
+  slow[0].Start(hostile[0].get(), slow_sessions[0], false, &answered);
+  ASSERT_TRUE(WaitForLongSteps(server, 1, 0, 0)) << server.Metrics();
+  slow[1].Start(hostile[1].get(), slow_sessions[1], false, &answered);
+  ASSERT_TRUE(WaitForLongSteps(server, 2, 1, 1)) << server.Metrics();  // the first went long
+
+  ExpectCheapStep(*victim, arithmetic->session_id(), {16});  // "1" in Qwen3
+  slow[1].thread.join();  // refused
+  ASSERT_TRUE(slow[1].status.ok()) << slow[1].status.error_message();
+  ASSERT_EQ(slow[1].resp.results_size(), 1);
+  const auto& refused = slow[1].resp.results(0).status();
+  EXPECT_EQ(refused.code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED))
+      << refused.message();
+  EXPECT_THAT(refused.message(), HasSubstr("(--max-long-steps)"));
+  EXPECT_EQ(SessionTokens(*hostile[1], slow_sessions[1]), 0);  // no token taken
+  EXPECT_EQ(answered.load(), 1) << "the first slow step ended: the test shows nothing";
+
+  slow[0].ctx.TryCancel();
+  slow[0].thread.join();
+  EXPECT_EQ(slow[0].status.error_code(), grpc::StatusCode::CANCELLED)
+      << slow[0].status.error_message();
+  EXPECT_EQ(SessionTokens(*hostile[0], slow_sessions[0]), 0);
   EXPECT_TRUE(WaitForStepPool(server, 0)) << server.Metrics();
 }
 

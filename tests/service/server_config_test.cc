@@ -43,7 +43,28 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
   EXPECT_EQ(c->mask_pool.threads, 2u);
   EXPECT_GE(c->step_pool.threads, 2u);
   EXPECT_EQ(c->step_pool.cap_flag, "--max-pending-steps-per-client");
+  EXPECT_EQ(c->step_pool.slice, absl::Milliseconds(20));
+  EXPECT_EQ(c->step_pool.max_long, 0u);  // the pool's 2 * threads
+  EXPECT_EQ(c->step_pool.long_flag, "--max-long-steps");
+  EXPECT_EQ(c->mask_pool.slice, absl::Milliseconds(20));
+  EXPECT_EQ(c->mask_pool.long_flag, "--max-long-masks");
+  EXPECT_EQ(c->step_pool.long_nice, 10);
+  EXPECT_EQ(c->mask_pool.long_nice, 10);
   EXPECT_EQ(c->grace_period, absl::Seconds(10));
+}
+
+// The pools' slices and long-task caps; a slice of 0 never hands back.
+TEST(ServerConfigTest, PoolSlicesAndLongTaskCaps) {
+  absl::StatusOr<ServerConfig> c = Read(
+      {"--step-slice-ms=5", "--max-long-steps=3", "--mask-slice-ms=0", "--max-long-masks=1",
+       "--long-task-nice=0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->step_pool.slice, absl::Milliseconds(5));
+  EXPECT_EQ(c->step_pool.max_long, 3u);
+  EXPECT_EQ(c->mask_pool.slice, absl::InfiniteDuration());
+  EXPECT_EQ(c->mask_pool.max_long, 1u);
+  EXPECT_EQ(c->step_pool.long_nice, 0);
+  EXPECT_EQ(c->mask_pool.long_nice, 0);
 }
 
 TEST(ServerConfigTest, DashesRepeatsAndCommas) {
