@@ -7,6 +7,11 @@
 //   maskd_grammar_coldpath --tokenizer DIR --grammar FILE [--format lark|gbnf|ebnf]
 //                          [--text FILE | --steps 64 --seed 1] [--warm-reps 10]
 //                          [--masks-out FILE] [--clock wall|cpu]
+//   maskd_grammar_coldpath --tokenizer DIR --structural-tag FILE [the same flags]
+//
+// With --structural-tag the file is a structural tag (constraint/
+// structural_tag.h), compiled as maskd compiles one (ConstraintCompiler with
+// its default limits; bench/tools_bench.py runs this on tool lists).
 //
 // The walk: with --text, the sample text is spelled token by token, each
 // step taking the longest allowed token whose bytes start the rest of the
@@ -20,7 +25,8 @@
 //   vocab_load_ms   tokenizer load and its context (trie, loop-mask byte index;
 //                   not part of any other figure)
 //   compile_ms      grammar text -> GrammarIndex (front end + Create; the
-//                   file is read before the clock starts)
+//                   file is read before the clock starts); for a structural
+//                   tag, ConstraintCompiler::Compile
 //   first_mask_ms   GrammarGuide::Create + its first mask
 //   ttfm_ms         compile_ms + first_mask_ms
 //   walk_steps      tokens advanced
@@ -52,6 +58,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/coldpath/coldpath_util.h"
+#include "constraint/constraint.h"
+#include "constraint/constraint_compiler.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
@@ -117,10 +125,29 @@ int64_t LongestAllowedPrefix(const maskd::Vocabulary& vocab, const std::vector<u
   return best;
 }
 
+using IndexOr = absl::StatusOr<std::shared_ptr<const GrammarIndex>>;
+
+IndexOr CompileGrammar(const std::string& path, const std::string& text,
+                       maskd::grammar::GrammarFormat format,
+                       std::shared_ptr<const maskd::TokenizerContext> context) {
+  auto g = maskd::grammar::ParseGrammarText(text, format);
+  if (!g.ok()) Die(absl::StrCat(path, ": ", g.status().message()));
+  return GrammarIndex::Create(*g, std::move(context));
+}
+
+IndexOr CompileStructuralTag(const std::string& text,
+                             std::shared_ptr<const maskd::TokenizerContext> context) {
+  auto compiled = maskd::ConstraintCompiler().Compile(
+      maskd::Constraint::StructuralTag(text, std::move(context)));
+  if (!compiled.ok()) return compiled.status();
+  return compiled->index->grammar_index();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string tokenizer, grammar_path, format, text_path, masks_out;
+  bool structural_tag = false;
   int steps = 64, warm_reps = 10;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -131,6 +158,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--tokenizer") tokenizer = value();
     else if (a == "--grammar") grammar_path = value();
+    else if (a == "--structural-tag") grammar_path = value(), structural_tag = true;
     else if (a == "--format") format = value();
     else if (a == "--text") text_path = value();
     else if (a == "--steps") steps = std::max(0, std::atoi(value().c_str()));
@@ -145,8 +173,10 @@ int main(int argc, char** argv) {
       Die("unknown flag " + a);
     }
   }
-  if (tokenizer.empty() || grammar_path.empty()) Die("--tokenizer and --grammar are required");
-  if (format.empty()) format = FormatOf(grammar_path);
+  if (tokenizer.empty() || grammar_path.empty()) {
+    Die("--tokenizer and --grammar (or --structural-tag) are required");
+  }
+  if (format.empty()) format = structural_tag ? "lark" : FormatOf(grammar_path);
   const std::optional<maskd::grammar::GrammarFormat> grammar_format =
       maskd::grammar::GrammarFormatNamed(format);
   if (!grammar_format.has_value()) Die("--format is lark, gbnf or ebnf");
@@ -162,9 +192,8 @@ int main(int argc, char** argv) {
   const maskd::Vocabulary& v = **vocab;
 
   t0 = NowMs();
-  auto g = maskd::grammar::ParseGrammarText(grammar_text, *grammar_format);
-  if (!g.ok()) Die(absl::StrCat(grammar_path, ": ", g.status().message()));
-  auto index = GrammarIndex::Create(*g, context);
+  auto index = structural_tag ? CompileStructuralTag(grammar_text, context)
+                              : CompileGrammar(grammar_path, grammar_text, *grammar_format, context);
   const double compile_ms = MsSince(t0);
   if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
   const uint32_t nw = (*index)->num_words();
