@@ -121,8 +121,8 @@ absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where,
 }
 
 // The document's top level: its fields are known, "tags" is a non-empty
-// array of at most options.max_tags; returns "tags".
-absl::StatusOr<const Json*> CheckDocument(const Json& doc, const StructuralTagOptions& options) {
+// array; returns "tags".
+absl::StatusOr<const Json*> CheckDocument(const Json& doc) {
   if (doc.is_discarded()) return Invalid("document", "not valid JSON");
   if (!doc.is_object()) return Invalid("document", "expected an object");
   for (auto it = doc.begin(); it != doc.end(); ++it) {
@@ -134,11 +134,6 @@ absl::StatusOr<const Json*> CheckDocument(const Json& doc, const StructuralTagOp
   auto tags = doc.find("tags");
   if (tags == doc.end() || !tags->is_array() || tags->empty()) {
     return Invalid("tags", "expected a non-empty array");
-  }
-  if (tags->size() > options.max_tags) {
-    return absl::ResourceExhaustedError(absl::StrCat("structural tag: ", tags->size(),
-                                                     " tags, more than ", options.max_tags,
-                                                     " (max_tags)"));
   }
   return &*tags;
 }
@@ -256,8 +251,13 @@ void AddRootRules(std::string free_regex, std::vector<std::vector<Symbol>> tag_a
 
 absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
                                              const StructuralTagOptions& options) {
+  if (json.size() > options.max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("structural tag: document of ", json.size(), " bytes, more than ",
+                     options.max_bytes, " (max_structural_tag_bytes)"));
+  }
   Json doc = Json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
-  auto tags = CheckDocument(doc, options);
+  auto tags = CheckDocument(doc);
   if (!tags.ok()) return tags.status();
   auto at_least_one = BoolField(doc, "at_least_one");
   if (!at_least_one.ok()) return at_least_one.status();
@@ -267,17 +267,21 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
   Grammar g;
   std::vector<std::string> begins((*tags)->size());
   std::vector<std::vector<Symbol>> tag_alternatives;
+  size_t size = 0;  // GrammarSize(g), counted as tags are added
   for (size_t i = 0; i < (*tags)->size(); ++i) {
+    const size_t rules_before = g.rules.size();
     auto seq = AddTag((**tags)[i], i, options, &g, &begins[i]);
     if (!seq.ok()) return seq.status();
+    size += seq->size() + (g.rules.size() - rules_before);
+    for (size_t r = rules_before; r < g.rules.size(); ++r) {
+      for (const auto& alternative : g.rules[r].alternatives) size += alternative.size();
+    }
     tag_alternatives.push_back(*std::move(seq));
-  }
-  if (g.rules.size() > options.grammar.max_rules ||
-      g.terminals.size() > options.grammar.max_terminals) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "structural tag: its tags' grammars have ", g.rules.size(), " rules and ",
-        g.terminals.size(), " terminals together, more than ", options.grammar.max_rules,
-        " (max_rules) or ", options.grammar.max_terminals, " (max_terminals)"));
+    if (size + g.terminals.size() > options.max_symbols) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "structural tag: tags[0..", i, "]'s grammars have more than ", options.max_symbols,
+          " rules, terminals and symbols together (max_structural_tag_symbols)"));
+    }
   }
   auto triggers = Triggers(doc, begins);
   if (!triggers.ok()) return triggers.status();

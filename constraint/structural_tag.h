@@ -34,7 +34,13 @@
 namespace maskd {
 
 struct StructuralTagOptions {
-  size_t max_tags = 64;
+  // The document's bytes (--max-structural-tag-bytes). There is no count
+  // of tags: a tool list of any length within these bounds compiles.
+  size_t max_bytes = size_t{16} << 20;
+  // The size of all tags' grammars together: their rules, terminals and the
+  // symbols of every alternative (--max-structural-tag-symbols). Each tag's
+  // own grammar is bounded by `grammar` (GrammarLimits), as any grammar.
+  size_t max_symbols = size_t{4} << 20;
   JsonSchemaOptions json_schema;  // for each tag's schema
   grammar::AvoidLimits triggers;  // the triggers' size and free text's regex
   grammar::GrammarLimits grammar;  // for each tag's grammar

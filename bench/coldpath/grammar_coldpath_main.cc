@@ -39,6 +39,8 @@
 //   accepting       whether the grammar accepts the walk's text
 //   memo_bytes      the index memo after the walk and its replays
 //   tokens          the walk's token ids
+//   dfas_built, dfas_shared  with --structural-tag: terminal DFAs built, and
+//                   taken from the compiler's cache (grammar/terminal_dfas.h)
 // MASKD_COLDPATH_TRACE=1 in the environment prints each step of the first
 // walk on stderr (mask and advance times, tokens allowed, the token taken),
 // then each step's time in the first replay.
@@ -135,10 +137,18 @@ IndexOr CompileGrammar(const std::string& path, const std::string& text,
   return GrammarIndex::Create(*g, std::move(context));
 }
 
+// Terminal DFAs a structural tag's compilation built and shared (its
+// compiler's TerminalDfas stats).
+uint64_t dfas_built = 0, dfas_shared = 0;
+
 IndexOr CompileStructuralTag(const std::string& text,
                              std::shared_ptr<const maskd::TokenizerContext> context) {
-  auto compiled = maskd::ConstraintCompiler().Compile(
-      maskd::Constraint::StructuralTag(text, std::move(context)));
+  const maskd::ConstraintCompiler compiler;
+  auto compiled = compiler.Compile(maskd::Constraint::StructuralTag(text, std::move(context)));
+  if (compiler.terminal_dfas() != nullptr) {
+    dfas_built = compiler.terminal_dfas()->stats().misses;
+    dfas_shared = compiler.terminal_dfas()->stats().hits;
+  }
   if (!compiled.ok()) return compiled.status();
   return compiled->index->grammar_index();
 }
@@ -268,7 +278,7 @@ int main(int argc, char** argv) {
       "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
       "\"walk_steps\": %zu, \"walk_ms\": %.3f, \"step_us\": %s, \"warm_step_us\": %s, "
       "\"text_spelled\": %s, \"accepting\": %s, \"memo_bytes\": %zu, \"clock\": \"%s\", "
-      "\"tokens\": [%s], \"grammar\": \"%s\"}\n",
+      "\"dfas_built\": %llu, \"dfas_shared\": %llu, \"tokens\": [%s], \"grammar\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, tokens.size(),
       [&] {
         double s = 0;
@@ -277,7 +287,9 @@ int main(int argc, char** argv) {
       }(),
       Summary(step_us).c_str(), Summary(warm_us).c_str(),
       text_mode && spelled == text.size() ? "true" : "false", accepting ? "true" : "false",
-      (*index)->memo_bytes(), maskd::coldpath::ClockName(), toks.c_str(),
+      (*index)->memo_bytes(), maskd::coldpath::ClockName(),
+      static_cast<unsigned long long>(dfas_built), static_cast<unsigned long long>(dfas_shared),
+      toks.c_str(),
       maskd::coldpath::JsonEscape(grammar_path).c_str());
   if (!masks_out.empty() && !maskd::coldpath::WriteMasks(masks_out, all_masks)) {
     Die("cannot write " + masks_out);
