@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "constraint/schema_grammar.h"
@@ -138,18 +139,34 @@ absl::StatusOr<const Json*> CheckDocument(const Json& doc) {
   return &*tags;
 }
 
-// A terminal for the literal text `text`, named by it in quotes.
-Symbol AddLiteral(Grammar* g, const std::string& text) {
-  return AddTerminal(g, absl::StrCat("\"", text, "\""),
-                     grammar::LiteralRegex(text, /*ignore_case=*/false), text);
-}
+// The terminals of literal texts (begins, ends, triggers), one per text:
+// tags with the same end, or whose begins start with the same trigger, share
+// it, so the parser and the masks treat it once, not once per tag.
+class Literals {
+ public:
+  explicit Literals(Grammar* g) : g_(g) {}
+  // The terminal of `text`, named by it in quotes.
+  Symbol Get(const std::string& text) {
+    auto [it, added] = by_text_.try_emplace(text, Symbol::Terminal(0));
+    if (added) {
+      it->second = AddTerminal(g_, absl::StrCat("\"", text, "\""),
+                               grammar::LiteralRegex(text, /*ignore_case=*/false), text);
+    }
+    return it->second;
+  }
+
+ private:
+  Grammar* g_;
+  absl::flat_hash_map<std::string, Symbol> by_text_;
+};
 
 // Tag i ({"begin", "end", and one of "schema", "regex", "grammar"}) as the
-// sequence begin content end, its content's terminals and rules appended to
-// `g`; sets *begin to its begin text.
+// sequence content end (its begin is put in front by BeginWithTrigger), its
+// content's terminals and rules appended to `g`; sets *begin to its begin
+// text.
 absl::StatusOr<std::vector<Symbol>> AddTag(const Json& tag, size_t i,
                                            const StructuralTagOptions& options, Grammar* g,
-                                           std::string* begin_text) {
+                                           Literals* literals, std::string* begin_text) {
   const std::string where = absl::StrCat("tags[", i, "]");
   if (!tag.is_object()) return Invalid(where, "expected an object");
   for (auto it = tag.begin(); it != tag.end(); ++it) {
@@ -184,13 +201,13 @@ absl::StatusOr<std::vector<Symbol>> AddTag(const Json& tag, size_t i,
     if (!rule.ok()) return rule.status();
     content_rule = *rule;
   }
-  std::vector<Symbol> seq = {AddLiteral(g, *begin)};
+  std::vector<Symbol> seq;
   if (content_rule) {
     seq.push_back(*content_rule);
   } else if (!content.empty()) {
     seq.push_back(AddTerminal(g, absl::StrCat("TAG", i, "_CONTENT"), content));
   }
-  if (!end->empty()) seq.push_back(AddLiteral(g, *end));
+  if (!end->empty()) seq.push_back(literals->Get(*end));
   *begin_text = *std::move(begin);
   return seq;
 }
@@ -217,6 +234,24 @@ absl::StatusOr<std::vector<std::string>> Triggers(const Json& doc,
     if (!found) return Invalid(absl::StrCat("tags[", i, "].begin"), "starts with no trigger");
   }
   return triggers;
+}
+
+// `seq` (a tag's content and end) with its begin in front, as the longest
+// trigger that starts it, then the rest: the text is the same, and the
+// tags' alternatives all start with one of the few trigger terminals, so the
+// masks of free text cross into those only, whatever the number of tags (a
+// tag's own begin is reached once its trigger is taken).
+std::vector<Symbol> BeginWithTrigger(const std::string& begin,
+                                     const std::vector<std::string>& triggers,
+                                     std::vector<Symbol> seq, Literals* literals) {
+  size_t trigger = 0;  // bytes; Triggers() checked that one starts `begin`
+  for (const std::string& t : triggers) {
+    if (t.size() > trigger && absl::StartsWith(begin, t)) trigger = t.size();
+  }
+  std::vector<Symbol> out = {literals->Get(begin.substr(0, trigger))};
+  if (trigger < begin.size()) out.push_back(literals->Get(begin.substr(trigger)));
+  out.insert(out.end(), seq.begin(), seq.end());
+  return out;
 }
 
 // How the tags may follow each other in the free text (the document's flags).
@@ -265,14 +300,15 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
   if (!stop_after_first.ok()) return stop_after_first.status();
 
   Grammar g;
+  Literals literals(&g);
   std::vector<std::string> begins((*tags)->size());
   std::vector<std::vector<Symbol>> tag_alternatives;
   size_t size = 0;  // GrammarSize(g), counted as tags are added
   for (size_t i = 0; i < (*tags)->size(); ++i) {
     const size_t rules_before = g.rules.size();
-    auto seq = AddTag((**tags)[i], i, options, &g, &begins[i]);
+    auto seq = AddTag((**tags)[i], i, options, &g, &literals, &begins[i]);
     if (!seq.ok()) return seq.status();
-    size += seq->size() + (g.rules.size() - rules_before);
+    size += seq->size() + 2 + (g.rules.size() - rules_before);  // + its begin's two
     for (size_t r = rules_before; r < g.rules.size(); ++r) {
       for (const auto& alternative : g.rules[r].alternatives) size += alternative.size();
     }
@@ -285,6 +321,10 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
   }
   auto triggers = Triggers(doc, begins);
   if (!triggers.ok()) return triggers.status();
+  for (size_t i = 0; i < begins.size(); ++i) {
+    tag_alternatives[i] =
+        BeginWithTrigger(begins[i], *triggers, std::move(tag_alternatives[i]), &literals);
+  }
   auto free_regex = grammar::RegexAvoiding(*triggers, options.triggers);
   if (!free_regex.ok()) {
     return absl::Status(free_regex.status().code(),

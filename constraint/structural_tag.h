@@ -17,7 +17,10 @@
 // any tag whose begin comes next; with at_least_one, FREE TAG (FREE TAG)*
 // FREE; with stop_after_first, FREE or FREE TAG (FREE TAG with both). A
 // trigger in the text therefore always opens a tag, and a tag's content is
-// exactly its schema's (regex's, grammar's) language. Schemas take the grammar
+// exactly its schema's (regex's, grammar's) language. In the grammar a tag's
+// begin is its longest trigger's terminal, shared by the tags, then the rest:
+// free text's masks look past the triggers only, however many tags there
+// are. Schemas take the grammar
 // route (constraint/schema_grammar.h): a recursive $ref is exact at any
 // depth and no schema needs to fit one regex.
 #ifndef MASKD_CONSTRAINT_STRUCTURAL_TAG_H_
