@@ -100,7 +100,7 @@ struct CompileLimits {
   // compiler makes one of terminal_dfa_bytes (0: none, each grammar builds
   // its own). --terminal-dfa-cache-bytes.
   std::shared_ptr<grammar::TerminalDfas> terminal_dfas;
-  size_t terminal_dfa_bytes = size_t{64} << 20;
+  size_t terminal_dfa_bytes = size_t{256} << 20;
   // Regex route: take loop masks from the tokenizer context
   // (tokenizer/loop_masks.h); off only to compare.
   bool share_loops = true;

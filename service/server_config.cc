@@ -193,7 +193,7 @@ ABSL_FLAG(uint64_t, max_structural_tag_bytes, uint64_t{16} << 20,
 ABSL_FLAG(uint64_t, max_structural_tag_symbols, uint64_t{4} << 20,
           "Rules, terminals and alternatives' symbols of a structural tag's tags' grammars "
           "together at most");
-ABSL_FLAG(uint64_t, terminal_dfa_cache_bytes, uint64_t{64} << 20,
+ABSL_FLAG(uint64_t, terminal_dfa_cache_bytes, uint64_t{256} << 20,
           "Bytes of grammar terminal DFAs kept for reuse by later compilations (tools sent "
           "again); 0: none kept");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
