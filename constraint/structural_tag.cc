@@ -1,5 +1,6 @@
 #include "constraint/structural_tag.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -236,11 +237,22 @@ absl::StatusOr<std::vector<std::string>> Triggers(const Json& doc,
   return triggers;
 }
 
+// Bytes of the UTF-8 sequence that `lead` starts (1 for a byte that starts
+// none).
+size_t Utf8Length(unsigned char lead) {
+  if (lead >= 0xF0 && lead < 0xF8) return 4;
+  if (lead >= 0xE0 && lead < 0xF0) return 3;
+  if (lead >= 0xC0 && lead < 0xE0) return 2;
+  return 1;
+}
+
 // `seq` (a tag's content and end) with its begin in front, as the longest
-// trigger that starts it, then the rest: the text is the same, and the
-// tags' alternatives all start with one of the few trigger terminals, so the
-// masks of free text cross into those only, whatever the number of tags (a
-// tag's own begin is reached once its trigger is taken).
+// trigger that starts it, then the rest one character at a time. The text
+// is the same; the terminals are few and shared by every tag (the triggers,
+// the characters of the names), so a mask computes what crosses into each
+// of them once, not once per tag: free text's masks look past the triggers
+// only, and a trigger's past the first characters of the names, whatever
+// the number of tags.
 std::vector<Symbol> BeginWithTrigger(const std::string& begin,
                                      const std::vector<std::string>& triggers,
                                      std::vector<Symbol> seq, Literals* literals) {
@@ -249,7 +261,11 @@ std::vector<Symbol> BeginWithTrigger(const std::string& begin,
     if (t.size() > trigger && absl::StartsWith(begin, t)) trigger = t.size();
   }
   std::vector<Symbol> out = {literals->Get(begin.substr(0, trigger))};
-  if (trigger < begin.size()) out.push_back(literals->Get(begin.substr(trigger)));
+  for (size_t i = trigger; i < begin.size();) {
+    const size_t n = std::min(Utf8Length(static_cast<unsigned char>(begin[i])), begin.size() - i);
+    out.push_back(literals->Get(begin.substr(i, n)));
+    i += n;
+  }
   out.insert(out.end(), seq.begin(), seq.end());
   return out;
 }

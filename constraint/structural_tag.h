@@ -18,9 +18,9 @@
 // FREE; with stop_after_first, FREE or FREE TAG (FREE TAG with both). A
 // trigger in the text therefore always opens a tag, and a tag's content is
 // exactly its schema's (regex's, grammar's) language. In the grammar a tag's
-// begin is its longest trigger's terminal, shared by the tags, then the rest:
-// free text's masks look past the triggers only, however many tags there
-// are. Schemas take the grammar
+// begin is its longest trigger's terminal, then the rest one character
+// each, terminals shared by the tags: the masks' work past free text and a
+// trigger does not grow with the number of tags. Schemas take the grammar
 // route (constraint/schema_grammar.h): a recursive $ref is exact at any
 // depth and no schema needs to fit one regex.
 #ifndef MASKD_CONSTRAINT_STRUCTURAL_TAG_H_

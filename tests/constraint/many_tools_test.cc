@@ -246,6 +246,26 @@ TEST(ManyTools, ThousandToolsCompileAndAgreeWithTheValidator) {
   EXPECT_FALSE(Accepts(compiled->index, *vocab, "<function=no_such_tool>{}</function>"));
 }
 
+// Begins are split into the trigger and one terminal per character: a name
+// of multi-byte characters, and names sharing prefixes, keep their language.
+TEST(ManyTools, BeginsWithSharedPrefixesAndUnicode) {
+  const std::string doc = R"({"tags": [
+      {"begin": "<f=café>", "regex": "[0-9]+", "end": "</f>"},
+      {"begin": "<f=caff>", "regex": "[a-z]+", "end": "</f>"},
+      {"begin": "<f=日本>", "regex": "x", "end": "</f>"}], "triggers": ["<f="]})";
+  auto compiled = ConstraintCompiler().Compile(
+      Constraint::StructuralTag(doc, ::maskd::testing::BundledTokenizer()));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto vocab = ::maskd::testing::BundledVocabulary();
+  EXPECT_TRUE(Accepts(compiled->index, *vocab, "a <f=caf\xC3\xA9>12</f> b"));
+  EXPECT_TRUE(Accepts(compiled->index, *vocab, "<f=caff>abc</f>"));
+  EXPECT_TRUE(Accepts(compiled->index, *vocab, "<f=\xE6\x97\xA5\xE6\x9C\xAC>x</f>"));
+  EXPECT_FALSE(Accepts(compiled->index, *vocab, "<f=caf\xC3\xA9>abc</f>"));
+  EXPECT_FALSE(Accepts(compiled->index, *vocab, "<f=caff>12</f>"));
+  EXPECT_FALSE(Accepts(compiled->index, *vocab, "<f=caf>1</f>"));
+  EXPECT_FALSE(Accepts(compiled->index, *vocab, "<f=\xE6\x97\xA5>x</f>"));
+}
+
 TEST(ManyTools, LimitsAreBytesAndSizeNotACount) {
   const std::string doc = Document(MakeTools(3, 1));
   StructuralTagOptions options;
