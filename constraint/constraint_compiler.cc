@@ -104,6 +104,7 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Job& job) {
     tag_options.json_schema = BudgetedSchemaOptions(job);
     tag_options.triggers = job.limits.triggers;
     tag_options.grammar = job.limits.grammar;
+    tag_options.schema_grammars = job.limits.schema_grammars.get();
     g = StructuralTagGrammar(c.text, tag_options);
     max_terminal_bytes = tag_options.json_schema.max_regex_bytes;
   } else {
@@ -208,6 +209,9 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
 ConstraintCompiler::ConstraintCompiler(CompileLimits limits) : limits_(std::move(limits)) {
   if (limits_.terminal_dfas == nullptr && limits_.terminal_dfa_bytes > 0) {
     limits_.terminal_dfas = std::make_shared<grammar::TerminalDfas>(limits_.terminal_dfa_bytes);
+  }
+  if (limits_.schema_grammars == nullptr && limits_.schema_grammar_bytes > 0) {
+    limits_.schema_grammars = std::make_shared<SchemaGrammars>(limits_.schema_grammar_bytes);
   }
 }
 

@@ -49,6 +49,7 @@
 #include "automaton/regex.h"
 #include "constraint/constraint.h"
 #include "constraint/constraint_index.h"
+#include "constraint/schema_grammars.h"
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
@@ -101,6 +102,11 @@ struct CompileLimits {
   // its own). --terminal-dfa-cache-bytes.
   std::shared_ptr<grammar::TerminalDfas> terminal_dfas;
   size_t terminal_dfa_bytes = size_t{256} << 20;
+  // The same for structural tags' schemas lowered to grammars
+  // (schema_grammars.h): a tool sent again is not lowered again.
+  // --schema-grammar-cache-bytes.
+  std::shared_ptr<SchemaGrammars> schema_grammars;
+  size_t schema_grammar_bytes = size_t{64} << 20;
   // Regex route: take loop masks from the tokenizer context
   // (tokenizer/loop_masks.h); off only to compare.
   bool share_loops = true;
@@ -133,6 +139,8 @@ class ConstraintCompiler {
   // The terminal DFA cache (its stats() count what was shared); null when
   // terminal_dfa_bytes is 0.
   const grammar::TerminalDfas* terminal_dfas() const { return limits_.terminal_dfas.get(); }
+  // The schema lowering cache; null when schema_grammar_bytes is 0.
+  const SchemaGrammars* schema_grammars() const { return limits_.schema_grammars.get(); }
 
   absl::StatusOr<CompiledConstraint> Compile(const Constraint& constraint,
                                              const CompileBudget& budget = {}) const;

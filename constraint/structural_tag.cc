@@ -114,7 +114,18 @@ absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where,
   // checked when the whole grammar is compiled.
   grammar::TerminalLimits terminal;
   terminal.check_dfa = false;
-  auto sub = JsonSchemaGrammar(text, options.json_schema, options.grammar, terminal);
+  auto lower = [&] { return JsonSchemaGrammar(text, options.json_schema, options.grammar, terminal); };
+  absl::StatusOr<Grammar> sub;
+  if (options.schema_grammars != nullptr) {
+    auto shared = options.schema_grammars->Get(text, options.json_schema, options.grammar, lower);
+    if (shared.ok()) {
+      sub = **shared;  // a copy: AppendGrammar renames and renumbers it
+    } else {
+      sub = shared.status();
+    }
+  } else {
+    sub = lower();
+  }
   if (!sub.ok()) {
     return absl::Status(sub.status().code(),
                         absl::StrCat("structural tag: ", where, ": ", sub.status().message()));

@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "constraint/schema_grammars.h"
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_text.h"
@@ -47,6 +48,9 @@ struct StructuralTagOptions {
   JsonSchemaOptions json_schema;  // for each tag's schema
   grammar::AvoidLimits triggers;  // the triggers' size and free text's regex
   grammar::GrammarLimits grammar;  // for each tag's grammar
+  // Where each tag's schema's lowering is looked up and kept (null: lowered
+  // each time); ConstraintCompiler passes its own.
+  SchemaGrammars* schema_grammars = nullptr;
 };
 
 // The grammar of a structural tag. InvalidArgument naming the problem and

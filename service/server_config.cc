@@ -196,6 +196,9 @@ ABSL_FLAG(uint64_t, max_structural_tag_symbols, uint64_t{4} << 20,
 ABSL_FLAG(uint64_t, terminal_dfa_cache_bytes, uint64_t{256} << 20,
           "Bytes of grammar terminal DFAs kept for reuse by later compilations (tools sent "
           "again); 0: none kept");
+ABSL_FLAG(uint64_t, schema_grammar_cache_bytes, uint64_t{64} << 20,
+          "Bytes of structural tags' schemas lowered to grammars kept for reuse by later "
+          "compilations (tools sent again); 0: none kept");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
@@ -463,6 +466,7 @@ CompileLimits CompileLimitsFlags() {
   c.max_structural_tag_bytes = absl::GetFlag(FLAGS_max_structural_tag_bytes);
   c.max_structural_tag_symbols = absl::GetFlag(FLAGS_max_structural_tag_symbols);
   c.terminal_dfa_bytes = absl::GetFlag(FLAGS_terminal_dfa_cache_bytes);
+  c.schema_grammar_bytes = absl::GetFlag(FLAGS_schema_grammar_cache_bytes);
   return c;
 }
 

@@ -310,9 +310,14 @@ TEST(ManyTools, CompilationsSharingAToolShareItsDfas) {
   // more from the cache: tools 0 and 1's.
   EXPECT_LT(after_second.misses - after_first.misses, own.misses);
   EXPECT_GT(after_second.hits - after_first.hits, own.hits);
+  // And lowered tools 0 and 1 once: each schema's lowering is shared.
+  EXPECT_EQ(shared.schema_grammars()->stats().misses, 4u);  // tools 0, 1, 2, 3
+  EXPECT_EQ(shared.schema_grammars()->stats().hits, 2u);    // tools 0, 1 again
+  EXPECT_EQ(fresh.schema_grammars()->stats().hits, 0u);
   // A compiler without the cache builds every DFA, and the masks agree.
   CompileLimits no_cache;
   no_cache.terminal_dfa_bytes = 0;
+  no_cache.schema_grammar_bytes = 0;
   const ConstraintCompiler uncached(no_cache);
   EXPECT_EQ(uncached.terminal_dfas(), nullptr);
   auto built = uncached.Compile(Constraint::StructuralTag(second, tokenizer));
