@@ -330,7 +330,7 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
   Literals literals(&g);
   std::vector<std::string> begins((*tags)->size());
   std::vector<std::vector<Symbol>> tag_alternatives;
-  size_t size = 0;  // GrammarSize(g), counted as tags are added
+  size_t size = 0;  // rules and alternatives' symbols so far (a begin counted as two)
   for (size_t i = 0; i < (*tags)->size(); ++i) {
     const size_t rules_before = g.rules.size();
     auto seq = AddTag((**tags)[i], i, options, &g, &literals, &begins[i]);
