@@ -9,7 +9,7 @@ Run by a driver, never by hand:
       --tokenizer DIR --case CASE.json --maskctl build/bin/maskctl --cache DIR \\
       [--warm-reps 10] [--clock wall|cpu] [--diff-steps 2] [--diff-examples 3]
 
-CASE.json: {"kind": "regex"|"lark"|"gbnf"|"ebnf", "constraint": TEXT,
+CASE.json: {"kind": "regex"|"lark"|"gbnf"|"ebnf"|"structural_tag", "constraint": TEXT,
 "tokens": [ids maskd's walk advanced], "masks": PATH of maskd's masks (the
 mask dump format of bench/coldpath/coldpath_util.h: step 0 .. len(tokens))}.
 
@@ -74,6 +74,21 @@ def load_dump(maskctl: str, tok_dir: str, cache_dir: str):
 
 
 # Each peer: compile(kind, text); mask_into(np.uint32 array); advance(token); reset().
+
+
+def struct_tags(text: str):
+    """A maskd structural tag document (schema tags only) as (trigger, begin,
+    schema, end) per tag; each tag's trigger is the first of the document's
+    that its begin starts with."""
+    doc = json.loads(text)
+    triggers = doc.get("triggers") or [t["begin"] for t in doc["tags"]]
+    out = []
+    for t in doc["tags"]:
+        trig = next(x for x in triggers if t["begin"].startswith(x))
+        out.append((trig, t["begin"], t["schema"], t.get("end", "")))
+    return out, triggers
+
+
 class LLGuidancePeer:
     def __init__(self, vocab_size, eos, tokens, special):
         import llguidance
@@ -121,6 +136,12 @@ class LLGuidancePeer:
             g = self.ll.LLMatcher.grammar_from_regex(text)
         elif kind == "lark":
             g = self.ll.LLMatcher.grammar_from_lark(text)
+        elif kind == "structural_tag":  # llguidance's own StructTag: lazy trigger lexemes
+            tags, _ = struct_tags(text)
+            lark = self.ll.StructTag.to_grammar(
+                [self.ll.StructTag(trigger=tr, begin=b, grammar=s, end=e) for tr, b, s, e in tags],
+                assume_special=False)
+            g = self.ll.LLMatcher.grammar_from_lark(lark)
         else:  # gbnf/ebnf: llguidance's own converter to its Lark
             g = self.ll.grammar_from("gbnf", text)
         self.m = self.ll.LLMatcher(self.tok, g, log_level=0)
@@ -156,6 +177,11 @@ class XGrammarPeer:
             g = c.compile_regex(text)
         elif kind in ("gbnf", "ebnf"):
             g = c.compile_grammar(text)
+        elif kind == "structural_tag":  # the legacy (tags, triggers) form
+            tags, triggers = struct_tags(text)
+            items = [self.xgr.StructuralTagItem(begin=b, schema=json.dumps(s), end=e)
+                     for _, b, s, e in tags]
+            g = c.compile_structural_tag(items, triggers)
         else:
             raise RuntimeError("xgrammar takes no %s grammar" % kind)
         self.m = self.xgr.GrammarMatcher(g)

@@ -83,6 +83,7 @@ absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const
       std::max(job.index.regex.max_pattern_bytes, max_terminal_bytes);
   options.earley.dfa_options = job.index.dfa;
   options.budget = job.limits.mask_budget;
+  options.terminal_dfas = job.limits.terminal_dfas;
   auto index = grammar::GrammarIndex::Create(g, job.constraint.tokenizer, options);
   if (!index.ok()) return index.status();
   if (auto st = CheckBudget(job.index.dfa); !st.ok()) return st;
@@ -98,10 +99,12 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Job& job) {
   size_t max_terminal_bytes = 0;
   if (c.kind == ConstraintKind::kStructuralTag) {
     StructuralTagOptions tag_options;
-    tag_options.max_tags = job.limits.max_tags;
+    tag_options.max_bytes = job.limits.max_structural_tag_bytes;
+    tag_options.max_symbols = job.limits.max_structural_tag_symbols;
     tag_options.json_schema = BudgetedSchemaOptions(job);
     tag_options.triggers = job.limits.triggers;
     tag_options.grammar = job.limits.grammar;
+    tag_options.schema_grammars = job.limits.schema_grammars.get();
     g = StructuralTagGrammar(c.text, tag_options);
     max_terminal_bytes = tag_options.json_schema.max_regex_bytes;
   } else {
@@ -202,6 +205,15 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
 }
 
 }  // namespace
+
+ConstraintCompiler::ConstraintCompiler(CompileLimits limits) : limits_(std::move(limits)) {
+  if (limits_.terminal_dfas == nullptr && limits_.terminal_dfa_bytes > 0) {
+    limits_.terminal_dfas = std::make_shared<grammar::TerminalDfas>(limits_.terminal_dfa_bytes);
+  }
+  if (limits_.schema_grammars == nullptr && limits_.schema_grammar_bytes > 0) {
+    limits_.schema_grammars = std::make_shared<SchemaGrammars>(limits_.schema_grammar_bytes);
+  }
+}
 
 absl::StatusOr<CompiledConstraint> ConstraintCompiler::Compile(const Constraint& constraint,
                                                                const CompileBudget& budget) const {

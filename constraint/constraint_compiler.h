@@ -49,9 +49,11 @@
 #include "automaton/regex.h"
 #include "constraint/constraint.h"
 #include "constraint/constraint_index.h"
+#include "constraint/schema_grammars.h"
 #include "grammar/avoid_strings.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_index.h"
+#include "grammar/terminal_dfas.h"
 #include "schema/json_schema.h"
 #include "tokenizer/mask_budget.h"
 
@@ -86,10 +88,25 @@ struct CompileLimits {
   // earley.regex_limits, earley.dfa_options and budget are replaced by the
   // fields above and mask_budget.
   grammar::GrammarIndex::Options grammar_index;
-  // Structural tags: tags per document; the triggers' size and the free
-  // text's regex.
-  size_t max_tags = 64;
+  // Structural tags: the document's bytes and its tags' grammars' size
+  // together (StructuralTagOptions::max_bytes, max_symbols; no count of
+  // tags); the triggers' size and the free text's regex.
+  // --max-structural-tag-bytes, --max-structural-tag-symbols.
+  size_t max_structural_tag_bytes = size_t{16} << 20;
+  size_t max_structural_tag_symbols = size_t{4} << 20;
   grammar::AvoidLimits triggers;
+  // Every grammar's terminals' DFAs are looked up in, and added to, this
+  // cache (grammar/terminal_dfas.h), shared by every compilation of the
+  // compiler: a tool's schema sent again builds none of its DFAs. Null: the
+  // compiler makes one of terminal_dfa_bytes (0: none, each grammar builds
+  // its own). --terminal-dfa-cache-bytes.
+  std::shared_ptr<grammar::TerminalDfas> terminal_dfas;
+  size_t terminal_dfa_bytes = size_t{256} << 20;
+  // The same for structural tags' schemas lowered to grammars
+  // (schema_grammars.h): a tool sent again is not lowered again.
+  // --schema-grammar-cache-bytes.
+  std::shared_ptr<SchemaGrammars> schema_grammars;
+  size_t schema_grammar_bytes = size_t{64} << 20;
   // Regex route: take loop masks from the tokenizer context
   // (tokenizer/loop_masks.h); off only to compare.
   bool share_loops = true;
@@ -116,9 +133,14 @@ struct CompiledConstraint {
 
 class ConstraintCompiler {
  public:
-  explicit ConstraintCompiler(CompileLimits limits = {}) : limits_(std::move(limits)) {}
+  explicit ConstraintCompiler(CompileLimits limits = {});
 
   const CompileLimits& limits() const { return limits_; }
+  // The terminal DFA cache (its stats() count what was shared); null when
+  // terminal_dfa_bytes is 0.
+  const grammar::TerminalDfas* terminal_dfas() const { return limits_.terminal_dfas.get(); }
+  // The schema lowering cache; null when schema_grammar_bytes is 0.
+  const SchemaGrammars* schema_grammars() const { return limits_.schema_grammars.get(); }
 
   absl::StatusOr<CompiledConstraint> Compile(const Constraint& constraint,
                                              const CompileBudget& budget = {}) const;

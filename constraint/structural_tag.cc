@@ -1,5 +1,6 @@
 #include "constraint/structural_tag.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "constraint/schema_grammar.h"
@@ -112,7 +114,18 @@ absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where,
   // checked when the whole grammar is compiled.
   grammar::TerminalLimits terminal;
   terminal.check_dfa = false;
-  auto sub = JsonSchemaGrammar(text, options.json_schema, options.grammar, terminal);
+  auto lower = [&] { return JsonSchemaGrammar(text, options.json_schema, options.grammar, terminal); };
+  absl::StatusOr<Grammar> sub;
+  if (options.schema_grammars != nullptr) {
+    auto shared = options.schema_grammars->Get(text, options.json_schema, options.grammar, lower);
+    if (shared.ok()) {
+      sub = **shared;  // a copy: AppendGrammar renames and renumbers it
+    } else {
+      sub = shared.status();
+    }
+  } else {
+    sub = lower();
+  }
   if (!sub.ok()) {
     return absl::Status(sub.status().code(),
                         absl::StrCat("structural tag: ", where, ": ", sub.status().message()));
@@ -121,8 +134,8 @@ absl::StatusOr<Symbol> MergeSchema(const Json& schema, const std::string& where,
 }
 
 // The document's top level: its fields are known, "tags" is a non-empty
-// array of at most options.max_tags; returns "tags".
-absl::StatusOr<const Json*> CheckDocument(const Json& doc, const StructuralTagOptions& options) {
+// array; returns "tags".
+absl::StatusOr<const Json*> CheckDocument(const Json& doc) {
   if (doc.is_discarded()) return Invalid("document", "not valid JSON");
   if (!doc.is_object()) return Invalid("document", "expected an object");
   for (auto it = doc.begin(); it != doc.end(); ++it) {
@@ -135,26 +148,37 @@ absl::StatusOr<const Json*> CheckDocument(const Json& doc, const StructuralTagOp
   if (tags == doc.end() || !tags->is_array() || tags->empty()) {
     return Invalid("tags", "expected a non-empty array");
   }
-  if (tags->size() > options.max_tags) {
-    return absl::ResourceExhaustedError(absl::StrCat("structural tag: ", tags->size(),
-                                                     " tags, more than ", options.max_tags,
-                                                     " (max_tags)"));
-  }
   return &*tags;
 }
 
-// A terminal for the literal text `text`, named by it in quotes.
-Symbol AddLiteral(Grammar* g, const std::string& text) {
-  return AddTerminal(g, absl::StrCat("\"", text, "\""),
-                     grammar::LiteralRegex(text, /*ignore_case=*/false), text);
-}
+// The terminals of literal texts (begins, ends, triggers), one per text:
+// tags with the same end, or whose begins start with the same trigger, share
+// it, so the parser and the masks treat it once, not once per tag.
+class Literals {
+ public:
+  explicit Literals(Grammar* g) : g_(g) {}
+  // The terminal of `text`, named by it in quotes.
+  Symbol Get(const std::string& text) {
+    auto [it, added] = by_text_.try_emplace(text, Symbol::Terminal(0));
+    if (added) {
+      it->second = AddTerminal(g_, absl::StrCat("\"", text, "\""),
+                               grammar::LiteralRegex(text, /*ignore_case=*/false), text);
+    }
+    return it->second;
+  }
+
+ private:
+  Grammar* g_;
+  absl::flat_hash_map<std::string, Symbol> by_text_;
+};
 
 // Tag i ({"begin", "end", and one of "schema", "regex", "grammar"}) as the
-// sequence begin content end, its content's terminals and rules appended to
-// `g`; sets *begin to its begin text.
+// sequence content end (its begin is put in front by BeginWithTrigger), its
+// content's terminals and rules appended to `g`; sets *begin to its begin
+// text.
 absl::StatusOr<std::vector<Symbol>> AddTag(const Json& tag, size_t i,
                                            const StructuralTagOptions& options, Grammar* g,
-                                           std::string* begin_text) {
+                                           Literals* literals, std::string* begin_text) {
   const std::string where = absl::StrCat("tags[", i, "]");
   if (!tag.is_object()) return Invalid(where, "expected an object");
   for (auto it = tag.begin(); it != tag.end(); ++it) {
@@ -189,13 +213,13 @@ absl::StatusOr<std::vector<Symbol>> AddTag(const Json& tag, size_t i,
     if (!rule.ok()) return rule.status();
     content_rule = *rule;
   }
-  std::vector<Symbol> seq = {AddLiteral(g, *begin)};
+  std::vector<Symbol> seq;
   if (content_rule) {
     seq.push_back(*content_rule);
   } else if (!content.empty()) {
     seq.push_back(AddTerminal(g, absl::StrCat("TAG", i, "_CONTENT"), content));
   }
-  if (!end->empty()) seq.push_back(AddLiteral(g, *end));
+  if (!end->empty()) seq.push_back(literals->Get(*end));
   *begin_text = *std::move(begin);
   return seq;
 }
@@ -222,6 +246,39 @@ absl::StatusOr<std::vector<std::string>> Triggers(const Json& doc,
     if (!found) return Invalid(absl::StrCat("tags[", i, "].begin"), "starts with no trigger");
   }
   return triggers;
+}
+
+// Bytes of the UTF-8 sequence that `lead` starts (1 for a byte that starts
+// none).
+size_t Utf8Length(unsigned char lead) {
+  if (lead >= 0xF0 && lead < 0xF8) return 4;
+  if (lead >= 0xE0 && lead < 0xF0) return 3;
+  if (lead >= 0xC0 && lead < 0xE0) return 2;
+  return 1;
+}
+
+// `seq` (a tag's content and end) with its begin in front, as the longest
+// trigger that starts it, then the rest one character at a time. The text
+// is the same; the terminals are few and shared by every tag (the triggers,
+// the characters of the names), so a mask computes what crosses into each
+// of them once, not once per tag: free text's masks look past the triggers
+// only, and a trigger's past the first characters of the names, whatever
+// the number of tags.
+std::vector<Symbol> BeginWithTrigger(const std::string& begin,
+                                     const std::vector<std::string>& triggers,
+                                     std::vector<Symbol> seq, Literals* literals) {
+  size_t trigger = 0;  // bytes; Triggers() checked that one starts `begin`
+  for (const std::string& t : triggers) {
+    if (t.size() > trigger && absl::StartsWith(begin, t)) trigger = t.size();
+  }
+  std::vector<Symbol> out = {literals->Get(begin.substr(0, trigger))};
+  for (size_t i = trigger; i < begin.size();) {
+    const size_t n = std::min(Utf8Length(static_cast<unsigned char>(begin[i])), begin.size() - i);
+    out.push_back(literals->Get(begin.substr(i, n)));
+    i += n;
+  }
+  out.insert(out.end(), seq.begin(), seq.end());
+  return out;
 }
 
 // How the tags may follow each other in the free text (the document's flags).
@@ -256,8 +313,13 @@ void AddRootRules(std::string free_regex, std::vector<std::vector<Symbol>> tag_a
 
 absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
                                              const StructuralTagOptions& options) {
+  if (json.size() > options.max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("structural tag: document of ", json.size(), " bytes, more than ",
+                     options.max_bytes, " (max_structural_tag_bytes)"));
+  }
   Json doc = Json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
-  auto tags = CheckDocument(doc, options);
+  auto tags = CheckDocument(doc);
   if (!tags.ok()) return tags.status();
   auto at_least_one = BoolField(doc, "at_least_one");
   if (!at_least_one.ok()) return at_least_one.status();
@@ -265,22 +327,31 @@ absl::StatusOr<Grammar> StructuralTagGrammar(std::string_view json,
   if (!stop_after_first.ok()) return stop_after_first.status();
 
   Grammar g;
+  Literals literals(&g);
   std::vector<std::string> begins((*tags)->size());
   std::vector<std::vector<Symbol>> tag_alternatives;
+  size_t size = 0;  // rules and alternatives' symbols so far (a begin counted as two)
   for (size_t i = 0; i < (*tags)->size(); ++i) {
-    auto seq = AddTag((**tags)[i], i, options, &g, &begins[i]);
+    const size_t rules_before = g.rules.size();
+    auto seq = AddTag((**tags)[i], i, options, &g, &literals, &begins[i]);
     if (!seq.ok()) return seq.status();
+    size += seq->size() + 2 + (g.rules.size() - rules_before);  // + its begin's two
+    for (size_t r = rules_before; r < g.rules.size(); ++r) {
+      for (const auto& alternative : g.rules[r].alternatives) size += alternative.size();
+    }
     tag_alternatives.push_back(*std::move(seq));
-  }
-  if (g.rules.size() > options.grammar.max_rules ||
-      g.terminals.size() > options.grammar.max_terminals) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "structural tag: its tags' grammars have ", g.rules.size(), " rules and ",
-        g.terminals.size(), " terminals together, more than ", options.grammar.max_rules,
-        " (max_rules) or ", options.grammar.max_terminals, " (max_terminals)"));
+    if (size + g.terminals.size() > options.max_symbols) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "structural tag: tags[0..", i, "]'s grammars have more than ", options.max_symbols,
+          " rules, terminals and symbols together (max_structural_tag_symbols)"));
+    }
   }
   auto triggers = Triggers(doc, begins);
   if (!triggers.ok()) return triggers.status();
+  for (size_t i = 0; i < begins.size(); ++i) {
+    tag_alternatives[i] =
+        BeginWithTrigger(begins[i], *triggers, std::move(tag_alternatives[i]), &literals);
+  }
   auto free_regex = grammar::RegexAvoiding(*triggers, options.triggers);
   if (!free_regex.ok()) {
     return absl::Status(free_regex.status().code(),

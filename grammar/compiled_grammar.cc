@@ -46,7 +46,8 @@ bool ConcatClosed(const Dfa& dfa) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
-    const Grammar& g, const RegexLimits& regex_limits, const DfaOptions& dfa_options) {
+    const Grammar& g, const RegexLimits& regex_limits, const DfaOptions& dfa_options,
+    TerminalDfas* dfas) {
   absl::Status valid = Validate(g);
   if (!valid.ok()) return valid;
   if (g.rules.size() >= (1u << 30) || g.terminals.size() >= (1u << 30)) {
@@ -66,7 +67,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
     return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
   }
   for (const Terminal& t : g.terminals) {
-    auto dfa = Dfa::FromPattern(t.regex, regex_limits, dfa_options);
+    auto dfa = TerminalDfa(dfas, t.regex, regex_limits, dfa_options);
     if (!dfa.ok()) {
       return absl::Status(dfa.status().code(),
                           absl::StrCat("terminal '", t.name, "' (line ", t.where.line, ", column ",

@@ -15,6 +15,7 @@
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
 #include "grammar/grammar.h"
+#include "grammar/terminal_dfas.h"
 
 namespace maskd::grammar {
 
@@ -28,8 +29,10 @@ class CompiledGrammar {
   // Validates `g` (grammar.h's invariants) and compiles each terminal's regex;
   // a terminal that does not compile is an error naming it and its line and
   // column. ResourceExhausted when rules, terminals or productions reach 2^30.
+  // With `dfas`, the terminals' DFAs are taken from (and added to) that cache.
   static absl::StatusOr<std::shared_ptr<const CompiledGrammar>> Create(
-      const Grammar& g, const RegexLimits& regex_limits = {}, const DfaOptions& dfa_options = {});
+      const Grammar& g, const RegexLimits& regex_limits = {}, const DfaOptions& dfa_options = {},
+      TerminalDfas* dfas = nullptr);
 
   const std::vector<Production>& productions() const { return productions_; }
   // Production ids of rule `r`.

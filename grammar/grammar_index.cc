@@ -6,7 +6,9 @@
 #include <cstring>
 #include <tuple>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "tokenizer/token_trie.h"
 
@@ -65,14 +67,27 @@ absl::Status GrammarIndex::OverBudget() const {
 absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
     const Grammar& g, std::shared_ptr<const TokenizerContext> context, const Options& options) {
   if (context == nullptr) return absl::InvalidArgumentError("GrammarIndex needs a tokenizer");
-  auto compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options);
-  if (compiled.ok() && options.inline_regular_rules) {
+  TerminalDfas* dfas = options.terminal_dfas.get();
+  // The grammar with its regular rules lexed keeps every terminal of `g`, in
+  // its order, and adds only terminals whose DFAs compile: it compiles
+  // whenever `g` does, and where it does not, `g`'s own compilation gives
+  // the error (naming the same terminal) or the grammar to use. So `g` is
+  // compiled only then: each of its terminals' DFAs is built once.
+  absl::StatusOr<std::shared_ptr<const CompiledGrammar>> compiled =
+      absl::UnknownError("not compiled");
+  if (options.inline_regular_rules) {
+    if (absl::Status valid = Validate(g); !valid.ok()) return valid;
     InlineOptions inline_options;
     inline_options.regex_limits = options.earley.regex_limits;
     inline_options.dfa_options = options.earley.dfa_options;
-    auto lexed = CompiledGrammar::Create(InlineRegularRules(g, inline_options),
-                                         options.earley.regex_limits, options.earley.dfa_options);
-    if (lexed.ok()) compiled = std::move(lexed);
+    inline_options.dfas = dfas;
+    compiled = CompiledGrammar::Create(InlineRegularRules(g, inline_options),
+                                       options.earley.regex_limits, options.earley.dfa_options,
+                                       dfas);
+  }
+  if (!compiled.ok()) {
+    compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options,
+                                       dfas);
   }
   if (!compiled.ok()) return compiled.status();
   std::shared_ptr<GrammarIndex> index(new GrammarIndex());
@@ -96,12 +111,27 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
 
 void GrammarIndex::FindNeverAllowed() {
   std::bitset<256> taken;  // bytes some terminal's DFA takes from a live state
+  absl::flat_hash_set<const Dfa*> seen;  // terminals may share a DFA (terminal_dfas.h)
   for (size_t t = 0; t < grammar_->num_terminals() && !taken.all(); ++t) {
     const Dfa& dfa = grammar_->dfa(static_cast<uint32_t>(t));
+    if (!seen.insert(&dfa).second) continue;
+    // By byte class: one byte of each stands for all of its class.
+    std::vector<int> class_byte(dfa.num_classes(), -1);
+    for (int b = 0; b < 256; ++b) {
+      int& first = class_byte[dfa.byte_class(static_cast<uint8_t>(b))];
+      if (first < 0) first = b;
+    }
+    std::vector<bool> live(dfa.num_classes(), false);
     for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
-      for (int b = 0; b < 256; ++b) {
-        if (!taken[b] && dfa.Next(q, static_cast<uint8_t>(b)) != Dfa::kDead) taken[b] = true;
+      for (uint32_t c = 0; c < dfa.num_classes(); ++c) {
+        if (!live[c] && class_byte[c] >= 0 &&
+            dfa.Next(q, static_cast<uint8_t>(class_byte[c])) != Dfa::kDead) {
+          live[c] = true;
+        }
       }
+    }
+    for (int b = 0; b < 256; ++b) {
+      if (live[dfa.byte_class(static_cast<uint8_t>(b))]) taken[b] = true;
     }
   }
   never_.assign(num_words_, 0);

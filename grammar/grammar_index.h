@@ -51,6 +51,7 @@
 #include "grammar/earley_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/regular_rules.h"
+#include "grammar/terminal_dfas.h"
 #include "tokenizer/mask_budget.h"
 #include "tokenizer/token_trie.h"
 #include "tokenizer/tokenizer_context.h"
@@ -145,6 +146,9 @@ class GrammarIndex {
     // memo entries are kept only while it has room, as for TokenIndex's
     // masks (tokenizer/mask_budget.h). Null: only max_memo_bytes bounds them.
     std::shared_ptr<MaskBudget> budget;
+    // Shared with other indexes (in maskd: every index of one compiler): the
+    // terminals' DFAs (terminal_dfas.h). Null: each index builds its own.
+    std::shared_ptr<TerminalDfas> terminal_dfas;
     // Lex regular rules whole (regular_rules.h): same masks, fewer parser
     // steps. Off only to compare.
     bool inline_regular_rules = true;

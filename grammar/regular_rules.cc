@@ -30,7 +30,7 @@ std::string Alternation(const std::vector<std::string>& alts) {
 // Whether the DFA of `regex` compiles and matches a non-empty string (every
 // live state reaches acceptance, so any live successor of the start will do).
 bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
-  auto dfa = Dfa::FromPattern(regex, options.regex_limits, options.dfa_options);
+  auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options);
   if (!dfa.ok()) return false;
   for (int b = 0; b < 256; ++b) {
     if ((*dfa)->Next((*dfa)->start(), static_cast<uint8_t>(b)) != Dfa::kDead) return true;

@@ -29,6 +29,7 @@
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
 #include "grammar/grammar.h"
+#include "grammar/terminal_dfas.h"
 
 namespace maskd::grammar {
 
@@ -36,6 +37,7 @@ struct InlineOptions {
   size_t max_regex_bytes = 1 << 14;
   RegexLimits regex_limits;
   DfaOptions dfa_options;
+  TerminalDfas* dfas = nullptr;  // where the merged terminals' DFAs are looked up
 };
 
 // `g` must satisfy Validate; so does the result.

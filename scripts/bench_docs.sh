@@ -54,6 +54,9 @@
 #   grammar_peers     bench/grammar_peers.py, llama3 and qwen3, maskd beside llguidance and xgrammar
 #                     (PEER_ENGINES); bench/tables/grammar_peers.py; ~15-25 min (xgrammar's
 #                     masks take up to 0.5 s per token on sql)
+#   tools             bench/tools_bench.py, llama3, N = 16, 128, 400 seeded tools (bench/tool_gen.py)
+#                     as a structural tag, maskd beside llguidance and xgrammar (PEER_ENGINES);
+#                     bench/tables/tools.py; ~5-10 min (xgrammar's compile of 400 tools dominates)
 #
 # Knobs (environment): ONLY, SKIP (comma-separated NAMEs); for coldpath/others:
 # REPEATS (3), CLOCK (cpu: each process's CPU time, which a loaded machine
@@ -84,7 +87,7 @@ if smoke; then
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
         vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction
-        restructure_ab adapters adapters_idle processor_step budget engines grammar grammar_peers)
+        restructure_ab adapters adapters_idle processor_step budget engines grammar grammar_peers tools)
 out=build/bench-docs
 mkdir -p "$out"
 # Added to the kernels stamp when the GPU table is not regenerated (kernels_gpu runs first).
@@ -257,6 +260,18 @@ table_grammar_peers() {
   nice "${cmd[@]}" --json "$out/grammar_peers.json" 2> "$out/grammar_peers.log" || { tail -3 "$out/grammar_peers.log" >&2; return 1; }
   emit grammar_peers "$(show "${cmd[@]}")" grammar_peers.py "$out/grammar_peers.json" \
     "Medians of ${REPEATS} fresh processes per engine and case; clock $CLOCK."
+}
+
+table_tools() {
+  [ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
+  build maskd_grammar_coldpath maskctl
+  local cmd=(.venv-bench/bin/python bench/tools_bench.py --tokenizer llama3 --counts 16,128,400
+             --engines "$PEER_ENGINES" --repeats "$REPEATS" --clock "$CLOCK")
+  smoke && cmd=(.venv-bench/bin/python bench/tools_bench.py --tokenizer llama3 --counts 16
+                --engines "$PEER_ENGINES" --repeats 1 --warm-reps 1 --clock "$CLOCK")
+  nice "${cmd[@]}" --json "$out/tools.json" 2> "$out/tools.log" || { tail -3 "$out/tools.log" >&2; return 1; }
+  emit tools "$(show "${cmd[@]}")" tools.py "$out/tools.json" \
+    "Medians of ${REPEATS} fresh processes per engine and N; clock $CLOCK; seed 26."
 }
 
 table_vocab_load() {

@@ -48,6 +48,12 @@ absl::Status CheckTextSize(const Constraint& c, const RequestTextLimits& limits)
                                                      " bytes exceeds ", limits.max_grammar_bytes,
                                                      " (--max-grammar-bytes)"));
   }
+  if (c.kind == ConstraintKind::kStructuralTag) {
+    if (c.text.size() <= limits.max_structural_tag_bytes) return absl::OkStatus();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("structural tag of ", c.text.size(), " bytes exceeds ",
+                     limits.max_structural_tag_bytes, " (--max-structural-tag-bytes)"));
+  }
   if (c.text.size() <= limits.max_constraint_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat("constraint of ", c.text.size(),
                                                    " bytes exceeds ", limits.max_constraint_bytes,

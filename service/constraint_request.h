@@ -20,8 +20,10 @@ namespace maskd {
 
 // The sizes a request's text may have, checked before anything is parsed.
 struct RequestTextLimits {
-  uint64_t max_constraint_bytes = 1 << 20;  // --max-regex-bytes: regex, schema, structural tag
+  uint64_t max_constraint_bytes = 1 << 20;  // --max-regex-bytes: regex, schema
   uint64_t max_grammar_bytes = 1 << 20;     // --max-grammar-bytes: grammar text
+  // --max-structural-tag-bytes: a structural tag's document (a tool list).
+  uint64_t max_structural_tag_bytes = uint64_t{16} << 20;
 };
 
 // Checks, in this order: the constraint (INVALID_ARGUMENT when none, or for

@@ -179,6 +179,10 @@ struct IndexLease::Shared {
       if (mask_budget != nullptr) {
         metrics->SetMaskBudget(mask_budget->used(), mask_budget->refused());
       }
+      if (const grammar::TerminalDfas* dfas = compiler->terminal_dfas(); dfas != nullptr) {
+        const grammar::TerminalDfas::Stats s = dfas->stats();
+        metrics->SetTerminalDfas(s.bytes, s.misses, s.hits);
+      }
     }
   }
 

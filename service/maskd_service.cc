@@ -239,7 +239,8 @@ MaskdService::Reactor* MaskdService::Detokenize(Ctx* ctx, const v1::DetokenizeRe
 absl::StatusOr<CompileSpec> MaskdService::MakeSpec(const v1::CompileRequest& req,
                                                    const grpc::CallbackServerContext& ctx) {
   auto constraint = ConstraintFromRequest(
-      req, *tokenizers_, {limits_.max_constraint_bytes, limits_.max_grammar_bytes});
+      req, *tokenizers_,
+      {limits_.max_constraint_bytes, limits_.max_grammar_bytes, limits_.max_structural_tag_bytes});
   if (!constraint.ok()) return constraint.status();
   CompileSpec spec;
   spec.constraint = *std::move(constraint);

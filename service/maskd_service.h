@@ -37,6 +37,8 @@ namespace maskd {
 struct ServiceLimits {
   uint64_t max_constraint_bytes = 1 << 20;   // --max-regex-bytes: regex / schema text
   uint64_t max_grammar_bytes = 1 << 20;      // --max-grammar-bytes: grammar text
+  // --max-structural-tag-bytes: structural tag document
+  uint64_t max_structural_tag_bytes = uint64_t{16} << 20;
   uint32_t max_streams = 256;                // --max-streams: open StepStreams, all clients
   uint32_t max_streams_per_client = 64;      // --max-streams-per-client (ClientKey); 0: no cap
   // --client-identity: what a client is, for every per-client share

@@ -146,6 +146,14 @@ Metrics::Metrics(absl::string_view version)
                       "Bytes of token masks kept by all indexes (bounded by --max-mask-bytes)");
   masks_unkept_ = gauge("maskd_index_masks_unkept",
                         "Masks computed but not kept for lack of --max-mask-bytes, since start");
+  terminal_dfa_bytes_ = gauge("maskd_terminal_dfa_cache_bytes",
+                              "Bytes of grammar terminal DFAs kept for later compilations "
+                              "(bounded by --terminal-dfa-cache-bytes)");
+  terminal_dfas_built_ = gauge("maskd_terminal_dfas_built",
+                               "Grammar terminal DFAs built by compilations, since start");
+  terminal_dfas_shared_ = gauge("maskd_terminal_dfas_shared",
+                                "Grammar terminal DFAs taken from the cache instead of built "
+                                "(equal terminals, tools sent again), since start");
   sessions_active_ = gauge("maskd_sessions_active", "Live sessions");
   sessions_max_ = gauge("maskd_sessions_max", "The --max-sessions cap");
   sessions_expired_ = counter("maskd_sessions_expired_total", "Sessions closed by --session-ttl");

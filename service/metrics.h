@@ -72,6 +72,13 @@ class Metrics {
     mask_bytes_->Set(static_cast<double>(used_bytes));
     masks_unkept_->Set(static_cast<double>(unkept));
   }
+  // The compiler's terminal DFA cache (grammar/terminal_dfas.h): bytes held,
+  // and DFAs built and taken from it since start (a tool sent again is taken).
+  void SetTerminalDfas(uint64_t bytes, uint64_t built, uint64_t shared) {
+    terminal_dfa_bytes_->Set(static_cast<double>(bytes));
+    terminal_dfas_built_->Set(static_cast<double>(built));
+    terminal_dfas_shared_->Set(static_cast<double>(shared));
+  }
   // The --max-sessions cap (maskd_sessions_max), set once at start.
   void SetSessionsMax(uint64_t n) { sessions_max_->Set(static_cast<double>(n)); }
   void SetSessionsActive(uint64_t n) { sessions_active_->Set(static_cast<double>(n)); }
@@ -129,6 +136,9 @@ class Metrics {
   TransportCounts transport_last_ ABSL_GUARDED_BY(transport_mu_);
   prometheus::Gauge* mask_bytes_;
   prometheus::Gauge* masks_unkept_;
+  prometheus::Gauge* terminal_dfa_bytes_;
+  prometheus::Gauge* terminal_dfas_built_;
+  prometheus::Gauge* terminal_dfas_shared_;
   prometheus::Gauge* sessions_active_;
   prometheus::Gauge* sessions_max_;
   prometheus::Counter* sessions_expired_;

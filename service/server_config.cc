@@ -205,6 +205,17 @@ ABSL_FLAG(uint64_t, max_grammar_parser_steps, uint64_t{1} << 24,
           "budget walk may take; past it the step fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(uint64_t, max_grammar_memo_bytes, uint64_t{256} << 20,
           "Per grammar index: bytes of memoised token sets (also counted in --max-mask-bytes)");
+ABSL_FLAG(uint64_t, max_structural_tag_bytes, uint64_t{16} << 20,
+          "Structural tag document bytes at most (a tool list; there is no count of tags)");
+ABSL_FLAG(uint64_t, max_structural_tag_symbols, uint64_t{4} << 20,
+          "Rules, terminals and alternatives' symbols of a structural tag's tags' grammars "
+          "together at most");
+ABSL_FLAG(uint64_t, terminal_dfa_cache_bytes, uint64_t{256} << 20,
+          "Bytes of grammar terminal DFAs kept for reuse by later compilations (tools sent "
+          "again); 0: none kept");
+ABSL_FLAG(uint64_t, schema_grammar_cache_bytes, uint64_t{64} << 20,
+          "Bytes of structural tags' schemas lowered to grammars kept for reuse by later "
+          "compilations (tools sent again); 0: none kept");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
@@ -469,6 +480,10 @@ CompileLimits CompileLimitsFlags() {
   c.grammar_index.max_mask_work = absl::GetFlag(FLAGS_max_grammar_mask_work);
   c.grammar_index.max_parser_steps = absl::GetFlag(FLAGS_max_grammar_parser_steps);
   c.grammar_index.max_memo_bytes = absl::GetFlag(FLAGS_max_grammar_memo_bytes);
+  c.max_structural_tag_bytes = absl::GetFlag(FLAGS_max_structural_tag_bytes);
+  c.max_structural_tag_symbols = absl::GetFlag(FLAGS_max_structural_tag_symbols);
+  c.terminal_dfa_bytes = absl::GetFlag(FLAGS_terminal_dfa_cache_bytes);
+  c.schema_grammar_bytes = absl::GetFlag(FLAGS_schema_grammar_cache_bytes);
   return c;
 }
 
@@ -508,6 +523,7 @@ ServiceLimits ServiceFlags(ClientIdentity client_identity) {
   ServiceLimits l;
   l.max_constraint_bytes = absl::GetFlag(FLAGS_max_regex_bytes);
   l.max_grammar_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
+  l.max_structural_tag_bytes = absl::GetFlag(FLAGS_max_structural_tag_bytes);
   l.max_streams = absl::GetFlag(FLAGS_max_streams);
   l.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   l.client_identity = client_identity;

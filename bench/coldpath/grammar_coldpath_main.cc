@@ -7,6 +7,11 @@
 //   maskd_grammar_coldpath --tokenizer DIR --grammar FILE [--format lark|gbnf|ebnf]
 //                          [--text FILE | --steps 64 --seed 1] [--warm-reps 10]
 //                          [--masks-out FILE] [--clock wall|cpu]
+//   maskd_grammar_coldpath --tokenizer DIR --structural-tag FILE [the same flags]
+//
+// With --structural-tag the file is a structural tag (constraint/
+// structural_tag.h), compiled as maskd compiles one (ConstraintCompiler with
+// its default limits; bench/tools_bench.py runs this on tool lists).
 //
 // The walk: with --text, the sample text is spelled token by token, each
 // step taking the longest allowed token whose bytes start the rest of the
@@ -20,7 +25,8 @@
 //   vocab_load_ms   tokenizer load and its context (trie, loop-mask byte index;
 //                   not part of any other figure)
 //   compile_ms      grammar text -> GrammarIndex (front end + Create; the
-//                   file is read before the clock starts)
+//                   file is read before the clock starts); for a structural
+//                   tag, ConstraintCompiler::Compile
 //   first_mask_ms   GrammarGuide::Create + its first mask
 //   ttfm_ms         compile_ms + first_mask_ms
 //   walk_steps      tokens advanced
@@ -33,6 +39,13 @@
 //   accepting       whether the grammar accepts the walk's text
 //   memo_bytes      the index memo after the walk and its replays
 //   tokens          the walk's token ids
+//   dfas_built, dfas_shared  with --structural-tag: terminal DFAs built, and
+//                   taken from the compiler's cache (grammar/terminal_dfas.h),
+//                   by the first compilation
+//   resent_ttfm_ms  with --structural-tag: the same document compiled again
+//                   by the same compiler (a new index: the tools sent again in
+//                   a later request, its DFAs from the cache) + its first
+//                   mask; 0 otherwise
 // MASKD_COLDPATH_TRACE=1 in the environment prints each step of the first
 // walk on stderr (mask and advance times, tokens allowed, the token taken),
 // then each step's time in the first replay.
@@ -52,6 +65,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/coldpath/coldpath_util.h"
+#include "constraint/constraint.h"
+#include "constraint/constraint_compiler.h"
 #include "grammar/grammar_guide.h"
 #include "grammar/grammar_index.h"
 #include "grammar/grammar_text.h"
@@ -117,10 +132,49 @@ int64_t LongestAllowedPrefix(const maskd::Vocabulary& vocab, const std::vector<u
   return best;
 }
 
+using IndexOr = absl::StatusOr<std::shared_ptr<const GrammarIndex>>;
+
+IndexOr CompileGrammar(const std::string& path, const std::string& text,
+                       maskd::grammar::GrammarFormat format,
+                       std::shared_ptr<const maskd::TokenizerContext> context) {
+  auto g = maskd::grammar::ParseGrammarText(text, format);
+  if (!g.ok()) Die(absl::StrCat(path, ": ", g.status().message()));
+  return GrammarIndex::Create(*g, std::move(context));
+}
+
+// Terminal DFAs a structural tag's compilation built and shared (its
+// compiler's TerminalDfas stats).
+uint64_t dfas_built = 0, dfas_shared = 0;
+
+IndexOr CompileStructuralTag(const std::string& text,
+                             std::shared_ptr<const maskd::TokenizerContext> context) {
+  static const maskd::ConstraintCompiler compiler;  // one per process, as in maskd
+  auto compiled = compiler.Compile(maskd::Constraint::StructuralTag(text, std::move(context)));
+  if (compiler.terminal_dfas() != nullptr && dfas_built == 0) {  // the first compilation's
+    dfas_built = compiler.terminal_dfas()->stats().misses;
+    dfas_shared = compiler.terminal_dfas()->stats().hits;
+  }
+  if (!compiled.ok()) return compiled.status();
+  return compiled->index->grammar_index();
+}
+
+// The same structural tag compiled again by the same compiler (a new index:
+// the tools sent in a later request) + its first mask, in ms.
+double ResentTtfmMs(const std::string& text, std::shared_ptr<const maskd::TokenizerContext> context,
+                    std::vector<uint32_t>& mask) {
+  const double t0 = NowMs();
+  auto again = CompileStructuralTag(text, std::move(context));
+  if (!again.ok()) Die(absl::StrCat("compile again: ", again.status().message()));
+  auto guide = GrammarGuide::Create(*again);
+  if (!guide.ok() || !guide->WriteMask(absl::MakeSpan(mask)).ok()) Die("first mask again failed");
+  return MsSince(t0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string tokenizer, grammar_path, format, text_path, masks_out;
+  bool structural_tag = false;
   int steps = 64, warm_reps = 10;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -131,6 +185,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--tokenizer") tokenizer = value();
     else if (a == "--grammar") grammar_path = value();
+    else if (a == "--structural-tag") grammar_path = value(), structural_tag = true;
     else if (a == "--format") format = value();
     else if (a == "--text") text_path = value();
     else if (a == "--steps") steps = std::max(0, std::atoi(value().c_str()));
@@ -145,8 +200,10 @@ int main(int argc, char** argv) {
       Die("unknown flag " + a);
     }
   }
-  if (tokenizer.empty() || grammar_path.empty()) Die("--tokenizer and --grammar are required");
-  if (format.empty()) format = FormatOf(grammar_path);
+  if (tokenizer.empty() || grammar_path.empty()) {
+    Die("--tokenizer and --grammar (or --structural-tag) are required");
+  }
+  if (format.empty()) format = structural_tag ? "lark" : FormatOf(grammar_path);
   const std::optional<maskd::grammar::GrammarFormat> grammar_format =
       maskd::grammar::GrammarFormatNamed(format);
   if (!grammar_format.has_value()) Die("--format is lark, gbnf or ebnf");
@@ -162,9 +219,8 @@ int main(int argc, char** argv) {
   const maskd::Vocabulary& v = **vocab;
 
   t0 = NowMs();
-  auto g = maskd::grammar::ParseGrammarText(grammar_text, *grammar_format);
-  if (!g.ok()) Die(absl::StrCat(grammar_path, ": ", g.status().message()));
-  auto index = GrammarIndex::Create(*g, context);
+  auto index = structural_tag ? CompileStructuralTag(grammar_text, context)
+                              : CompileGrammar(grammar_path, grammar_text, *grammar_format, context);
   const double compile_ms = MsSince(t0);
   if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
   const uint32_t nw = (*index)->num_words();
@@ -233,13 +289,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  const double resent_ttfm_ms = structural_tag ? ResentTtfmMs(grammar_text, context, mask) : 0;
+
   std::string toks;
   for (uint32_t t : tokens) absl::StrAppend(&toks, toks.empty() ? "" : ",", t);
   std::printf(
       "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
       "\"walk_steps\": %zu, \"walk_ms\": %.3f, \"step_us\": %s, \"warm_step_us\": %s, "
       "\"text_spelled\": %s, \"accepting\": %s, \"memo_bytes\": %zu, \"clock\": \"%s\", "
-      "\"tokens\": [%s], \"grammar\": \"%s\"}\n",
+      "\"dfas_built\": %llu, \"dfas_shared\": %llu, \"resent_ttfm_ms\": %.3f, \"tokens\": [%s], \"grammar\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, tokens.size(),
       [&] {
         double s = 0;
@@ -248,7 +306,10 @@ int main(int argc, char** argv) {
       }(),
       Summary(step_us).c_str(), Summary(warm_us).c_str(),
       text_mode && spelled == text.size() ? "true" : "false", accepting ? "true" : "false",
-      (*index)->memo_bytes(), maskd::coldpath::ClockName(), toks.c_str(),
+      (*index)->memo_bytes(), maskd::coldpath::ClockName(),
+      static_cast<unsigned long long>(dfas_built), static_cast<unsigned long long>(dfas_shared),
+      resent_ttfm_ms,
+      toks.c_str(),
       maskd::coldpath::JsonEscape(grammar_path).c_str());
   if (!masks_out.empty() && !maskd::coldpath::WriteMasks(masks_out, all_masks)) {
     Die("cannot write " + masks_out);

@@ -292,11 +292,12 @@ TEST(StructuralTag, ErrorsNameTheirPlace) {
     EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << c.doc;
     EXPECT_THAT(g.status().message(), HasSubstr(c.message)) << c.doc;
   }
-  StructuralTagOptions few;
-  few.max_tags = 1;
+  StructuralTagOptions small;
+  small.max_bytes = 40;
   auto many = StructuralTagGrammar(
-      R"({"tags": [{"begin": "<a>", "regex": "x"}, {"begin": "<b>", "regex": "y"}]})", few);
+      R"({"tags": [{"begin": "<a>", "regex": "x"}, {"begin": "<b>", "regex": "y"}]})", small);
   EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(many.status().message(), HasSubstr("(max_structural_tag_bytes)"));
   // Through ConstraintCompiler an error of the document is a conversion error.
   auto bad = ConstraintCompiler().Compile(
       Constraint::StructuralTag("{}", ::maskd::testing::BundledTokenizer()));

@@ -141,6 +141,15 @@ TEST(ConstraintFromRequest, ErrorsNameTheProblem) {
   auto over = ConstraintFromRequest(big, Tokenizers(), {.max_constraint_bytes = 99});
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.status().message(), HasSubstr("--max-regex-bytes"));
+  // A structural tag (a tool list) has its own bound, not --max-regex-bytes.
+  v1::CompileRequest tools;
+  tools.set_tokenizer("qwen3");
+  tools.set_structural_tag(std::string(100, ' '));
+  EXPECT_TRUE(ConstraintFromRequest(tools, Tokenizers(), {.max_constraint_bytes = 99}).ok());
+  auto long_list = ConstraintFromRequest(
+      tools, Tokenizers(), {.max_constraint_bytes = 1000, .max_structural_tag_bytes = 99});
+  EXPECT_EQ(long_list.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(long_list.status().message(), HasSubstr("--max-structural-tag-bytes"));
   v1::CompileRequest unknown = SchemaRequest();
   unknown.set_tokenizer("nope");
   EXPECT_EQ(Convert(unknown).status().code(), absl::StatusCode::kNotFound);
