@@ -18,6 +18,8 @@ Dfa::~Dfa() = default;
 
 uint32_t Dfa::num_states() const { return lazy_ != nullptr ? lazy_->num_states() : num_states_; }
 
+// Lazy mode, on a row entry Next found kUnbuilt (possibly filled since).
+
 Dfa::State Dfa::LazyNext(State s, uint32_t c) const { return lazy_->Next(s, c); }
 
 bool Dfa::IsAccepting(State s) const {
@@ -43,10 +45,10 @@ absl::Status Dfa::StateLimitError() const {
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::FromPattern(std::string_view pattern,
                                                             const RegexLimits& limits,
-                                                            const DfaOptions& options) {
+                                                            const DfaOptions& options, bool lazy) {
   auto re = Regex::Parse(pattern, limits);
   if (!re.ok()) return re.status();
-  return Compile(*re, options);
+  return lazy ? CompileLazy(*re, options) : Compile(*re, options);
 }
 
 Dfa::State Dfa::WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes) const {

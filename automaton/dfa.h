@@ -5,7 +5,7 @@
 // accepting state. Bytes are grouped into equivalence classes: two bytes in one
 // class have the same transition from every state.
 //
-// Two modes (DfaOptions::lazy), with the same language, the same dead state
+// Two modes (Compile and CompileLazy), with the same language, the same dead state
 // and so the same token masks:
 //  - eager (default): every state built, minimized and numbered before
 //    Compile returns; the DFA is then immutable.
@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "automaton/grow_only_array.h"
 #include "automaton/regex.h"
 
 namespace maskd {
@@ -44,8 +45,6 @@ struct DfaOptions {
   absl::Time deadline = absl::InfiniteFuture();
   // When set and true, compilation fails with Cancelled.
   const std::atomic<bool>* cancel = nullptr;
-  // Build states on demand (see Dfa); max_states then also bounds the walks.
-  bool lazy = false;
 };
 
 namespace automaton_internal {
@@ -57,12 +56,19 @@ class Dfa {
   using State = uint32_t;
   static constexpr State kDead = 0;
   static constexpr uint32_t kNoDistance = 0xFFFFFFFFu;
+  // Lazy mode: a transition not computed yet (never returned by Next).
+  static constexpr uint32_t kUnbuilt = 0xFFFFFFFFu;
 
   static absl::StatusOr<std::shared_ptr<const Dfa>> Compile(const Regex& regex,
                                                             const DfaOptions& options = {});
-  // Parse + Compile.
+  // Lazy mode: the NFA and the start state only; options.max_states bounds
+  // the states later walks build (its deadline and cancel flag, the NFA's).
+  static absl::StatusOr<std::shared_ptr<const Dfa>> CompileLazy(const Regex& regex,
+                                                                const DfaOptions& options = {});
+  // Parse + Compile (or CompileLazy when `lazy`).
   static absl::StatusOr<std::shared_ptr<const Dfa>> FromPattern(
-      std::string_view pattern, const RegexLimits& limits = {}, const DfaOptions& options = {});
+      std::string_view pattern, const RegexLimits& limits = {}, const DfaOptions& options = {},
+      bool lazy = false);
 
   ~Dfa();
   Dfa(const Dfa&) = delete;
@@ -76,8 +82,12 @@ class Dfa {
   uint8_t byte_class(uint8_t byte) const { return byte_class_[byte]; }
 
   State Next(State s, uint8_t byte) const {
-    if (lazy_ != nullptr) return LazyNext(s, byte_class_[byte]);
-    return table_[static_cast<size_t>(s) * num_classes_ + byte_class_[byte]];
+    const uint32_t c = byte_class_[byte];
+    if (lazy_rows_ != nullptr) {
+      const State t = lazy_rows_->At(s)[c].load(std::memory_order_acquire);
+      return t != kUnbuilt ? t : LazyNext(s, c);
+    }
+    return table_[static_cast<size_t>(s) * num_classes_ + c];
   }
   // Walks `bytes` from `s`; kDead as soon as a byte is rejected.
   State Walk(State s, std::string_view bytes) const {
@@ -118,7 +128,8 @@ class Dfa {
  private:
   friend class DfaBuilder;
   Dfa();
-  // Lazy mode: the successor on class `c` (internal/lazy_dfa.h).
+  // Lazy mode: the successor on class `c`, its row filled first when
+  // needed (internal/lazy_dfa.h).
   State LazyNext(State s, uint32_t c) const;
   // The successor of `s` on class `c`, either mode.
   State ClassNext(State s, uint32_t c) const {
@@ -137,6 +148,8 @@ class Dfa {
   // Lazy mode: the automaton, and none of the eager fields above but start_,
   // num_classes_, byte_class_ and max_distance_.
   std::unique_ptr<const automaton_internal::LazyDfa> lazy_;
+  // Lazy mode: lazy_'s rows (kUnbuilt until filled), read here without a call.
+  const GrowOnlyArray<std::atomic<uint32_t>>* lazy_rows_ = nullptr;
 };
 
 }  // namespace maskd

@@ -169,6 +169,7 @@ absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::BuildLazy(const Regex& re
   dfa->start_ = (*lazy)->start();
   dfa->max_distance_ = dfa->start_ == Dfa::kDead ? 0 : (*lazy)->MaxDistanceBound();
   dfa->lazy_ = *std::move(lazy);
+  dfa->lazy_rows_ = &dfa->lazy_->rows();
   return std::shared_ptr<const Dfa>(std::move(dfa));
 }
 
@@ -239,8 +240,12 @@ void DfaBuilder::ComputeForcedBytes(Dfa* dfa) {
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::Compile(const Regex& regex, const DfaOptions& options) {
-  if (options.lazy) return DfaBuilder::BuildLazy(regex, options);
   return DfaBuilder::Build(regex, options);
+}
+
+absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::CompileLazy(const Regex& regex,
+                                                            const DfaOptions& options) {
+  return DfaBuilder::BuildLazy(regex, options);
 }
 
 }  // namespace maskd

@@ -16,7 +16,6 @@ DfaOptions WalkOptions(const DfaOptions& options) {
   DfaOptions o;
   o.max_states = options.max_states;
   o.max_nfa_states = options.max_nfa_states;
-  o.lazy = true;
   return o;  // no deadline, no cancel flag: a walk is not a compilation
 }
 

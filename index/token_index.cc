@@ -163,9 +163,7 @@ size_t TokenIndex::MemoryBytes() const {
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
     std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options) {
-  DfaOptions dfa_options = options.dfa;
-  dfa_options.lazy = options.lazy_dfa && !options.eager;
-  auto dfa = Dfa::FromPattern(pattern, options.regex, dfa_options);
+  auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa, options.lazy_dfa && !options.eager);
   if (!dfa.ok()) return dfa.status();
   if ((*dfa)->start() == Dfa::kDead) {
     return absl::InvalidArgumentError("regex: the pattern matches no text");

@@ -151,7 +151,7 @@ struct CompileOptions {
   DfaOptions dfa;      // its deadline and cancel flag also bound Precompute
   bool eager = false;  // precompute every reachable state's mask
   int threads = 1;     // for eager precomputation
-  // Build the DFA's states as walks reach them (DfaOptions::lazy) unless
+  // Build the DFA's states as walks reach them (Dfa::CompileLazy) unless
   // `eager`, which builds, minimizes and precomputes everything.
   bool lazy_dfa = false;
   TokenIndex::Options index;

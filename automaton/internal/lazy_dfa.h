@@ -34,7 +34,7 @@ namespace maskd::automaton_internal {
 class LazyDfa {
  public:
   // A row entry not filled yet.
-  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+  static constexpr uint32_t kUnknown = Dfa::kUnbuilt;
 
   // Numbers the start state (1, or the start is dead: 0). `options`'
   // max_states bounds the states; its deadline and cancel flag are not
@@ -55,6 +55,9 @@ class LazyDfa {
     const uint32_t t = table_.At(s)[c].load(std::memory_order_acquire);
     return t != kUnknown ? t : FillAndRead(s, c);
   }
+  // Rows of num_classes() entries, kUnknown until filled: Dfa::Next reads
+  // them directly and calls Next only on kUnknown.
+  const GrowOnlyArray<std::atomic<uint32_t>>& rows() const { return table_; }
   bool IsAccepting(uint32_t s) const { return facts_.At(s)->accepting != 0; }
   uint32_t DistanceToAccept(uint32_t s) const { return facts_.At(s)->distance; }
   // At least the largest DistanceToAccept of any state (exact for eager

@@ -22,9 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::shared_ptr<const Dfa> MustCompile(const std::string& pattern, bool lazy = false) {
-  DfaOptions options;
-  options.lazy = lazy;
-  auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+  auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, DfaOptions{}, lazy);
   EXPECT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
   return dfa.ok() ? *dfa : nullptr;
 }
@@ -154,13 +152,13 @@ TEST(Dfa, StateCapIsAClearError) {
 TEST(Dfa, LazyStateCapRefusesWhileWalking) {
   DfaOptions options;
   options.max_states = 1000;
-  options.lazy = true;
-  auto dfa = Dfa::FromPattern("[ab]*a[ab]{15}", RegexLimits{}, options);
+  auto dfa = Dfa::FromPattern("[ab]*a[ab]{15}", RegexLimits{}, options, /*lazy=*/true);
   ASSERT_TRUE(dfa.ok()) << dfa.status();
   const Dfa& d = **dfa;
   std::mt19937 rng(5);
   std::string text;
   const uint64_t before = Dfa::Refusals();
+  const size_t bytes_at_compile = d.MemoryBytes();
   Dfa::State s = d.start();
   size_t walked = 0;
   for (; walked < 100000 && s != Dfa::kDead; ++walked) {
@@ -171,6 +169,8 @@ TEST(Dfa, LazyStateCapRefusesWhileWalking) {
   ASSERT_EQ(s, Dfa::kDead) << "the cap was never reached";
   EXPECT_EQ(Dfa::Refusals(), before + 1);
   EXPECT_LE(d.num_states(), 1000u);
+  // The states built are accounted: a cache's charge follows them.
+  EXPECT_GT(d.MemoryBytes(), bytes_at_compile + 500 * d.num_classes() * sizeof(uint32_t));
   EXPECT_GT(walked, 500u);  // most bytes need a new state until the cap
   const absl::Status error = d.StateLimitError();
   EXPECT_EQ(error.code(), absl::StatusCode::kResourceExhausted);
@@ -293,13 +293,12 @@ TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
   int regexes = 0, checks = 0, too_big = 0;
   DfaOptions options;
   options.max_states = 20000;
-  options.lazy = GetParam();
   const int num_regexes = testing::Scaled(3000, 600);
   for (int i = 0; i < num_regexes; ++i) {
     std::string pattern = gen.Regex();
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) {
       ++too_big;  // nested counted repeats of overlapping classes can blow up
       continue;
@@ -307,7 +306,7 @@ TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++regexes;
     std::shared_ptr<const Dfa> eager;
-    if (GetParam()) eager = Dfa::FromPattern(pattern, RegexLimits{}, DfaOptions{}).value_or(nullptr);
+    if (GetParam()) eager = Dfa::FromPattern(pattern, RegexLimits{}, options).value_or(nullptr);
     for (int j = 0; j < 40; ++j) {
       std::string text = gen.Text();
       ASSERT_EQ((*dfa)->Matches(text), RE2::FullMatch(text, re2))
@@ -329,7 +328,6 @@ TEST_P(DfaModes, RepeatedSubexpressionsAgreeWithRe2) {
   RegexGen gen(424242);
   DfaOptions options;
   options.max_states = 20000;
-  options.lazy = GetParam();
   const int num_regexes = testing::Scaled(500, 100);
   int compiled = 0;
   for (int i = 0; i < num_regexes; ++i) {
@@ -338,7 +336,7 @@ TEST_P(DfaModes, RepeatedSubexpressionsAgreeWithRe2) {
         absl::StrCat("(?:", a, "|b", a, "|c(?:", a, "|-", a, ")*)", a, "?(?:", a, "|", a, "a)-");
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) continue;
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++compiled;
@@ -396,8 +394,7 @@ TEST(Dfa, MinimizedStatesAreDistinguishable) {
 
 TEST_P(DfaModes, WidestSuccessorCountsBytesPerTarget) {
   DfaOptions options;
-  options.lazy = GetParam();
-  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x", RegexLimits{}, options);
+  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x", RegexLimits{}, options, GetParam());
   ASSERT_TRUE(dfa.ok()) << dfa.status();
   uint32_t bytes = 0, self = 0;
   Dfa::State t = (*dfa)->WidestSuccessor((*dfa)->start(), &bytes, &self);
@@ -405,7 +402,7 @@ TEST_P(DfaModes, WidestSuccessorCountsBytesPerTarget) {
   EXPECT_EQ(bytes, 22u);  // e..z
   EXPECT_EQ(self, 0u);
 
-  auto loop = Dfa::FromPattern("[a-z]*!", RegexLimits{}, options);
+  auto loop = Dfa::FromPattern("[a-z]*!", RegexLimits{}, options, GetParam());
   ASSERT_TRUE(loop.ok()) << loop.status();
   t = (*loop)->WidestSuccessor((*loop)->start(), &bytes, &self);
   EXPECT_EQ(t, (*loop)->Next((*loop)->start(), '!'));

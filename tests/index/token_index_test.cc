@@ -162,7 +162,7 @@ TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
   auto index = CompileRegex("[^Z]*", TokenizerContext::Create(*vocab));
   ASSERT_TRUE(index.ok());
   std::vector<uint32_t> mask((*index)->num_words());
-  (*index)->WriteMask((*index)->start(), mask.data());
+  EXPECT_TRUE((*index)->WriteMask((*index)->start(), mask.data()).ok());
   uint32_t highest = 0;
   for (uint32_t t = 0; t < (*vocab)->size(); ++t) {
     if ((*vocab)->has_token(t)) highest = t;
@@ -189,8 +189,8 @@ TEST(TokenIndex, EagerAndLazyAgree) {
     EXPECT_GT((*a)->num_computed_states(), 0u);
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
     for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-      (*a)->WriteMask(s, ma.data());
-      (*b)->WriteMask(s, mb.data());
+      EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+      EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
       ASSERT_EQ(ma, mb) << regex << " state " << s;
     }
   }
@@ -212,9 +212,9 @@ TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
     EXPECT_EQ((*a)->num_computed_states(), (*b)->num_computed_states()) << regex;
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words()), ml((*b)->num_words());
     for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-      (*a)->WriteMask(s, ma.data());
-      (*b)->WriteMask(s, mb.data());
-      (*lazy)->WriteMask(s, ml.data());
+      EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+      EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
+      EXPECT_TRUE((*lazy)->WriteMask(s, ml.data()).ok());
       ASSERT_EQ(ma, mb) << regex << " state " << s;
       ASSERT_EQ(ml, mb) << regex << " state " << s << " (lazy)";
       ASSERT_EQ((*a)->CountAllowed(s), (*b)->CountAllowed(s));
@@ -240,8 +240,8 @@ TEST(TokenIndex, MaskBudgetBoundsKeptMasksAndMasksStayExact) {
     std::vector<uint32_t> mb((*b)->num_words()), mf((*b)->num_words());
     for (int round = 0; round < 2; ++round) {  // the second round: unkept masks again
       for (Dfa::State s = (*b)->dfa().num_states() - 1; s >= 1; --s) {
-        (*b)->WriteMask(s, mb.data());
-        (*free)->WriteMask(s, mf.data());
+        EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
+        EXPECT_TRUE((*free)->WriteMask(s, mf.data()).ok());
         ASSERT_EQ(mb, mf) << regex << " state " << s;
         ASSERT_EQ((*b)->CountAllowed(s), (*free)->CountAllowed(s));
         ASSERT_LE(budget->used(), budget->max_bytes());
@@ -290,9 +290,9 @@ TEST(LoopMasks, StringContentNeedsNoMemo) {
   const Dfa::State in_second = After(**second, "[\"x\", \"y");
   ASSERT_NE(in_first, Dfa::kDead);
   ASSERT_NE(in_second, Dfa::kDead);
-  (*first)->WriteMask(in_first, mask.data());
-  (*second)->WriteMask(in_second, mask.data());
-  (*plain)->WriteMask(in_second, want.data());
+  EXPECT_TRUE((*first)->WriteMask(in_first, mask.data()).ok());
+  EXPECT_TRUE((*second)->WriteMask(in_second, mask.data()).ok());
+  EXPECT_TRUE((*plain)->WriteMask(in_second, want.data()).ok());
   EXPECT_EQ(mask, want);
   const LoopMasks::Stats st = context->loop_masks().stats();
   EXPECT_EQ(st.misses, 0u);
@@ -318,13 +318,13 @@ TEST(LoopMasks, BoundedStringsAreExact) {
   auto plain = CompileRegex(regex, context, plain_options);
   ASSERT_TRUE(shared.ok() && plain.ok()) << shared.status();
   std::vector<uint32_t> ma((*shared)->num_words()), mb((*plain)->num_words());
-  (*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data());
+  EXPECT_TRUE((*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data()).ok());
   std::string text = "{\"a\": \"x\", \"b\": \"";
   for (int i = 0; i <= 40; ++i) {
     const Dfa::State s = After(**shared, text);
     ASSERT_NE(s, Dfa::kDead) << text;
-    (*shared)->WriteMask(s, ma.data());
-    (*plain)->WriteMask(s, mb.data());
+    EXPECT_TRUE((*shared)->WriteMask(s, ma.data()).ok());
+    EXPECT_TRUE((*plain)->WriteMask(s, mb.data()).ok());
     ASSERT_EQ(ma, mb) << "after " << i << " characters";
     text += i % 3 ? "y" : "\xc3\xa9";  // 1- and 2-byte characters
   }
@@ -354,7 +354,7 @@ TEST(TokenIndex, FirstMaskOfWideStateInFreshProcessEqualsDirectWalk) {
       if (regex[0] == 'x') s = (*index)->dfa().Walk(s, "x\"a");
       std::vector<uint32_t>& mask = masks[share ? 0 : 1];
       mask.resize((*index)->num_words());
-      (*index)->WriteMask(s, mask.data());
+      EXPECT_TRUE((*index)->WriteMask(s, mask.data()).ok());
       EXPECT_GT((*index)->CountAllowed(s), (*vocab)->num_tokens() / 8) << regex;
     }
     EXPECT_EQ(masks[0], masks[1]) << regex;
@@ -375,8 +375,8 @@ TEST(LoopMasks, MemoBoundIsHonoured) {
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
   for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-    (*a)->WriteMask(s, ma.data());
-    (*b)->WriteMask(s, mb.data());
+    EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+    EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
     ASSERT_EQ(ma, mb) << "state " << s;
   }
   const LoopMasks::Stats st = context->loop_masks().stats();
