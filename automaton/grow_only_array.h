@@ -54,11 +54,11 @@ class GrowOnlyArray {
     uint32_t chunk, offset;
   };
   static uint32_t RowsOf(uint32_t chunk) { return kFirstRows << chunk; }
-  // Chunk c starts at row 16 * (2^c - 1).
+  // Chunk c starts at row 16 * (2^c - 1): c = floor(log2(i / 16 + 1)).
   static Place PlaceOf(uint32_t i) {
-    const uint64_t q = static_cast<uint64_t>(i) / kFirstRows + 1;
-    const uint32_t c = 63 - static_cast<uint32_t>(__builtin_clzll(q));
-    return {c, static_cast<uint32_t>(i - kFirstRows * ((uint64_t{1} << c) - 1))};
+    const uint32_t q = i / kFirstRows + 1;  // at most 2^28: no overflow
+    const uint32_t c = 31 - static_cast<uint32_t>(__builtin_clz(q));
+    return {c, i + kFirstRows - (kFirstRows << c)};
   }
   T* CreateChunk(uint32_t c) const {
     absl::MutexLock lock(&mu_);
