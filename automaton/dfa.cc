@@ -4,14 +4,51 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_format.h"
+#include "automaton/internal/lazy_dfa.h"
+
 namespace maskd {
+
+namespace automaton_internal {
+uint64_t ThreadRefusals();  // lazy_dfa.cc
+}  // namespace automaton_internal
+
+Dfa::Dfa() = default;
+Dfa::~Dfa() = default;
+
+uint32_t Dfa::num_states() const { return lazy_ != nullptr ? lazy_->num_states() : num_states_; }
+
+// Lazy mode, on a row entry Next found kUnbuilt (possibly filled since).
+
+Dfa::State Dfa::LazyNext(State s, uint32_t c) const { return lazy_->Next(s, c); }
+
+bool Dfa::IsAccepting(State s) const {
+  return lazy_ != nullptr ? lazy_->IsAccepting(s) : accepting_[s] != 0;
+}
+
+uint32_t Dfa::DistanceToAccept(State s) const {
+  return lazy_ != nullptr ? lazy_->DistanceToAccept(s) : distance_[s];
+}
+
+int Dfa::ForcedByte(State s) const {
+  if (lazy_ == nullptr) return forced_byte_[s];
+  return s == kDead ? -1 : lazy_->ForcedByte(s);
+}
+
+uint64_t Dfa::Refusals() { return automaton_internal::ThreadRefusals(); }
+
+absl::Status Dfa::StateLimitError() const {
+  const uint32_t limit = lazy_ != nullptr ? lazy_->max_states() : num_states_;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "regex: the DFA needs more than %d states (limit max_states), reached while walking", limit));
+}
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::FromPattern(std::string_view pattern,
                                                             const RegexLimits& limits,
-                                                            const DfaOptions& options) {
+                                                            const DfaOptions& options, bool lazy) {
   auto re = Regex::Parse(pattern, limits);
   if (!re.ok()) return re.status();
-  return Compile(*re, options);
+  return lazy ? CompileLazy(*re, options) : Compile(*re, options);
 }
 
 Dfa::State Dfa::WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes) const {
@@ -21,7 +58,7 @@ Dfa::State Dfa::WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes) 
   std::vector<std::pair<State, uint32_t>> to;
   uint32_t self = 0;
   for (uint32_t c = 0; c < num_classes_; ++c) {
-    const State t = table_[static_cast<size_t>(s) * num_classes_ + c];
+    const State t = ClassNext(s, c);
     if (t == kDead) continue;
     if (t == s) {
       self += class_size[c];
@@ -53,6 +90,7 @@ bool Dfa::Matches(std::string_view text) const {
 }
 
 size_t Dfa::MemoryBytes() const {
+  if (lazy_ != nullptr) return sizeof(Dfa) + lazy_->MemoryBytes();
   return sizeof(Dfa) + table_.capacity() * sizeof(State) + accepting_.capacity() +
          distance_.capacity() * sizeof(uint32_t) + forced_byte_.capacity() * sizeof(int16_t);
 }

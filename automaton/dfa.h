@@ -1,9 +1,24 @@
-// Dfa: a minimal, anchored, byte-level deterministic automaton for a Regex.
+// Dfa: an anchored, byte-level deterministic automaton for a Regex.
 //
 // The automaton reads the UTF-8 bytes of the whole text. State 0 is the dead
 // state (no continuation can match); every other state can still reach an
 // accepting state. Bytes are grouped into equivalence classes: two bytes in one
 // class have the same transition from every state.
+//
+// Two modes (Compile and CompileLazy), with the same language, the same dead state
+// and so the same token masks:
+//  - eager (default): every state built, minimized and numbered before
+//    Compile returns; the DFA is then immutable.
+//  - lazy: Compile builds the NFA and the start state only; a state is
+//    numbered when a walk first reaches it and its transitions computed when
+//    a walk first leaves it (internal/lazy_dfa.h), so the cost follows the
+//    states walks touch, not the automaton's size. States are not minimized,
+//    num_states() and MemoryBytes() grow, and max_states bounds them: a
+//    transition that needs a state past it returns kDead and counts a
+//    refusal on the calling thread (Refusals()), which callers that must
+//    tell it from a real rejection check (index/token_index.h).
+// Both modes are thread-safe for concurrent readers; a lazy one's reads of
+// transitions already computed take no lock.
 #ifndef MASKD_AUTOMATON_DFA_H_
 #define MASKD_AUTOMATON_DFA_H_
 
@@ -16,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "automaton/grow_only_array.h"
 #include "automaton/regex.h"
 
 namespace maskd {
@@ -31,25 +47,47 @@ struct DfaOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+namespace automaton_internal {
+class LazyDfa;
+}
+
 class Dfa {
  public:
   using State = uint32_t;
   static constexpr State kDead = 0;
   static constexpr uint32_t kNoDistance = 0xFFFFFFFFu;
+  // Lazy mode: a transition not computed yet (never returned by Next).
+  static constexpr uint32_t kUnbuilt = 0xFFFFFFFFu;
 
   static absl::StatusOr<std::shared_ptr<const Dfa>> Compile(const Regex& regex,
                                                             const DfaOptions& options = {});
-  // Parse + Compile.
+  // Lazy mode: the NFA and the start state only; options.max_states bounds
+  // the states later walks build (its deadline and cancel flag, the NFA's).
+  static absl::StatusOr<std::shared_ptr<const Dfa>> CompileLazy(const Regex& regex,
+                                                                const DfaOptions& options = {});
+  // Parse + Compile (or CompileLazy when `lazy`).
   static absl::StatusOr<std::shared_ptr<const Dfa>> FromPattern(
-      std::string_view pattern, const RegexLimits& limits = {}, const DfaOptions& options = {});
+      std::string_view pattern, const RegexLimits& limits = {}, const DfaOptions& options = {},
+      bool lazy = false);
 
+  ~Dfa();
+  Dfa(const Dfa&) = delete;
+  Dfa& operator=(const Dfa&) = delete;
+
+  bool lazy() const { return lazy_ != nullptr; }
   State start() const { return start_; }
-  uint32_t num_states() const { return num_states_; }
+  // States numbered so far, the dead one included (lazy: grows with walks).
+  uint32_t num_states() const;
   uint32_t num_classes() const { return num_classes_; }
   uint8_t byte_class(uint8_t byte) const { return byte_class_[byte]; }
 
   State Next(State s, uint8_t byte) const {
-    return table_[static_cast<size_t>(s) * num_classes_ + byte_class_[byte]];
+    const uint32_t c = byte_class_[byte];
+    if (lazy_rows_ != nullptr) {
+      const State t = lazy_rows_->At(s)[c].load(std::memory_order_acquire);
+      return t != kUnbuilt ? t : LazyNext(s, c);
+    }
+    return table_[static_cast<size_t>(s) * num_classes_ + c];
   }
   // Walks `bytes` from `s`; kDead as soon as a byte is rejected.
   State Walk(State s, std::string_view bytes) const {
@@ -59,15 +97,17 @@ class Dfa {
     }
     return s;
   }
-  bool IsAccepting(State s) const { return accepting_[s] != 0; }
+  bool IsAccepting(State s) const;
   // Fewest bytes from `s` to an accepting state; 0 when accepting,
   // kNoDistance for the dead state.
-  uint32_t DistanceToAccept(State s) const { return distance_[s]; }
-  // The largest DistanceToAccept over live states (0 when none).
+  uint32_t DistanceToAccept(State s) const;
+  // The largest DistanceToAccept over live states (0 when none); lazy: an
+  // upper bound of it (the largest over the NFA's states).
   uint32_t MaxDistanceToAccept() const { return max_distance_; }
   // When `s` is not accepting and exactly one byte leads to a live state, that
-  // byte; otherwise -1. Used to build forced continuations.
-  int ForcedByte(State s) const { return forced_byte_[s]; }
+  // byte; otherwise -1 (lazy: also when the state limit refuses s's
+  // transitions). Used to build forced continuations.
+  int ForcedByte(State s) const;
   // Whether the full text `text` matches.
   bool Matches(std::string_view text) const;
   // The live state other than `s` that the most bytes lead to from `s` (the
@@ -75,11 +115,26 @@ class Dfa {
   // every byte dies or stays in `s`. Self-loop bytes in `*self_bytes`.
   State WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes = nullptr) const;
 
+  // Bytes held (lazy: grows with the states built).
   size_t MemoryBytes() const;
+
+  // Lazy DFAs: transitions refused by the state limit on the calling thread,
+  // since it started (a running count). Work that read a lazy DFA compares
+  // it before and after; a change means some kDead it saw was a refusal.
+  static uint64_t Refusals();
+  // The error for a refusal: ResourceExhausted naming max_states.
+  absl::Status StateLimitError() const;
 
  private:
   friend class DfaBuilder;
-  Dfa() = default;
+  Dfa();
+  // Lazy mode: the successor on class `c`, its row filled first when
+  // needed (internal/lazy_dfa.h).
+  State LazyNext(State s, uint32_t c) const;
+  // The successor of `s` on class `c`, either mode.
+  State ClassNext(State s, uint32_t c) const {
+    return lazy_ != nullptr ? LazyNext(s, c) : table_[static_cast<size_t>(s) * num_classes_ + c];
+  }
 
   State start_ = kDead;
   uint32_t num_states_ = 0;
@@ -90,6 +145,11 @@ class Dfa {
   std::vector<uint32_t> distance_;    // num_states_
   uint32_t max_distance_ = 0;         // max of distance_ over live states
   std::vector<int16_t> forced_byte_;  // num_states_
+  // Lazy mode: the automaton, and none of the eager fields above but start_,
+  // num_classes_, byte_class_ and max_distance_.
+  std::unique_ptr<const automaton_internal::LazyDfa> lazy_;
+  // Lazy mode: lazy_'s rows (kUnbuilt until filled), read here without a call.
+  const GrowOnlyArray<std::atomic<uint32_t>>* lazy_rows_ = nullptr;
 };
 
 }  // namespace maskd

@@ -8,6 +8,7 @@
 
 #include "automaton/dfa.h"
 #include "automaton/internal/dense_table.h"
+#include "automaton/internal/lazy_dfa.h"
 #include "automaton/internal/minimize.h"
 #include "automaton/internal/nfa.h"
 #include "automaton/internal/subset_construction.h"
@@ -110,6 +111,9 @@ void QuotientTable(const DenseDfa& dense, const std::vector<uint32_t>& blocks,
 class DfaBuilder {
  public:
   static absl::StatusOr<std::shared_ptr<const Dfa>> Build(const Regex& regex, const DfaOptions& options);
+  // Lazy mode: the NFA and the start state only.
+  static absl::StatusOr<std::shared_ptr<const Dfa>> BuildLazy(const Regex& regex,
+                                                              const DfaOptions& options);
 
  private:
   // Sets distance_ and max_distance_ from table_ and accepting_.
@@ -150,6 +154,22 @@ absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
   dfa->start_ = dense->start == 0 ? Dfa::kDead : numbering.order[(*blocks)[dense->start]];
   ComputeDistances(dfa.get());
   ComputeForcedBytes(dfa.get());
+  return std::shared_ptr<const Dfa>(std::move(dfa));
+}
+
+absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::BuildLazy(const Regex& regex,
+                                                                 const DfaOptions& options) {
+  auto nfa = BuildNfa(regex, options);
+  if (!nfa.ok()) return nfa.status();
+  auto dfa = std::shared_ptr<Dfa>(new Dfa());
+  std::memcpy(dfa->byte_class_, nfa->byte_class, 256);
+  dfa->num_classes_ = nfa->num_classes;
+  auto lazy = automaton_internal::LazyDfa::Create(*std::move(nfa), options);
+  if (!lazy.ok()) return lazy.status();
+  dfa->start_ = (*lazy)->start();
+  dfa->max_distance_ = dfa->start_ == Dfa::kDead ? 0 : (*lazy)->MaxDistanceBound();
+  dfa->lazy_ = *std::move(lazy);
+  dfa->lazy_rows_ = &dfa->lazy_->rows();
   return std::shared_ptr<const Dfa>(std::move(dfa));
 }
 
@@ -221,6 +241,11 @@ void DfaBuilder::ComputeForcedBytes(Dfa* dfa) {
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::Compile(const Regex& regex, const DfaOptions& options) {
   return DfaBuilder::Build(regex, options);
+}
+
+absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::CompileLazy(const Regex& regex,
+                                                            const DfaOptions& options) {
+  return DfaBuilder::BuildLazy(regex, options);
 }
 
 }  // namespace maskd

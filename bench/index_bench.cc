@@ -100,7 +100,7 @@ bool TimedFirstMask(benchmark::State& state, const std::string& regex,
     return false;
   }
   *index = *std::move(compiled);
-  (*index)->WriteMask((*index)->start(), mask->data());
+  (void)(*index)->WriteMask((*index)->start(), mask->data());
   benchmark::DoNotOptimize(mask->data());
   return true;
 }
@@ -260,7 +260,7 @@ void FirstVisitWriteMask(benchmark::State& state, std::string tokenizer, std::st
     index = TokenIndex::Create(*dfa, context);
     state.ResumeTiming();
     for (Dfa::State s : states) {
-      index->WriteMask(s, mask.data());
+      (void)index->WriteMask(s, mask.data());
       benchmark::DoNotOptimize(mask.data());
     }
   }
@@ -280,7 +280,7 @@ void WriteMaskReady(benchmark::State& state, std::string tokenizer, std::string 
   std::vector<uint32_t> mask(index->num_words());
   size_t i = 0;
   for (auto _ : state) {
-    index->WriteMask(steps[i].first, mask.data());
+    (void)index->WriteMask(steps[i].first, mask.data());
     benchmark::DoNotOptimize(mask.data());
     benchmark::ClobberMemory();
     if (++i == steps.size()) i = 0;
@@ -417,7 +417,7 @@ void FirstStringMask(benchmark::State& state, std::string tokenizer, std::string
   std::vector<uint32_t> mask((context->vocabulary().size() + 31) / 32);
   for (auto _ : state) {
     auto index = TokenIndex::Create(*dfa, context, options);
-    index->WriteMask(s, mask.data());
+    (void)index->WriteMask(s, mask.data());
     benchmark::DoNotOptimize(mask.data());
   }
 }

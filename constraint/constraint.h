@@ -84,8 +84,16 @@ struct ConstraintOptions {
   // instead of on first use (no effect on the grammar route, whose masks
   // depend on the parser state).
   bool eager = false;
+  // Regex route: build the whole DFA (minimized) while compiling instead of
+  // its states as walks first reach them (automaton/dfa.h, lazy mode), which
+  // is the default: a first mask then costs what its state needs. `eager`
+  // implies it. A JSON Schema builds its DFA whole on either route (kAuto
+  // chooses the route by whether it fits max_dfa_states).
+  bool eager_dfa = false;
 
-  auto Fields() const { return std::tie(grammar_format, schema_route, json_schema, eager); }
+  auto Fields() const {
+    return std::tie(grammar_format, schema_route, json_schema, eager, eager_dfa);
+  }
 };
 
 struct Constraint {

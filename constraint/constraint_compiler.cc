@@ -35,6 +35,7 @@ CompileOptions IndexOptions(const Constraint& c, const CompileLimits& limits,
   o.dfa.deadline = budget.deadline;
   o.dfa.cancel = budget.cancel;
   o.eager = c.options.eager;
+  o.lazy_dfa = !c.options.eager_dfa;  // CompileRegex builds eagerly when `eager`
   o.threads = limits.precompute_threads;
   o.index.share_loops = limits.share_loops;
   o.index.budget = limits.mask_budget;
@@ -122,6 +123,10 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
   // Converted regexes are large by construction (every open object carries an
   // any-value automaton); the converter has already bounded this one.
   CompileOptions regex_options = job.index;
+  // kAuto chooses the route by whether the whole DFA fits max_dfa_states,
+  // and kRegex reports that limit at compile time too: a schema's DFA is
+  // built whole (lazy schema DFAs are left to the schema work of issue 26).
+  regex_options.lazy_dfa = false;
   regex_options.regex.max_pattern_bytes =
       std::max(job.index.regex.max_pattern_bytes, schema_options.max_regex_bytes);
   auto index = CompileRegex(converted.regex, job.constraint.tokenizer, regex_options);

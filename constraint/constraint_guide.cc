@@ -120,6 +120,13 @@ absl::Status ConstraintGuide::StepRegex(Guide& g, size_t rollback,
                                         absl::Span<const uint32_t> tokens,
                                         absl::Span<uint32_t> row, uint32_t max_tokens_left) {
   absl::Status s;
+  if (g.index().dfa().lazy()) {
+    // The step's mask first, changing nothing: a state the lazy DFA's limit
+    // refuses fails the step here, the session as it was. The advance below
+    // then walks what this built and cannot fail.
+    if (s = g.PeekStep(rollback, tokens, max_tokens_left, row.data()); !s.ok()) return s;
+    return g.RollbackAndAdvance(rollback, tokens);
+  }
   if (rollback > g.rollback_available()) {
     s = g.Rollback(rollback);  // OUT_OF_RANGE: past the window
   } else if (rollback == 0) {
@@ -130,8 +137,8 @@ absl::Status ConstraintGuide::StepRegex(Guide& g, size_t rollback,
     s = g.RollbackAndAdvance(rollback, tokens);
   }
   if (!s.ok()) return s;
-  g.WriteMaskUnchecked(row.data());
-  if (max_tokens_left > 0) g.ApplyTokenBudget(max_tokens_left, row.data());
+  (void)g.WriteMaskUnchecked(row.data());  // an eager DFA's masks cannot fail
+  if (max_tokens_left > 0) (void)g.ApplyTokenBudget(max_tokens_left, row.data());
   return s;
 }
 
@@ -163,10 +170,7 @@ absl::Status ConstraintGuide::WriteMask(absl::Span<uint32_t> words) {
 }
 
 absl::Status ConstraintGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uint32_t> words) {
-  if (const Guide* g = std::get_if<Guide>(&state_)) {
-    g->ApplyTokenBudget(tokens_left, words.data());
-    return absl::OkStatus();
-  }
+  if (const Guide* g = std::get_if<Guide>(&state_)) return g->ApplyTokenBudget(tokens_left, words.data());
   return std::get<grammar::GrammarGuide>(state_).ApplyTokenBudget(tokens_left, words);
 }
 

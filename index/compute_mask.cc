@@ -86,7 +86,8 @@ struct MaskPath {
 class TokenIndex::MaskBuild {
  public:
   MaskBuild(const TokenIndex& index, State s, std::vector<State>* successors)
-      : index_(index), dfa_(*index.dfa_), s_(s), successors_(successors), w_(Scratch()) {}
+      : index_(index), dfa_(*index.dfa_), s_(s), successors_(successors), w_(Scratch()),
+        refusals_(dfa_.lazy() ? Dfa::Refusals() : 0) {}
 
   const StateMask& Run();
 
@@ -94,6 +95,7 @@ class TokenIndex::MaskBuild {
   bool want_successors() const { return successors_ != nullptr; }
   // Appends t to *successors_ unless already there.
   ABSL_ATTRIBUTE_ALWAYS_INLINE void AddSuccessor(State t) {
+    if ((t >> 6) >= w_.seen.size()) w_.seen.resize((t >> 6) + 1, 0);  // a lazy DFA grew
     if (!((w_.seen[t >> 6] >> (t & 63)) & 1)) {
       w_.seen[t >> 6] |= uint64_t{1} << (t & 63);
       successors_->push_back(t);
@@ -105,6 +107,9 @@ class TokenIndex::MaskBuild {
     for (; id != end; ++id) words_[*id >> 5] |= 1u << (*id & 31);
   }
 
+  // Whether a lazy DFA refused a state since this build began: then what it
+  // built is wrong somewhere and is neither kept nor shared.
+  bool Refused() const { return dfa_.lazy() && Dfa::Refusals() != refusals_; }
   MaskPath ChoosePath();
   void SetTokensWithinStay();
   void AddChainSuccessors();
@@ -124,6 +129,7 @@ class TokenIndex::MaskBuild {
   const State s_;
   std::vector<State>* const successors_;  // null: not wanted
   WalkScratch& w_;
+  const uint64_t refusals_;  // Dfa::Refusals() when the build began (lazy)
   MaskPath path_;
   std::vector<uint32_t> words_;
   uint32_t count_ = 0;
@@ -411,6 +417,7 @@ void TokenIndex::MaskBuild::BuildNewLoopMask() {
              if (loop_end && (w_.ends.empty() || w_.ends.back() != t)) w_.ends.push_back(t);
              if (want_successors()) AddSuccessor(t);
            });
+  if (Refused()) return;  // the loop's tokens may be wrong: not for the shared memo
   index_.context_->loop_masks().Complete(std::move(path_.pending), std::move(loop_words),
                                          loop_count, w_.ends);
 }
@@ -494,9 +501,9 @@ const StateMask& TokenIndex::MaskBuild::Publish(bool dense_built) {
     std::sort(w_.ids.begin(), w_.ids.end());
     data.assign(w_.ids.begin(), w_.ids.end());
   }
-  const StateMask* m = index_.store_->Intern(dense, count_, data);
+  const StateMask* m = Refused() ? nullptr : index_.store_->Intern(dense, count_, data);
   if (m == nullptr) {
-    // Over the budget: kept on this thread only, one slot per reference
+    // Over the budget (or refused: the caller reports it): kept on this thread only, one slot per reference
     // depth, so a reference mask (depth d + 1) stays valid while the mask
     // at depth d that uses it is computed.
     thread_local std::optional<StateMask> unkept[kMaxReferenceDepth + 1];
@@ -507,7 +514,7 @@ const StateMask& TokenIndex::MaskBuild::Publish(bool dense_built) {
   const StateMask* expected = nullptr;
   // Another thread may have published the same state's mask meanwhile: both
   // are equal and interned, so either pointer is the same object.
-  index_.masks_[s_].compare_exchange_strong(expected, m, std::memory_order_acq_rel);
+  index_.masks_.At(s_)->compare_exchange_strong(expected, m, std::memory_order_acq_rel);
   return *m;
 }
 

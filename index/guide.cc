@@ -19,13 +19,26 @@ absl::StatusOr<Guide> Guide::Replay(std::shared_ptr<const TokenIndex> index,
   return g;
 }
 
-void Guide::WriteMaskUnchecked(uint32_t* words) const {
-  if (state_ != kFinished) {
-    index_->WriteMask(state_, words);
-    return;
-  }
+absl::Status Guide::WriteMaskOf(uint32_t state, uint32_t* words) const {
+  if (state != kFinished) return index_->WriteMask(state, words);
   std::memset(words, 0, static_cast<size_t>(index_->num_words()) * sizeof(uint32_t));
   for (uint32_t eos : index_->vocabulary().eos_ids()) words[eos >> 5] |= 1u << (eos & 31);
+  return absl::OkStatus();
+}
+
+absl::Status Guide::WriteMaskUnchecked(uint32_t* words) const { return WriteMaskOf(state_, words); }
+
+absl::Status Guide::PeekStep(size_t n, absl::Span<const uint32_t> tokens, uint32_t tokens_left,
+                             uint32_t* words) const {
+  if (n > count_) return RollbackError(n);
+  uint32_t state = n == 0 ? state_ : Back(n);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (auto s = Transition(state, tokens[i], &state); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("tokens[", i, "]: ", s.message()));
+    }
+  }
+  if (auto s = WriteMaskOf(state, words); !s.ok()) return s;
+  return tokens_left > 0 ? BudgetAt(state, tokens_left, words) : absl::OkStatus();
 }
 
 absl::Status Guide::WriteMask(absl::Span<uint32_t> words) const {
@@ -35,7 +48,7 @@ absl::Status Guide::WriteMask(absl::Span<uint32_t> words) const {
                                                    " words is smaller than the vocabulary's ",
                                                    need, " words"));
   }
-  WriteMaskUnchecked(words.data());
+  if (auto s = WriteMaskUnchecked(words.data()); !s.ok()) return s;
   if (words.size() > need) {
     std::memset(words.data() + need, 0, (words.size() - need) * sizeof(uint32_t));
   }
@@ -54,10 +67,15 @@ uint32_t Guide::MinBytesToFinish() const {
   return d == Dfa::kNoDistance ? 0 : d;
 }
 
-void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
-  if (state_ == kFinished) return;  // only EOS is allowed anyway
+absl::Status Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
+  return BudgetAt(state_, tokens_left, words);
+}
+
+absl::Status Guide::BudgetAt(uint32_t state, uint32_t tokens_left, uint32_t* words) const {
+  if (state == kFinished) return absl::OkStatus();  // only EOS is allowed anyway
   const Dfa& dfa = index_->dfa();
-  if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return;
+  if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return absl::OkStatus();
+  const uint64_t refusals = Dfa::Refusals();
   const Vocabulary& v = index_->vocabulary();
   const uint32_t n = index_->num_words();
   // The mask as it came, for the rare fallback below (per thread, reused).
@@ -73,22 +91,24 @@ void Guide::ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const {
       const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(bits));
       const uint32_t t = w * 32 + bit;
       if (v.is_eos(t)) continue;
-      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state_, t));
+      const uint32_t d = dfa.DistanceToAccept(index_->NextState(state, t));
       if (d < best) best = d;
       if (static_cast<uint64_t>(d) + 2 > tokens_left) keep &= ~(1u << bit);
     }
     words[w] = keep;
     keep_any |= keep != 0;  // an EOS, or a token within budget
   }
-  if (keep_any) return;
+  if (dfa.lazy() && Dfa::Refusals() != refusals) return dfa.StateLimitError();
+  if (keep_any) return absl::OkStatus();
   // Nothing can finish in the budget: keep the tokens closest to an end.
   for (uint32_t w = 0; w < n; ++w) {
     for (uint32_t bits = original[w]; bits != 0; bits &= bits - 1) {
       const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(bits));
       const uint32_t t = w * 32 + bit;
-      if (dfa.DistanceToAccept(index_->NextState(state_, t)) == best) words[w] |= 1u << bit;
+      if (dfa.DistanceToAccept(index_->NextState(state, t)) == best) words[w] |= 1u << bit;
     }
   }
+  return absl::OkStatus();
 }
 
 bool Guide::IsAccepting() const {
@@ -109,7 +129,13 @@ absl::Status Guide::Transition(uint32_t from, uint32_t token, uint32_t* next) co
     *next = kFinished;
     return absl::OkStatus();
   }
-  *next = from == kFinished ? Dfa::kDead : index_->NextState(from, token);
+  if (from == kFinished) {
+    *next = Dfa::kDead;
+  } else {
+    absl::StatusOr<uint32_t> to = index_->NextStateChecked(from, token);
+    if (!to.ok()) return to.status();
+    *next = *to;
+  }
   if (*next == Dfa::kDead) {
     return absl::FailedPreconditionError(absl::StrCat(
         "token ", token, " is not allowed", from == kFinished ? " after EOS" : " in this state"));
@@ -149,7 +175,7 @@ absl::Status Guide::Advance(absl::Span<const uint32_t> tokens) {
   return RollbackAndAdvance(0, tokens);
 }
 
-absl::Status Guide::Rollback(size_t n) {
+absl::Status Guide::RollbackError(size_t n) const {
   if (n > num_tokens()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot roll back ", n, " tokens: only ",
                                                    num_tokens(), " were advanced"));
@@ -159,6 +185,11 @@ absl::Status Guide::Rollback(size_t n) {
                                               " tokens: past the rollback window of ", window_,
                                               " tokens (", count_, " can be rolled back now)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Guide::Rollback(size_t n) {
+  if (auto s = RollbackError(n); !s.ok()) return s;
   if (n == 0) return absl::OkStatus();
   state_ = Back(n);
   count_ -= n;

@@ -46,14 +46,24 @@ class Guide {
   // Writes the current mask into `words` (packed layout; see index/token_index.h).
   // `words` must hold at least index().num_words() words; words past that are
   // zeroed (tokens past the vocabulary are never allowed). Fails with
-  // InvalidArgument when `words` is too small.
+  // InvalidArgument when `words` is too small, and over a lazy DFA with
+  // ResourceExhausted (words zeroed) when its state limit refuses a state
+  // the mask needs (TokenIndex::WriteMask).
   absl::Status WriteMask(absl::Span<uint32_t> words) const;
-  // Same without checks: `words` holds exactly index().num_words() words.
-  void WriteMaskUnchecked(uint32_t* words) const;
+  // Same without the size check: `words` holds exactly index().num_words() words.
+  absl::Status WriteMaskUnchecked(uint32_t* words) const;
+  // What RollbackAndAdvance(n, tokens) followed by WriteMaskUnchecked and,
+  // when tokens_left > 0, ApplyTokenBudget(tokens_left) would write, written
+  // into `words` without changing the guide; the same errors. A step that
+  // must change nothing when a lazy DFA's state limit refuses it calls this
+  // first (the walks it makes then succeed again).
+  absl::Status PeekStep(size_t n, absl::Span<const uint32_t> tokens, uint32_t tokens_left,
+                        uint32_t* words) const;
 
   bool IsAllowed(uint32_t token) const;
   // InvalidArgument for an id outside the vocabulary width,
-  // FailedPrecondition for a token not allowed now; the state is unchanged.
+  // FailedPrecondition for a token not allowed now, ResourceExhausted when a
+  // lazy DFA's state limit refuses its walk; the state is unchanged.
   absl::Status Advance(uint32_t token);
   // All or nothing: on error the state is as before the call. The message
   // names the position in `tokens` of the offending id.
@@ -99,7 +109,9 @@ class Guide {
   // token and no EOS allowed), the tokens leading closest to an end stay, so a
   // mask is never emptied. Cost: one DFA walk per allowed token, none when
   // tokens_left > MaxDistanceToAccept() + 1 (the usual case).
-  void ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
+  // ResourceExhausted when a lazy DFA's state limit refuses one of those walks
+  // (`words` is then partly cleared).
+  absl::Status ApplyTokenBudget(uint32_t tokens_left, uint32_t* words) const;
 
   // The bytes every accepted text must continue with from here, up to the
   // first branch or accepting state, at most `max_bytes` (jump-forward).
@@ -109,6 +121,12 @@ class Guide {
   // The state after `token` from `from` (kFinished after EOS); the state is
   // not changed. Errors as Advance's.
   absl::Status Transition(uint32_t from, uint32_t token, uint32_t* next) const;
+  // Rollback(n)'s error when it cannot roll back n tokens, else OK.
+  absl::Status RollbackError(size_t n) const;
+  // The mask of `state` (a DFA state or kFinished) into `words`.
+  absl::Status WriteMaskOf(uint32_t state, uint32_t* words) const;
+  // ApplyTokenBudget from `state`.
+  absl::Status BudgetAt(uint32_t state, uint32_t tokens_left, uint32_t* words) const;
 
   // Appends `prev` (the state before a token just advanced) to the history,
   // dropping the oldest entry when the window is full.

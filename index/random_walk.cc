@@ -53,7 +53,7 @@ absl::StatusOr<RandomWalkResult> RandomWalk(std::shared_ptr<const TokenIndex> in
   RandomWalkResult out;
   std::vector<uint32_t> ranks, candidates;
   while (out.tokens.size() < max_tokens && !guide.IsFinished()) {
-    guide.WriteMaskUnchecked(mask.data());
+    if (absl::Status s = guide.WriteMaskUnchecked(mask.data()); !s.ok()) return s;
     uint32_t n = CountAllowedTokens(mask.data(), index->num_words());
     if (n == 0) {
       return absl::FailedPreconditionError(

@@ -18,9 +18,7 @@ TokenIndex::TokenIndex(std::shared_ptr<const Dfa> dfa,
       vocab_(&context_->vocabulary()),
       num_words_((vocab_->size() + 31) / 32),
       options_(options),
-      masks_(new std::atomic<const StateMask*>[dfa_->num_states()]),
       store_(std::make_unique<StateMaskStore>(options.budget)) {
-  for (uint32_t s = 0; s < dfa_->num_states(); ++s) masks_[s].store(nullptr, std::memory_order_relaxed);
   for (uint32_t eos : vocab_->eos_ids()) {
     if (vocab_->has_token(eos) && !vocab_->is_special(eos) && !vocab_->bytes(eos).empty()) {
       eos_in_trie_ = true;  // an EOS override naming a text token
@@ -43,18 +41,28 @@ std::shared_ptr<const TokenIndex> TokenIndex::Create(
 }
 
 const StateMask& TokenIndex::MaskOf(State s) const {
-  const StateMask* m = masks_[s].load(std::memory_order_acquire);
+  const StateMask* m = masks_.At(s)->load(std::memory_order_acquire);
   if (m != nullptr) return *m;
   return ComputeMask(s, nullptr);
 }
 
-void TokenIndex::WriteMask(State s, uint32_t* words) const { MaskOf(s).Write(words, num_words_); }
+absl::Status TokenIndex::WriteMask(State s, uint32_t* words) const {
+  if (!dfa_->lazy()) {
+    MaskOf(s).Write(words, num_words_);
+    return absl::OkStatus();
+  }
+  const uint64_t refusals = Dfa::Refusals();
+  MaskOf(s).Write(words, num_words_);
+  if (Dfa::Refusals() == refusals) return absl::OkStatus();
+  std::fill(words, words + num_words_, 0u);
+  return dfa_->StateLimitError();
+}
 
 uint32_t TokenIndex::CountAllowed(State s) const { return MaskOf(s).count(); }
 
 bool TokenIndex::IsAllowed(State s, uint32_t token) const {
   if (token >= vocab_->size() || s == Dfa::kDead) return false;
-  const StateMask* m = masks_[s].load(std::memory_order_acquire);
+  const StateMask* m = masks_.At(s)->load(std::memory_order_acquire);
   if (m != nullptr) return m->Has(token);
   if (vocab_->is_eos(token)) return dfa_->IsAccepting(s);
   return NextState(s, token) != Dfa::kDead;
@@ -70,10 +78,17 @@ TokenIndex::State TokenIndex::NextState(State s, uint32_t token) const {
   return dfa_->Walk(s, bytes);
 }
 
+absl::StatusOr<TokenIndex::State> TokenIndex::NextStateChecked(State s, uint32_t token) const {
+  if (!dfa_->lazy()) return NextState(s, token);
+  const uint64_t refusals = Dfa::Refusals();
+  const State t = NextState(s, token);
+  if (Dfa::Refusals() != refusals) return dfa_->StateLimitError();
+  return t;
+}
+
 absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
                                     const std::atomic<bool>* cancel) const {
-  const uint32_t n = dfa_->num_states();
-  std::vector<uint8_t> queued(n, 0);
+  std::vector<uint8_t> queued(dfa_->num_states(), 0);  // grows with a lazy DFA
   std::vector<State> queue;
   absl::Mutex mu;  // guards queue, queued, next, busy, status
   size_t next = 0;
@@ -103,8 +118,11 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
       }
       successors.clear();
       if (abort.ok()) {
+        const uint64_t refusals = Dfa::Refusals();
         ComputeMask(s, &successors);
-        if (masks_[s].load(std::memory_order_acquire) == nullptr) {
+        if (Dfa::Refusals() != refusals) {
+          abort = dfa_->StateLimitError();
+        } else if (masks_.At(s)->load(std::memory_order_acquire) == nullptr) {
           abort = options_.budget->ExhaustedError("index precomputation");
         }
       }
@@ -112,6 +130,7 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
       --busy;
       if (!abort.ok() && status.ok()) status = abort;
       for (State t : successors) {
+        if (t >= queued.size()) queued.resize(std::max<size_t>(t + 1, 2 * queued.size()), 0);
         if (!queued[t]) {
           queued[t] = 1;
           queue.push_back(t);
@@ -129,22 +148,22 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
 
 uint32_t TokenIndex::num_computed_states() const {
   uint32_t c = 0;
-  for (uint32_t s = 0; s < dfa_->num_states(); ++s) {
-    if (masks_[s].load(std::memory_order_relaxed) != nullptr) ++c;
+  const uint32_t n = dfa_->num_states();
+  for (uint32_t s = 0; s < n; ++s) {
+    const std::atomic<const StateMask*>* m = masks_.Find(s);
+    if (m != nullptr && m->load(std::memory_order_relaxed) != nullptr) ++c;
   }
   return c;
 }
 
 size_t TokenIndex::MemoryBytes() const {
-  return sizeof(TokenIndex) + dfa_->MemoryBytes() +
-         static_cast<size_t>(dfa_->num_states()) * sizeof(std::atomic<const StateMask*>) +
-         store_->bytes();
+  return sizeof(TokenIndex) + dfa_->MemoryBytes() + masks_.MemoryBytes() + store_->bytes();
 }
 
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
     std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options) {
-  auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa);
+  auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa, options.lazy_dfa && !options.eager);
   if (!dfa.ok()) return dfa.status();
   if ((*dfa)->start() == Dfa::kDead) {
     return absl::InvalidArgumentError("regex: the pattern matches no text");

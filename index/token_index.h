@@ -17,6 +17,10 @@
 //    walks the long ones and those that leave.
 // Masks kept count against Options::budget when one is given; a state whose
 // mask does not fit is walked again at each use, with the same result.
+// Over a lazy Dfa (automaton/dfa.h) the states are built as the masks and
+// steps reach them, and a mask whose walks the DFA's state limit refused is
+// neither kept nor written: WriteMask and NextStateChecked say
+// ResourceExhausted.
 // All methods are thread-safe; reading a computed mask takes no lock.
 #ifndef MASKD_INDEX_TOKEN_INDEX_H_
 #define MASKD_INDEX_TOKEN_INDEX_H_
@@ -31,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "automaton/dfa.h"
+#include "automaton/grow_only_array.h"
 #include "automaton/regex.h"
 #include "tokenizer/mask_budget.h"
 #include "tokenizer/tokenizer_context.h"
@@ -72,15 +77,20 @@ class TokenIndex {
   uint32_t num_words() const { return num_words_; }
 
   // Writes the mask of live state `s` into words[0, num_words()): bit t & 31 of
-  // word t >> 5 is set iff token t is allowed.
-  void WriteMask(State s, uint32_t* words) const;
+  // word t >> 5 is set iff token t is allowed. ResourceExhausted (the words
+  // zeroed) when a lazy DFA's state limit refused a state the mask needs.
+  absl::Status WriteMask(State s, uint32_t* words) const;
   // Number of tokens allowed in `s` (EOS included when accepting).
   uint32_t CountAllowed(State s) const;
+  // False also when a lazy DFA's state limit refuses the token's walk.
   bool IsAllowed(State s, uint32_t token) const;
   // The state after text token `token` from `s`, found by walking its bytes;
   // Dfa::kDead when the token is not an allowed text token (EOS, specials and
-  // padding ids are never text).
+  // padding ids are never text), or when a lazy DFA's state limit refused
+  // the walk (NextStateChecked tells the two apart).
   State NextState(State s, uint32_t token) const;
+  // NextState, with ResourceExhausted for a refused walk.
+  absl::StatusOr<State> NextStateChecked(State s, uint32_t token) const;
 
   // Computes the masks of every state reachable from start() through allowed
   // tokens, on `threads` threads. Fails with DeadlineExceeded or Cancelled,
@@ -89,7 +99,8 @@ class TokenIndex {
                           const std::atomic<bool>* cancel = nullptr) const;
   // States whose masks have been computed so far.
   uint32_t num_computed_states() const;
-  // DFA plus the masks computed so far (the trie belongs to the context).
+  // DFA (a lazy one's states built so far) plus the masks computed so far
+  // (the trie belongs to the context).
   size_t MemoryBytes() const;
 
  private:
@@ -129,7 +140,8 @@ class TokenIndex {
   Options options_;
   bool eos_in_trie_ = false;  // some EOS id is also a text token of the trie
   // Per DFA state: its mask once computed (owned by store_), else null.
-  std::unique_ptr<std::atomic<const StateMask*>[]> masks_;
+  // Grows with a lazy DFA's states.
+  GrowOnlyArray<std::atomic<const StateMask*>> masks_;
   std::unique_ptr<StateMaskStore> store_;
 };
 
@@ -139,10 +151,14 @@ struct CompileOptions {
   DfaOptions dfa;      // its deadline and cancel flag also bound Precompute
   bool eager = false;  // precompute every reachable state's mask
   int threads = 1;     // for eager precomputation
+  // Build the DFA's states as walks reach them (Dfa::CompileLazy) unless
+  // `eager`, which builds, minimizes and precomputes everything.
+  bool lazy_dfa = false;
   TokenIndex::Options index;
 };
 
-// Parse + Dfa::Compile + TokenIndex::Create (+ Precompute when eager).
+// Parse + Dfa::Compile (lazy when lazy_dfa and not eager) +
+// TokenIndex::Create (+ Precompute when eager).
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
     std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options = {});

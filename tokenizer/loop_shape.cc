@@ -104,6 +104,8 @@ void ShapeSearch::Explore() {
     for (uint32_t c = 0; c < nc_; ++c) {
       State t = dfa_.Next(found_[i], rep_[c]);
       int32_t j = kNone;
+      // A lazy DFA numbers states as this search reaches them.
+      if (t >= stamp.size()) stamp.resize(std::max<size_t>(t + 1, 2 * stamp.size()), {0, 0});
       if (t != Dfa::kDead) {
         if (cut_class_[c]) {
           j = kOutside;

@@ -50,6 +50,11 @@ class SpanInterner {
     it->second = id;
     return id;
   }
+  // Bytes held (the hash map's slots estimated from its capacity).
+  size_t MemoryBytes() const {
+    return (pool_.capacity() + begin_.capacity() + next_.capacity()) * sizeof(uint32_t) +
+           head_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
+  }
   void Reserve(size_t keys) {
     begin_.reserve(keys + 1);
     next_.reserve(keys);

@@ -5,7 +5,7 @@
 // does for a new server. bench/coldpath.py starts one process per case.
 //
 //   maskd_coldpath --tokenizer DIR --regex PATTERN [--steps 30] [--seed 1]
-//                  [--warm-reps 20] [--no-share-loops] [--eager] [--threads N]
+//                  [--warm-reps 20] [--no-share-loops] [--eager] [--eager-dfa] [--threads N]
 //                  [--masks-out FILE] [--clock wall|cpu] [--scratch-reps N]
 //
 // Prints one JSON line (times in ms unless named _us; wall time unless
@@ -22,8 +22,11 @@
 //                   left; EOS is never taken)
 //   warm_step_us    median over --warm-reps replays of the same walk of the
 //                   per-step mask + advance cost, every mask now computed
-// With --eager, no walk: compile, then eager_ms for Precompute(--threads) of
-// every state reachable through tokens (eager_states of them).
+// With --eager, no walk: compile (the whole DFA), then eager_ms for
+// Precompute(--threads) of every state reachable through tokens (eager_states
+// of them). --eager-dfa: the DFA built whole at compile (ConstraintOptions::
+// eager_dfa) instead of the default lazy states; dfa_states is then the
+// whole DFA's, else the states built by the end of the run.
 //   write_ns, memcpy_ns, advance_ns: the warm parts over the walk's states:
 //                   one mask written (TokenIndex::WriteMask), a memcpy of as
 //                   many bytes in the same loop, one token advanced (NextState)
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   std::string tokenizer, regex, masks_out;
   int steps = 30, warm_reps = 20, threads = 1, scratch_reps = 0;
   uint64_t seed = 1;
-  bool share_loops = true, eager = false;
+  bool share_loops = true, eager = false, eager_dfa = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -103,6 +106,8 @@ int main(int argc, char** argv) {
       share_loops = false;
     } else if (a == "--eager") {
       eager = true;
+    } else if (a == "--eager-dfa") {
+      eager_dfa = true;
     } else {
       Die("unknown flag " + a);
     }
@@ -118,8 +123,9 @@ int main(int argc, char** argv) {
   maskd::CompileLimits limits;
   limits.share_loops = share_loops;
   t0 = Clock::now();
-  auto compiled =
-      maskd::ConstraintCompiler(limits).Compile(maskd::Constraint::Regex(regex, context));
+  maskd::Constraint constraint = maskd::Constraint::Regex(regex, context);
+  constraint.options.eager_dfa = eager_dfa || eager;
+  auto compiled = maskd::ConstraintCompiler(limits).Compile(constraint);
   const double compile_ms = MsSince(t0);
   if (!compiled.ok()) Die(absl::StrCat("compile: ", compiled.status().message()));
   const std::shared_ptr<const maskd::TokenIndex> index = compiled->index->token_index();
@@ -141,8 +147,9 @@ int main(int argc, char** argv) {
   }
   maskd::Guide g(index);
   t0 = Clock::now();
-  g.WriteMaskUnchecked(mask.data());
+  absl::Status first = g.WriteMaskUnchecked(mask.data());
   const double first_mask_ms = MsSince(t0);
+  if (!first.ok()) Die(absl::StrCat("first mask: ", first.message()));
 
   // The whole first walk. Step 0's mask is the first mask again (now warm),
   // so the walk's first step re-writes it: same as a server's first step.
@@ -152,8 +159,9 @@ int main(int argc, char** argv) {
   double walk_ms = 0;
   for (int step = 0;; ++step) {
     auto s0 = Clock::now();
-    g.WriteMaskUnchecked(mask.data());
+    absl::Status written = g.WriteMaskUnchecked(mask.data());
     walk_ms += MsSince(s0);
+    if (!written.ok()) Die(absl::StrCat("mask: ", written.message()));
     if (std::getenv("MASKD_COLDPATH_TRACE") != nullptr) {
       std::fprintf(stderr, "step %d state %u mask %.3f ms\n", step, g.state(), MsSince(s0));
     }
@@ -179,7 +187,7 @@ int main(int argc, char** argv) {
     maskd::Guide w(index);
     auto s0 = Clock::now();
     for (uint32_t tok : tokens) {
-      w.WriteMaskUnchecked(mask.data());
+      (void)w.WriteMaskUnchecked(mask.data());
       (void)w.Advance(tok);
     }
     per_step.push_back(MsSince(s0) * 1000.0 / static_cast<double>(tokens.size()));
@@ -208,7 +216,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < warm_reps; ++r) {
       auto s0 = Clock::now();
       for (int k = 0; k < inner; ++k) {
-        for (uint32_t st : states) index->WriteMask(st, mask.data());
+        for (uint32_t st : states) (void)index->WriteMask(st, mask.data());
       }
       w.push_back(MsSince(s0) * 1e6 / (static_cast<double>(inner) * states.size()));
       s0 = Clock::now();
@@ -248,7 +256,7 @@ int main(int argc, char** argv) {
       index_options.share_loops = share_loops;
       auto fresh = maskd::TokenIndex::Create(*dfa, context, index_options);
       auto s0 = Clock::now();
-      fresh->WriteMask(fresh->start(), mask.data());
+      (void)fresh->WriteMask(fresh->start(), mask.data());
       us.push_back(MsSince(s0) * 1000.0);
     }
     std::sort(us.begin(), us.end());

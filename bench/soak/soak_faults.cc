@@ -112,7 +112,7 @@ void Worker::Cancel() {
   const uint64_t id = created->session_id();
   Guide g(sh_->oracle.fixed(c));
   std::vector<uint32_t> m(g.index().num_words());
-  g.WriteMaskUnchecked(m.data());
+  (void)g.WriteMaskUnchecked(m.data());
   const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
   v1::StepRequest req;
   v1::StepEntry* e = req.add_entries();

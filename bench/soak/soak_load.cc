@@ -44,7 +44,7 @@ void Worker::Run() {
 bool Worker::CheckRow(const Guide& g, absl::Span<const uint32_t> row, const std::string& what) {
   std::vector<uint32_t>& m = scratch_;
   m.assign(g.index().num_words(), 0);
-  g.WriteMaskUnchecked(m.data());
+  (void)g.WriteMaskUnchecked(m.data());
   T().masks_checked.fetch_add(1);
   if (row.size() < m.size() || !std::equal(m.begin(), m.end(), row.begin()) ||
       std::any_of(row.begin() + m.size(), row.end(), [](uint32_t w) { return w != 0; })) {
@@ -72,7 +72,7 @@ void Worker::AfterStep(Seq& q, absl::Span<const uint32_t> row, const char* path)
   }
   std::vector<uint32_t>& m = scratch_;
   m.assign(q.guide.index().num_words(), 0);
-  q.guide.WriteMaskUnchecked(m.data());
+  (void)q.guide.WriteMaskUnchecked(m.data());
   const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
   if (t == UINT32_MAX) {
     T().Unexpected(absl::StrCat(path, ": empty mask in a live state"));
@@ -84,7 +84,7 @@ void Worker::AfterStep(Seq& q, absl::Span<const uint32_t> row, const char* path)
   // (rollback 1 there, then a token sampled from the state after t).
   Guide ahead = q.guide.Fork();
   if (Chance(0.15) && ahead.Advance(t).ok() && !ahead.IsFinished()) {
-    ahead.WriteMaskUnchecked(m.data());
+    (void)ahead.WriteMaskUnchecked(m.data());
     const uint32_t d = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
     if (d != UINT32_MAX && ahead.Advance(d).ok()) {
       q.pending.push_back(d);
@@ -167,7 +167,7 @@ void Worker::Generate(bool stream_path) {
         if (back.Rollback(1).ok()) {
           std::vector<uint32_t>& m = scratch_;
           m.assign(back.index().num_words(), 0);
-          back.WriteMaskUnchecked(m.data());
+          (void)back.WriteMaskUnchecked(m.data());
           const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
           if (t != UINT32_MAX) {
             q.rollback = 1;
@@ -362,7 +362,7 @@ void Worker::Mask() {
   std::vector<uint32_t> m(g.index().num_words());
   const int len = Uniform(0, 24);
   for (int i = 0; i < len && !g.IsFinished(); ++i) {
-    g.WriteMaskUnchecked(m.data());
+    (void)g.WriteMaskUnchecked(m.data());
     const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
     if (t == UINT32_MAX || !g.Advance(t).ok()) break;
     prefix.push_back(t);

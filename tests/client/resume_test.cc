@@ -101,7 +101,7 @@ std::vector<uint32_t> ReferenceRun(int r, uint64_t seed, size_t max_tokens) {
   std::vector<uint32_t> mask(g.index().num_words());
   std::vector<uint32_t> out;
   while (!g.IsFinished() && out.size() < max_tokens) {
-    g.WriteMaskUnchecked(mask.data());
+    EXPECT_TRUE(g.WriteMaskUnchecked(mask.data()).ok());
     uint32_t t = Sample(mask, rng);
     if (t == UINT32_MAX || !g.Advance(t).ok()) break;
     out.push_back(t);
@@ -201,7 +201,7 @@ TEST_P(GenerateTest, SequencesSurviveSigkillAndRestart) {
       ASSERT_EQ(resp.results(static_cast<int>(i)).status().code(), 0)
           << resp.results(static_cast<int>(i)).status().message();
       for (uint32_t t : q.last) ASSERT_TRUE(q.guide.Advance(t).ok());
-      q.guide.WriteMaskUnchecked(offline.data());
+      EXPECT_TRUE(q.guide.WriteMaskUnchecked(offline.data()).ok());
       auto row = MaskRow(resp, static_cast<int>(i));
       ASSERT_EQ(row.size(), q.guide.index().num_words());
       if (!std::equal(row.begin(), row.end(), offline.begin())) ++q.mismatches;
@@ -261,7 +261,7 @@ TEST_F(ResumeTest, StepRollbackForkAcrossRestart) {
                             uint32_t rollback) {
     ASSERT_TRUE(rs.Step(toks, &resp, rollback).ok()) << resp.results(0).status().message();
     ASSERT_TRUE(g.RollbackAndAdvance(rollback, toks).ok());
-    g.WriteMaskUnchecked(mask.data());
+    EXPECT_TRUE(g.WriteMaskUnchecked(mask.data()).ok());
     auto row = MaskRow(resp, 0);
     ASSERT_TRUE(std::equal(row.begin(), row.end(), mask.begin()));
     toks = {Sample(row, rng)};
@@ -387,7 +387,7 @@ TEST_F(ResumeTest, DeadlineExceededAbandonsTheServerSession) {
   EXPECT_NE((*s)->session_id(), old_id);
   EXPECT_EQ((*s)->resumes(), 1);
   EXPECT_EQ(resp.results(0).num_tokens(), 1u);
-  guide.WriteMaskUnchecked(mask.data());
+  EXPECT_TRUE(guide.WriteMaskUnchecked(mask.data()).ok());
   auto row = MaskRow(resp, 0);
   EXPECT_TRUE(std::equal(row.begin(), row.end(), mask.begin()));
 }
@@ -425,7 +425,7 @@ TEST_F(ResumeTest, BatchMixesResumedFailedAndNormalEntries) {
   EXPECT_EQ(s[2]->tokens(), std::vector<uint32_t>{good});
   ASSERT_TRUE(g.Advance(good).ok());
   std::vector<uint32_t> mask(g.index().num_words());
-  g.WriteMaskUnchecked(mask.data());
+  EXPECT_TRUE(g.WriteMaskUnchecked(mask.data()).ok());
   for (int i : {0, 2}) {
     auto row = MaskRow(resp, i);
     EXPECT_TRUE(std::equal(row.begin(), row.end(), mask.begin())) << "row " << i;

@@ -34,8 +34,8 @@ void ExpectSameMasks(const TokenIndex& a, const TokenIndex& b, uint32_t max_stat
   ASSERT_EQ(a.num_words(), b.num_words());
   std::vector<uint32_t> ma(a.num_words()), mb(b.num_words());
   for (Dfa::State s = 1; s < a.dfa().num_states() && s <= max_states; ++s) {
-    a.WriteMask(s, ma.data());
-    b.WriteMask(s, mb.data());
+    EXPECT_TRUE(a.WriteMask(s, ma.data()).ok());
+    EXPECT_TRUE(b.WriteMask(s, mb.data()).ok());
     ASSERT_EQ(ma, mb) << "state " << s;
     ASSERT_EQ(a.dfa().IsAccepting(s), b.dfa().IsAccepting(s)) << "state " << s;
   }
@@ -46,7 +46,14 @@ TEST(ConstraintCompiler, RegexGivesCompileRegexsIndex) {
   for (const std::string regex : {"[0-9]+", "(cat|dog)s?", R"([a-z]{2,5}@[a-z]+\.(com|org))",
                                   R"re(\{"a": "[^"\\]{0,12}"\})re"}) {
     SCOPED_TRACE(regex);
-    auto compiled = ConstraintCompiler().Compile(Constraint::Regex(regex, context));
+    // By default lazily (its states numbered as walks reach them); whole
+    // with eager_dfa, state for state CompileRegex's default.
+    Constraint c = Constraint::Regex(regex, context);
+    auto lazy = ConstraintCompiler().Compile(c);
+    ASSERT_TRUE(lazy.ok()) << lazy.status();
+    EXPECT_TRUE(lazy->index->token_index()->dfa().lazy());
+    c.options.eager_dfa = true;
+    auto compiled = ConstraintCompiler().Compile(c);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     EXPECT_TRUE(compiled->warnings.empty());
     auto old = CompileRegex(regex, context);
@@ -233,7 +240,9 @@ TEST(ConstraintCompiler, LimitsAreResourceExhaustedNamingTheLimit) {
   {
     CompileLimits o;
     o.max_dfa_states = 4;
-    cases.push_back({"max_states", Constraint::Regex("[a-z]{10}", context), o});
+    Constraint whole = Constraint::Regex("[a-z]{10}", context);
+    whole.options.eager_dfa = true;
+    cases.push_back({"max_states", whole, o});
     cases.push_back({"max_states", Constraint::JsonSchema(object_schema, context), o});
   }
   for (const Case& c : cases) {
@@ -242,6 +251,18 @@ TEST(ConstraintCompiler, LimitsAreResourceExhaustedNamingTheLimit) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
     EXPECT_THAT(r.status().message(), HasSubstr(c.limit));
   }
+  // A lazy regex DFA (the default) meets max_states while walking: the
+  // first mask that needs a fifth state.
+  CompileLimits o;
+  o.max_dfa_states = 4;
+  auto lazy = ConstraintCompiler(o).Compile(Constraint::Regex("[a-z]{10}", context));
+  ASSERT_TRUE(lazy.ok()) << lazy.status();
+  const TokenIndex& ix = *lazy->index->token_index();
+  std::vector<uint32_t> mask(ix.num_words());
+  const absl::Status walked = ix.WriteMask(ix.start(), mask.data());
+  EXPECT_EQ(walked.code(), absl::StatusCode::kResourceExhausted) << walked;
+  EXPECT_THAT(walked.message(), HasSubstr("max_states"));
+  EXPECT_LE(ix.dfa().num_states(), 4u);
 }
 
 // A converted regex may be as long as max_regex_bytes allows, past the

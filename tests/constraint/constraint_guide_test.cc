@@ -73,13 +73,13 @@ TEST(ConstraintGuide, RegexRouteStepsAsGuide) {
   std::vector<uint32_t> row(index->num_words() + 3, 0xFFFFFFFFu), want(index->num_words());
   std::mt19937 rng(7);
   for (int step = 0; step < 12; ++step) {
-    reference.WriteMaskUnchecked(want.data());
+    EXPECT_TRUE(reference.WriteMaskUnchecked(want.data()).ok());
     std::vector<uint32_t> allowed = Allowed(want, index->vocabulary().size());
     ASSERT_FALSE(allowed.empty());
     const uint32_t t = allowed[rng() % allowed.size()];
     ASSERT_TRUE(reference.Advance(t).ok());
     ASSERT_TRUE(guide->Step(0, {t}, absl::MakeSpan(row)).ok());
-    reference.WriteMaskUnchecked(want.data());
+    EXPECT_TRUE(reference.WriteMaskUnchecked(want.data()).ok());
     EXPECT_TRUE(std::equal(want.begin(), want.end(), row.begin())) << "step " << step;
     EXPECT_EQ(row[index->num_words()], 0u);  // padding zeroed
     EXPECT_EQ(guide->IsAccepting(), reference.IsAccepting());
@@ -93,6 +93,51 @@ TEST(ConstraintGuide, RegexRouteStepsAsGuide) {
   EXPECT_EQ(s.code(), n > 8 ? absl::StatusCode::kOutOfRange : absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(guide->num_tokens(), n);
   EXPECT_THAT(row, ::testing::Each(0u));
+}
+
+// A lazy DFA (the regex route's default) builds states as steps reach them;
+// the step that needs one past max_dfa_states fails with RESOURCE_EXHAUSTED
+// and leaves the session as it was, and an eager build of the same regex
+// refuses it at compile time.
+TEST(ConstraintGuide, LazyRegexStepPastTheStateLimitChangesNothing) {
+  CompileLimits limits;
+  limits.max_dfa_states = 2000;
+  const Constraint c = Constraint::Regex("[ab]*a[ab]{15}", BundledTokenizer());
+  auto index = Compile(c, limits);
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->token_index()->dfa().lazy());
+  Constraint eager = c;
+  eager.options.eager_dfa = true;
+  auto refused = ConstraintCompiler(limits).Compile(eager);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+
+  auto guide = ConstraintGuide::Create(index);
+  ASSERT_TRUE(guide.ok());
+  const uint32_t ab[2] = {TokenOf("a"), TokenOf("b")};
+  std::vector<uint32_t> row(index->num_words()), last(index->num_words());
+  std::mt19937 rng(3);
+  int ok_steps = 0;
+  absl::Status s;
+  for (int step = 0; step < 5000 && s.ok(); ++step) {
+    const size_t before = guide->num_tokens();
+    s = guide->Step(0, {ab[rng() & 1]}, absl::MakeSpan(row));
+    if (s.ok()) {
+      ++ok_steps;
+      last = row;
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("more than 2000 states"));
+    EXPECT_EQ(guide->num_tokens(), before);
+    EXPECT_THAT(row, ::testing::Each(0u));
+  }
+  ASSERT_FALSE(s.ok()) << "the state limit was never reached";
+  EXPECT_GT(ok_steps, 0);
+  EXPECT_LE(index->num_dfa_states(), 2000u);
+  // The session goes on from where it was: the same mask as before the
+  // failed step.
+  ASSERT_TRUE(guide->Step(0, {}, absl::MakeSpan(row)).ok());
+  EXPECT_EQ(row, last);
 }
 
 TEST(ConstraintGuide, GrammarRouteMasksAreBruteForce) {

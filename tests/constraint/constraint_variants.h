@@ -57,6 +57,7 @@ inline std::vector<ConstraintVariant> ConstraintVariants(
       V{"options.schema_route", nullptr,
         [](Constraint& c) { c.options.schema_route = SchemaRoute::kGrammar; }},
       V{"options.eager", nullptr, [](Constraint& c) { c.options.eager = true; }},
+      V{"options.eager_dfa", nullptr, [](Constraint& c) { c.options.eager_dfa = true; }},
       V{"json_schema.whitespace", nullptr,
         schema([](JsonSchemaOptions& o) { o.whitespace = JsonWhitespace::kCompact; })},
       V{"json_schema.whitespace_pattern",

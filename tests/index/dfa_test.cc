@@ -21,11 +21,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::shared_ptr<const Dfa> MustCompile(const std::string& pattern) {
-  auto dfa = Dfa::FromPattern(pattern);
+std::shared_ptr<const Dfa> MustCompile(const std::string& pattern, bool lazy = false) {
+  auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, DfaOptions{}, lazy);
   EXPECT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
   return dfa.ok() ? *dfa : nullptr;
 }
+
+// Tests that hold in both modes (automaton/dfa.h); the parameter: lazy.
+class DfaModes : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(Modes, DfaModes, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Lazy" : "Eager");
+                         });
 
 TEST(Regex, RejectsWhatADfaCannotDoWithOffsets) {
   struct Case {
@@ -97,19 +105,23 @@ TEST(Dfa, MinimalSizes) {
   EXPECT_FALSE(dot->Matches("\xc0\x80"));  // overlong
 }
 
-TEST(Dfa, DeadStateAndAcceptance) {
-  auto dfa = MustCompile("ab");
+TEST_P(DfaModes, DeadStateAndAcceptance) {
+  auto dfa = MustCompile("ab", GetParam());
   EXPECT_NE(dfa->start(), Dfa::kDead);
   EXPECT_EQ(dfa->Next(dfa->start(), 'x'), Dfa::kDead);
   EXPECT_EQ(dfa->Walk(dfa->start(), "abc"), Dfa::kDead);
   EXPECT_TRUE(dfa->IsAccepting(dfa->Walk(dfa->start(), "ab")));
   EXPECT_FALSE(dfa->IsAccepting(Dfa::kDead));
   // A regex whose language is empty has the dead state as its start.
-  EXPECT_EQ(MustCompile("[^\\x00-\\x{10FFFF}]")->start(), Dfa::kDead);
+  EXPECT_EQ(MustCompile("[^\\x00-\\x{10FFFF}]", GetParam())->start(), Dfa::kDead);
+  // A state that can no longer reach an accepting one is the dead state.
+  auto dead_end = MustCompile("a(b[^\\x00-\\x{10FFFF}]|c)", GetParam());
+  EXPECT_EQ(dead_end->Walk(dead_end->start(), "ab"), Dfa::kDead);
+  EXPECT_NE(dead_end->Walk(dead_end->start(), "ac"), Dfa::kDead);
 }
 
-TEST(Dfa, DistanceAndForcedBytes) {
-  auto dfa = MustCompile("abc(d|ef)");
+TEST_P(DfaModes, DistanceAndForcedBytes) {
+  auto dfa = MustCompile("abc(d|ef)", GetParam());
   Dfa::State s = dfa->start();
   EXPECT_EQ(dfa->DistanceToAccept(s), 4u);
   EXPECT_EQ(dfa->ForcedByte(s), 'a');
@@ -132,6 +144,40 @@ TEST(Dfa, StateCapIsAClearError) {
   ASSERT_FALSE(dfa.ok());
   EXPECT_EQ(dfa.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(dfa.status().message()), HasSubstr("more than 1000 states"));
+}
+
+// Lazy: the cap bounds the states walks build. Every prefix of a/b text is
+// live in this language, so a kDead is a refusal: counted on this thread,
+// with the clear error, and the states already built keep working.
+TEST(Dfa, LazyStateCapRefusesWhileWalking) {
+  DfaOptions options;
+  options.max_states = 1000;
+  auto dfa = Dfa::FromPattern("[ab]*a[ab]{15}", RegexLimits{}, options, /*lazy=*/true);
+  ASSERT_TRUE(dfa.ok()) << dfa.status();
+  const Dfa& d = **dfa;
+  std::mt19937 rng(5);
+  std::string text;
+  const uint64_t before = Dfa::Refusals();
+  const size_t bytes_at_compile = d.MemoryBytes();
+  Dfa::State s = d.start();
+  size_t walked = 0;
+  for (; walked < 100000 && s != Dfa::kDead; ++walked) {
+    const char c = "ab"[rng() & 1];
+    s = d.Next(s, static_cast<uint8_t>(c));
+    if (s != Dfa::kDead) text.push_back(c);
+  }
+  ASSERT_EQ(s, Dfa::kDead) << "the cap was never reached";
+  EXPECT_EQ(Dfa::Refusals(), before + 1);
+  EXPECT_LE(d.num_states(), 1000u);
+  // The states built are accounted: a cache's charge follows them.
+  EXPECT_GT(d.MemoryBytes(), bytes_at_compile + 500 * d.num_classes() * sizeof(uint32_t));
+  EXPECT_GT(walked, 500u);  // most bytes need a new state until the cap
+  const absl::Status error = d.StateLimitError();
+  EXPECT_EQ(error.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(error.message()), HasSubstr("more than 1000 states"));
+  // What was built still walks (no new state needed), without refusals.
+  EXPECT_NE(d.Walk(d.start(), text), Dfa::kDead);
+  EXPECT_EQ(Dfa::Refusals(), before + 1);
 }
 
 TEST(Dfa, NfaCapIsAClearError) {
@@ -225,7 +271,24 @@ class RegexGen {
   std::mt19937 rng_;
 };
 
-TEST(Dfa, AgreesWithRe2OnRandomRegexes) {
+// In lazy mode, also the per-state facts along each text equal the eager
+// DFA's (when that one fits max_states).
+void ExpectSameFacts(const Dfa& lazy, const Dfa& eager, const std::string& text) {
+  Dfa::State a = lazy.start(), b = eager.start();
+  for (size_t i = 0;; ++i) {
+    ASSERT_EQ(a == Dfa::kDead, b == Dfa::kDead) << "after " << i << " bytes of " << text;
+    if (a == Dfa::kDead) return;
+    ASSERT_EQ(lazy.IsAccepting(a), eager.IsAccepting(b));
+    ASSERT_EQ(lazy.DistanceToAccept(a), eager.DistanceToAccept(b));
+    ASSERT_EQ(lazy.ForcedByte(a), eager.ForcedByte(b));
+    ASSERT_GE(lazy.MaxDistanceToAccept(), lazy.DistanceToAccept(a));
+    if (i == text.size()) return;
+    a = lazy.Next(a, static_cast<uint8_t>(text[i]));
+    b = eager.Next(b, static_cast<uint8_t>(text[i]));
+  }
+}
+
+TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
   RegexGen gen(20261129);
   int regexes = 0, checks = 0, too_big = 0;
   DfaOptions options;
@@ -235,17 +298,20 @@ TEST(Dfa, AgreesWithRe2OnRandomRegexes) {
     std::string pattern = gen.Regex();
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) {
       ++too_big;  // nested counted repeats of overlapping classes can blow up
       continue;
     }
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++regexes;
+    std::shared_ptr<const Dfa> eager;
+    if (GetParam()) eager = Dfa::FromPattern(pattern, RegexLimits{}, options).value_or(nullptr);
     for (int j = 0; j < 40; ++j) {
       std::string text = gen.Text();
       ASSERT_EQ((*dfa)->Matches(text), RE2::FullMatch(text, re2))
           << "regex /" << pattern << "/ text \"" << text << "\"";
+      if (eager != nullptr) ExpectSameFacts(**dfa, *eager, text);
       ++checks;
     }
   }
@@ -258,7 +324,7 @@ TEST(Dfa, AgreesWithRe2OnRandomRegexes) {
 // same continuation (as JSON-Schema regexes repeat string and value patterns).
 // Regexes built to repeat one random subexpression in many places must still
 // agree with RE2.
-TEST(Dfa, RepeatedSubexpressionsAgreeWithRe2) {
+TEST_P(DfaModes, RepeatedSubexpressionsAgreeWithRe2) {
   RegexGen gen(424242);
   DfaOptions options;
   options.max_states = 20000;
@@ -270,7 +336,7 @@ TEST(Dfa, RepeatedSubexpressionsAgreeWithRe2) {
         absl::StrCat("(?:", a, "|b", a, "|c(?:", a, "|-", a, ")*)", a, "?(?:", a, "|", a, "a)-");
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) continue;
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++compiled;
@@ -326,8 +392,9 @@ TEST(Dfa, MinimizedStatesAreDistinguishable) {
   }
 }
 
-TEST(Dfa, WidestSuccessorCountsBytesPerTarget) {
-  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x");
+TEST_P(DfaModes, WidestSuccessorCountsBytesPerTarget) {
+  DfaOptions options;
+  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x", RegexLimits{}, options, GetParam());
   ASSERT_TRUE(dfa.ok()) << dfa.status();
   uint32_t bytes = 0, self = 0;
   Dfa::State t = (*dfa)->WidestSuccessor((*dfa)->start(), &bytes, &self);
@@ -335,7 +402,7 @@ TEST(Dfa, WidestSuccessorCountsBytesPerTarget) {
   EXPECT_EQ(bytes, 22u);  // e..z
   EXPECT_EQ(self, 0u);
 
-  auto loop = Dfa::FromPattern("[a-z]*!");
+  auto loop = Dfa::FromPattern("[a-z]*!", RegexLimits{}, options, GetParam());
   ASSERT_TRUE(loop.ok()) << loop.status();
   t = (*loop)->WidestSuccessor((*loop)->start(), &bytes, &self);
   EXPECT_EQ(t, (*loop)->Next((*loop)->start(), '!'));

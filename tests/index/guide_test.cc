@@ -230,7 +230,7 @@ TEST(Guide, TokenBudgetAlwaysEndsInTime) {
         ASSERT_LT(used, budget) << "budget " << budget << " exceeded";
         std::vector<uint32_t> m = MaskOf(g);
         const std::vector<uint32_t> full = m;
-        g.ApplyTokenBudget(budget - used, m.data());
+        EXPECT_TRUE(g.ApplyTokenBudget(budget - used, m.data()).ok());
         std::vector<uint32_t> allowed;
         for (uint32_t t = 0; t < v.size(); ++t) {
           const bool bit = (m[t >> 5] >> (t & 31)) & 1u;
@@ -249,13 +249,13 @@ TEST(Guide, TokenBudgetAlwaysEndsInTime) {
   // Too small a budget: the mask keeps the tokens closest to an end.
   Guide g(index);
   std::vector<uint32_t> m = MaskOf(g);
-  g.ApplyTokenBudget(1, m.data());
+  EXPECT_TRUE(g.ApplyTokenBudget(1, m.data()).ok());
   bool any = false;
   for (uint32_t w : m) any = any || w != 0;
   EXPECT_TRUE(any);
   // A large budget changes nothing.
   std::vector<uint32_t> big = MaskOf(g);
-  g.ApplyTokenBudget(index->dfa().MaxDistanceToAccept() + 2, big.data());
+  EXPECT_TRUE(g.ApplyTokenBudget(index->dfa().MaxDistanceToAccept() + 2, big.data()).ok());
   EXPECT_EQ(big, MaskOf(g));
 }
 

@@ -1,12 +1,15 @@
 // Token index: per-state masks against a brute-force walk of every token, on
 // the bundled tokenizer and the five shared ones; random walks whose texts
-// must fully match the regex under RE2; lazy and eager masks agree.
+// must fully match the regex under RE2; lazy and eager masks agree. The
+// differential tests run over both DFA modes (TokenIndexModes: eager, and
+// lazy states, automaton/dfa.h).
 #include "index/token_index.h"
 
 #include <algorithm>
 #include <ctime>
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 #include <string>
 #include <vector>
@@ -65,6 +68,21 @@ std::vector<std::string> AllRegexes() {
   return all;
 }
 
+// The parameter of TokenIndexModes: whether the DFA is built lazily.
+class TokenIndexModes : public ::testing::TestWithParam<bool> {
+ protected:
+  CompileOptions Options() const {
+    CompileOptions o;
+    o.lazy_dfa = GetParam();
+    return o;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(DfaModes, TokenIndexModes, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "LazyDfa" : "EagerDfa");
+                         });
+
 bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {
   const Vocabulary& v = index.vocabulary();
   if (v.is_eos(t)) return index.dfa().IsAccepting(s);
@@ -75,18 +93,18 @@ bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {
 // Compares the masks of up to `max_states` states reachable through tokens
 // (breadth-first from the start) with a brute-force walk of every token id.
 void CheckAgainstBruteForce(std::shared_ptr<const TokenizerContext> context,
-                            const std::string& regex, int max_states) {
+                            const std::string& regex, int max_states,
+                            const CompileOptions& options) {
   const std::shared_ptr<const Vocabulary>& vocab = context->shared_vocabulary();
-  auto index = CompileRegex(regex, context);
+  auto index = CompileRegex(regex, context, options);
   ASSERT_TRUE(index.ok()) << regex << ": " << index.status();
   const TokenIndex& ix = **index;
   std::vector<uint32_t> mask(ix.num_words());
   std::vector<Dfa::State> queue = {ix.start()};
-  std::vector<bool> seen(ix.dfa().num_states(), false);
-  seen[ix.start()] = true;
+  std::set<Dfa::State> seen = {ix.start()};  // a lazy DFA's states grow
   for (size_t q = 0; q < queue.size() && static_cast<int>(q) < max_states; ++q) {
     Dfa::State s = queue[q];
-    ix.WriteMask(s, mask.data());
+    ASSERT_TRUE(ix.WriteMask(s, mask.data()).ok());
     uint32_t count = 0;
     std::mt19937 rng(s);
     std::vector<uint32_t> allowed;
@@ -110,21 +128,18 @@ void CheckAgainstBruteForce(std::shared_ptr<const TokenizerContext> context,
     for (size_t i = 0; i < allowed.size() && i < 8; ++i) {
       Dfa::State t = ix.NextState(s, allowed[i]);
       ASSERT_NE(t, Dfa::kDead);
-      if (!seen[t]) {
-        seen[t] = true;
-        queue.push_back(t);
-      }
+      if (seen.insert(t).second) queue.push_back(t);
     }
   }
 }
 
-TEST(TokenIndex, MasksEqualBruteForceOnBundledTokenizer) {
+TEST_P(TokenIndexModes, MasksEqualBruteForceOnBundledTokenizer) {
   for (const auto& regex : AllRegexes()) {
-    CheckAgainstBruteForce(testing::BundledTokenizer(), regex, 12);
+    CheckAgainstBruteForce(testing::BundledTokenizer(), regex, 12, Options());
   }
 }
 
-TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
+TEST_P(TokenIndexModes, MasksEqualBruteForceOnSharedTokenizers) {
   int checked = 0;
   for (const auto& name : testing::SharedTokenizerNames()) {
     auto context = testing::SharedTokenizer(name);
@@ -132,7 +147,7 @@ TEST(TokenIndex, MasksEqualBruteForceOnSharedTokenizers) {
     ++checked;
     for (const auto& regex : AllRegexes()) {
       SCOPED_TRACE(name);
-      CheckAgainstBruteForce(context, regex, testing::Scaled(4, 2));
+      CheckAgainstBruteForce(context, regex, testing::Scaled(4, 2), Options());
     }
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
@@ -147,7 +162,7 @@ TEST(TokenIndex, PaddingIdsAreNeverAllowed) {
   auto index = CompileRegex("[^Z]*", TokenizerContext::Create(*vocab));
   ASSERT_TRUE(index.ok());
   std::vector<uint32_t> mask((*index)->num_words());
-  (*index)->WriteMask((*index)->start(), mask.data());
+  EXPECT_TRUE((*index)->WriteMask((*index)->start(), mask.data()).ok());
   uint32_t highest = 0;
   for (uint32_t t = 0; t < (*vocab)->size(); ++t) {
     if ((*vocab)->has_token(t)) highest = t;
@@ -174,8 +189,8 @@ TEST(TokenIndex, EagerAndLazyAgree) {
     EXPECT_GT((*a)->num_computed_states(), 0u);
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
     for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-      (*a)->WriteMask(s, ma.data());
-      (*b)->WriteMask(s, mb.data());
+      EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+      EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
       ASSERT_EQ(ma, mb) << regex << " state " << s;
     }
   }
@@ -197,9 +212,9 @@ TEST(TokenIndex, SharedLoopsAgreeWithPlainWalks) {
     EXPECT_EQ((*a)->num_computed_states(), (*b)->num_computed_states()) << regex;
     std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words()), ml((*b)->num_words());
     for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-      (*a)->WriteMask(s, ma.data());
-      (*b)->WriteMask(s, mb.data());
-      (*lazy)->WriteMask(s, ml.data());
+      EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+      EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
+      EXPECT_TRUE((*lazy)->WriteMask(s, ml.data()).ok());
       ASSERT_EQ(ma, mb) << regex << " state " << s;
       ASSERT_EQ(ml, mb) << regex << " state " << s << " (lazy)";
       ASSERT_EQ((*a)->CountAllowed(s), (*b)->CountAllowed(s));
@@ -225,8 +240,8 @@ TEST(TokenIndex, MaskBudgetBoundsKeptMasksAndMasksStayExact) {
     std::vector<uint32_t> mb((*b)->num_words()), mf((*b)->num_words());
     for (int round = 0; round < 2; ++round) {  // the second round: unkept masks again
       for (Dfa::State s = (*b)->dfa().num_states() - 1; s >= 1; --s) {
-        (*b)->WriteMask(s, mb.data());
-        (*free)->WriteMask(s, mf.data());
+        EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
+        EXPECT_TRUE((*free)->WriteMask(s, mf.data()).ok());
         ASSERT_EQ(mb, mf) << regex << " state " << s;
         ASSERT_EQ((*b)->CountAllowed(s), (*free)->CountAllowed(s));
         ASSERT_LE(budget->used(), budget->max_bytes());
@@ -275,9 +290,9 @@ TEST(LoopMasks, StringContentNeedsNoMemo) {
   const Dfa::State in_second = After(**second, "[\"x\", \"y");
   ASSERT_NE(in_first, Dfa::kDead);
   ASSERT_NE(in_second, Dfa::kDead);
-  (*first)->WriteMask(in_first, mask.data());
-  (*second)->WriteMask(in_second, mask.data());
-  (*plain)->WriteMask(in_second, want.data());
+  EXPECT_TRUE((*first)->WriteMask(in_first, mask.data()).ok());
+  EXPECT_TRUE((*second)->WriteMask(in_second, mask.data()).ok());
+  EXPECT_TRUE((*plain)->WriteMask(in_second, want.data()).ok());
   EXPECT_EQ(mask, want);
   const LoopMasks::Stats st = context->loop_masks().stats();
   EXPECT_EQ(st.misses, 0u);
@@ -303,13 +318,13 @@ TEST(LoopMasks, BoundedStringsAreExact) {
   auto plain = CompileRegex(regex, context, plain_options);
   ASSERT_TRUE(shared.ok() && plain.ok()) << shared.status();
   std::vector<uint32_t> ma((*shared)->num_words()), mb((*plain)->num_words());
-  (*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data());
+  EXPECT_TRUE((*shared)->WriteMask(After(**shared, "{\"a\": \"x"), ma.data()).ok());
   std::string text = "{\"a\": \"x\", \"b\": \"";
   for (int i = 0; i <= 40; ++i) {
     const Dfa::State s = After(**shared, text);
     ASSERT_NE(s, Dfa::kDead) << text;
-    (*shared)->WriteMask(s, ma.data());
-    (*plain)->WriteMask(s, mb.data());
+    EXPECT_TRUE((*shared)->WriteMask(s, ma.data()).ok());
+    EXPECT_TRUE((*plain)->WriteMask(s, mb.data()).ok());
     ASSERT_EQ(ma, mb) << "after " << i << " characters";
     text += i % 3 ? "y" : "\xc3\xa9";  // 1- and 2-byte characters
   }
@@ -339,7 +354,7 @@ TEST(TokenIndex, FirstMaskOfWideStateInFreshProcessEqualsDirectWalk) {
       if (regex[0] == 'x') s = (*index)->dfa().Walk(s, "x\"a");
       std::vector<uint32_t>& mask = masks[share ? 0 : 1];
       mask.resize((*index)->num_words());
-      (*index)->WriteMask(s, mask.data());
+      EXPECT_TRUE((*index)->WriteMask(s, mask.data()).ok());
       EXPECT_GT((*index)->CountAllowed(s), (*vocab)->num_tokens() / 8) << regex;
     }
     EXPECT_EQ(masks[0], masks[1]) << regex;
@@ -360,8 +375,8 @@ TEST(LoopMasks, MemoBoundIsHonoured) {
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<uint32_t> ma((*a)->num_words()), mb((*b)->num_words());
   for (Dfa::State s = 1; s < (*a)->dfa().num_states(); ++s) {
-    (*a)->WriteMask(s, ma.data());
-    (*b)->WriteMask(s, mb.data());
+    EXPECT_TRUE((*a)->WriteMask(s, ma.data()).ok());
+    EXPECT_TRUE((*b)->WriteMask(s, mb.data()).ok());
     ASSERT_EQ(ma, mb) << "state " << s;
   }
   const LoopMasks::Stats st = context->loop_masks().stats();
@@ -370,9 +385,10 @@ TEST(LoopMasks, MemoBoundIsHonoured) {
   EXPECT_EQ(st.exit_tries, 1u);
 }
 
-// Many threads computing and reading the masks of one lazy index at once see
-// exactly the masks of an eagerly built one.
-TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
+// Many threads computing and reading the masks of one lazy index (masks on
+// first use; with LazyDfa, states too) at once see exactly the masks of an
+// eagerly built one, along the same tokens.
+TEST_P(TokenIndexModes, ConcurrentLazyComputationIsConsistent) {
   // A fresh vocabulary, so that the JSON regexes' loops are first computed
   // here, by racing threads, into one shared memo.
   auto loaded = Vocabulary::Load(testing::BundledTokenizerPath());
@@ -384,7 +400,7 @@ TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
     plain.eager = true;
     plain.index.share_loops = false;
     auto reference = CompileRegex(regex, context, plain);
-    auto lazy = CompileRegex(regex, context);
+    auto lazy = CompileRegex(regex, context, Options());
     ASSERT_TRUE(reference.ok() && lazy.ok());
     std::atomic<int> mismatches{0};
     std::vector<std::thread> threads;
@@ -397,19 +413,65 @@ TEST(TokenIndex, ConcurrentLazyComputationIsConsistent) {
             mismatches++;
             return;
           }
-          Guide g(*lazy);
+          Guide g(*lazy), r(*reference);
           for (uint32_t tok : walk->tokens) {
             if (g.IsFinished()) break;
-            (*lazy)->WriteMask(g.state(), a.data());
-            (*reference)->WriteMask(g.state(), b.data());
+            if (!g.WriteMaskUnchecked(a.data()).ok()) mismatches++;
+            if (!r.WriteMaskUnchecked(b.data()).ok()) mismatches++;
             if (a != b) mismatches++;
-            if (!g.Advance(tok).ok()) mismatches++;
+            if (!g.Advance(tok).ok() || !r.Advance(tok).ok()) mismatches++;
           }
         }
       });
     }
     for (auto& th : threads) th.join();
     EXPECT_EQ(mismatches.load(), 0) << regex;
+  }
+}
+
+// Threads stepping sessions over one lazy index whose DFA is large (so
+// they race to build the same states and rows) write, step for step, the
+// masks of the eager index along the same tokens. Two threads share each
+// seed, so both build and read the same states at once.
+TEST(TokenIndex, ThreadsBuildingOneLazyDfaSeeTheEagerMasks) {
+  auto loaded = Vocabulary::Load(testing::BundledTokenizerPath());  // fresh memos
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::shared_ptr<const TokenizerContext> context = TokenizerContext::Create(*loaded);
+  for (const std::string regex : {"[a-c ]*a[a-c ]{7}", ".{0,60}x", "(?:[a-z]+ ){0,30}[0-9]{2,4}"}) {
+    CompileOptions lazy_options;
+    lazy_options.lazy_dfa = true;
+    auto eager = CompileRegex(regex, context);
+    auto lazy = CompileRegex(regex, context, lazy_options);
+    ASSERT_TRUE(eager.ok() && lazy.ok()) << regex;
+    ASSERT_TRUE((*lazy)->dfa().lazy());
+    const uint32_t states_at_compile = (*lazy)->dfa().num_states();
+    std::atomic<int> mismatches{0}, steps{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<uint32_t> a((*lazy)->num_words()), b((*lazy)->num_words());
+        for (int i = 0; i < testing::Scaled(6, 2); ++i) {
+          auto walk = RandomWalk(*eager, 31 * (t / 2) + i, 40);
+          if (!walk.ok()) {
+            mismatches++;
+            return;
+          }
+          Guide g(*lazy), r(*eager);
+          for (uint32_t tok : walk->tokens) {
+            if (g.IsFinished()) break;
+            if (!g.WriteMaskUnchecked(a.data()).ok()) mismatches++;
+            (void)r.WriteMaskUnchecked(b.data());
+            if (a != b) mismatches++;
+            if (!g.Advance(tok).ok() || !r.Advance(tok).ok()) mismatches++;
+            steps++;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0) << regex;
+    EXPECT_GT(steps.load(), 40) << regex;
+    EXPECT_GT((*lazy)->dfa().num_states(), states_at_compile) << regex;
   }
 }
 
@@ -432,10 +494,11 @@ TEST(TokenIndex, EmptyLanguageIsAnError) {
 
 // Random walks: every step's token was allowed (Advance checks it) and every
 // finished text fully matches the regex under RE2, an independent matcher.
-void CheckRandomWalks(std::shared_ptr<const TokenizerContext> context, int walks_per_regex) {
+void CheckRandomWalks(std::shared_ptr<const TokenizerContext> context, int walks_per_regex,
+                      const CompileOptions& options) {
   int finished = 0, total = 0;
   for (const auto& regex : AllRegexes()) {
-    auto index = CompileRegex(regex, context);
+    auto index = CompileRegex(regex, context, options);
     ASSERT_TRUE(index.ok());
     RE2 oracle(regex);
     ASSERT_TRUE(oracle.ok()) << regex;
@@ -456,11 +519,11 @@ void CheckRandomWalks(std::shared_ptr<const TokenizerContext> context, int walks
   EXPECT_GT(finished, total * 8 / 10) << "most walks should reach EOS";
 }
 
-TEST(TokenIndex, RandomWalksMatchRe2OnBundledTokenizer) {
-  CheckRandomWalks(testing::BundledTokenizer(), testing::Scaled(250, 40));
+TEST_P(TokenIndexModes, RandomWalksMatchRe2OnBundledTokenizer) {
+  CheckRandomWalks(testing::BundledTokenizer(), testing::Scaled(250, 40), Options());
 }
 
-TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
+TEST_P(TokenIndexModes, RandomWalksMatchRe2OnSharedTokenizers) {
   int checked = 0;
   for (const auto& name : testing::SharedTokenizerNames()) {
     auto context = testing::SharedTokenizer(name);
@@ -468,7 +531,7 @@ TEST(TokenIndex, RandomWalksMatchRe2OnSharedTokenizers) {
     if (context->vocabulary().eos_ids().empty()) continue;
     ++checked;
     SCOPED_TRACE(name);
-    CheckRandomWalks(context, testing::Scaled(170, 20));
+    CheckRandomWalks(context, testing::Scaled(170, 20), Options());
   }
   if (checked == 0) GTEST_SKIP() << "../shared/tokenizers is absent";
 }

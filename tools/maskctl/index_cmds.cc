@@ -54,7 +54,10 @@ absl::StatusOr<CompiledArg> CompileConstraintFlags(const Args& args,
     if (!g.ok()) return g.status();
     return CompiledArg{nullptr, *std::move(g)};
   }
-  auto compiled = maskd::ConstraintCompiler().Compile(ToConstraint(*source, std::move(context)));
+  maskd::Constraint constraint = ToConstraint(*source, std::move(context));
+  // A regex's DFA is built lazily unless asked whole (--eager precomputes it).
+  constraint.options.eager_dfa = args.Has("eager") || args.Has("eager-dfa");
+  auto compiled = maskd::ConstraintCompiler().Compile(constraint);
   if (!compiled.ok()) {
     if (!source->path.empty() && maskd::FailedStage(compiled.status()) == maskd::CompileStage::kConvert) {
       return absl::Status(compiled.status().code(),
@@ -85,7 +88,7 @@ int RunCompile(const Context& ctx) {
   double compile_ms = MsSince(t0);
   std::vector<uint32_t> mask((*index)->num_words());
   maskd::Guide guide(*index);
-  guide.WriteMaskUnchecked(mask.data());
+  (void)guide.WriteMaskUnchecked(mask.data());
   double first_mask_ms = MsSince(t0);
   nlohmann::json out = {{"dfa_states", (*index)->dfa().num_states()},
                         {"compile_ms", compile_ms},
@@ -116,7 +119,7 @@ int RunWalk(const Context& ctx) {
   maskd::Guide guide(*index);
   std::vector<uint32_t> mask((*index)->num_words());
   auto emit = [&](size_t step) {
-    guide.WriteMaskUnchecked(mask.data());
+    (void)guide.WriteMaskUnchecked(mask.data());
     const size_t bytes = mask.size() * sizeof(uint32_t);  // little-endian host words
     nlohmann::json line = {
         {"step", step},
@@ -173,8 +176,8 @@ Form Offline(std::string usage, FlagNames own_value, FlagNames own_bool) {
 MASKCTL_COMMAND(compile, "compile",
                 "compiles CONSTRAINT; prints its figures (online: the index id and state)",
                 Offline("compile " MASKCTL_TOKENIZER_FILE_USAGE "CONSTRAINT"
-                        " [--eager [--threads N]]",
-                        {"threads"}, {"eager"}),
+                        " [--eager [--threads N]] [--eager-dfa]",
+                        {"threads"}, {"eager", "eager-dfa"}),
                 OnlineCompileForm(), RunCompile);
 MASKCTL_COMMAND(walk, "walk",
                 "one line per step of the given tokens: the mask's size, digest and acceptance",

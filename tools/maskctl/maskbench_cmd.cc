@@ -476,7 +476,7 @@ class MaskbenchRunner {
     maskd::Guide first(index);
     mask_.assign(index->num_words(), 0);
     const auto t_mask = Clock::now();
-    first.WriteMaskUnchecked(mask_.data());
+    (void)first.WriteMaskUnchecked(mask_.data());
     const double first_mask_us = UsSince(t_mask);
     tot->ttfm_us.push_back(UsSince(c.t0));
     ++tot->compiled;
@@ -511,7 +511,7 @@ class MaskbenchRunner {
       }
       const bool first_visit = flags_.stages && visited->insert(g.state()).second;
       auto s0 = Clock::now();
-      g.WriteMaskUnchecked(mask_.data());
+      (void)g.WriteMaskUnchecked(mask_.data());
       absl::Status st = g.Advance(static_cast<uint32_t>(id));
       double us = UsSince(s0);
       if (flags_.stages && inst.valid) {

@@ -1,0 +1,137 @@
+#include "automaton/internal/lazy_dfa.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "automaton/internal/nfa_distance.h"
+
+namespace maskd::automaton_internal {
+namespace {
+
+// States refused by a lazy DFA's state limit on this thread (Dfa::Refusals).
+thread_local uint64_t refusals = 0;
+
+DfaOptions WalkOptions(const DfaOptions& options) {
+  DfaOptions o;
+  o.max_states = options.max_states;
+  o.max_nfa_states = options.max_nfa_states;
+  return o;  // no deadline, no cancel flag: a walk is not a compilation
+}
+
+}  // namespace
+
+uint64_t ThreadRefusals() { return refusals; }
+
+LazyDfa::LazyDfa(CompactNfa nfa, const DfaOptions& options)
+    : nfa_(std::move(nfa)), options_(WalkOptions(options)), max_states_(options.max_states),
+      nfa_distance_(NfaDistances(nfa_)), table_(nfa_.num_classes) {
+  live_.resize(nfa_.num_states);
+  for (uint32_t s = 0; s < nfa_.num_states; ++s) {
+    live_[s] = nfa_distance_[s] != Dfa::kNoDistance;
+    if (live_[s]) max_distance_bound_ = std::max(max_distance_bound_, nfa_distance_[s]);
+  }
+  for (int b = 255; b >= 0; --b) {
+    ++class_bytes_[nfa_.byte_class[b]];
+    class_byte_[nfa_.byte_class[b]] = static_cast<uint8_t>(b);
+  }
+  rows_ = std::make_unique<SubsetRows>(nfa_, options_, &live_);
+}
+
+absl::StatusOr<std::unique_ptr<LazyDfa>> LazyDfa::Create(CompactNfa nfa, const DfaOptions& options) {
+  std::unique_ptr<LazyDfa> dfa(new LazyDfa(std::move(nfa), options));
+  absl::MutexLock lock(&dfa->mu_);
+  dfa->sets_.Add({}, SpanInterner::Hash({}));  // state 0: dead; its row is all 0
+  dfa->facts_.At(0)->forced.store(-1, std::memory_order_relaxed);
+  dfa->num_states_.store(1, std::memory_order_release);
+  absl::Span<const uint32_t> start = dfa->rows_->StartSet();
+  if (!start.empty()) {
+    auto id = dfa->Intern(start);
+    if (!id.ok()) return id.status();
+    dfa->start_ = *id;
+  }
+  return dfa;
+}
+
+absl::StatusOr<uint32_t> LazyDfa::Intern(absl::Span<const uint32_t> set) const {
+  const uint64_t h = SpanInterner::Hash(set);
+  uint32_t id = sets_.Find(set, h);
+  if (id != SpanInterner::kNone) return id;
+  if (sets_.size() >= max_states_) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "regex: the DFA needs more than %d states (limit max_states)", max_states_));
+  }
+  id = sets_.Add(set, h);
+  std::atomic<uint32_t>* row = table_.At(id);
+  for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(kUnknown, std::memory_order_relaxed);
+  Facts* facts = facts_.At(id);
+  facts->accepting = std::binary_search(set.begin(), set.end(), nfa_.match) ? 1 : 0;
+  for (uint32_t x : set) facts->distance = std::min(facts->distance, nfa_distance_[x]);
+  // Published with the row entries that lead here (release stores).
+  num_states_.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+absl::Status LazyDfa::FillRow(uint32_t s) const {
+  auto intern = [this](absl::Span<const uint32_t> set) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return Intern(set);
+  };
+  row_.resize(nfa_.num_classes);
+  // FillRow reads the set before interning (which may move the pool).
+  if (absl::Status st = rows_->FillRow(sets_.Get(s), intern, row_.data()); !st.ok()) return st;
+  std::atomic<uint32_t>* row = table_.At(s);
+  for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(row_[c], std::memory_order_release);
+  facts_.At(s)->forced.store(ForcedByteOfRow(s, row_.data()), std::memory_order_release);
+  return absl::OkStatus();
+}
+
+uint32_t LazyDfa::FillAndRead(uint32_t s, uint32_t c) const {
+  {
+    absl::MutexLock lock(&mu_);
+    const uint32_t t = table_.At(s)[c].load(std::memory_order_relaxed);
+    if (t != kUnknown) return t;
+    if (!FillRow(s).ok()) {
+      ++refusals;
+      return Dfa::kDead;
+    }
+  }
+  return table_.At(s)[c].load(std::memory_order_acquire);
+}
+
+int LazyDfa::ForcedByte(uint32_t s) const {
+  const Facts& facts = *facts_.At(s);
+  int16_t f = facts.forced.load(std::memory_order_acquire);
+  if (f != kForcedUnknown) return f;
+  absl::MutexLock lock(&mu_);
+  f = facts.forced.load(std::memory_order_relaxed);
+  if (f != kForcedUnknown) return f;
+  if (!FillRow(s).ok()) {
+    ++refusals;
+    return -1;
+  }
+  return facts.forced.load(std::memory_order_relaxed);
+}
+
+int16_t LazyDfa::ForcedByteOfRow(uint32_t s, const uint32_t* row) const {
+  if (facts_.At(s)->accepting) return -1;
+  uint32_t live_bytes = 0;
+  int16_t forced = -1;
+  for (uint32_t c = 0; c < nfa_.num_classes && live_bytes < 2; ++c) {
+    if (row[c] == Dfa::kDead) continue;
+    live_bytes += class_bytes_[c];
+    forced = class_byte_[c];
+  }
+  return live_bytes == 1 ? forced : -1;
+}
+
+size_t LazyDfa::MemoryBytes() const {
+  absl::MutexLock lock(&mu_);
+  return sizeof(LazyDfa) + table_.MemoryBytes() + facts_.MemoryBytes() + sets_.MemoryBytes() +
+         rows_->MemoryBytes() + row_.capacity() * sizeof(uint32_t) + live_.capacity() +
+         nfa_distance_.capacity() * sizeof(uint32_t) +
+         (nfa_.edge_begin.capacity() + nfa_.eps_begin.capacity() + nfa_.eps_to.capacity()) *
+             sizeof(uint32_t) +
+         nfa_.edges.capacity() * sizeof(CompactNfa::Edge);
+}
+
+}  // namespace maskd::automaton_internal
