@@ -244,6 +244,7 @@ TEST(MaskdProcessTest, CompileLimits) {
   v1::CompileRequest slow;
   slow.set_tokenizer("qwen3");
   slow.set_regex("(a|b)*a(a|b){19}");
+  slow.mutable_options()->set_eager(true);  // lazy (the default) would build one state
   auto first = c->Compile(slow);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->state(), v1::INDEX_STATE_COMPILING);
