@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/soak/flag_pairs.h"
 #include "bench/soak/maskd_process.h"
@@ -645,8 +646,9 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   std::printf("=== maskd hostile mix summary ===\n");
   std::printf("command: %s\ncommit: %s\n", f.command.c_str(), commit.c_str());
   std::printf("duration_s: %.0f  phase_s: %.0f (quiet, hostile, ...; first %.0f s of each not timed)"
-              "  good_clients: %d  pace_ms: %.1f  maskd flags: defaults\n",
-              elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms);
+              "  good_clients: %d  pace_ms: %.1f  maskd flags: %s\n",
+              elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms,
+              f.maskd_flags.empty() ? "defaults" : absl::StrJoin(f.maskd_flags, " ").c_str());
   std::printf("good sessions: %" PRId64 "  steps not timed (settle): %" PRId64 "\n", sh.good.sessions,
               sh.good.steps_uncounted);
   std::printf("| phase | good steps | p50 us | p99 us | max us | good errors |\n");
