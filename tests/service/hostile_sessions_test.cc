@@ -481,7 +481,8 @@ TEST(HostileSharesTest, OneConnectionCannotTakeEverySession) {
   EXPECT_TRUE(polite.ForkSession(ids[0]).ok());
   // Closing a session gives its creator the unit back.
   ASSERT_TRUE(greedy.CloseSession(ids[0]).ok());
-  EXPECT_TRUE(greedy.CreateSession().ok());
+  grpc::Status again = greedy.CreateSession();
+  EXPECT_TRUE(again.ok()) << again.error_code() << " " << again.error_message() << "\n" << server.Log();
   EXPECT_TRUE(polite.CloseSession(mine).ok());
 }
 
