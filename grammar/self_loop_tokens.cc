@@ -14,8 +14,9 @@
 // and shared by every grammar and regex over it). With s not accepting, nor
 // any state inside a UTF-8 character from s, the terminal can end only past
 // such a byte: every end (a trie node where the DFA accepts and a token
-// goes on) lies on a walked token, and the crossings built from those ends
-// are the ones a walk of the whole trie finds. The cost is bitmask work
+// goes on) lies on a walked token (found from the token's node by the trie's
+// parent links), and the crossings built from those ends are the ones a walk
+// of the whole trie finds. The cost is bitmask work
 // over the vocabulary's words plus the walked tokens' bytes.
 #include <algorithm>
 #include <cstdint>
@@ -37,20 +38,31 @@ void OrWords(uint32_t* dst, const uint32_t* src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] |= src[i];
 }
 
-// The trie node of `prefix`, a proper prefix of some token of the trie.
-// The first token slot at or after `prefix` in byte order is the first of
-// the prefix node's subtree; the node owning that slot hangs below the
-// prefix node by a chain of first children, one node per byte.
-uint32_t PrefixNode(const TokenTrie& trie, const Vocabulary& vocab, std::string_view prefix) {
-  const uint32_t* ids = trie.token_ids();
-  const uint32_t* slot = std::lower_bound(
-      ids, ids + trie.num_tokens(), prefix,
-      [&](uint32_t id, std::string_view p) { return vocab.bytes(id).compare(p) < 0; });
-  const uint32_t k = static_cast<uint32_t>(slot - ids);
-  const uint32_t* begin = trie.token_begin();
-  const uint32_t owner =
-      static_cast<uint32_t>(std::upper_bound(begin, begin + trie.num_nodes(), k) - begin) - 1;
-  return owner - (trie.nodes()[owner].depth - static_cast<uint32_t>(prefix.size()));
+// Writes into words[0, num_words) the trie's tokens whose bytes all keep a
+// state in its loop: kind[b] == 1 for every ASCII byte b of the token and,
+// with `utf8`, non-ASCII bytes that are well-formed UTF-8 (the last
+// character possibly cut short); without it, kind[b] == 1 for every byte.
+void TokensWithinLoop(const LoopMasks& index, const uint8_t* kind, bool utf8, uint32_t num_words,
+                      uint32_t* words) {
+  const int last = utf8 ? 0x80 : 256;  // bytes past it are checked as UTF-8
+  // First the tokens holding a byte outside the loop.
+  bool all_control = true;
+  for (int b = 0; b < 0x20; ++b) all_control &= kind[b] != 1;
+  if (all_control) OrWords(words, index.ControlWords(), num_words);
+  for (int b = all_control ? 0x20 : 0; b < last; ++b) {
+    if (kind[b] == 1) continue;
+    if (const uint32_t* bw = index.ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
+      OrWords(words, bw, num_words);
+    } else {
+      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
+      for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+    }
+  }
+  const uint32_t* trie_words = index.TrieWords();
+  const uint32_t* utf8_words = index.Utf8Words();
+  for (uint32_t w = 0; w < num_words; ++w) {
+    words[w] = trie_words[w] & ~words[w] & (utf8 ? utf8_words[w] : ~0u);
+  }
 }
 
 }  // namespace
@@ -90,28 +102,12 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
     return false;
   }
   const int last = utf8 ? 0x80 : 256;  // bytes past it are S (UTF-8 checked)
-  // First the tokens holding a byte outside S.
   std::vector<uint32_t> words(num_words_, 0);
-  bool all_control = true;
-  for (int b = 0; b < 0x20; ++b) all_control &= kind[b] != 1;
-  if (all_control) OrWords(words.data(), index.ControlWords(), num_words_);
-  for (int b = all_control ? 0x20 : 0; b < last; ++b) {
-    if (kind[b] == 1) continue;
-    if (const uint32_t* bw = index.ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
-      OrWords(words.data(), bw, num_words_);
-    } else {
-      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
-      for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
-    }
-  }
-  const uint32_t* trie_words = index.TrieWords();
-  const uint32_t* utf8_words = index.Utf8Words();
-  for (uint32_t w = 0; w < num_words_; ++w) {
-    words[w] = trie_words[w] & ~words[w] & (utf8 ? utf8_words[w] : ~0u);
-  }
+  TokensWithinLoop(index, kind, utf8, num_words_, words.data());
   // Then the tokens holding a byte that s lets through elsewhere, once each.
   const Vocabulary& vocab = *vocab_;
   std::vector<uint32_t> seen(num_words_, 0), ends;
+  std::vector<uint32_t> at;  // prefix lengths of one token where t may end
   for (int b = 0; b < last; ++b) {
     if (kind[b] != 2) continue;
     auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
@@ -122,12 +118,21 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
       const std::string_view bytes = vocab.bytes(*id);
       Dfa::State q = s;
       size_t i = 0;
+      at.clear();
       for (; i < bytes.size(); ++i) {
-        if (i > 0 && dfa.IsAccepting(q)) ends.push_back(PrefixNode(trie, vocab, bytes.substr(0, i)));
+        if (i > 0 && dfa.IsAccepting(q)) at.push_back(static_cast<uint32_t>(i));
         q = dfa.Next(q, static_cast<uint8_t>(bytes[i]));
         if (q == Dfa::kDead) break;
       }
       if (i == bytes.size()) words[*id >> 5] |= bit;
+      if (at.empty()) continue;
+      // The ends on this token's path: its node's ancestors at those depths.
+      uint32_t node = trie.node_of(*id);
+      uint32_t depth = static_cast<uint32_t>(bytes.size());
+      for (size_t k = at.size(); k-- > 0;) {
+        for (; depth > at[k]; --depth) node = trie.parent(node);
+        ends.push_back(node);
+      }
     }
   }
   out->crossings.Build(trie, std::move(ends), words.data(), never_.data());
