@@ -56,6 +56,37 @@ class UnmarkedCursor {
   uint32_t next_ = 0;
 };
 
+// Bits set in words[0, n). The build targets plain x86-64, where
+// __builtin_popcount is a library call per word; the POPCNT instruction is
+// used where the CPU has it (checked once).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("popcnt"))) size_t CountBitsPopcnt(const uint32_t* words, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += static_cast<size_t>(__builtin_popcount(words[i]));
+  return count;
+}
+#endif
+
+size_t CountBitsPortable(const uint32_t* words, size_t n) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t v = words[i];  // SWAR: bits per 2, 4, 8 bits, then summed bytes
+    v = v - ((v >> 1) & 0x55555555u);
+    v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+    v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+    count += (v * 0x01010101u) >> 24;
+  }
+  return count;
+}
+
+size_t CountBits(const uint32_t* words, size_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has_popcnt = __builtin_cpu_supports("popcnt");
+  if (has_popcnt) return CountBitsPopcnt(words, n);
+#endif
+  return CountBitsPortable(words, n);
+}
+
 }  // namespace
 
 absl::Status GrammarIndex::OverBudget() const {
@@ -163,8 +194,7 @@ GrammarIndex::~GrammarIndex() {
 
 TokenSet TokenSet::FromWords(std::vector<uint32_t> words) {
   TokenSet set;
-  size_t count = 0;
-  for (uint32_t w : words) count += static_cast<size_t>(__builtin_popcount(w));
+  const size_t count = CountBits(words.data(), words.size());
   if (count >= words.size()) {
     set.words = std::move(words);
     return set;
@@ -236,6 +266,7 @@ size_t MaskScratch::MemoryBytes() const {
 
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                            TerminalStateTokens* out) const {
+  if (options_.self_loop_entries && ComputeSelfLoop(terminal, state, out)) return;
   std::vector<uint32_t> words(num_words_, 0), ends;
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,

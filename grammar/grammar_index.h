@@ -155,6 +155,10 @@ class GrammarIndex {
     // Look-ahead levels split by DFA walks before walking with the parser
     // (MarkLevel); at least 1.
     size_t dfa_levels = 3;
+    // Fill the memo entry of a state that loops on most bytes (a string's
+    // content) from the tokenizer's byte index instead of a walk of the
+    // whole trie (ComputeSelfLoop): same entry. Off only to compare.
+    bool self_loop_entries = true;
     // Work one mask may take: trie nodes visited plus Earley sets built.
     // Past it FillMask fails with ResourceExhausted naming this limit.
     size_t max_mask_work = size_t{1} << 26;
@@ -208,6 +212,17 @@ class GrammarIndex {
   size_t MemoryBytes() const { return base_bytes_ + memo_bytes(); }
   // DFA states of all terminals together.
   uint32_t num_dfa_states() const { return num_dfa_states_; }
+
+  // The memo entry of (terminal, state) without a walk of the whole trie,
+  // for a state s, not accepting, that at least LoopMasks::kMinStayBytes
+  // bytes keep in s and whose other live bytes at most
+  // 1/kMaxSelfLoopWalkShare of the tokens hold: bitmask work from the
+  // tokenizer's byte index plus a walk of those tokens alone
+  // (self_loop_tokens.cc). The entry equals Compute's walk. False (nothing
+  // written) for other states. Used by Tokens (Options::self_loop_entries);
+  // public for tests.
+  bool ComputeSelfLoop(uint32_t terminal, uint32_t state, TerminalStateTokens* out) const;
+  static constexpr size_t kMaxSelfLoopWalkShare = 8;
 
  private:
   GrammarIndex() = default;

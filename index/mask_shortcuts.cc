@@ -11,42 +11,9 @@
 #include "index/token_index.h"
 #include "tokenizer/loop_masks.h"
 #include "tokenizer/token_trie.h"
+#include "tokenizer/utf8_closed.h"
 
 namespace maskd {
-
-namespace {
-
-// Whether every well-formed UTF-8 character leads from s to `target`, and
-// every other non-ASCII byte sequence from s dies exactly where strict UTF-8
-// does (Dfa states in lockstep with LoopMasks::Utf8Next). Then a token's
-// non-ASCII bytes keep s in s when they are well-formed, and kill it
-// otherwise; one cut short ends in a live state inside a character.
-bool Utf8Closed(const Dfa& dfa, Dfa::State s, Dfa::State target,
-                std::vector<std::pair<uint8_t, Dfa::State>>* pairs) {
-  constexpr size_t kMaxPairs = 64;
-  pairs->assign(1, {LoopMasks::kUtf8Boundary, s});
-  for (size_t i = 0; i < pairs->size(); ++i) {
-    const auto [u, q] = (*pairs)[i];
-    for (int b = u == LoopMasks::kUtf8Boundary ? 0x80 : 0; b < 256; ++b) {
-      const uint8_t u2 = LoopMasks::Utf8Next(u, static_cast<uint8_t>(b));
-      const Dfa::State q2 = dfa.Next(q, static_cast<uint8_t>(b));
-      if ((u2 == 0) != (q2 == Dfa::kDead)) return false;
-      if (u2 == 0) continue;
-      if (u2 == LoopMasks::kUtf8Boundary) {
-        if (q2 != target) return false;
-        continue;
-      }
-      const std::pair<uint8_t, Dfa::State> p(u2, q2);
-      if (std::find(pairs->begin(), pairs->end(), p) == pairs->end()) {
-        if (pairs->size() >= kMaxPairs) return false;
-        pairs->push_back(p);
-      }
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 TokenIndex::State TokenIndex::ReferenceFor(State s) const {
   // The successor most bytes lead to: the state a key-exclusion or opening
@@ -154,7 +121,9 @@ TokenIndex::State TokenIndex::ChainWorthIt(State s, bool* utf8, std::vector<Stat
         return Dfa::kDead;  // a byte s kills must stay dead
       }
     }
-    if (*utf8 ? !Utf8Closed(dfa, cur, nxt, &pairs) : !all_high_dead(cur)) return Dfa::kDead;
+    if (*utf8 ? !Utf8Closed(dfa, cur, nxt, &pairs) : !all_high_dead(cur)) {
+      return Dfa::kDead;
+    }
     cur = nxt;
     chain->push_back(cur);
   }

@@ -56,7 +56,11 @@ std::unique_ptr<const TokenTrie> TokenTrie::BuildFromIds(const Vocabulary& vocab
   auto trie = std::unique_ptr<TokenTrie>(new TokenTrie());
   std::vector<Node>& nodes = trie->nodes_;
   nodes.push_back(Node{0, 0, 0, 0});
+  trie->parents_.push_back(0);
   trie->token_begin_.push_back(0);
+  uint32_t max_id = 0;
+  for (uint32_t id : ids) max_id = std::max(max_id, id);
+  trie->token_nodes_.assign(ids.empty() ? 0 : size_t{max_id} + 1, 0);
   // path[d] = node index of the current prefix of length d.
   std::vector<uint32_t> path = {0};
   std::string_view prev;
@@ -70,10 +74,12 @@ std::unique_ptr<const TokenTrie> TokenTrie::BuildFromIds(const Vocabulary& vocab
       uint32_t n = static_cast<uint32_t>(nodes.size());
       uint16_t depth = static_cast<uint16_t>(d + 1);
       nodes.push_back(Node{static_cast<uint8_t>(b[d]), 0, depth, 0});
+      trie->parents_.push_back(path.back());
       trie->token_begin_.push_back(static_cast<uint32_t>(trie->token_ids_.size()));
       path.push_back(n);
     }
     trie->token_ids_.push_back(id);
+    trie->token_nodes_[id] = path.back();
     trie->max_depth_ = std::max<uint32_t>(trie->max_depth_, static_cast<uint32_t>(b.size()));
     prev = b;
   }
@@ -98,8 +104,10 @@ std::unique_ptr<const TokenTrie> TokenTrie::BuildFromIds(const Vocabulary& vocab
 }
 
 size_t TokenTrie::MemoryBytes() const {
-  return nodes_.capacity() * sizeof(Node) + token_begin_.capacity() * sizeof(uint32_t) +
-         token_ids_.capacity() * sizeof(uint32_t);
+  return nodes_.capacity() * sizeof(Node) +
+         (token_begin_.capacity() + token_ids_.capacity() + parents_.capacity() +
+          token_nodes_.capacity()) *
+             sizeof(uint32_t);
 }
 
 }  // namespace maskd

@@ -52,12 +52,19 @@ class TokenTrie {
   uint32_t root_child(uint8_t b) const { return root_child_[b]; }
   // Number of token ids in the trie.
   size_t num_tokens() const { return token_ids_.size(); }
+  // The parent of node i > 0 (the root for a one-byte prefix).
+  uint32_t parent(uint32_t i) const { return parents_[i]; }
+  // The node whose prefix is token `id`'s bytes, or 0 when `id` is not in
+  // the trie.
+  uint32_t node_of(uint32_t id) const { return id < token_nodes_.size() ? token_nodes_[id] : 0; }
   size_t MemoryBytes() const;
 
  private:
   std::vector<Node> nodes_;
   std::vector<uint32_t> token_begin_;  // num_nodes() + 1 entries
   std::vector<uint32_t> token_ids_;
+  std::vector<uint32_t> parents_;      // num_nodes() entries (the root's: 0)
+  std::vector<uint32_t> token_nodes_;  // by id, up to the largest id held
   uint32_t max_depth_ = 0;
   uint32_t root_child_[256] = {};
 };

@@ -296,6 +296,45 @@ TEST(GrammarGuideTest, MemoBudgetChangesNoMask) {
   EXPECT_EQ(unkept->memo_bytes(), 0u);
 }
 
+// The memo entries filled from the byte index (ComputeSelfLoop: a string's
+// content, a comment) equal those of a walk of the whole trie, for every
+// terminal state of grammars with strings, comments and identifiers.
+TEST(GrammarGuideTest, SelfLoopEntriesEqualTrieWalks) {
+  size_t shortcut = 0;
+  for (const char* name : {"json.gbnf", "c.gbnf", "calls.lark", "sql.lark"}) {
+    const Grammar g = Parse(name);
+    auto fast = MustIndex(g);
+    GrammarIndex::Options walk_options;
+    walk_options.self_loop_entries = false;
+    auto walk = MustIndex(g, walk_options);
+    ASSERT_TRUE(fast != nullptr && walk != nullptr);
+    ASSERT_EQ(fast->grammar()->num_terminals(), walk->grammar()->num_terminals());
+    MaskScratch scratch;
+    const uint32_t nw = fast->num_words();
+    for (uint32_t t = 0; t < fast->grammar()->num_terminals(); ++t) {
+      for (uint32_t q = 1; q < fast->grammar()->dfa(t).num_states(); ++q) {
+        TerminalStateTokens direct;
+        const bool used = fast->ComputeSelfLoop(t, q, &direct);
+        shortcut += used;
+        const TerminalStateTokens& a = fast->Tokens(t, q, scratch);
+        const TerminalStateTokens& b = walk->Tokens(t, q, scratch);
+        std::vector<uint32_t> wa(nw, 0), wb(nw, 0), wd(nw, 0);
+        a.inside.MarkInto(wa.data(), nw);
+        b.inside.MarkInto(wb.data(), nw);
+        ASSERT_EQ(Allowed(wa), Allowed(wb)) << name << " terminal " << t << " state " << q;
+        EXPECT_EQ(a.crossings.crossings, b.crossings.crossings) << name << " " << t << " " << q;
+        EXPECT_EQ(a.crossings.crossing_begin, b.crossings.crossing_begin) << name << " " << t;
+        if (used) {
+          direct.inside.MarkInto(wd.data(), nw);
+          EXPECT_EQ(wd, wa) << name << " terminal " << t << " state " << q;
+          EXPECT_EQ(direct.crossings.crossings, b.crossings.crossings) << name << " " << t;
+        }
+      }
+    }
+  }
+  EXPECT_GT(shortcut, 0u);  // a string's content at least
+}
+
 TEST(GrammarGuideTest, ChartLimitIsResourceExhaustedAndChangesNothing) {
   GrammarIndex::Options options;
   options.earley.max_chart_items = 400;

@@ -195,6 +195,26 @@ TEST(VocabularyTest, SpecialAddedTokensAreFlaggedAndKeptOutOfTheTrie) {
   EXPECT_THAT(TrieTokenIds(*v), ::testing::UnorderedElementsAre(0u, 1u));
 }
 
+// TokenTrie's links: a token's node spells its bytes up the parents to the
+// root; a special token has no node.
+TEST(VocabularyTest, TrieNodesOfTokensAndTheirParents) {
+  std::string added = List({Added(5, R"("<|end|>")", true)});
+  auto v = MustLoad(Doc(R"({"a": 0, "ab": 1, "abc": 2, "b": 3, "ac": 4})", added));
+  ASSERT_NE(v, nullptr);
+  const std::unique_ptr<const TokenTrie> trie = TokenTrie::Build(*v);
+  for (uint32_t id = 0; id < 5; ++id) {
+    std::string spelled;
+    uint32_t node = trie->node_of(id);
+    ASSERT_NE(node, 0u) << id;
+    for (; node != 0; node = trie->parent(node)) {
+      spelled.insert(spelled.begin(), static_cast<char>(trie->nodes()[node].byte));
+    }
+    EXPECT_EQ(spelled, v->bytes(id));
+  }
+  EXPECT_EQ(trie->node_of(5), 0u);
+  EXPECT_EQ(trie->node_of(1000), 0u);
+}
+
 TEST(VocabularyTest, NonSpecialAddedTokensDecodeLikeHuggingFace) {
   // HF decode runs added tokens through the decoder too: byte-level maps
   // "Ġx" to " x", keeps " a" (a character outside the table) as is, and
