@@ -17,6 +17,11 @@
 //    transition that needs a state past it returns kDead and counts a
 //    refusal on the calling thread (Refusals()), which callers that must
 //    tell it from a real rejection check (index/token_index.h).
+//    Its rows are one flat table (internal/flat_rows.h): a built transition
+//    costs one load more than an eager one's, off the walk's dependent chain.
+//  - hybrid (CompileLazy with DfaOptions::eager_up_to_states): eager when
+//    the whole build fits that many states (small automata, whose minimized
+//    tables give walks fewer states and masks), else lazy.
 // Both modes are thread-safe for concurrent readers; a lazy one's reads of
 // transitions already computed take no lock.
 #ifndef MASKD_AUTOMATON_DFA_H_
@@ -31,7 +36,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "automaton/grow_only_array.h"
 #include "automaton/regex.h"
 
 namespace maskd {
@@ -45,6 +49,12 @@ struct DfaOptions {
   absl::Time deadline = absl::InfiniteFuture();
   // When set and true, compilation fails with Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // Dfa::CompileLazy only: first try the whole (eager, minimized) build
+  // capped at this many subset-construction states (before minimization),
+  // and keep it when it fits; the lazy DFA only past it. 0: always lazy.
+  // The trial costs at most what this many states cost when it is
+  // abandoned, and where it fits walks read a minimized table.
+  uint32_t eager_up_to_states = 0;
 };
 
 namespace automaton_internal {
@@ -63,6 +73,8 @@ class Dfa {
                                                             const DfaOptions& options = {});
   // Lazy mode: the NFA and the start state only; options.max_states bounds
   // the states later walks build (its deadline and cancel flag, the NFA's).
+  // With options.eager_up_to_states, the eager DFA instead when its build
+  // fits that many states (then lazy() is false).
   static absl::StatusOr<std::shared_ptr<const Dfa>> CompileLazy(const Regex& regex,
                                                                 const DfaOptions& options = {});
   // Parse + Compile (or CompileLazy when `lazy`).
@@ -83,8 +95,9 @@ class Dfa {
 
   State Next(State s, uint8_t byte) const {
     const uint32_t c = byte_class_[byte];
-    if (lazy_rows_ != nullptr) {
-      const State t = lazy_rows_->At(s)[c].load(std::memory_order_acquire);
+    if (lazy_table_ != nullptr) {
+      const std::atomic<uint32_t>* rows = lazy_table_->load(std::memory_order_acquire);
+      const State t = rows[static_cast<size_t>(s) * num_classes_ + c].load(std::memory_order_acquire);
       return t != kUnbuilt ? t : LazyNext(s, c);
     }
     return table_[static_cast<size_t>(s) * num_classes_ + c];
@@ -148,8 +161,9 @@ class Dfa {
   // Lazy mode: the automaton, and none of the eager fields above but start_,
   // num_classes_, byte_class_ and max_distance_.
   std::unique_ptr<const automaton_internal::LazyDfa> lazy_;
-  // Lazy mode: lazy_'s rows (kUnbuilt until filled), read here without a call.
-  const GrowOnlyArray<std::atomic<uint32_t>>* lazy_rows_ = nullptr;
+  // Lazy mode: where lazy_ publishes its flat table of rows (num_classes_
+  // entries each, kUnbuilt until filled), read here without a call.
+  const std::atomic<const std::atomic<uint32_t>*>* lazy_table_ = nullptr;
 };
 
 }  // namespace maskd

@@ -1,6 +1,7 @@
 // Dfa::Compile: the stages of internal/ in order (NFA, subset construction,
 // class merging, pruning, minimisation), then the final numbering and the
 // per-state facts the queries read (distance to accept, forced bytes).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -25,12 +26,11 @@ using automaton_internal::SubsetConstruction;
 
 namespace {
 
-// The subset construction's DFA and `cls`, byte -> column of its table.
-absl::StatusOr<DenseDfa> BuildDense(const Regex& regex, const DfaOptions& options, uint8_t cls[256]) {
-  auto nfa = BuildNfa(regex, options);
-  if (!nfa.ok()) return nfa.status();
-  std::memcpy(cls, nfa->byte_class, 256);
-  return SubsetConstruction(*nfa, options);
+// The subset construction's DFA of `nfa` and `cls`, byte -> column of its table.
+absl::StatusOr<DenseDfa> BuildDense(const automaton_internal::CompactNfa& nfa,
+                                    const DfaOptions& options, uint8_t cls[256]) {
+  std::memcpy(cls, nfa.byte_class, 256);
+  return SubsetConstruction(nfa, options);
 }
 
 // Merges the classes whose columns are equal in every state (they stay equal
@@ -110,10 +110,15 @@ void QuotientTable(const DenseDfa& dense, const std::vector<uint32_t>& blocks,
 // Builds a Dfa; a class so it can fill Dfa's private fields.
 class DfaBuilder {
  public:
-  static absl::StatusOr<std::shared_ptr<const Dfa>> Build(const Regex& regex, const DfaOptions& options);
+  static absl::StatusOr<std::shared_ptr<const Dfa>> Build(const automaton_internal::CompactNfa& nfa,
+                                                          const DfaOptions& options);
   // Lazy mode: the NFA and the start state only.
-  static absl::StatusOr<std::shared_ptr<const Dfa>> BuildLazy(const Regex& regex,
+  static absl::StatusOr<std::shared_ptr<const Dfa>> BuildLazy(automaton_internal::CompactNfa nfa,
                                                               const DfaOptions& options);
+  // Dfa::CompileLazy: Build when the subset construction fits
+  // options.eager_up_to_states, else BuildLazy.
+  static absl::StatusOr<std::shared_ptr<const Dfa>> BuildHybrid(const Regex& regex,
+                                                                const DfaOptions& options);
 
  private:
   // Sets distance_ and max_distance_ from table_ and accepting_.
@@ -122,10 +127,10 @@ class DfaBuilder {
   static void ComputeForcedBytes(Dfa* dfa);
 };
 
-absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
-                                                             const DfaOptions& options) {
+absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(
+    const automaton_internal::CompactNfa& nfa, const DfaOptions& options) {
   uint8_t cls[256];  // byte -> column of the tables below
-  auto dense = BuildDense(regex, options, cls);
+  auto dense = BuildDense(nfa, options, cls);
   if (!dense.ok()) return dense.status();
   MergeEqualClasses(&*dense, cls);
   PruneDeadStates(&*dense);
@@ -157,19 +162,17 @@ absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::Build(const Regex& regex,
   return std::shared_ptr<const Dfa>(std::move(dfa));
 }
 
-absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::BuildLazy(const Regex& regex,
+absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::BuildLazy(automaton_internal::CompactNfa nfa,
                                                                  const DfaOptions& options) {
-  auto nfa = BuildNfa(regex, options);
-  if (!nfa.ok()) return nfa.status();
   auto dfa = std::shared_ptr<Dfa>(new Dfa());
-  std::memcpy(dfa->byte_class_, nfa->byte_class, 256);
-  dfa->num_classes_ = nfa->num_classes;
-  auto lazy = automaton_internal::LazyDfa::Create(*std::move(nfa), options);
+  std::memcpy(dfa->byte_class_, nfa.byte_class, 256);
+  dfa->num_classes_ = nfa.num_classes;
+  auto lazy = automaton_internal::LazyDfa::Create(std::move(nfa), options);
   if (!lazy.ok()) return lazy.status();
   dfa->start_ = (*lazy)->start();
   dfa->max_distance_ = dfa->start_ == Dfa::kDead ? 0 : (*lazy)->MaxDistanceBound();
   dfa->lazy_ = *std::move(lazy);
-  dfa->lazy_rows_ = &dfa->lazy_->rows();
+  dfa->lazy_table_ = dfa->lazy_->table_base();
   return std::shared_ptr<const Dfa>(std::move(dfa));
 }
 
@@ -239,13 +242,31 @@ void DfaBuilder::ComputeForcedBytes(Dfa* dfa) {
   }
 }
 
+absl::StatusOr<std::shared_ptr<const Dfa>> DfaBuilder::BuildHybrid(const Regex& regex,
+                                                                   const DfaOptions& options) {
+  auto nfa = BuildNfa(regex, options);
+  if (!nfa.ok()) return nfa.status();
+  if (options.eager_up_to_states > 0) {
+    // The trial stops at its state cap, so it costs at most what that many
+    // states cost; past it (whichever cap it hit) the DFA goes lazy, and
+    // options.max_states is then enforced while walking.
+    DfaOptions trial = options;
+    trial.max_states = std::min(options.max_states, options.eager_up_to_states);
+    auto whole = Build(*nfa, trial);
+    if (whole.ok() || whole.status().code() != absl::StatusCode::kResourceExhausted) return whole;
+  }
+  return BuildLazy(*std::move(nfa), options);
+}
+
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::Compile(const Regex& regex, const DfaOptions& options) {
-  return DfaBuilder::Build(regex, options);
+  auto nfa = BuildNfa(regex, options);
+  if (!nfa.ok()) return nfa.status();
+  return DfaBuilder::Build(*nfa, options);
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::CompileLazy(const Regex& regex,
                                                             const DfaOptions& options) {
-  return DfaBuilder::BuildLazy(regex, options);
+  return DfaBuilder::BuildHybrid(regex, options);
 }
 
 }  // namespace maskd

@@ -25,7 +25,7 @@ uint64_t ThreadRefusals() { return refusals; }
 
 LazyDfa::LazyDfa(CompactNfa nfa, const DfaOptions& options)
     : nfa_(std::move(nfa)), options_(WalkOptions(options)), max_states_(options.max_states),
-      nfa_distance_(NfaDistances(nfa_)), table_(nfa_.num_classes) {
+      nfa_distance_(NfaDistances(nfa_)), table_(nfa_.num_classes, kUnknown) {
   live_.resize(nfa_.num_states);
   for (uint32_t s = 0; s < nfa_.num_states; ++s) {
     live_[s] = nfa_distance_[s] != Dfa::kNoDistance;
@@ -42,6 +42,10 @@ absl::StatusOr<std::unique_ptr<LazyDfa>> LazyDfa::Create(CompactNfa nfa, const D
   std::unique_ptr<LazyDfa> dfa(new LazyDfa(std::move(nfa), options));
   absl::MutexLock lock(&dfa->mu_);
   dfa->sets_.Add({}, SpanInterner::Hash({}));  // state 0: dead; its row is all 0
+  dfa->table_.AddRow();
+  for (uint32_t c = 0; c < dfa->nfa_.num_classes; ++c) {
+    dfa->table_.Row(0)[c].store(Dfa::kDead, std::memory_order_relaxed);
+  }
   dfa->facts_.At(0)->forced.store(-1, std::memory_order_relaxed);
   dfa->num_states_.store(1, std::memory_order_release);
   absl::Span<const uint32_t> start = dfa->rows_->StartSet();
@@ -62,8 +66,7 @@ absl::StatusOr<uint32_t> LazyDfa::Intern(absl::Span<const uint32_t> set) const {
         "regex: the DFA needs more than %d states (limit max_states)", max_states_));
   }
   id = sets_.Add(set, h);
-  std::atomic<uint32_t>* row = table_.At(id);
-  for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(kUnknown, std::memory_order_relaxed);
+  table_.AddRow();  // row id, every entry kUnknown
   Facts* facts = facts_.At(id);
   facts->accepting = std::binary_search(set.begin(), set.end(), nfa_.match) ? 1 : 0;
   for (uint32_t x : set) facts->distance = std::min(facts->distance, nfa_distance_[x]);
@@ -79,23 +82,22 @@ absl::Status LazyDfa::FillRow(uint32_t s) const {
   row_.resize(nfa_.num_classes);
   // FillRow reads the set before interning (which may move the pool).
   if (absl::Status st = rows_->FillRow(sets_.Get(s), intern, row_.data()); !st.ok()) return st;
-  std::atomic<uint32_t>* row = table_.At(s);
+  std::atomic<uint32_t>* row = table_.Row(s);
   for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(row_[c], std::memory_order_release);
   facts_.At(s)->forced.store(ForcedByteOfRow(s, row_.data()), std::memory_order_release);
   return absl::OkStatus();
 }
 
 uint32_t LazyDfa::FillAndRead(uint32_t s, uint32_t c) const {
-  {
-    absl::MutexLock lock(&mu_);
-    const uint32_t t = table_.At(s)[c].load(std::memory_order_relaxed);
-    if (t != kUnknown) return t;
-    if (!FillRow(s).ok()) {
-      ++refusals;
-      return Dfa::kDead;
-    }
+  absl::MutexLock lock(&mu_);
+  // The current table: the caller's may be an old one (FlatRows).
+  const uint32_t t = table_.Row(s)[c].load(std::memory_order_relaxed);
+  if (t != kUnknown) return t;
+  if (!FillRow(s).ok()) {
+    ++refusals;
+    return Dfa::kDead;
   }
-  return table_.At(s)[c].load(std::memory_order_acquire);
+  return table_.Row(s)[c].load(std::memory_order_relaxed);
 }
 
 int LazyDfa::ForcedByte(uint32_t s) const {

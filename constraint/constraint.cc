@@ -18,8 +18,9 @@ static_assert(FieldCount<JsonSchemaOptions>() == 15,
               "JsonSchemaOptions gained a field: make JsonSchemaOptionsKey write it, then update "
               "this count");
 // Of its budget, the key writes max_states and max_nfa_states; the deadline
-// and cancel flag are replaced by ConstraintCompiler's.
-static_assert(FieldCount<DfaOptions>() == 4,
+// and cancel flag are replaced by ConstraintCompiler's; eager_up_to_states
+// only chooses how a lazy regex DFA is built (the masks are the same).
+static_assert(FieldCount<DfaOptions>() == 5,
               "DfaOptions gained a field: make JsonSchemaOptionsKey write it if it changes a "
               "conversion, then update this count");
 

@@ -32,6 +32,7 @@ CompileOptions IndexOptions(const Constraint& c, const CompileLimits& limits,
   o.regex = limits.regex;
   o.dfa.max_states = limits.max_dfa_states;
   o.dfa.max_nfa_states = limits.max_nfa_states;
+  o.dfa.eager_up_to_states = limits.eager_dfa_states;
   o.dfa.deadline = budget.deadline;
   o.dfa.cancel = budget.cancel;
   o.eager = c.options.eager;

@@ -71,6 +71,11 @@ struct CompileLimits {
   // --max-nfa-states.
   uint32_t max_dfa_states = 100000;
   uint32_t max_nfa_states = 2000000;
+  // A regex constraint's DFA (unless eager_dfa): built whole and minimized
+  // when its subset construction fits this many states, else lazily
+  // (DfaOptions::eager_up_to_states; 0: always lazy). --eager-dfa-states.
+  uint32_t eager_dfa_states = kDefaultEagerDfaStates;
+  static constexpr uint32_t kDefaultEagerDfaStates = 1024;
   // The JSON Schema parser's nesting: each lowers the constraint's
   // json_schema field of the same name. --max-schema-nesting,
   // --max-schema-depth, --max-pattern-nesting.

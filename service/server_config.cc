@@ -218,6 +218,9 @@ ABSL_FLAG(uint64_t, schema_grammar_cache_bytes, uint64_t{64} << 20,
           "compilations (tools sent again); 0: none kept");
 ABSL_FLAG(uint32_t, max_dfa_states, 100000, "DFA states at most per index");
 ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
+ABSL_FLAG(uint32_t, eager_dfa_states, maskd::CompileLimits::kDefaultEagerDfaStates,
+          "A regex's DFA is built whole (minimized) at compile when its subset construction "
+          "fits this many states, else lazily as sessions reach its states; 0: always lazy");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
 ABSL_FLAG(uint64_t, loop_mask_bytes, uint64_t{64} << 20,
           "Per tokenizer: bytes of shared loop masks kept (docs/design.md, Loops)");
@@ -469,6 +472,7 @@ CompileLimits CompileLimitsFlags() {
   c.regex.max_repeat = absl::GetFlag(FLAGS_max_regex_repeat);
   c.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
   c.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
+  c.eager_dfa_states = absl::GetFlag(FLAGS_eager_dfa_states);
   c.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
   c.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);
   c.grammar.max_terminals = absl::GetFlag(FLAGS_max_grammar_terminals);

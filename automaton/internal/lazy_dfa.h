@@ -3,7 +3,8 @@
 // to it; its row (the successor on each byte class) is filled the first time
 // a walk reads it, under a mutex. Rows are published with release stores
 // and read with acquire loads, so a walk over rows already filled takes no
-// lock. States are never evicted: their ids stay valid for the sessions and
+// lock; the rows are one flat table (internal/flat_rows.h), so a filled
+// transition costs a reader what an eager Dfa's does. States are never evicted: their ids stay valid for the sessions and
 // masks that hold them, and their count is bounded by max_states.
 //
 // Unlike the eager Dfa the states are not minimized (two states may accept
@@ -25,6 +26,7 @@
 #include "absl/types/span.h"
 #include "automaton/dfa.h"
 #include "automaton/grow_only_array.h"
+#include "automaton/internal/flat_rows.h"
 #include "automaton/internal/nfa.h"
 #include "automaton/internal/span_interner.h"
 #include "automaton/internal/subset_rows.h"
@@ -52,12 +54,14 @@ class LazyDfa {
   // first use. Dfa::kDead when the row needs a state past max_states: the
   // calling thread's refusal count (Dfa::Refusals) then goes up.
   uint32_t Next(uint32_t s, uint32_t c) const {
-    const uint32_t t = table_.At(s)[c].load(std::memory_order_acquire);
+    const uint32_t t =
+        table_.Base()[static_cast<size_t>(s) * nfa_.num_classes + c].load(std::memory_order_acquire);
     return t != kUnknown ? t : FillAndRead(s, c);
   }
-  // Rows of num_classes() entries, kUnknown until filled: Dfa::Next reads
-  // them directly and calls Next only on kUnknown.
-  const GrowOnlyArray<std::atomic<uint32_t>>& rows() const { return table_; }
+  // Where the rows' table is published (FlatRows: num_classes() entries per
+  // row, kUnknown until filled): Dfa::Next reads it directly and calls Next
+  // only on kUnknown.
+  const std::atomic<const FlatRows::Entry*>* table_base() const { return table_.base_address(); }
   bool IsAccepting(uint32_t s) const { return facts_.At(s)->accepting != 0; }
   uint32_t DistanceToAccept(uint32_t s) const { return facts_.At(s)->distance; }
   // At least the largest DistanceToAccept of any state (exact for eager
@@ -99,7 +103,8 @@ class LazyDfa {
   mutable std::unique_ptr<SubsetRows> rows_ ABSL_GUARDED_BY(mu_);
   mutable SpanInterner sets_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<uint32_t> row_ ABSL_GUARDED_BY(mu_);
-  GrowOnlyArray<std::atomic<uint32_t>> table_;  // stride num_classes
+  // Written (rows added and filled) under mu_; Base() read by any thread.
+  mutable FlatRows table_;
   GrowOnlyArray<Facts> facts_;
   mutable std::atomic<uint32_t> num_states_{0};
 };

@@ -6,6 +6,7 @@
 //
 //   maskd_coldpath --tokenizer DIR --regex PATTERN [--steps 30] [--seed 1]
 //                  [--warm-reps 20] [--no-share-loops] [--eager] [--eager-dfa] [--threads N]
+//                  [--eager-dfa-states N]
 //                  [--masks-out FILE] [--clock wall|cpu] [--scratch-reps N]
 //
 // Prints one JSON line (times in ms unless named _us; wall time unless
@@ -26,7 +27,9 @@
 // Precompute(--threads) of every state reachable through tokens (eager_states
 // of them). --eager-dfa: the DFA built whole at compile (ConstraintOptions::
 // eager_dfa) instead of the default lazy states; dfa_states is then the
-// whole DFA's, else the states built by the end of the run.
+// whole DFA's, else the states built by the end of the run. --eager-dfa-states:
+// CompileLimits::eager_dfa_states (the default's; 0: always lazy); "lazy"
+// in the JSON line says which build the regex got.
 //   write_ns, memcpy_ns, advance_ns: the warm parts over the walk's states:
 //                   one mask written (TokenIndex::WriteMask), a memcpy of as
 //                   many bytes in the same loop, one token advanced (NextState)
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
   int steps = 30, warm_reps = 20, threads = 1, scratch_reps = 0;
   uint64_t seed = 1;
   bool share_loops = true, eager = false, eager_dfa = false;
+  uint32_t eager_dfa_states = maskd::CompileLimits::kDefaultEagerDfaStates;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -108,6 +112,8 @@ int main(int argc, char** argv) {
       eager = true;
     } else if (a == "--eager-dfa") {
       eager_dfa = true;
+    } else if (a == "--eager-dfa-states") {
+      eager_dfa_states = static_cast<uint32_t>(std::strtoul(value().c_str(), nullptr, 10));
     } else {
       Die("unknown flag " + a);
     }
@@ -122,6 +128,7 @@ int main(int argc, char** argv) {
 
   maskd::CompileLimits limits;
   limits.share_loops = share_loops;
+  limits.eager_dfa_states = eager_dfa_states;
   t0 = Clock::now();
   maskd::Constraint constraint = maskd::Constraint::Regex(regex, context);
   constraint.options.eager_dfa = eager_dfa || eager;
@@ -269,12 +276,12 @@ int main(int argc, char** argv) {
       "{\"vocab_load_ms\": %.3f, \"compile_ms\": %.3f, \"first_mask_ms\": %.3f, \"ttfm_ms\": %.3f, "
       "\"walk_ms\": %.3f, \"walk_steps\": %zu, \"warm_step_us\": %.3f, \"write_ns\": %.1f, "
       "\"memcpy_ns\": %.1f, \"advance_ns\": %.1f, \"scratch_mask_us\": %.3f, "
-      "\"dfa_states\": %u, "
+      "\"dfa_states\": %u, \"lazy\": %s, "
       "\"share_loops\": %s, \"clock\": \"%s\", \"tokens\": [%s], "
       "\"regex\": \"%s\"}\n",
       vocab_load_ms, compile_ms, first_mask_ms, compile_ms + first_mask_ms, walk_ms,
       tokens.size(), warm_step_us, write_ns, memcpy_ns, advance_ns, scratch_mask_us, index->dfa().num_states(),
-      share_loops ? "true" : "false", maskd::coldpath::ClockName(), toks.c_str(), JsonEscape(regex).c_str());
+      index->dfa().lazy() ? "true" : "false", share_loops ? "true" : "false", maskd::coldpath::ClockName(), toks.c_str(), JsonEscape(regex).c_str());
   if (!masks_out.empty()) {
     if (!maskd::coldpath::WriteMasks(masks_out, all_masks)) Die("cannot write " + masks_out);
   }

@@ -46,10 +46,17 @@ TEST(ConstraintCompiler, RegexGivesCompileRegexsIndex) {
   for (const std::string regex : {"[0-9]+", "(cat|dog)s?", R"([a-z]{2,5}@[a-z]+\.(com|org))",
                                   R"re(\{"a": "[^"\\]{0,12}"\})re"}) {
     SCOPED_TRACE(regex);
-    // By default lazily (its states numbered as walks reach them); whole
-    // with eager_dfa, state for state CompileRegex's default.
+    // By default whole when it fits eager_dfa_states (these do), else
+    // lazily (its states numbered as walks reach them); lazily with
+    // eager_dfa_states 0; whole with eager_dfa, state for state
+    // CompileRegex's default.
     Constraint c = Constraint::Regex(regex, context);
-    auto lazy = ConstraintCompiler().Compile(c);
+    auto fits = ConstraintCompiler().Compile(c);
+    ASSERT_TRUE(fits.ok()) << fits.status();
+    EXPECT_FALSE(fits->index->token_index()->dfa().lazy());
+    CompileLimits always_lazy;
+    always_lazy.eager_dfa_states = 0;
+    auto lazy = ConstraintCompiler(always_lazy).Compile(c);
     ASSERT_TRUE(lazy.ok()) << lazy.status();
     EXPECT_TRUE(lazy->index->token_index()->dfa().lazy());
     c.options.eager_dfa = true;
@@ -59,6 +66,7 @@ TEST(ConstraintCompiler, RegexGivesCompileRegexsIndex) {
     auto old = CompileRegex(regex, context);
     ASSERT_TRUE(old.ok()) << old.status();
     ExpectSameMasks(*compiled->index->token_index(), **old);
+    ExpectSameMasks(*fits->index->token_index(), **old);
   }
 }
 

@@ -21,18 +21,31 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::shared_ptr<const Dfa> MustCompile(const std::string& pattern, bool lazy = false) {
-  auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, DfaOptions{}, lazy);
+// The build modes of automaton/dfa.h. Hybrid: CompileLazy with a small
+// eager_up_to_states, so small automata come out eager and larger ones lazy.
+enum class Mode { kEager, kLazy, kHybrid };
+constexpr uint32_t kHybridEagerStates = 24;
+
+absl::StatusOr<std::shared_ptr<const Dfa>> FromPatternIn(Mode mode, const std::string& pattern,
+                                                         DfaOptions options = {}) {
+  if (mode == Mode::kHybrid) options.eager_up_to_states = kHybridEagerStates;
+  return Dfa::FromPattern(pattern, RegexLimits{}, options, mode != Mode::kEager);
+}
+
+std::shared_ptr<const Dfa> MustCompile(const std::string& pattern, Mode mode = Mode::kEager) {
+  auto dfa = FromPatternIn(mode, pattern);
   EXPECT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
   return dfa.ok() ? *dfa : nullptr;
 }
 
-// Tests that hold in both modes (automaton/dfa.h); the parameter: lazy.
-class DfaModes : public ::testing::TestWithParam<bool> {};
+// Tests that hold in every mode (automaton/dfa.h).
+class DfaModes : public ::testing::TestWithParam<Mode> {};
 
-INSTANTIATE_TEST_SUITE_P(Modes, DfaModes, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "Lazy" : "Eager");
+INSTANTIATE_TEST_SUITE_P(Modes, DfaModes, ::testing::Values(Mode::kEager, Mode::kLazy, Mode::kHybrid),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(info.param == Mode::kEager  ? "Eager"
+                                              : info.param == Mode::kLazy ? "Lazy"
+                                                                          : "Hybrid");
                          });
 
 TEST(Regex, RejectsWhatADfaCannotDoWithOffsets) {
@@ -298,7 +311,7 @@ TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
     std::string pattern = gen.Regex();
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
+    auto dfa = FromPatternIn(GetParam(), pattern, options);
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) {
       ++too_big;  // nested counted repeats of overlapping classes can blow up
       continue;
@@ -306,7 +319,7 @@ TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++regexes;
     std::shared_ptr<const Dfa> eager;
-    if (GetParam()) eager = Dfa::FromPattern(pattern, RegexLimits{}, options).value_or(nullptr);
+    if ((*dfa)->lazy()) eager = Dfa::FromPattern(pattern, RegexLimits{}, options).value_or(nullptr);
     for (int j = 0; j < 40; ++j) {
       std::string text = gen.Text();
       ASSERT_EQ((*dfa)->Matches(text), RE2::FullMatch(text, re2))
@@ -336,7 +349,7 @@ TEST_P(DfaModes, RepeatedSubexpressionsAgreeWithRe2) {
         absl::StrCat("(?:", a, "|b", a, "|c(?:", a, "|-", a, ")*)", a, "?(?:", a, "|", a, "a)-");
     RE2 re2(pattern);
     ASSERT_TRUE(re2.ok()) << pattern << ": " << re2.error();
-    auto dfa = Dfa::FromPattern(pattern, RegexLimits{}, options, GetParam());
+    auto dfa = FromPatternIn(GetParam(), pattern, options);
     if (!dfa.ok() && dfa.status().code() == absl::StatusCode::kResourceExhausted) continue;
     ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
     ++compiled;
@@ -392,9 +405,35 @@ TEST(Dfa, MinimizedStatesAreDistinguishable) {
   }
 }
 
+// Hybrid: the whole, minimized DFA when its build fits eager_up_to_states,
+// else the lazy one; with max_states under that trial, still the lazy one,
+// which enforces max_states while walking.
+TEST(Dfa, HybridKeepsTheWholeDfaOnlyWhenItFits) {
+  DfaOptions options;
+  options.eager_up_to_states = 64;
+  auto small = Dfa::FromPattern("(a|b)*abb", RegexLimits{}, options, /*lazy=*/true);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_FALSE((*small)->lazy());
+  EXPECT_EQ((*small)->num_states(), 5u);  // minimized
+  auto big = Dfa::FromPattern("[ab]*a[ab]{15}", RegexLimits{}, options, /*lazy=*/true);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_TRUE((*big)->lazy());
+  EXPECT_LT((*big)->num_states(), 64u);  // what the trial built is not kept
+  EXPECT_TRUE((*big)->Matches("bba" + std::string(15, 'b')));
+  EXPECT_FALSE((*big)->Matches("ab" + std::string(15, 'b')));
+
+  options.max_states = 10;
+  auto capped = Dfa::FromPattern("[ab]*a[ab]{15}", RegexLimits{}, options, /*lazy=*/true);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  ASSERT_TRUE((*capped)->lazy());
+  const uint64_t before = Dfa::Refusals();
+  EXPECT_EQ((*capped)->Walk((*capped)->start(), std::string(40, 'a')), Dfa::kDead);
+  EXPECT_EQ(Dfa::Refusals(), before + 1);
+}
+
 TEST_P(DfaModes, WidestSuccessorCountsBytesPerTarget) {
   DfaOptions options;
-  auto dfa = Dfa::FromPattern("a[bc]d|[e-z]x", RegexLimits{}, options, GetParam());
+  auto dfa = FromPatternIn(GetParam(), "a[bc]d|[e-z]x", options);
   ASSERT_TRUE(dfa.ok()) << dfa.status();
   uint32_t bytes = 0, self = 0;
   Dfa::State t = (*dfa)->WidestSuccessor((*dfa)->start(), &bytes, &self);
@@ -402,7 +441,7 @@ TEST_P(DfaModes, WidestSuccessorCountsBytesPerTarget) {
   EXPECT_EQ(bytes, 22u);  // e..z
   EXPECT_EQ(self, 0u);
 
-  auto loop = Dfa::FromPattern("[a-z]*!", RegexLimits{}, options, GetParam());
+  auto loop = FromPatternIn(GetParam(), "[a-z]*!", options);
   ASSERT_TRUE(loop.ok()) << loop.status();
   t = (*loop)->WidestSuccessor((*loop)->start(), &bytes, &self);
   EXPECT_EQ(t, (*loop)->Next((*loop)->start(), '!'));

@@ -68,19 +68,27 @@ std::vector<std::string> AllRegexes() {
   return all;
 }
 
-// The parameter of TokenIndexModes: whether the DFA is built lazily.
-class TokenIndexModes : public ::testing::TestWithParam<bool> {
+// The parameter of TokenIndexModes: how the DFA is built (automaton/dfa.h).
+// Hybrid: lazy unless the whole build fits a few states, so the small
+// regexes here come out eager and the larger ones lazy.
+enum class DfaMode { kEager, kLazy, kHybrid };
+
+class TokenIndexModes : public ::testing::TestWithParam<DfaMode> {
  protected:
   CompileOptions Options() const {
     CompileOptions o;
-    o.lazy_dfa = GetParam();
+    o.lazy_dfa = GetParam() != DfaMode::kEager;
+    if (GetParam() == DfaMode::kHybrid) o.dfa.eager_up_to_states = 24;
     return o;
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(DfaModes, TokenIndexModes, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "LazyDfa" : "EagerDfa");
+INSTANTIATE_TEST_SUITE_P(DfaModes, TokenIndexModes,
+                         ::testing::Values(DfaMode::kEager, DfaMode::kLazy, DfaMode::kHybrid),
+                         [](const ::testing::TestParamInfo<DfaMode>& info) {
+                           return std::string(info.param == DfaMode::kEager  ? "EagerDfa"
+                                              : info.param == DfaMode::kLazy ? "LazyDfa"
+                                                                             : "HybridDfa");
                          });
 
 bool BruteAllowed(const TokenIndex& index, Dfa::State s, uint32_t t) {

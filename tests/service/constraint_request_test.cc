@@ -88,6 +88,9 @@ TEST(ConstraintFromRequest, EveryCompileOptionIsPartOfTheKey) {
     SCOPED_TRACE(field->name());
     v1::CompileRequest req = SchemaRequest();
     ASSERT_TRUE(SetNonDefault(req.mutable_options(), field));
+    if (field->name() == "eager_dfa") {
+      continue;  // regexes only: RegexEagerDfaIsPartOfTheKey
+    }
     if (field->name() == "timeout_ms") {
       // How long to wait, not what to compile (docs/api.md).
       EXPECT_EQ(KeyOf(req), base);
@@ -95,6 +98,26 @@ TEST(ConstraintFromRequest, EveryCompileOptionIsPartOfTheKey) {
       EXPECT_NE(KeyOf(req), base);
     }
   }
+}
+
+// Two regex requests that differ only in eager_dfa name two cache entries
+// (a whole DFA and a lazy one); a schema's DFA is whole either way, so there
+// it keeps its default.
+TEST(ConstraintFromRequest, RegexEagerDfaIsPartOfTheKey) {
+  v1::CompileRequest lazy;
+  lazy.set_tokenizer("tiny");
+  lazy.set_regex("a+b{0,40}");
+  v1::CompileRequest whole = lazy;
+  whole.mutable_options()->set_eager_dfa(true);
+  EXPECT_NE(KeyOf(lazy), KeyOf(whole));
+  auto c = Convert(whole);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->options.eager_dfa);
+  EXPECT_FALSE(Convert(lazy)->options.eager_dfa);
+  v1::CompileRequest schema = SchemaRequest();
+  schema.mutable_options()->set_eager_dfa(true);
+  EXPECT_EQ(KeyOf(schema), KeyOf(SchemaRequest()));
+  EXPECT_FALSE(Convert(schema)->options.eager_dfa);
 }
 
 TEST(ConstraintFromRequest, KindFormatAndVocabularyArePartOfTheKey) {

@@ -55,7 +55,8 @@ absl::StatusOr<CompiledArg> CompileConstraintFlags(const Args& args,
     return CompiledArg{nullptr, *std::move(g)};
   }
   maskd::Constraint constraint = ToConstraint(*source, std::move(context));
-  // A regex's DFA is built lazily unless asked whole (--eager precomputes it).
+  // A regex's DFA is whole when it fits CompileLimits::eager_dfa_states, else
+  // lazy, unless asked whole (--eager precomputes it).
   constraint.options.eager_dfa = args.Has("eager") || args.Has("eager-dfa");
   auto compiled = maskd::ConstraintCompiler().Compile(constraint);
   if (!compiled.ok()) {

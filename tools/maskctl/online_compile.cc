@@ -10,8 +10,8 @@ namespace maskctl {
 
 Form OnlineCompileForm() {
   return OnlineConstraintForm(
-      "compile --tokenizer NAME CONSTRAINT [--eager] [--timeout-ms N] [--no-wait]",
-      {"timeout-ms"}, {"eager", "no-wait"});
+      "compile --tokenizer NAME CONSTRAINT [--eager] [--eager-dfa] [--timeout-ms N] [--no-wait]",
+      {"timeout-ms"}, {"eager", "eager-dfa", "no-wait"});
 }
 
 int RunOnlineCompile(const Context& ctx) {
@@ -23,6 +23,7 @@ int RunOnlineCompile(const Context& ctx) {
   if (!timeout.ok()) return Fail("compile", std::string(timeout.status().message()));
   req.mutable_options()->set_timeout_ms(static_cast<uint32_t>(*timeout));
   req.mutable_options()->set_eager(args->Has("eager"));
+  req.mutable_options()->set_eager_dfa(args->Has("eager-dfa"));
   req.set_wait(!args->Has("no-wait"));
   auto client = OnlineConnect(ctx);
   if (!client.ok()) return Fail("compile", std::string(client.status().message()));

@@ -446,6 +446,7 @@ class CompileOptions(_message.Message):
     SCHEMA_ROUTE_FIELD_NUMBER: _builtins.int
     ANY_PROPERTY_ORDER_FIELD_NUMBER: _builtins.int
     JSON_WHITESPACE_FIELD_NUMBER: _builtins.int
+    EAGER_DFA_FIELD_NUMBER: _builtins.int
     eager: _builtins.bool
     """Compute every reachable state's mask during compilation instead of on
     first use (slower compile, flat step latency). Regex route only: a
@@ -472,6 +473,12 @@ class CompileOptions(_message.Message):
     text may hold (docs/json-schema.md, "Options": whitespace). Part of the
     cache key.
     """
+    eager_dfa: _builtins.bool
+    """Regex only: build the whole (minimized) DFA during compilation instead
+    of the default, which builds a large DFA's states as sessions first
+    reach them (docs/service.md, "Lazy DFAs"); the masks are the same.
+    `eager` implies it. Part of the cache key.
+    """
     def __init__(
         self,
         *,
@@ -480,10 +487,11 @@ class CompileOptions(_message.Message):
         schema_route: Global___SchemaRoute.ValueType = ...,
         any_property_order: _builtins.bool = ...,
         json_whitespace: Global___JsonWhitespace.ValueType = ...,
+        eager_dfa: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["any_property_order", b"any_property_order", "eager", b"eager", "json_whitespace", b"json_whitespace", "schema_route", b"schema_route", "timeout_ms", b"timeout_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["any_property_order", b"any_property_order", "eager", b"eager", "eager_dfa", b"eager_dfa", "json_whitespace", b"json_whitespace", "schema_route", b"schema_route", "timeout_ms", b"timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
