@@ -47,7 +47,8 @@ using grammar::GrammarFormatName;
 // The engine a JSON Schema compiles on.
 enum class SchemaRoute {
   // The regex route when the schema fits it (its masks are the fastest): no
-  // recursive $ref cut short, within every regex, DFA and converter limit.
+  // recursive $ref cut short, within every regex, DFA and converter limit
+  // (the DFA's fit tested by building its lazy DFA out, which it keeps).
   // Otherwise the grammar route; when that fails too, its error (with the
   // regex route's, when they differ), except that a schema whose recursion
   // the regex route cut and the grammar route cannot compile takes the
@@ -87,8 +88,9 @@ struct ConstraintOptions {
   // Regex route: build the whole DFA (minimized) while compiling instead of
   // its states as walks first reach them (automaton/dfa.h, lazy mode), which
   // is the default: a first mask then costs what its state needs. `eager`
-  // implies it. A JSON Schema builds its DFA whole on either route (kAuto
-  // chooses the route by whether it fits max_dfa_states).
+  // implies it. A JSON Schema's DFA is lazy too: kRegex builds its start
+  // state only; kAuto builds every state of it at compile (no minimization)
+  // to test that it fits max_dfa_states, so its walks are never refused.
   bool eager_dfa = false;
 
   auto Fields() const {

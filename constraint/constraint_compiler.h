@@ -2,9 +2,10 @@
 // ConstraintIndex, under the CompileLimits it owns.
 //
 // Regexes and schemas on the regex route end in the same Regex::Parse ->
-// Dfa::Compile -> TokenIndex::Create (+ Precompute when eager) as
-// CompileRegex, so a schema and the regex it converts to give the same index
-// (route kRegex). A grammar is parsed by its front end, a structural tag's
+// Dfa::Compile (CompileLazy unless eager_dfa) -> TokenIndex::Create
+// (+ Precompute when eager) as CompileRegex, so a schema and the regex it
+// converts to give the same masks (route kRegex); SchemaRoute::kAuto then
+// builds the lazy DFA's every state to test that it fits max_dfa_states. A grammar is parsed by its front end, a structural tag's
 // grammar built (structural_tag.h), a schema on the grammar route lowered to
 // one (schema_grammar.h); each is compiled into a GrammarIndex (route
 // kGrammar).

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -103,6 +104,70 @@ TEST(ConstraintCompiler, SchemaGivesTheConvertedRegexsIndexAndWarnings) {
   ASSERT_TRUE(unique.ok());
   ASSERT_EQ(unique->warnings.size(), 1u);
   EXPECT_THAT(unique->warnings[0], HasSubstr("uniqueItems"));
+}
+
+// Masks agree on every state pair (a's, b's) that one token sequence
+// reaches, breadth-first over the allowed tokens, up to `max_pairs` of a's
+// states: a lazy DFA (unminimized) numbers its states otherwise.
+void ExpectSameMasksAlongWalks(const TokenIndex& a, const TokenIndex& b, size_t max_pairs = 400) {
+  ASSERT_EQ(a.num_words(), b.num_words());
+  std::vector<std::pair<Dfa::State, Dfa::State>> queue = {{a.start(), b.start()}};
+  absl::flat_hash_set<Dfa::State> seen = {a.start()};
+  std::vector<uint32_t> ma(a.num_words()), mb(b.num_words());
+  for (size_t i = 0; i < queue.size() && i < max_pairs; ++i) {
+    const auto [sa, sb] = queue[i];
+    ASSERT_TRUE(a.WriteMask(sa, ma.data()).ok());
+    ASSERT_TRUE(b.WriteMask(sb, mb.data()).ok());
+    ASSERT_EQ(ma, mb) << "pair " << i;
+    ASSERT_EQ(a.dfa().IsAccepting(sa), b.dfa().IsAccepting(sb)) << "pair " << i;
+    for (uint32_t t = 0; t < a.vocabulary().size(); ++t) {
+      if (!((ma[t >> 5] >> (t & 31)) & 1) || a.vocabulary().is_eos(t)) continue;
+      const Dfa::State ta = a.NextState(sa, t);
+      if (seen.insert(ta).second) queue.push_back({ta, b.NextState(sb, t)});
+    }
+  }
+}
+
+// A schema's DFA is lazy on the regex and automatic routes (the automatic
+// one builds it out to test that it fits), whole with eager_dfa; the masks
+// are the same along every walk.
+TEST(ConstraintCompiler, SchemaDfaLazyUnlessEagerWithTheSameMasks) {
+  auto context = BundledTokenizer();
+  const std::string schemas[] = {
+      R"({"type":"object","properties":{"id":{"type":"integer"},
+          "name":{"type":"string","maxLength":6},"kind":{"enum":["a","bc","def"]},
+          "tags":{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"},"maxItems":2},
+          "extra":{}},"required":["id"]})",
+      R"({"anyOf":[{"type":"number","minimum":-5,"maximum":1e3},{"type":"null"},
+          {"type":"object","additionalProperties":{"type":"boolean"}}]})",
+  };
+  for (const std::string& schema : schemas) {
+    SCOPED_TRACE(schema);
+    Constraint c = Constraint::JsonSchema(schema, context);
+    c.options.eager_dfa = true;
+    auto whole = ConstraintCompiler().Compile(c);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    ASSERT_FALSE(whole->index->token_index()->dfa().lazy());
+    c.options.eager_dfa = false;
+    for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kRegex}) {
+      c.options.schema_route = route;
+      auto lazy = ConstraintCompiler().Compile(c);
+      ASSERT_TRUE(lazy.ok()) << lazy.status();
+      const TokenIndex& ix = *lazy->index->token_index();
+      ASSERT_TRUE(ix.dfa().lazy());
+      // kAuto built every state while compiling; kRegex only the start.
+      const uint32_t built = ix.dfa().num_states();
+      if (route == SchemaRoute::kAuto) {
+        EXPECT_GE(built, whole->index->token_index()->dfa().num_states());
+      } else {
+        EXPECT_EQ(built, 2u);  // the dead state and the start
+      }
+      ExpectSameMasksAlongWalks(ix, *whole->index->token_index());
+      if (route == SchemaRoute::kAuto) {
+        EXPECT_EQ(ix.dfa().num_states(), built);  // the walks built nothing new
+      }
+    }
+  }
 }
 
 TEST(ConstraintCompiler, EagerPrecomputesEveryReachableState) {
@@ -311,13 +376,22 @@ TEST(ConstraintCompiler, ErrorsNameTheirStage) {
   CompileLimits tiny_limits;
   tiny_limits.max_dfa_states = 4;
   const ConstraintCompiler tiny(tiny_limits);
-  // On the regex route the one DFA is over max_states; the grammar route
-  // (auto's fallback) splits the regex into terminals that fit.
+  // On the regex route the one DFA is over max_states: built whole
+  // (eager_dfa) the compilation fails; built lazily (the default) the first
+  // mask that needs a fifth state does. The grammar route (auto's fallback)
+  // splits the regex into terminals that fit.
   Constraint integer = Constraint::JsonSchema(R"({"type":"integer"})", context);
   integer.options.schema_route = SchemaRoute::kRegex;
+  integer.options.eager_dfa = true;
   auto big = tiny.Compile(integer);
   ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(FailedStage(big.status()), CompileStage::kIndex);
+  integer.options.eager_dfa = false;
+  auto lazy = tiny.Compile(integer);
+  ASSERT_TRUE(lazy.ok()) << lazy.status();
+  const TokenIndex& ix = *lazy->index->token_index();
+  std::vector<uint32_t> mask(ix.num_words());
+  EXPECT_EQ(ix.WriteMask(ix.start(), mask.data()).code(), absl::StatusCode::kResourceExhausted);
   auto split = tiny.Compile(Constraint::JsonSchema(R"({"type":"integer"})", context));
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_EQ(split->index->route(), ConstraintRoute::kGrammar);

@@ -109,9 +109,7 @@ TEST(MaskctlUsage, OnlineAndOfflineFormsTakeTheSameConstraintFlags) {
   const std::map<std::string, FlagNames> offline_only = {
       // The offline form loads a tokenizer file (--vocab-size, --eos) and
       // precomputes on its own threads; the server has its tokenizers and pool.
-      {"compile", {"vocab-size", "eos", "threads",
-                   // Only while the RPC has no eager_dfa field (online: --eager).
-                   "eager-dfa"}}};
+      {"compile", {"vocab-size", "eos", "threads"}}};
   const std::map<std::string, FlagNames> online_only = {
       // A request's deadline and whether the call waits are the server's.
       {"compile", {"timeout-ms", "no-wait"}}};

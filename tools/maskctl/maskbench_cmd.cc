@@ -48,6 +48,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "automaton/dfa.h"
 #include "constraint/constraint_compiler.h"
 #include "constraint/constraint_guide.h"
 #include "index/guide.h"
@@ -322,6 +323,9 @@ struct Instance {
 // there; `pos`, where the walk stopped; the per-token times.
 struct InstanceWalk {
   bool ok = true;
+  // A lazy DFA's state limit refused a state the walk needed (neither an
+  // acceptance nor a rejection: the schema fails, the instance counts neither).
+  bool refused = false;
   size_t pos = 0;
   std::vector<double> times;  // µs, one per token (mask and advance)
 };
@@ -503,6 +507,7 @@ class MaskbenchRunner {
     const std::string& text = inst.text;
     maskd::Guide g(index);
     InstanceWalk w;
+    const uint64_t refusals = maskd::Dfa::Refusals();
     while (w.pos < text.size()) {
       int64_t id = lookup_.LongestAllowed(g, std::string_view(text).substr(w.pos));
       if (id < 0) {
@@ -531,6 +536,7 @@ class MaskbenchRunner {
       if (eos_.empty()) eos_ok = g.IsAccepting();
       w.ok = eos_ok;
     }
+    w.refused = maskd::Dfa::Refusals() != refusals;
     return w;
   }
 
@@ -551,6 +557,10 @@ class MaskbenchRunner {
   // Counts one instance's verdict; false when it fails the schema's test.
   bool Record(const SchemaCase& c, const Instance& inst, const InstanceWalk& w) {
     Totals* tot = c.tot;
+    if (w.refused) {
+      NoteFailure(c, "walk: DFA state limit", "a walk needed a DFA state past max_dfa_states");
+      return false;
+    }
     if (inst.valid) {
       tot->tbm_us.insert(tot->tbm_us.end(), w.times.begin(), w.times.end());
       if (w.ok) {
