@@ -129,8 +129,9 @@ void ExpectSameMasksAlongWalks(const TokenIndex& a, const TokenIndex& b, size_t 
 }
 
 // A schema's DFA is lazy on the regex and automatic routes (the automatic
-// one builds it out to test that it fits), whole with eager_dfa; the masks
-// are the same along every walk.
+// one builds it out to test that it fits) once it does not fit
+// eager_dfa_states (0 here, so even a small one is lazy), whole with
+// eager_dfa; the masks are the same along every walk.
 TEST(ConstraintCompiler, SchemaDfaLazyUnlessEagerWithTheSameMasks) {
   auto context = BundledTokenizer();
   const std::string schemas[] = {
@@ -149,9 +150,15 @@ TEST(ConstraintCompiler, SchemaDfaLazyUnlessEagerWithTheSameMasks) {
     ASSERT_TRUE(whole.ok()) << whole.status();
     ASSERT_FALSE(whole->index->token_index()->dfa().lazy());
     c.options.eager_dfa = false;
+    CompileLimits always_lazy;
+    always_lazy.eager_dfa_states = 0;
     for (SchemaRoute route : {SchemaRoute::kAuto, SchemaRoute::kRegex}) {
       c.options.schema_route = route;
-      auto lazy = ConstraintCompiler().Compile(c);
+      // By default whole if it fits eager_dfa_states, else lazy: the same masks.
+      auto by_default = ConstraintCompiler().Compile(c);
+      ASSERT_TRUE(by_default.ok()) << by_default.status();
+      ExpectSameMasksAlongWalks(*by_default->index->token_index(), *whole->index->token_index());
+      auto lazy = ConstraintCompiler(always_lazy).Compile(c);
       ASSERT_TRUE(lazy.ok()) << lazy.status();
       const TokenIndex& ix = *lazy->index->token_index();
       ASSERT_TRUE(ix.dfa().lazy());
