@@ -42,11 +42,14 @@ def run(maskctl, tok, files, fresh, cpu, reasons=None):
 
 
 def goals(per_file, total):
-    """The issue #14 goals over the fresh run: the whole set, and the files meeting each."""
+    """The issue #14 and #26 goals over the fresh run: the whole set, and the files meeting each."""
     parts = []
     for key, limit, label, unit, scale in (("ttfm_p50_us", 2000, "TTFM p50 ≤ 2 ms", "ms", 1e3),
                                            ("ttfm_p99_us", 20000, "TTFM p99 ≤ 20 ms", "ms", 1e3),
+                                           ("ttfm_max_us", 100000, "TTFM max ≤ 100 ms", "ms", 1e3),
                                            ("tbm_avg_us", 20, "TBM mean ≤ 20 µs", "µs", 1)):
+        if key not in total:  # a maskctl from before ttfm_max_us
+            continue
         met = sum(1 for f in per_file if f[key] <= limit)
         parts.append("%s: %s, %.2f %s (met on %d of %d files)" % (
             label, "met" if total[key] <= limit else "**missed**", total[key] / scale, unit, met, len(per_file)))
