@@ -21,9 +21,6 @@ std::string Key(std::string_view schema, const JsonSchemaOptions& options,
                       limits.max_nesting, ",", limits.max_repeat);
 }
 
-// A table entry's own bytes beyond its grammar and key (node, list link).
-constexpr size_t kEntryBytes = 96;
-
 }  // namespace
 
 size_t GrammarBytes(const grammar::Grammar& g) {
@@ -44,41 +41,14 @@ size_t GrammarBytes(const grammar::Grammar& g) {
 absl::StatusOr<std::shared_ptr<const grammar::Grammar>> SchemaGrammars::Get(
     std::string_view schema, const JsonSchemaOptions& options, const grammar::GrammarLimits& limits,
     const Lower& lower) {
-  std::string key = Key(schema, options, limits);
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto it = table_.find(key); it != table_.end()) {
-      ++stats_.hits;
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-      return it->second.grammar;
-    }
-    ++stats_.misses;
-  }
-  auto lowered = lower();
-  if (!lowered.ok()) return lowered.status();
-  auto g = std::make_shared<const grammar::Grammar>(*std::move(lowered));
-  const size_t bytes = GrammarBytes(*g) + key.size() + kEntryBytes;
-  absl::MutexLock lock(&mu_);
-  if (bytes > max_bytes_ || table_.contains(key)) return g;
-  while (!lru_.empty() && stats_.bytes + bytes > max_bytes_) {
-    auto it = table_.find(*lru_.back());
-    stats_.bytes -= it->second.bytes;
-    --stats_.entries;
-    ++stats_.evicted;
-    lru_.pop_back();
-    table_.erase(it);
-  }
-  auto [it, inserted] = table_.emplace(std::move(key), Entry{g, bytes, {}});
-  lru_.push_front(&it->first);
-  it->second.lru = lru_.begin();
-  stats_.bytes += bytes;
-  ++stats_.entries;
-  return g;
-}
-
-SchemaGrammars::Stats SchemaGrammars::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  return cache_.GetOrMake(
+      Key(schema, options, limits),
+      [&]() -> absl::StatusOr<std::shared_ptr<const grammar::Grammar>> {
+        auto lowered = lower();
+        if (!lowered.ok()) return lowered.status();
+        return std::make_shared<const grammar::Grammar>(*std::move(lowered));
+      },
+      GrammarBytes);
 }
 
 }  // namespace maskd

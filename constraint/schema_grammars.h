@@ -13,21 +13,19 @@
 // (GrammarBytes) and keys, least recently used dropped first; a grammar
 // larger than that is returned but not kept.
 //
-// Thread-safe: one mutex guards the table; lowerings run outside it.
+// Thread-safe (grammar/byte_lru.h): lowerings run outside its lock.
 #ifndef MASKD_CONSTRAINT_SCHEMA_GRAMMARS_H_
 #define MASKD_CONSTRAINT_SCHEMA_GRAMMARS_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "grammar/byte_lru.h"
 #include "grammar/grammar.h"
 #include "schema/json_schema.h"
 
@@ -38,16 +36,10 @@ size_t GrammarBytes(const grammar::Grammar& g);
 
 class SchemaGrammars {
  public:
-  struct Stats {
-    uint64_t hits = 0;     // lookups answered from the cache
-    uint64_t misses = 0;   // lookups that lowered the schema
-    uint64_t evicted = 0;  // entries dropped for room
-    size_t entries = 0;
-    size_t bytes = 0;
-  };
+  using Stats = ByteLruStats;
   using Lower = std::function<absl::StatusOr<grammar::Grammar>()>;
 
-  explicit SchemaGrammars(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit SchemaGrammars(size_t max_bytes) : cache_(max_bytes) {}
 
   // The grammar of `schema` lowered under `options` and `limits`: from the
   // cache, or `lower()` (which must compute exactly that) kept for later.
@@ -55,20 +47,10 @@ class SchemaGrammars {
                                                               const JsonSchemaOptions& options,
                                                               const grammar::GrammarLimits& limits,
                                                               const Lower& lower);
-  Stats stats() const;
+  Stats stats() const { return cache_.stats(); }
 
  private:
-  struct Entry {
-    std::shared_ptr<const grammar::Grammar> grammar;
-    size_t bytes;
-    std::list<const std::string*>::iterator lru;  // into lru_
-  };
-
-  const size_t max_bytes_;
-  mutable absl::Mutex mu_;
-  absl::node_hash_map<std::string, Entry> table_ ABSL_GUARDED_BY(mu_);  // nodes are stable
-  std::list<const std::string*> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
-  Stats stats_ ABSL_GUARDED_BY(mu_);
+  ByteLru<grammar::Grammar> cache_;
 };
 
 }  // namespace maskd

@@ -18,41 +18,30 @@
 // than that is built and returned but not kept. A DFA still used by a grammar
 // stays alive after its eviction (shared_ptr).
 //
-// Thread-safe: one mutex guards the table; builds run outside it (two
-// concurrent misses of one key both build; the first stored wins). Not on
-// the step path: only compilations call it.
+// Thread-safe (grammar/byte_lru.h). Not on the step path: only compilations
+// call it.
 #ifndef MASKD_GRAMMAR_TERMINAL_DFAS_H_
 #define MASKD_GRAMMAR_TERMINAL_DFAS_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
+#include "grammar/byte_lru.h"
 
 namespace maskd::grammar {
 
 class TerminalDfas {
  public:
-  struct Stats {
-    uint64_t hits = 0;     // lookups answered from the cache
-    uint64_t misses = 0;   // lookups that built a DFA
-    uint64_t evicted = 0;  // entries dropped for room
-    size_t entries = 0;
-    size_t bytes = 0;  // held: DFAs and keys
-  };
+  using Stats = ByteLruStats;
+  static constexpr size_t kEntryBytes = ByteLru<Dfa>::kEntryBytes;
 
-  // A table entry's own bytes beyond its DFA and key (node, list link).
-  static constexpr size_t kEntryBytes = 96;
-
-  explicit TerminalDfas(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit TerminalDfas(size_t max_bytes) : cache_(max_bytes) {}
 
   // Dfa::FromPattern(pattern, limits, options), from the cache when a build
   // under the same limits is there.
@@ -60,24 +49,12 @@ class TerminalDfas {
                                                  const RegexLimits& limits,
                                                  const DfaOptions& options);
 
-  Stats stats() const;
-  size_t max_bytes() const { return max_bytes_; }
+  Stats stats() const { return cache_.stats(); }
+  size_t max_bytes() const { return cache_.max_bytes(); }
 
  private:
-  struct Entry {
-    std::shared_ptr<const Dfa> dfa;
-    size_t bytes;
-    std::list<const std::string*>::iterator lru;  // into lru_
-  };
-  void EvictFor(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  const size_t max_bytes_;
-  mutable absl::Mutex mu_;
-  // Keys: the limits, then the pattern (terminal_dfas.cc: Key). Nodes are
-  // stable: lru_ points at the keys.
-  absl::node_hash_map<std::string, Entry> table_ ABSL_GUARDED_BY(mu_);
-  std::list<const std::string*> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
-  Stats stats_ ABSL_GUARDED_BY(mu_);
+  // Keys: the limits, then the pattern (terminal_dfas.cc: Key).
+  ByteLru<Dfa> cache_;
 };
 
 // `cache`->Get(...), or Dfa::FromPattern when `cache` is null.

@@ -220,13 +220,11 @@ TEST(ManyTools, ThousandToolsCompileAndAgreeWithTheValidator) {
       Constraint::StructuralTag(Document(tools), ::maskd::testing::BundledTokenizer()));
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   std::mt19937 rng(7);
-  int accepted = 0, rejected = 0;
   for (int i = 0; i < 8; ++i) {
     const Tool& tool = tools[rng() % tools.size()];
     const Json args = Instance(rng, tool.schema);
     ASSERT_TRUE(Valid(tool.schema, args)) << Dump(args);
     EXPECT_TRUE(Accepts(compiled->index, *vocab, Call(tool, Dump(args)))) << Call(tool, Dump(args));
-    ++accepted;
     const Json bad = Corrupt(tool.schema, args, i % 3);
     EXPECT_FALSE(Valid(tool.schema, bad)) << Dump(bad);
     EXPECT_FALSE(Accepts(compiled->index, *vocab, Call(tool, Dump(bad)))) << Call(tool, Dump(bad));
@@ -237,10 +235,7 @@ TEST(ManyTools, ThousandToolsCompileAndAgreeWithTheValidator) {
     const bool valid_there = Valid(other.schema, args) && InSchemaOrder(other.schema, args);
     EXPECT_EQ(Accepts(compiled->index, *vocab, Call(other, Dump(args))), valid_there)
         << Call(other, Dump(args));
-    rejected += 2;
   }
-  EXPECT_EQ(accepted, 8);
-  EXPECT_EQ(rejected, 16);
   // Free text alone, and free text that spells a trigger without a tag.
   EXPECT_TRUE(Accepts(compiled->index, *vocab, "No tool is needed here."));
   EXPECT_FALSE(Accepts(compiled->index, *vocab, "<function=no_such_tool>{}</function>"));
