@@ -83,12 +83,11 @@ class WorkPool::Turn final : public Interrupt {
 
 WorkPool::WorkPool(const Options& options)
     : options_(options),
-      threads_wanted_(std::max<size_t>(options.threads, 1)),
       running_cap_(RunningCap(options)),
       max_long_(MaxLong(options)),
       slice_ns_(SliceNs(options.slice)) {
   absl::MutexLock lock(&mu_);
-  for (size_t i = 0; i < threads_wanted_; ++i) StartThread();
+  for (size_t i = 0; i < std::max<size_t>(options.threads, 1); ++i) StartThread();
 }
 
 WorkPool::~WorkPool() {
@@ -157,7 +156,18 @@ bool WorkPool::Waiting(const std::string& key) {
 }
 
 absl::Status WorkPool::AtSlice(const std::string& key, bool* is_long) {
-  absl::MutexLock lock(&mu_);
+  std::list<std::thread> exited;  // joined outside mu_: Submit and turns need not wait on it
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = GoLong(key, is_long);
+    exited.swap(exited_);  // each has left Loop
+  }
+  for (std::thread& t : exited) t.join();
+  return status;
+}
+
+absl::Status WorkPool::GoLong(const std::string& key, bool* is_long) {
   // An idle thread (or one starting: the replacement of a task that went
   // long a moment ago) takes what waits; a task no thread could start, or
   // of this task's own client, waits as before. None is a reason to hand
@@ -181,17 +191,13 @@ absl::Status WorkPool::AtSlice(const std::string& key, bool* is_long) {
   --c.running;
   ++c.long_tasks;
   ++long_;
-  --normal_;
   *is_long = true;
   StartThread();  // the replacement takes a turn
   return absl::OkStatus();
 }
 
 void WorkPool::StartThread() {
-  for (std::thread& t : exited_) t.join();  // each has left Loop
-  exited_.clear();
   ++alive_;
-  ++normal_;
   ++starting_;
   auto self = threads_list_.emplace(threads_list_.end());
   *self = std::thread([this, self] { Loop(self); });  // it waits for mu_
@@ -199,7 +205,6 @@ void WorkPool::StartThread() {
 
 void WorkPool::ExitThread(Thread self) {
   --alive_;
-  --normal_;
   exited_.splice(exited_.end(), threads_list_, self);
 }
 
@@ -251,13 +256,12 @@ bool WorkPool::RunTask(const std::string& key, Task task) {
   if (was_long) {
     --after.long_tasks;
     --long_;
-    ++normal_;
   } else {
     --after.running;
   }
   if (after.running == 0 && after.long_tasks == 0 && after.tasks.empty()) clients_.erase(key);
-  // A long task's thread was replaced (normal_ is threads_wanted_ + 1 now,
-  // or less only while stopping, when no task is left for it) and runs at a
+  // A long task's thread was replaced (the pool runs options_.threads others,
+  // or fewer only while stopping, when no task is left for it) and runs at a
   // lower priority: it exits.
   return was_long;
 }

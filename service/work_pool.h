@@ -137,11 +137,12 @@ class WorkPool {
   // running task of `key` long (*is_long) if a queued task could start on
   // its thread, or refuses it past its client's share or max_long_.
   absl::Status AtSlice(const std::string& key, bool* is_long) ABSL_LOCKS_EXCLUDED(mu_);
+  // AtSlice's decision, under mu_ (it may start the replacement thread).
+  absl::Status GoLong(const std::string& key, bool* is_long) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExitThread(Thread self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  const size_t threads_wanted_;  // options_.threads, at least 1
   const size_t running_cap_;     // max_running_per_client, resolved
   const size_t max_long_;        // max_long, resolved
   const int64_t slice_ns_;       // INT64_MAX: never
@@ -158,11 +159,10 @@ class WorkPool {
   size_t long_ ABSL_GUARDED_BY(mu_) = 0;
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;     // threads waiting for a turn
   size_t starting_ ABSL_GUARDED_BY(mu_) = 0; // threads started, not yet in Loop
-  size_t normal_ ABSL_GUARDED_BY(mu_) = 0;   // threads alive, not running a long task
   size_t alive_ ABSL_GUARDED_BY(mu_) = 0;    // threads alive
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Every thread started, alive first; one that exits moves itself to
-  // exited_, joined by the next StartThread or the destructor.
+  // exited_, joined (outside mu_) by the next AtSlice or the destructor.
   std::list<std::thread> threads_list_ ABSL_GUARDED_BY(mu_);
   std::list<std::thread> exited_ ABSL_GUARDED_BY(mu_);
 };

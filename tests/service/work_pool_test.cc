@@ -321,8 +321,10 @@ TEST(WorkPool, DestructionWaitsForLongTasks) {
   c_done.WaitForNotification();  // b went long for c
   EXPECT_EQ(p->long_tasks(), 2u);
   std::atomic<bool> destroyed{false};
+  bool long_tasks_ended_first = false;  // read after join
   std::thread destroyer([&] {
     pool.reset();
+    long_tasks_ended_first = a.done.HasBeenNotified() && b.done.HasBeenNotified();
     destroyed = true;
   });
   // Stopping: Submit refuses (the pool is alive until a and b end); what
@@ -337,7 +339,7 @@ TEST(WorkPool, DestructionWaitsForLongTasks) {
   a.release.Notify();
   b.release.Notify();
   destroyer.join();
-  EXPECT_TRUE(destroyed.load());
+  EXPECT_TRUE(long_tasks_ended_first);  // the destructor returned only after them
   EXPECT_TRUE(a.status.ok()) << a.status;
   EXPECT_TRUE(b.status.ok()) << b.status;
   EXPECT_EQ(ran.load(), accepted);
