@@ -326,7 +326,7 @@ TEST(GrammarGuideTest, SelfLoopEntriesEqualTrieWalks) {
         EXPECT_EQ(a.crossings.crossing_begin, b.crossings.crossing_begin) << name << " " << t;
         if (used) {
           direct.inside.MarkInto(wd.data(), nw);
-          EXPECT_EQ(wd, wa) << name << " terminal " << t << " state " << q;
+          EXPECT_EQ(wd, wb) << name << " terminal " << t << " state " << q;  // against the walk
           EXPECT_EQ(direct.crossings.crossings, b.crossings.crossings) << name << " " << t;
         }
       }

@@ -113,11 +113,15 @@ TEST(ConstraintFromRequest, RegexEagerDfaIsPartOfTheKey) {
   auto c = Convert(whole);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->options.eager_dfa);
-  EXPECT_FALSE(Convert(lazy)->options.eager_dfa);
+  auto l = Convert(lazy);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_FALSE(l->options.eager_dfa);
   v1::CompileRequest schema = SchemaRequest();
   schema.mutable_options()->set_eager_dfa(true);
   EXPECT_EQ(KeyOf(schema), KeyOf(SchemaRequest()));
-  EXPECT_FALSE(Convert(schema)->options.eager_dfa);
+  auto s = Convert(schema);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->options.eager_dfa);
 }
 
 TEST(ConstraintFromRequest, KindFormatAndVocabularyArePartOfTheKey) {
