@@ -62,7 +62,10 @@ uint32_t TokenIndex::CountAllowed(State s) const { return MaskOf(s).count(); }
 
 bool TokenIndex::IsAllowed(State s, uint32_t token) const {
   if (token >= vocab_->size() || s == Dfa::kDead) return false;
-  const StateMask* m = masks_.At(s)->load(std::memory_order_acquire);
+  // A read only: Find, not At, so that no chunk is created for a state
+  // whose mask was never computed.
+  const auto* slot = masks_.Find(s);
+  const StateMask* m = slot != nullptr ? slot->load(std::memory_order_acquire) : nullptr;
   if (m != nullptr) return m->Has(token);
   if (vocab_->is_eos(token)) return dfa_->IsAccepting(s);
   return NextState(s, token) != Dfa::kDead;
