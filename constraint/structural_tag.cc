@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "automaton/utf8.h"
 #include "constraint/schema_grammar.h"
 #include "grammar/regex_rules.h"
 #include "grammar/python_regex.h"
@@ -248,15 +249,6 @@ absl::StatusOr<std::vector<std::string>> Triggers(const Json& doc,
   return triggers;
 }
 
-// Bytes of the UTF-8 sequence that `lead` starts (1 for a byte that starts
-// none).
-size_t Utf8Length(unsigned char lead) {
-  if (lead >= 0xF0 && lead < 0xF8) return 4;
-  if (lead >= 0xE0 && lead < 0xF0) return 3;
-  if (lead >= 0xC0 && lead < 0xE0) return 2;
-  return 1;
-}
-
 // `seq` (a tag's content and end) with its begin in front, as the longest
 // trigger that starts it, then the rest one character at a time. The text
 // is the same; the terminals are few and shared by every tag (the triggers,
@@ -273,9 +265,10 @@ std::vector<Symbol> BeginWithTrigger(const std::string& begin,
   }
   std::vector<Symbol> out = {literals->Get(begin.substr(0, trigger))};
   for (size_t i = trigger; i < begin.size();) {
-    const size_t n = std::min(Utf8Length(static_cast<unsigned char>(begin[i])), begin.size() - i);
-    out.push_back(literals->Get(begin.substr(i, n)));
-    i += n;
+    size_t next = i;  // past one character; one byte where none starts
+    if (!DecodeUtf8(begin, &next)) next = i + 1;
+    out.push_back(literals->Get(begin.substr(i, next - i)));
+    i = next;
   }
   out.insert(out.end(), seq.begin(), seq.end());
   return out;
