@@ -31,41 +31,6 @@
 #include "tokenizer/vocabulary.h"
 
 namespace maskd::grammar {
-namespace {
-
-// dst[i] |= src[i] for i < n.
-void OrWords(uint32_t* dst, const uint32_t* src, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] |= src[i];
-}
-
-// Writes into words[0, num_words) the trie's tokens whose bytes all keep a
-// state in its loop: kind[b] == 1 for every ASCII byte b of the token and,
-// with `utf8`, non-ASCII bytes that are well-formed UTF-8 (the last
-// character possibly cut short); without it, kind[b] == 1 for every byte.
-void TokensWithinLoop(const LoopMasks& index, const uint8_t* kind, bool utf8, uint32_t num_words,
-                      uint32_t* words) {
-  const int last = utf8 ? 0x80 : 256;  // bytes past it are checked as UTF-8
-  // First the tokens holding a byte outside the loop.
-  bool all_control = true;
-  for (int b = 0; b < 0x20; ++b) all_control &= kind[b] != 1;
-  if (all_control) OrWords(words, index.ControlWords(), num_words);
-  for (int b = all_control ? 0x20 : 0; b < last; ++b) {
-    if (kind[b] == 1) continue;
-    if (const uint32_t* bw = index.ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
-      OrWords(words, bw, num_words);
-    } else {
-      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
-      for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
-    }
-  }
-  const uint32_t* trie_words = index.TrieWords();
-  const uint32_t* utf8_words = index.Utf8Words();
-  for (uint32_t w = 0; w < num_words; ++w) {
-    words[w] = trie_words[w] & ~words[w] & (utf8 ? utf8_words[w] : ~0u);
-  }
-}
-
-}  // namespace
 
 bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
                                    TerminalStateTokens* out) const {
@@ -103,7 +68,9 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
   }
   const int last = utf8 ? 0x80 : 256;  // bytes past it are S (UTF-8 checked)
   std::vector<uint32_t> words(num_words_, 0);
-  TokensWithinLoop(index, kind, utf8, num_words_, words.data());
+  bool outside[256];  // a byte that leaves the loop (kind 0: dead, 2: elsewhere)
+  for (int b = 0; b < 256; ++b) outside[b] = kind[b] != 1;
+  index.TokensWithin(outside, utf8, num_words_, words.data());
   // Then the tokens holding a byte that s lets through elsewhere, once each.
   const Vocabulary& vocab = *vocab_;
   std::vector<uint32_t> seen(num_words_, 0), ends;

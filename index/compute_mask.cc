@@ -4,9 +4,6 @@
 // tokens either as a dense bitmask or as a list of ids, sets the EOS ids, and
 // stores the result (MaskBuild::Publish). Every path gives the same mask.
 #include <algorithm>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,19 +43,6 @@ WalkScratch& Scratch() {
 thread_local int reference_depth = 0;
 // Reference masks nest at most this deep (ComputeMask at depths 0 to 2).
 constexpr int kMaxReferenceDepth = 2;
-
-// dst[i] |= src[i] for i < n.
-inline void OrWords(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
-  size_t i = 0;
-#if defined(__SSE2__)
-  for (; i + 4 <= n; i += 4) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm_or_si128(a, b));
-  }
-#endif
-  for (; i < n; ++i) dst[i] |= src[i];
-}
 
 // The exact path that builds a state's mask (see token_index.h) and what it
 // needs. At most one path applies to a state; kWholeTrie when none does.
@@ -236,32 +220,17 @@ void TokenIndex::MaskBuild::SetTokensWithinStay() {
   const uint32_t num_words = index_.num_words_;
   const bool utf8 = path_.utf8;
   const bool chain = path_.kind == MaskPath::kChain;
-  auto outside = [&](int b) {  // b is a byte outside S
-    return (b < 0x80 || !utf8) && dfa_.Next(s_, static_cast<uint8_t>(b)) != path_.stay_target;
-  };
-  bool all_control = true, all_high = !utf8;
-  for (int b = 0; b < 0x20; ++b) all_control &= outside(b);
-  for (int b = 0x80; b < 256 && all_high; ++b) all_high &= outside(b);
-  words_.assign(num_words, 0);  // first: the tokens holding a byte outside S
-  uint32_t* words = words_.data();
-  if (all_control) OrWords(words, index.ControlWords(), num_words);
-  if (all_high) OrWords(words, index.NonAsciiWords(), num_words);
-  for (int b = all_control ? 0x20 : 0; b < (all_high || utf8 ? 0x80 : 256); ++b) {
-    if (!outside(b)) continue;
-    if (const uint32_t* bw = index.ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
-      OrWords(words, bw, num_words);
-    } else {
-      auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
-      for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
-    }
+  bool outside[256];  // a byte outside S
+  for (int b = 0; b < 256; ++b) {
+    outside[b] = (b < 0x80 || !utf8) && dfa_.Next(s_, static_cast<uint8_t>(b)) != path_.stay_target;
   }
-  const uint32_t* trie_words = index.TrieWords();
-  const uint32_t* utf8_words = index.Utf8Words();
+  words_.resize(num_words);
+  uint32_t* words = words_.data();
+  index.TokensWithin(outside, utf8, num_words, words);
   const uint32_t* long_words = index.LongWords();
   uint32_t count = 0;
   for (uint32_t i = 0; i < num_words; ++i) {
-    words[i] = trie_words[i] & ~words[i] & (utf8 ? utf8_words[i] : ~0u) &
-               (chain ? ~long_words[i] : ~0u);
+    if (chain) words[i] &= ~long_words[i];
     count += static_cast<uint32_t>(__builtin_popcount(words[i]));
   }
   count_ += count;

@@ -465,4 +465,32 @@ LoopMasks::Stats LoopMasks::stats() const {
   return st;
 }
 
+void LoopMasks::TokensWithin(const bool outside[256], bool utf8, uint32_t num_words,
+                             uint32_t* words) const {
+  auto or_words = [words, num_words](const uint32_t* __restrict src) {
+    uint32_t* __restrict dst = words;  // vectorized at -O3
+    for (uint32_t w = 0; w < num_words; ++w) dst[w] |= src[w];
+  };
+  bool all_control = true, all_high = !utf8;
+  for (int b = 0; b < 0x20; ++b) all_control &= outside[b];
+  for (int b = 0x80; b < 256 && all_high; ++b) all_high &= outside[b];
+  std::fill(words, words + num_words, 0u);  // first: the tokens holding a byte outside
+  if (all_control) or_words(ControlWords());
+  if (all_high) or_words(NonAsciiWords());
+  for (int b = all_control ? 0x20 : 0; b < (all_high || utf8 ? 0x80 : 256); ++b) {
+    if (!outside[b]) continue;
+    if (const uint32_t* bw = ByteWords(static_cast<uint8_t>(b)); bw != nullptr) {
+      or_words(bw);
+    } else {
+      auto [id, end] = TokensWith(static_cast<uint8_t>(b));
+      for (; id != end; ++id) words[*id >> 5] |= 1u << (*id & 31);
+    }
+  }
+  const uint32_t* trie_words = TrieWords();
+  const uint32_t* utf8_words = Utf8Words();
+  for (uint32_t w = 0; w < num_words; ++w) {
+    words[w] = trie_words[w] & ~words[w] & (utf8 ? utf8_words[w] : ~0u);
+  }
+}
+
 }  // namespace maskd

@@ -173,6 +173,12 @@ class LoopMasks {
   const uint32_t* LongWords() const { return long_words_.data(); }
   // Every token of the trie as a packed bitmask.
   const uint32_t* TrieWords() const { return trie_words_.data(); }
+  // Writes into words[0, num_words) the trie's tokens holding no byte b with
+  // outside[b]: with `utf8`, outside[] is read for ASCII bytes only and the
+  // tokens must be well-formed UTF-8 (Utf8Words); without it, for every
+  // byte. Built from the byte index (no trie walk).
+  void TokensWithin(const bool outside[256], bool utf8, uint32_t num_words,
+                    uint32_t* words) const;
   // The trie's tokens holding a byte >= 0x80, as a packed bitmask.
   const uint32_t* NonAsciiWords() const { return non_ascii_words_.data(); }
   // The trie's tokens holding a byte < 0x20, as a packed bitmask.
