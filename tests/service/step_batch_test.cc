@@ -114,7 +114,9 @@ class StepBatchTest : public ::testing::Test {
     EXPECT_TRUE(g.ok()) << g.status();
     std::vector<uint32_t> row(words, kJunk);
     EXPECT_TRUE(g->WriteMask(absl::MakeSpan(row)).ok());
-    if (max_tokens_left > 0) g->ApplyTokenBudget(max_tokens_left, row.data());
+    if (max_tokens_left > 0) {
+      EXPECT_TRUE(g->ApplyTokenBudget(max_tokens_left, row.data()).ok());
+    }
     return row;
   }
 
