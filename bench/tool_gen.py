@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Seeded synthetic tool definitions, as agents send them, for the structural
-tag benchmark (issue #26 item 3) and its tests.
+tag benchmark (issue #26 item 3).
 
 A tool has a name, a description and a JSON Schema of 2-8 typed properties
 (string, integer, number, boolean, an enum of strings, an array of strings, a
@@ -21,8 +21,6 @@ Outputs (--out-dir DIR, N tools):
   anyof-call-N.txt the same call in the anyof-N.json form
 Usage:
   python3 bench/tool_gen.py --out-dir DIR [--counts 16,128,400] [--seed 26]
-  python3 bench/tool_gen.py --count 5 --calls 3 --corrupt   (JSON lines on
-          stdout: {"doc", "calls": [...], "corrupted": [...]}, for tests)
 """
 from __future__ import annotations
 
@@ -142,58 +140,26 @@ def call_text(tool: dict, args: dict) -> str:
     return f"<function={tool['name']}>{_dump(args)}</function>"
 
 
-def corrupt(rng: random.Random, tool: dict, args: dict) -> str:
-    """A call of `tool` its schema rejects (one of several corruptions)."""
-    props = tool["parameters"]["properties"]
-    k = rng.randrange(4)
-    if k == 0:  # an unknown property
-        bad = dict(args, zz_unknown=1)
-    elif k == 1:  # a required property dropped
-        bad = {a: v for a, v in args.items() if a != tool["parameters"]["required"][0]}
-    elif k == 2:  # a value of the wrong type
-        key = next(iter(args))
-        bad = dict(args, **{key: [1] if props[key].get("type") != "array" else 7})
-    else:  # truncated JSON
-        return call_text(tool, args)[:-len("}</function>")] + "</function>"
-    return call_text(tool, bad)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out-dir")
+    ap.add_argument("--out-dir", required=True)
     ap.add_argument("--counts", default="16,128,400")
     ap.add_argument("--seed", type=int, default=26)
-    ap.add_argument("--count", type=int)
-    ap.add_argument("--calls", type=int, default=0)
-    ap.add_argument("--corrupt", action="store_true")
     a = ap.parse_args()
-    if a.out_dir:
-        os.makedirs(a.out_dir, exist_ok=True)
-        for n in (int(x) for x in a.counts.split(",")):
-            tools = make_tools(n, a.seed)
-            rng = random.Random(a.seed * 1000 + n)
-            tool = tools[n // 2]
-            args = instance(rng, tool["parameters"])
-            files = {f"tags-{n}.json": json.dumps(tags_doc(tools)),
-                     f"anyof-{n}.json": json.dumps(anyof_doc(tools)),
-                     f"call-{n}.txt": "Let me look that up for you. " + call_text(tool, args),
-                     f"anyof-call-{n}.txt": "Let me look that up for you. <tool_call>"
-                     + _dump({"name": tool["name"], "arguments": args}) + "</tool_call>"}
-            for name, text in files.items():
-                with open(os.path.join(a.out_dir, name), "w") as f:
-                    f.write(text)
-        return
-    tools = make_tools(a.count, a.seed)
-    rng = random.Random(a.seed)
-    calls, bad = [], []
-    for _ in range(a.calls):
-        t = rng.choice(tools)
-        args = instance(rng, t["parameters"])
-        calls.append(call_text(t, args))
-        if a.corrupt:
-            bad.append(corrupt(rng, t, args))
-    print(json.dumps({"doc": tags_doc(tools), "calls": calls, "corrupted": bad}))
-
+    os.makedirs(a.out_dir, exist_ok=True)
+    for n in (int(x) for x in a.counts.split(",")):
+        tools = make_tools(n, a.seed)
+        rng = random.Random(a.seed * 1000 + n)
+        tool = tools[n // 2]
+        args = instance(rng, tool["parameters"])
+        files = {f"tags-{n}.json": json.dumps(tags_doc(tools)),
+                 f"anyof-{n}.json": json.dumps(anyof_doc(tools)),
+                 f"call-{n}.txt": "Let me look that up for you. " + call_text(tool, args),
+                 f"anyof-call-{n}.txt": "Let me look that up for you. <tool_call>"
+                 + _dump({"name": tool["name"], "arguments": args}) + "</tool_call>"}
+        for name, text in files.items():
+            with open(os.path.join(a.out_dir, name), "w") as f:
+                f.write(text)
 
 if __name__ == "__main__":
     main()
