@@ -258,6 +258,19 @@ void ExpectCheapStep(Client& client, uint64_t session_id, std::vector<uint32_t> 
   EXPECT_EQ(resp.results(0).status().code(), 0) << resp.results(0).status().message();
 }
 
+// `n` connections ("hostile-0", ...), each with a session on
+// kSelfConcatLark, whose steps parse for minutes.
+void ConnectSlowClients(MaskdProcess& server, int n, std::vector<std::unique_ptr<Client>>* clients,
+                        std::vector<uint64_t>* sessions) {
+  for (int i = 0; i < n; ++i) {
+    clients->push_back(server.Connect("hostile-" + std::to_string(i)));
+    auto s =
+        clients->back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
+    ASSERT_TRUE(s.ok()) << s.status();
+    sessions->push_back(s->session_id());
+  }
+}
+
 // Issue #24 (1c) for steps: batches that step a grammar session run on
 // --step-threads (Step, StepStream, StepInRegion), round-robin across
 // clients; regex batches stay on gRPC's threads. Four connections whose
@@ -274,13 +287,7 @@ TEST(GrammarServiceLimits, SlowGrammarStepsHoldNoCallbackThread) {
   constexpr int kSlow = 4;
   std::vector<std::unique_ptr<Client>> hostile;
   std::vector<uint64_t> slow_sessions;
-  for (int i = 0; i < kSlow; ++i) {
-    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
-    auto s =
-        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
-    ASSERT_TRUE(s.ok()) << s.status();
-    slow_sessions.push_back(s->session_id());
-  }
+  ASSERT_NO_FATAL_FAILURE(ConnectSlowClients(server, kSlow, &hostile, &slow_sessions));
   auto victim = server.Connect("victim");
   auto regex = victim->CompileRegex("qwen3", "[0-9]+");
   ASSERT_TRUE(regex.ok()) << regex.status();
@@ -414,13 +421,7 @@ TEST(GrammarServiceLimits, TwoSlowClientsLeaveAStepThreadToAThird) {
   constexpr int kSlow = 2;
   std::vector<std::unique_ptr<Client>> hostile;
   std::vector<uint64_t> slow_sessions;
-  for (int i = 0; i < kSlow; ++i) {
-    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
-    auto s =
-        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
-    ASSERT_TRUE(s.ok()) << s.status();
-    slow_sessions.push_back(s->session_id());
-  }
+  ASSERT_NO_FATAL_FAILURE(ConnectSlowClients(server, kSlow, &hostile, &slow_sessions));
   auto victim = server.Connect("victim");
   auto arithmetic =
       victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
@@ -459,13 +460,7 @@ TEST(GrammarServiceLimits, NoLongSlotLeftRefusesTheStepAndKeepsItsSession) {
   ASSERT_TRUE(server.ok()) << server.Log();
   std::vector<std::unique_ptr<Client>> hostile;
   std::vector<uint64_t> slow_sessions;
-  for (int i = 0; i < 2; ++i) {
-    hostile.push_back(server.Connect("hostile-" + std::to_string(i)));
-    auto s =
-        hostile.back()->CreateSession(GrammarRequest(kSelfConcatLark, v1::Grammar::FORMAT_LARK));
-    ASSERT_TRUE(s.ok()) << s.status();
-    slow_sessions.push_back(s->session_id());
-  }
+  ASSERT_NO_FATAL_FAILURE(ConnectSlowClients(server, 2, &hostile, &slow_sessions));
   auto victim = server.Connect("victim");
   auto arithmetic =
       victim->CreateSession(GrammarRequest(kArithmeticGbnf, v1::Grammar::FORMAT_GBNF));
