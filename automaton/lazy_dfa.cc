@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "automaton/internal/build_abort.h"
 #include "automaton/internal/nfa_distance.h"
 
 namespace maskd::automaton_internal {
@@ -98,6 +99,22 @@ uint32_t LazyDfa::FillAndRead(uint32_t s, uint32_t c) const {
     return Dfa::kDead;
   }
   return table_.Row(s)[c].load(std::memory_order_relaxed);
+}
+
+absl::Status LazyDfa::BuildAll(const DfaOptions& options) const {
+  constexpr uint32_t kStatesPerAbortCheck = 256;
+  absl::MutexLock lock(&mu_);
+  // States are numbered in the order rows first lead to them: filling the
+  // rows of 1, 2, ... in turn reaches every state. A row is filled whole or
+  // not at all, so its first entry tells which.
+  for (uint32_t s = 1; s < sets_.size(); ++s) {
+    if (s % kStatesPerAbortCheck == 0) {
+      if (absl::Status st = CheckBuildAbort(options); !st.ok()) return st;
+    }
+    if (table_.Row(s)[0].load(std::memory_order_relaxed) != kUnknown) continue;
+    if (absl::Status st = FillRow(s); !st.ok()) return st;
+  }
+  return absl::OkStatus();
 }
 
 int LazyDfa::ForcedByte(uint32_t s) const {

@@ -69,6 +69,9 @@ class LazyDfa {
   uint32_t MaxDistanceBound() const { return max_distance_bound_; }
   // Dfa::ForcedByte: fills s's row first; -1 when that is refused.
   int ForcedByte(uint32_t s) const;
+  // Dfa::BuildAll: fills every row reachable from the start; `options`'
+  // deadline and cancel flag polled every 256 states.
+  absl::Status BuildAll(const DfaOptions& options) const;
   size_t MemoryBytes() const;
 
  private:
