@@ -43,6 +43,10 @@ absl::Status Dfa::StateLimitError() const {
       "regex: the DFA needs more than %d states (limit max_states), reached while walking", limit));
 }
 
+absl::Status Dfa::BuildAll(const DfaOptions& options) const {
+  return lazy_ != nullptr ? lazy_->BuildAll(options) : absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const Dfa>> Dfa::FromPattern(std::string_view pattern,
                                                             const RegexLimits& limits,
                                                             const DfaOptions& options, bool lazy) {

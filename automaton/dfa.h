@@ -133,10 +133,21 @@ class Dfa {
 
   // Lazy DFAs: transitions refused by the state limit on the calling thread,
   // since it started (a running count). Work that read a lazy DFA compares
-  // it before and after; a change means some kDead it saw was a refusal.
+  // it before and after (RefusalWatch); a change means some kDead it saw
+  // was a refusal.
   static uint64_t Refusals();
   // The error for a refusal: ResourceExhausted naming max_states.
   absl::Status StateLimitError() const;
+
+  // Lazy DFAs: builds every state reachable from the start, so later walks
+  // read filled rows only and the state limit can no longer refuse one.
+  // ResourceExhausted naming max_states when the states do not fit it;
+  // Cancelled or DeadlineExceeded by `options`' cancel flag and deadline.
+  // The verdict depends on the regex and max_states only: the lazy states
+  // are subsets of live NFA states, never more than the eager build's
+  // before minimization, so a DFA the eager build fits fits here too.
+  // Eager DFAs: OK at once.
+  absl::Status BuildAll(const DfaOptions& options) const;
 
  private:
   friend class DfaBuilder;
@@ -164,6 +175,18 @@ class Dfa {
   // Lazy mode: where lazy_ publishes its flat table of rows (num_classes_
   // entries each, kUnbuilt until filled), read here without a call.
   const std::atomic<const std::atomic<uint32_t>*>* lazy_table_ = nullptr;
+};
+
+// Whether a lazy DFA refused a state on the calling thread (Dfa::Refusals
+// moved) since this watch was made: then some kDead the work read was the
+// state limit, not a rejection, and its result must not be kept.
+class RefusalWatch {
+ public:
+  RefusalWatch() : start_(Dfa::Refusals()) {}
+  bool refused() const { return Dfa::Refusals() != start_; }
+
+ private:
+  const uint64_t start_;
 };
 
 }  // namespace maskd

@@ -9,6 +9,7 @@
 
 #include "automaton/dfa.h"
 #include "automaton/internal/dense_table.h"
+#include "automaton/internal/forced_byte.h"
 #include "automaton/internal/lazy_dfa.h"
 #include "automaton/internal/minimize.h"
 #include "automaton/internal/nfa.h"
@@ -220,25 +221,13 @@ void DfaBuilder::ComputeDistances(Dfa* dfa) {
 // Forced bytes: a non-accepting state with exactly one live byte, i.e. one
 // live class and that class a single byte.
 void DfaBuilder::ComputeForcedBytes(Dfa* dfa) {
-  const uint32_t final_n = dfa->num_states_, fk = dfa->num_classes_;
-  std::vector<uint16_t> class_bytes(fk, 0);  // bytes per final class
-  std::vector<int16_t> class_byte(fk, 0);    // some byte of each final class
-  for (int b = 0; b < 256; ++b) {
-    ++class_bytes[dfa->byte_class_[b]];
-    class_byte[dfa->byte_class_[b]] = static_cast<int16_t>(b);
-  }
-  dfa->forced_byte_.assign(final_n, -1);
-  for (uint32_t s = 1; s < final_n; ++s) {
+  const uint32_t n = dfa->num_states_, k = dfa->num_classes_;
+  const automaton_internal::ClassBytes classes(dfa->byte_class_);
+  dfa->forced_byte_.assign(n, -1);
+  for (uint32_t s = 1; s < n; ++s) {
     if (dfa->accepting_[s]) continue;
-    int live_bytes = 0;
-    int forced = -1;
-    for (uint32_t j = 0; j < fk && live_bytes < 2; ++j) {
-      if (dfa->table_[static_cast<size_t>(s) * fk + j] != Dfa::kDead) {
-        live_bytes += class_bytes[j];
-        forced = class_byte[j];
-      }
-    }
-    if (live_bytes == 1) dfa->forced_byte_[s] = static_cast<int16_t>(forced);
+    dfa->forced_byte_[s] =
+        automaton_internal::ForcedByteOfRow(&dfa->table_[static_cast<size_t>(s) * k], k, classes);
   }
 }
 

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_format.h"
+#include "automaton/internal/build_abort.h"
+#include "automaton/internal/forced_byte.h"
 #include "automaton/internal/nfa_distance.h"
 
 namespace maskd::automaton_internal {
@@ -25,15 +26,11 @@ uint64_t ThreadRefusals() { return refusals; }
 
 LazyDfa::LazyDfa(CompactNfa nfa, const DfaOptions& options)
     : nfa_(std::move(nfa)), options_(WalkOptions(options)), max_states_(options.max_states),
-      nfa_distance_(NfaDistances(nfa_)), table_(nfa_.num_classes, kUnknown) {
+      nfa_distance_(NfaDistances(nfa_)), classes_(nfa_.byte_class), table_(nfa_.num_classes, kUnknown) {
   live_.resize(nfa_.num_states);
   for (uint32_t s = 0; s < nfa_.num_states; ++s) {
     live_[s] = nfa_distance_[s] != Dfa::kNoDistance;
     if (live_[s]) max_distance_bound_ = std::max(max_distance_bound_, nfa_distance_[s]);
-  }
-  for (int b = 255; b >= 0; --b) {
-    ++class_bytes_[nfa_.byte_class[b]];
-    class_byte_[nfa_.byte_class[b]] = static_cast<uint8_t>(b);
   }
   rows_ = std::make_unique<SubsetRows>(nfa_, options_, &live_);
 }
@@ -58,14 +55,10 @@ absl::StatusOr<std::unique_ptr<LazyDfa>> LazyDfa::Create(CompactNfa nfa, const D
 }
 
 absl::StatusOr<uint32_t> LazyDfa::Intern(absl::Span<const uint32_t> set) const {
-  const uint64_t h = SpanInterner::Hash(set);
-  uint32_t id = sets_.Find(set, h);
-  if (id != SpanInterner::kNone) return id;
-  if (sets_.size() >= max_states_) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "regex: the DFA needs more than %d states (limit max_states)", max_states_));
-  }
-  id = sets_.Add(set, h);
+  bool added = false;
+  absl::StatusOr<uint32_t> interned = InternStateSet(&sets_, set, max_states_, &added);
+  if (!added) return interned;
+  const uint32_t id = *interned;
   table_.AddRow();  // row id, every entry kUnknown
   Facts* facts = facts_.At(id);
   facts->accepting = std::binary_search(set.begin(), set.end(), nfa_.match) ? 1 : 0;
@@ -84,7 +77,9 @@ absl::Status LazyDfa::FillRow(uint32_t s) const {
   if (absl::Status st = rows_->FillRow(sets_.Get(s), intern, row_.data()); !st.ok()) return st;
   std::atomic<uint32_t>* row = table_.Row(s);
   for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(row_[c], std::memory_order_release);
-  facts_.At(s)->forced.store(ForcedByteOfRow(s, row_.data()), std::memory_order_release);
+  const int16_t forced =
+      facts_.At(s)->accepting ? -1 : ForcedByteOfRow(row_.data(), nfa_.num_classes, classes_);
+  facts_.At(s)->forced.store(forced, std::memory_order_release);
   return absl::OkStatus();
 }
 
@@ -100,6 +95,22 @@ uint32_t LazyDfa::FillAndRead(uint32_t s, uint32_t c) const {
   return table_.Row(s)[c].load(std::memory_order_relaxed);
 }
 
+absl::Status LazyDfa::BuildAll(const DfaOptions& options) const {
+  constexpr uint32_t kStatesPerAbortCheck = 256;
+  absl::MutexLock lock(&mu_);
+  // States are numbered in the order rows first lead to them: filling the
+  // rows of 1, 2, ... in turn reaches every state. A row is filled whole or
+  // not at all, so its first entry tells which.
+  for (uint32_t s = 1; s < sets_.size(); ++s) {
+    if (s % kStatesPerAbortCheck == 0) {
+      if (absl::Status st = CheckBuildAbort(options); !st.ok()) return st;
+    }
+    if (table_.Row(s)[0].load(std::memory_order_relaxed) != kUnknown) continue;
+    if (absl::Status st = FillRow(s); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 int LazyDfa::ForcedByte(uint32_t s) const {
   const Facts& facts = *facts_.At(s);
   int16_t f = facts.forced.load(std::memory_order_acquire);
@@ -112,18 +123,6 @@ int LazyDfa::ForcedByte(uint32_t s) const {
     return -1;
   }
   return facts.forced.load(std::memory_order_relaxed);
-}
-
-int16_t LazyDfa::ForcedByteOfRow(uint32_t s, const uint32_t* row) const {
-  if (facts_.At(s)->accepting) return -1;
-  uint32_t live_bytes = 0;
-  int16_t forced = -1;
-  for (uint32_t c = 0; c < nfa_.num_classes && live_bytes < 2; ++c) {
-    if (row[c] == Dfa::kDead) continue;
-    live_bytes += class_bytes_[c];
-    forced = class_byte_[c];
-  }
-  return live_bytes == 1 ? forced : -1;
 }
 
 size_t LazyDfa::MemoryBytes() const {

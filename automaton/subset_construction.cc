@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "automaton/internal/span_interner.h"
 #include "automaton/internal/subset_rows.h"
@@ -44,16 +43,12 @@ class SubsetBuilder {
  private:
   // The id of DFA state `set`, added (with a dead row) when new.
   absl::StatusOr<uint32_t> Intern(absl::Span<const uint32_t> set) {
-    const uint64_t h = SpanInterner::Hash(set);
-    uint32_t id = sets_.Find(set, h);
-    if (id != SpanInterner::kNone) return id;
-    if (sets_.size() >= options_.max_states) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "regex: the DFA needs more than %d states (limit max_states)", options_.max_states));
+    bool added = false;
+    auto id = InternStateSet(&sets_, set, options_.max_states, &added);
+    if (added) {
+      accepting_.push_back(std::binary_search(set.begin(), set.end(), nfa_.match) ? 1 : 0);
+      table_.resize(table_.size() + k_, 0);
     }
-    id = sets_.Add(set, h);
-    accepting_.push_back(std::binary_search(set.begin(), set.end(), nfa_.match) ? 1 : 0);
-    table_.resize(table_.size() + k_, 0);
     return id;
   }
 

@@ -2,7 +2,14 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_format.h"
+
 namespace maskd::automaton_internal {
+
+absl::Status TooManyStatesError(uint32_t max_states) {
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("regex: the DFA needs more than %d states (limit max_states)", max_states));
+}
 
 Closures::Closures(const CompactNfa& nfa, const std::vector<uint8_t>* live)
     : nfa_(nfa), live_(live), begin_(nfa.num_states, kUnknown), end_(nfa.num_states, 0),

@@ -38,38 +38,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import fresh_runs  # noqa: E402
+
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-PEERS = os.path.join(ROOT, "bench", "peers.py")
 MANIFEST = os.path.join(ROOT, "bench", "data", "grammars", "grammars.json")
 KINDS = {".lark": "lark", ".gbnf": "gbnf", ".ebnf": "ebnf"}
 
 
 def kind_of(path: str) -> str:
     return KINDS[os.path.splitext(path)[1]]
-
-
-def medians(runs: list[dict]) -> dict:
-    """Per key of runs[0]: the median over runs of a number, or of each number
-    of a flat dict of numbers; other values from runs[0]."""
-
-    def number(x) -> bool:
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    out = {}
-    for k, v in runs[0].items():
-        if number(v):
-            out[k] = statistics.median(r[k] for r in runs)
-        elif isinstance(v, dict) and v and all(number(x) for x in v.values()):
-            out[k] = {kk: statistics.median(r[k][kk] for r in runs) for kk in v}
-        else:
-            out[k] = v
-    return out
 
 
 def run_maskd(args, tok_dir: str, spec: dict, masks: str) -> dict:
@@ -79,44 +61,17 @@ def run_maskd(args, tok_dir: str, spec: dict, masks: str) -> dict:
         cmd += ["--text", os.path.join(ROOT, spec["text"])]
     else:
         cmd += ["--steps", str(args.steps), "--seed", str(args.seed)]
-    runs = []
-    for r in range(args.repeats):
-        p = subprocess.run(cmd + (["--masks-out", masks] if r == 0 else []), capture_output=True,
-                           text=True, timeout=args.timeout_s)
-        if p.returncode != 0:
-            return {"error": p.stderr.strip()[:300]}
-        runs.append(json.loads(p.stdout))
-    m = medians(runs)
+    m = fresh_runs.run_maskd(args, cmd, masks)
     m["file"] = spec["maskd"]
     return m
 
 
 def run_peer(args, eng: str, tok_dir: str, spec: dict, tokens: list[int], masks: str, tmp: str) -> dict:
     path = os.path.join(ROOT, spec[eng])
-    case = os.path.join(tmp, "case.json")
     with open(path, encoding="utf-8") as f:
         constraint = f.read()
-    with open(case, "w") as f:
-        json.dump({"kind": kind_of(path), "constraint": constraint, "tokens": tokens, "masks": masks}, f)
-    runs = []
-    for _ in range(args.repeats):
-        try:
-            p = subprocess.run([sys.executable, PEERS, "--peer", eng, "--tokenizer", tok_dir, "--case", case,
-                                "--maskctl", args.maskctl, "--cache", args.cache,
-                                "--warm-reps", str(args.warm_reps), "--clock", args.clock,
-                                "--diff-steps", "3", "--diff-examples", "6"],
-                               capture_output=True, text=True, timeout=args.timeout_s)
-        except subprocess.TimeoutExpired:
-            return {"error": "timeout (%d s)" % args.timeout_s, "file": spec[eng]}
-        if p.returncode != 0:
-            return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300],
-                    "file": spec[eng]}
-        runs.append(json.loads(p.stdout))
-    e = medians(runs)
-    # Masks are the same in every run: the first run's comparison.
-    e["agree"], e["compared"], e["diffs"] = runs[0]["agree"], runs[0]["compared"], runs[0]["diffs"]
-    if "refused" in runs[0]:
-        e["refused"] = runs[0]["refused"]
+    e = fresh_runs.run_peer(args, eng, tok_dir, kind_of(path), constraint, tokens, masks, tmp,
+                            diff_steps=3, diff_examples=6)
     e["file"] = spec[eng]
     return e
 

@@ -49,10 +49,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from grammar_peers import medians  # noqa: E402
+import fresh_runs  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-PEERS = os.path.join(ROOT, "bench", "peers.py")
 GEN = os.path.join(ROOT, "bench", "tool_gen.py")
 CALL = {"tags": "call-%d.txt", "anyof": "anyof-call-%d.txt"}
 
@@ -60,42 +59,17 @@ CALL = {"tags": "call-%d.txt", "anyof": "anyof-call-%d.txt"}
 def run_maskd(args, tok_dir: str, doc: str, call: str, masks: str) -> dict:
     cmd = [args.coldpath, "--tokenizer", tok_dir, "--structural-tag", doc, "--text", call,
            "--warm-reps", str(args.warm_reps), "--clock", args.clock]
-    runs = []
-    for r in range(args.repeats):
-        p = subprocess.run(cmd + (["--masks-out", masks] if r == 0 else []), capture_output=True,
-                           text=True, timeout=args.timeout_s)
-        if p.returncode != 0:
-            return {"error": p.stderr.strip()[-300:]}
-        runs.append(json.loads(p.stdout))
-    m = medians(runs)
-    m["walk_text_spelled"] = runs[0]["text_spelled"]
+    m = fresh_runs.run_maskd(args, cmd, masks)
+    if "error" not in m:
+        m["walk_text_spelled"] = m["text_spelled"]
     return m
 
 
 def run_peer(args, eng: str, tok_dir: str, doc: str, tokens: list[int], masks: str, tmp: str) -> dict:
-    case = os.path.join(tmp, "case.json")
     with open(doc, encoding="utf-8") as f:
         constraint = f.read()
-    with open(case, "w") as f:
-        json.dump({"kind": "structural_tag", "constraint": constraint, "tokens": tokens, "masks": masks}, f)
-    runs = []
-    for _ in range(args.repeats):
-        try:
-            p = subprocess.run([sys.executable, PEERS, "--peer", eng, "--tokenizer", tok_dir, "--case", case,
-                                "--maskctl", args.maskctl, "--cache", args.cache,
-                                "--warm-reps", str(args.warm_reps), "--clock", args.clock,
-                                "--diff-steps", "2", "--diff-examples", "3"],
-                               capture_output=True, text=True, timeout=args.timeout_s)
-        except subprocess.TimeoutExpired:
-            return {"error": "timeout (%d s)" % args.timeout_s}
-        if p.returncode != 0:
-            return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
-        runs.append(json.loads(p.stdout))
-    e = medians(runs)
-    e["agree"], e["compared"], e["diffs"] = runs[0]["agree"], runs[0]["compared"], runs[0]["diffs"]
-    if "refused" in runs[0]:
-        e["refused"] = runs[0]["refused"]
-    return e
+    return fresh_runs.run_peer(args, eng, tok_dir, "structural_tag", constraint, tokens, masks, tmp,
+                               diff_steps=2, diff_examples=3)
 
 
 def peers_available() -> bool:

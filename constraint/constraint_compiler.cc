@@ -117,44 +117,9 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Job& job) {
   return IndexGrammar(*g, job, max_terminal_bytes);
 }
 
-// Builds every state of lazy `dfa` reachable from its start, so later walks
-// read rows only and the state limit can no longer refuse one.
-// ResourceExhausted naming max_states when the states do not fit
-// budget.max_states (the DFA's own); DeadlineExceeded or Cancelled when `budget` runs out. The
-// verdict depends on the regex and max_states only: a lazy DFA numbers the
-// subsets of live NFA states, never more than the eager build's states before
-// minimization, so a DFA the eager build fits in fits here too.
-absl::Status BuildWholeDfa(const Dfa& dfa, const DfaOptions& budget) {
-  uint8_t class_byte[256];  // some byte of each class
-  bool seen[256] = {};
-  uint32_t classes = 0;
-  for (int b = 0; b < 256; ++b) {
-    const uint8_t c = dfa.byte_class(static_cast<uint8_t>(b));
-    if (!seen[c]) {
-      seen[c] = true;
-      class_byte[classes++] = static_cast<uint8_t>(b);
-    }
-  }
-  constexpr uint32_t kStatesPerBudgetCheck = 256;
-  const uint64_t refusals = Dfa::Refusals();
-  // States are numbered in the order rows first lead to them: filling the
-  // rows of 1, 2, ... in turn reaches every state.
-  for (Dfa::State s = 1; s < dfa.num_states(); ++s) {
-    if (s % kStatesPerBudgetCheck == 0) {
-      if (auto st = CheckBudget(budget); !st.ok()) return st;
-    }
-    for (uint32_t i = 0; i < classes; ++i) (void)dfa.Next(s, class_byte[i]);
-    if (Dfa::Refusals() != refusals) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "regex: the DFA needs more than ", budget.max_states, " states (limit max_states)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // A JSON Schema on the regex route. Its DFA is lazy unless the constraint
 // asks for it whole (eager, eager_dfa); with `whole` a lazy DFA is built out
-// while compiling (BuildWholeDfa), so a DFA over max_dfa_states fails here
+// while compiling (Dfa::BuildAll), so a DFA over max_dfa_states fails here
 // rather than while walking (the automatic route's test of fit).
 absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
                                                       const JsonSchemaOptions& schema_options,
@@ -168,8 +133,8 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
   auto index = CompileRegex(converted.regex, job.constraint.tokenizer, regex_options);
   if (!index.ok()) return index.status();
   const Dfa& dfa = (*index)->dfa();
-  if (whole && dfa.lazy()) {
-    if (auto st = BuildWholeDfa(dfa, job.index.dfa); !st.ok()) return st;
+  if (whole) {
+    if (auto st = dfa.BuildAll(job.index.dfa); !st.ok()) return st;
   }
   CompiledConstraint out;
   out.index = std::make_shared<const ConstraintIndex>(*std::move(index));

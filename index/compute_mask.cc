@@ -70,8 +70,7 @@ struct MaskPath {
 class TokenIndex::MaskBuild {
  public:
   MaskBuild(const TokenIndex& index, State s, std::vector<State>* successors)
-      : index_(index), dfa_(*index.dfa_), s_(s), successors_(successors), w_(Scratch()),
-        refusals_(dfa_.lazy() ? Dfa::Refusals() : 0) {}
+      : index_(index), dfa_(*index.dfa_), s_(s), successors_(successors), w_(Scratch()) {}
 
   const StateMask& Run();
 
@@ -93,7 +92,7 @@ class TokenIndex::MaskBuild {
 
   // Whether a lazy DFA refused a state since this build began: then what it
   // built is wrong somewhere and is neither kept nor shared.
-  bool Refused() const { return dfa_.lazy() && Dfa::Refusals() != refusals_; }
+  bool Refused() const { return dfa_.lazy() && refusals_.refused(); }
   MaskPath ChoosePath();
   void SetTokensWithinStay();
   void AddChainSuccessors();
@@ -113,7 +112,7 @@ class TokenIndex::MaskBuild {
   const State s_;
   std::vector<State>* const successors_;  // null: not wanted
   WalkScratch& w_;
-  const uint64_t refusals_;  // Dfa::Refusals() when the build began (lazy)
+  const RefusalWatch refusals_;  // since the build began
   MaskPath path_;
   std::vector<uint32_t> words_;
   uint32_t count_ = 0;

@@ -75,7 +75,7 @@ absl::Status Guide::BudgetAt(uint32_t state, uint32_t tokens_left, uint32_t* wor
   if (state == kFinished) return absl::OkStatus();  // only EOS is allowed anyway
   const Dfa& dfa = index_->dfa();
   if (static_cast<uint64_t>(dfa.MaxDistanceToAccept()) + 2 <= tokens_left) return absl::OkStatus();
-  const uint64_t refusals = Dfa::Refusals();
+  const RefusalWatch watch;
   const Vocabulary& v = index_->vocabulary();
   const uint32_t n = index_->num_words();
   // The mask as it came, for the rare fallback below (per thread, reused).
@@ -98,7 +98,7 @@ absl::Status Guide::BudgetAt(uint32_t state, uint32_t tokens_left, uint32_t* wor
     words[w] = keep;
     keep_any |= keep != 0;  // an EOS, or a token within budget
   }
-  if (dfa.lazy() && Dfa::Refusals() != refusals) return dfa.StateLimitError();
+  if (dfa.lazy() && watch.refused()) return dfa.StateLimitError();
   if (keep_any) return absl::OkStatus();
   // Nothing can finish in the budget: keep the tokens closest to an end.
   for (uint32_t w = 0; w < n; ++w) {

@@ -51,9 +51,9 @@ absl::Status TokenIndex::WriteMask(State s, uint32_t* words) const {
     MaskOf(s).Write(words, num_words_);
     return absl::OkStatus();
   }
-  const uint64_t refusals = Dfa::Refusals();
+  const RefusalWatch watch;
   MaskOf(s).Write(words, num_words_);
-  if (Dfa::Refusals() == refusals) return absl::OkStatus();
+  if (!watch.refused()) return absl::OkStatus();
   std::fill(words, words + num_words_, 0u);
   return dfa_->StateLimitError();
 }
@@ -83,9 +83,9 @@ TokenIndex::State TokenIndex::NextState(State s, uint32_t token) const {
 
 absl::StatusOr<TokenIndex::State> TokenIndex::NextStateChecked(State s, uint32_t token) const {
   if (!dfa_->lazy()) return NextState(s, token);
-  const uint64_t refusals = Dfa::Refusals();
+  const RefusalWatch watch;
   const State t = NextState(s, token);
-  if (Dfa::Refusals() != refusals) return dfa_->StateLimitError();
+  if (watch.refused()) return dfa_->StateLimitError();
   return t;
 }
 
@@ -121,9 +121,9 @@ absl::Status TokenIndex::Precompute(int threads, absl::Time deadline,
       }
       successors.clear();
       if (abort.ok()) {
-        const uint64_t refusals = Dfa::Refusals();
+        const RefusalWatch watch;
         ComputeMask(s, &successors);
-        if (Dfa::Refusals() != refusals) {
+        if (watch.refused()) {
           abort = dfa_->StateLimitError();
         } else if (masks_.At(s)->load(std::memory_order_acquire) == nullptr) {
           abort = options_.budget->ExhaustedError("index precomputation");

@@ -144,14 +144,14 @@ Metrics::Metrics(absl::string_view version)
                          .Register(*registry_);
   mask_bytes_ = gauge("maskd_index_mask_bytes",
                       "Bytes of token masks kept by all indexes (bounded by --max-mask-bytes)");
-  masks_unkept_ = gauge("maskd_index_masks_unkept",
+  masks_unkept_ = counter("maskd_index_masks_unkept_total",
                         "Masks computed but not kept for lack of --max-mask-bytes, since start");
   terminal_dfa_bytes_ = gauge("maskd_terminal_dfa_cache_bytes",
                               "Bytes of grammar terminal DFAs kept for later compilations "
                               "(bounded by --terminal-dfa-cache-bytes)");
-  terminal_dfas_built_ = gauge("maskd_terminal_dfas_built",
+  terminal_dfas_built_ = counter("maskd_terminal_dfas_built_total",
                                "Grammar terminal DFAs built by compilations, since start");
-  terminal_dfas_shared_ = gauge("maskd_terminal_dfas_shared",
+  terminal_dfas_shared_ = counter("maskd_terminal_dfas_shared_total",
                                 "Grammar terminal DFAs taken from the cache instead of built "
                                 "(equal terminals, tools sent again), since start");
   sessions_active_ = gauge("maskd_sessions_active", "Live sessions");

@@ -68,16 +68,18 @@ class Metrics {
   void CacheEvicted(uint64_t n) { cache_evictions_->Increment(static_cast<double>(n)); }
   void SetCacheBytes(uint64_t bytes) { cache_bytes_->Set(static_cast<double>(bytes)); }
   // Bytes of masks kept under --max-mask-bytes, and masks not kept so far.
+  // The totals only grow; callers are serialized (the cache's lock).
   void SetMaskBudget(uint64_t used_bytes, uint64_t unkept) {
     mask_bytes_->Set(static_cast<double>(used_bytes));
-    masks_unkept_->Set(static_cast<double>(unkept));
+    AdvanceTo(masks_unkept_, unkept);
   }
   // The compiler's terminal DFA cache (grammar/terminal_dfas.h): bytes held,
   // and DFAs built and taken from it since start (a tool sent again is taken).
+  // Serialized as SetMaskBudget.
   void SetTerminalDfas(uint64_t bytes, uint64_t built, uint64_t shared) {
     terminal_dfa_bytes_->Set(static_cast<double>(bytes));
-    terminal_dfas_built_->Set(static_cast<double>(built));
-    terminal_dfas_shared_->Set(static_cast<double>(shared));
+    AdvanceTo(terminal_dfas_built_, built);
+    AdvanceTo(terminal_dfas_shared_, shared);
   }
   // The --max-sessions cap (maskd_sessions_max), set once at start.
   void SetSessionsMax(uint64_t n) { sessions_max_->Set(static_cast<double>(n)); }
@@ -119,6 +121,11 @@ class Metrics {
 
  private:
   class Hot;
+  // Raises counter `c` to `total`, a running total kept elsewhere.
+  static void AdvanceTo(prometheus::Counter* c, uint64_t total) {
+    const double delta = static_cast<double>(total) - c->Value();
+    if (delta > 0) c->Increment(delta);
+  }
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<Hot> hot_;
   prometheus::Family<prometheus::Histogram>* compile_seconds_;
@@ -135,10 +142,10 @@ class Metrics {
   absl::Mutex transport_mu_;
   TransportCounts transport_last_ ABSL_GUARDED_BY(transport_mu_);
   prometheus::Gauge* mask_bytes_;
-  prometheus::Gauge* masks_unkept_;
+  prometheus::Counter* masks_unkept_;
   prometheus::Gauge* terminal_dfa_bytes_;
-  prometheus::Gauge* terminal_dfas_built_;
-  prometheus::Gauge* terminal_dfas_shared_;
+  prometheus::Counter* terminal_dfas_built_;
+  prometheus::Counter* terminal_dfas_shared_;
   prometheus::Gauge* sessions_active_;
   prometheus::Gauge* sessions_max_;
   prometheus::Counter* sessions_expired_;

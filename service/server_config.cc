@@ -548,33 +548,35 @@ absl::StatusOr<ShmServiceOptions> ShmFlags(ClientIdentity client_identity) {
   return o;
 }
 
-// A pool's slice from --{mask,step}-slice-ms: 0 (or less) never hands back.
-absl::Duration SliceFlag(int32_t ms) {
-  return ms > 0 ? absl::Milliseconds(ms) : absl::InfiniteDuration();
-}
-
-WorkPool::Options MaskPoolFlags() {
+// A work pool's options: `threads`, its per-client cap, its slice (from
+// --{mask,step}-slice-ms: 0 or less never hands back), its cap on long tasks
+// (0: the pool's 2 * threads) and --long-task-nice, shared by both pools.
+WorkPool::Options PoolOptions(size_t threads, uint64_t max_per_client, int32_t slice_ms,
+                              uint64_t max_long) {
   WorkPool::Options o;
-  o.threads = static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1));
-  o.max_per_client = absl::GetFlag(FLAGS_max_pending_masks_per_client);
-  o.slice = SliceFlag(absl::GetFlag(FLAGS_mask_slice_ms));
-  o.max_long = absl::GetFlag(FLAGS_max_long_masks);  // 0: the pool's 2 * threads
+  o.threads = threads;
+  o.max_per_client = max_per_client;
+  o.slice = slice_ms > 0 ? absl::Milliseconds(slice_ms) : absl::InfiniteDuration();
+  o.max_long = max_long;
   o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
   return o;
 }
 
+WorkPool::Options MaskPoolFlags() {
+  return PoolOptions(static_cast<size_t>(std::max(absl::GetFlag(FLAGS_mask_threads), 1)),
+                     absl::GetFlag(FLAGS_max_pending_masks_per_client),
+                     absl::GetFlag(FLAGS_mask_slice_ms), absl::GetFlag(FLAGS_max_long_masks));
+}
+
 // The step pool's options from --step-threads (0: one per CPU, at least 2),
-// --max-pending-steps-per-client, --step-slice-ms, --max-long-steps and
-// --long-task-nice.
+// --max-pending-steps-per-client, --step-slice-ms and --max-long-steps.
 WorkPool::Options StepPoolFlags() {
-  WorkPool::Options o;
   const int32_t threads = absl::GetFlag(FLAGS_step_threads);
-  o.threads = threads > 0 ? static_cast<size_t>(threads)
-                          : std::max<size_t>(std::thread::hardware_concurrency(), 2);
-  o.max_per_client = absl::GetFlag(FLAGS_max_pending_steps_per_client);
-  o.slice = SliceFlag(absl::GetFlag(FLAGS_step_slice_ms));
-  o.max_long = absl::GetFlag(FLAGS_max_long_steps);  // 0: the pool's 2 * threads
-  o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
+  WorkPool::Options o = PoolOptions(
+      threads > 0 ? static_cast<size_t>(threads)
+                  : std::max<size_t>(std::thread::hardware_concurrency(), 2),
+      absl::GetFlag(FLAGS_max_pending_steps_per_client), absl::GetFlag(FLAGS_step_slice_ms),
+      absl::GetFlag(FLAGS_max_long_steps));
   o.tasks = "grammar step batches";
   o.cap_flag = "--max-pending-steps-per-client";
   o.long_flag = "--max-long-steps";

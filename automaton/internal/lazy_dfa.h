@@ -27,6 +27,7 @@
 #include "automaton/dfa.h"
 #include "automaton/grow_only_array.h"
 #include "automaton/internal/flat_rows.h"
+#include "automaton/internal/forced_byte.h"
 #include "automaton/internal/nfa.h"
 #include "automaton/internal/span_interner.h"
 #include "automaton/internal/subset_rows.h"
@@ -69,6 +70,9 @@ class LazyDfa {
   uint32_t MaxDistanceBound() const { return max_distance_bound_; }
   // Dfa::ForcedByte: fills s's row first; -1 when that is refused.
   int ForcedByte(uint32_t s) const;
+  // Dfa::BuildAll: fills every row reachable from the start; `options`'
+  // deadline and cancel flag polled every 256 states.
+  absl::Status BuildAll(const DfaOptions& options) const;
   size_t MemoryBytes() const;
 
  private:
@@ -87,7 +91,6 @@ class LazyDfa {
   // ResourceExhausted past max_states.
   absl::StatusOr<uint32_t> Intern(absl::Span<const uint32_t> set) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int16_t ForcedByteOfRow(uint32_t s, const uint32_t* row) const;
 
   const CompactNfa nfa_;
   const DfaOptions options_;  // max_states only: no deadline, no cancel flag
@@ -96,8 +99,7 @@ class LazyDfa {
   std::vector<uint32_t> nfa_distance_;  // per NFA state: bytes to the match
   uint32_t max_distance_bound_ = 0;
   uint32_t start_ = Dfa::kDead;
-  uint16_t class_bytes_[256] = {};  // bytes per class
-  uint8_t class_byte_[256] = {};    // some byte of each class
+  const ClassBytes classes_;
 
   mutable absl::Mutex mu_;  // held while filling a row
   mutable std::unique_ptr<SubsetRows> rows_ ABSL_GUARDED_BY(mu_);

@@ -17,6 +17,7 @@
 #include "automaton/dfa.h"
 #include "automaton/internal/build_abort.h"
 #include "automaton/internal/nfa.h"
+#include "automaton/internal/span_interner.h"
 
 namespace maskd::automaton_internal {
 
@@ -52,6 +53,23 @@ class Closures {
   uint32_t generation_ = 0;
   std::vector<uint32_t> stack_;
 };
+
+// ResourceExhausted: a DFA build needs more than `max_states` states.
+absl::Status TooManyStatesError(uint32_t max_states);
+
+// The id of DFA state `set` in `sets` (both builds number states this way),
+// with `*added` set when it is new (then its id is the next one);
+// ResourceExhausted naming max_states when it is new and `sets` already
+// holds `max_states` sets.
+inline absl::StatusOr<uint32_t> InternStateSet(SpanInterner* sets, absl::Span<const uint32_t> set,
+                                               uint32_t max_states, bool* added) {
+  const uint64_t h = SpanInterner::Hash(set);
+  *added = false;
+  if (uint32_t id = sets->Find(set, h); id != SpanInterner::kNone) return id;
+  if (sets->size() >= max_states) return TooManyStatesError(max_states);
+  *added = true;
+  return sets->Add(set, h);
+}
 
 // Computes rows. Not thread-safe: one SubsetRows per build, or a lock.
 class SubsetRows {

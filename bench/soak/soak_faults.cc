@@ -111,9 +111,12 @@ void Worker::Cancel() {
   }
   const uint64_t id = created->session_id();
   Guide g(sh_->oracle.fixed(c));
-  std::vector<uint32_t> m(g.index().num_words());
-  (void)g.WriteMaskUnchecked(m.data());
-  const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
+  const std::vector<uint32_t>* m = OracleMask(g, "drop");
+  if (m == nullptr) {
+    (void)client_->CloseSession(id);
+    return;
+  }
+  const uint32_t t = Sample(m->data(), static_cast<uint32_t>(m->size()), rng_);
   v1::StepRequest req;
   v1::StepEntry* e = req.add_entries();
   e->set_session_id(id);

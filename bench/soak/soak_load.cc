@@ -41,10 +41,19 @@ void Worker::Run() {
   }
 }
 
+const std::vector<uint32_t>* Worker::OracleMask(const Guide& g, const std::string& what) {
+  scratch_.assign(g.index().num_words(), 0);
+  if (absl::Status s = g.WriteMaskUnchecked(scratch_.data()); !s.ok()) {
+    T().Unexpected(absl::StrCat(what, ": the oracle's mask failed: ", s.ToString()));
+    return nullptr;
+  }
+  return &scratch_;
+}
+
 bool Worker::CheckRow(const Guide& g, absl::Span<const uint32_t> row, const std::string& what) {
-  std::vector<uint32_t>& m = scratch_;
-  m.assign(g.index().num_words(), 0);
-  (void)g.WriteMaskUnchecked(m.data());
+  const std::vector<uint32_t>* oracle = OracleMask(g, what);
+  if (oracle == nullptr) return false;
+  const std::vector<uint32_t>& m = *oracle;
   T().masks_checked.fetch_add(1);
   if (row.size() < m.size() || !std::equal(m.begin(), m.end(), row.begin()) ||
       std::any_of(row.begin() + m.size(), row.end(), [](uint32_t w) { return w != 0; })) {
@@ -70,10 +79,12 @@ void Worker::AfterStep(Seq& q, absl::Span<const uint32_t> row, const char* path)
     q.done = true;
     return;
   }
-  std::vector<uint32_t>& m = scratch_;
-  m.assign(q.guide.index().num_words(), 0);
-  (void)q.guide.WriteMaskUnchecked(m.data());
-  const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
+  const std::vector<uint32_t>* m = OracleMask(q.guide, path);
+  if (m == nullptr) {
+    q.done = true;
+    return;
+  }
+  const uint32_t t = Sample(m->data(), static_cast<uint32_t>(m->size()), rng_);
   if (t == UINT32_MAX) {
     T().Unexpected(absl::StrCat(path, ": empty mask in a live state"));
     q.done = true;
@@ -83,9 +94,9 @@ void Worker::AfterStep(Seq& q, absl::Span<const uint32_t> row, const char* path)
   // Speculative decoding: a draft token after t, rejected at the next step
   // (rollback 1 there, then a token sampled from the state after t).
   Guide ahead = q.guide.Fork();
-  if (Chance(0.15) && ahead.Advance(t).ok() && !ahead.IsFinished()) {
-    (void)ahead.WriteMaskUnchecked(m.data());
-    const uint32_t d = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
+  if (Chance(0.15) && ahead.Advance(t).ok() && !ahead.IsFinished() &&
+      (m = OracleMask(ahead, path)) != nullptr) {
+    const uint32_t d = Sample(m->data(), static_cast<uint32_t>(m->size()), rng_);
     if (d != UINT32_MAX && ahead.Advance(d).ok()) {
       q.pending.push_back(d);
       T().speculative.fetch_add(1);
@@ -164,11 +175,9 @@ void Worker::Generate(bool stream_path) {
         // token sampled after t instead. The guide keeps mirroring the
         // server (…, t, d) until that entry is confirmed.
         Guide back = q.guide.Fork();
-        if (back.Rollback(1).ok()) {
-          std::vector<uint32_t>& m = scratch_;
-          m.assign(back.index().num_words(), 0);
-          (void)back.WriteMaskUnchecked(m.data());
-          const uint32_t t = Sample(m.data(), static_cast<uint32_t>(m.size()), rng_);
+        const std::vector<uint32_t>* m = nullptr;
+        if (back.Rollback(1).ok() && (m = OracleMask(back, "draft rejected")) != nullptr) {
+          const uint32_t t = Sample(m->data(), static_cast<uint32_t>(m->size()), rng_);
           if (t != UINT32_MAX) {
             q.rollback = 1;
             q.pending = {t};

@@ -59,6 +59,9 @@ class Worker {
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
   // The load (soak_load.cc).
+  // The oracle's mask of `g`, in scratch_; null (reported as unexpected,
+  // naming `what`) when the oracle cannot write it.
+  const std::vector<uint32_t>* OracleMask(const Guide& g, const std::string& what);
   bool CheckRow(const Guide& g, absl::Span<const uint32_t> row, const std::string& what);
   // After a confirmed step of `q` (the server applied rollback + pending and
   // answered with `row`): mirror it, check the row, choose the next entry.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Sequence
+from typing import IO, Callable, Iterable, Sequence
 
 # Google Benchmark keys that are not user counters.
 _NON_COUNTERS = {
@@ -91,3 +91,21 @@ def table(header: Sequence[str], numeric: Sequence[bool], rows: Iterable[Sequenc
              "| " + " | ".join("---:" if r else "---" for r in numeric) + " |"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def engine_figures(result: dict, name: str) -> dict:
+    """A peer benchmark result's figures for engine `name` (bench/grammar_peers.py,
+    bench/tools_bench.py), or {} when it failed or did not run."""
+    e = result["engines"].get(name, {})
+    return {} if "error" in e else e
+
+
+def engine_cell(result: dict, name: str, get: Callable[[dict], float], digits: int = 2) -> str:
+    """get(figures) of engine `name` as a cell: "—" when it did not run, "err"
+    when it failed."""
+    e = result["engines"].get(name)
+    if e is None:
+        return "—"
+    if "error" in e:
+        return "err"
+    return num(get(e), digits)

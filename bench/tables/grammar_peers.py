@@ -21,25 +21,10 @@ import argparse
 import json
 import sys
 
-from common import num, open_input, table
+from common import engine_cell, engine_figures, num, open_input, table
 
 PEERS = ("llguidance", "xgrammar")
 P99_GOAL_US = 100.0
-
-
-def engine(r: dict, name: str) -> dict:
-    """The engine's figures, or {} when it failed or did not run."""
-    e = r["engines"].get(name, {})
-    return {} if "error" in e else e
-
-
-def cell(r: dict, name: str, get, digits: int = 2) -> str:
-    e = r["engines"].get(name)
-    if e is None:
-        return "—"
-    if "error" in e:
-        return "err"
-    return num(get(e), digits)
 
 
 def case(r: dict) -> list[str]:
@@ -50,7 +35,7 @@ def versus(results: list[dict], label: str, mine, theirs, peer: str, unit: str) 
     """A goal row "maskd's figure <= the peer's" over the cases both measured."""
     compared, misses = 0, []
     for r in results:
-        m, p = engine(r, "maskd"), engine(r, peer)
+        m, p = engine_figures(r, "maskd"), engine_figures(r, peer)
         if not m or not p:
             continue
         compared += 1
@@ -65,9 +50,9 @@ def versus(results: list[dict], label: str, mine, theirs, peer: str, unit: str) 
 
 def under(results: list[dict], label: str, get, limit: float) -> list[str]:
     """A goal row "maskd's figure <= limit µs" over the cases maskd measured."""
-    rows = [r for r in results if engine(r, "maskd")]
-    misses = ["`%s`/%s (%s µs)" % (r["grammar"], r["tokenizer"], num(get(engine(r, "maskd")), 1))
-              for r in rows if get(engine(r, "maskd")) > limit]
+    rows = [r for r in results if engine_figures(r, "maskd")]
+    misses = ["`%s`/%s (%s µs)" % (r["grammar"], r["tokenizer"], num(get(engine_figures(r, "maskd")), 1))
+              for r in rows if get(engine_figures(r, "maskd")) > limit]
     return [label, "%d of %d" % (len(rows) - len(misses), len(rows)),
             "missed on " + ", ".join(misses) if misses else "met"]
 
@@ -88,9 +73,9 @@ def main() -> int:
     out.append("**Grammar text → first mask, ms** (tokenizer load excluded)\n")
     rows = []
     for r in results:
-        row = case(r) + [cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
-        row += [cell(r, "maskd", lambda x: x["compile_ms"]), cell(r, "maskd", lambda x: x["first_mask_ms"])]
-        m, ll = engine(r, "maskd"), engine(r, "llguidance")
+        row = case(r) + [engine_cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
+        row += [engine_cell(r, "maskd", lambda x: x["compile_ms"]), engine_cell(r, "maskd", lambda x: x["first_mask_ms"])]
+        m, ll = engine_figures(r, "maskd"), engine_figures(r, "llguidance")
         if "llguidance" in peers:
             row.append("%.2f×" % (m["ttfm_ms"] / ll["ttfm_ms"]) if m and ll else "—")
         rows.append(row)
@@ -103,7 +88,7 @@ def main() -> int:
         out.append("**%s**\n" % title)
         rows = []
         for r in results:
-            steps = engine(r, "maskd").get("walk_steps")
+            steps = engine_figures(r, "maskd").get("walk_steps")
             row = case(r) + ["—" if steps is None else str(int(steps))]
             for e in engines:
                 x = r["engines"].get(e)
@@ -135,13 +120,13 @@ def main() -> int:
              under(results, "per-token p99 ≤ 100 µs", lambda m: m["step_us"]["p99"], P99_GOAL_US),
              under(results, "per-token p99 ≤ 100 µs, warm", lambda m: m["warm_step_us"]["p99"], P99_GOAL_US)]
     for p in peers:
-        both = [r for r in results if engine(r, "maskd") and engine(r, p)]
+        both = [r for r in results if engine_figures(r, "maskd") and engine_figures(r, p)]
         differ = ["`%s`/%s (%d of %d steps%s)" % (r["grammar"], r["tokenizer"],
-                                                   engine(r, p)["compared"] - engine(r, p)["agree"],
-                                                   engine(r, p)["compared"],
-                                                   "; a token refused" if "refused" in engine(r, p) else "")
+                                                   engine_figures(r, p)["compared"] - engine_figures(r, p)["agree"],
+                                                   engine_figures(r, p)["compared"],
+                                                   "; a token refused" if "refused" in engine_figures(r, p) else "")
                   for r in both
-                  if engine(r, p)["agree"] != engine(r, p)["compared"] or "refused" in engine(r, p)]
+                  if engine_figures(r, p)["agree"] != engine_figures(r, p)["compared"] or "refused" in engine_figures(r, p)]
         goals.append(["masks equal to %s's" % p, "%d of %d cases" % (len(both) - len(differ), len(both)),
                       "differ on " + ", ".join(differ) + " (below)" if differ else "met"])
     out.append(table(["goal", "cases", ""], [False, False, False], goals))

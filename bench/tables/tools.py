@@ -18,24 +18,10 @@ import argparse
 import json
 import sys
 
-from common import grouped, num, open_input, table
+from common import engine_cell, engine_figures, grouped, num, open_input, table
 
 PEERS = ("llguidance", "xgrammar")
 P99_GOAL_US = 100.0
-
-
-def fig(r: dict, name: str) -> dict:
-    e = r["engines"].get(name, {})
-    return {} if "error" in e else e
-
-
-def cell(r: dict, name: str, get, digits: int = 2) -> str:
-    e = r["engines"].get(name)
-    if e is None:
-        return "—"
-    if "error" in e:
-        return "err"
-    return num(get(e), digits)
 
 
 def case(r: dict) -> list[str]:
@@ -51,8 +37,8 @@ def goals(results: list[dict], peers: list[str]) -> list[str]:
     rows = []
     misses, compared = [], 0
     for r in results:
-        m = fig(r, "maskd")
-        best = [fig(r, p)["ttfm_ms"] for p in peers if fig(r, p)]
+        m = engine_figures(r, "maskd")
+        best = [engine_figures(r, p)["ttfm_ms"] for p in peers if engine_figures(r, p)]
         if not m or not best:
             continue
         compared += 1
@@ -61,11 +47,11 @@ def goals(results: list[dict], peers: list[str]) -> list[str]:
     if compared:
         rows.append(["compile + first mask ≤ the faster peer's", "%d / %d" % (compared - len(misses), compared),
                      "; ".join(misses) or "—"])
-    slow = [r for r in results if fig(r, "maskd") and p99(fig(r, "maskd")) > P99_GOAL_US]
-    measured = [r for r in results if fig(r, "maskd")]
+    slow = [r for r in results if engine_figures(r, "maskd") and p99(engine_figures(r, "maskd")) > P99_GOAL_US]
+    measured = [r for r in results if engine_figures(r, "maskd")]
     rows.append(["per-token p99 ≤ %d µs (first walk)" % P99_GOAL_US,
                  "%d / %d" % (len(measured) - len(slow), len(measured)),
-                 "; ".join("%d %s (%s µs)" % (r["tools"], r["form"], num(p99(fig(r, "maskd")))) for r in slow) or "—"])
+                 "; ".join("%d %s (%s µs)" % (r["tools"], r["form"], num(p99(engine_figures(r, "maskd")))) for r in slow) or "—"])
     return rows
 
 
@@ -84,10 +70,10 @@ def main() -> int:
            "`anyof`: one tag, an anyOf of the tools)\n"]
     rows = []
     for r in results:
-        row = case(r) + [cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
-        row += [cell(r, "maskd", lambda x: x["compile_ms"]), cell(r, "maskd", lambda x: x["first_mask_ms"]),
-                cell(r, "maskd", lambda x: x["resent_ttfm_ms"]),
-                cell(r, "maskd", lambda x: x["dfas_built"], 0)]
+        row = case(r) + [engine_cell(r, e, lambda x: x["ttfm_ms"]) for e in engines]
+        row += [engine_cell(r, "maskd", lambda x: x["compile_ms"]), engine_cell(r, "maskd", lambda x: x["first_mask_ms"]),
+                engine_cell(r, "maskd", lambda x: x["resent_ttfm_ms"]),
+                engine_cell(r, "maskd", lambda x: x["dfas_built"], 0)]
         rows.append(row)
     out.append(table(["tools", "form", "bytes"] + engines +
                      ["maskd: compile", "first mask", "sent again", "DFAs built"],
@@ -104,7 +90,7 @@ def main() -> int:
                 row.append("err")
             else:
                 row.append("%s / %s" % (num(x["step_us"]["mean"]), num(x["step_us"]["p99"])))
-        row.append(cell(r, "maskd", lambda x: x["walk_steps"], 0))
+        row.append(engine_cell(r, "maskd", lambda x: x["walk_steps"], 0))
         rows.append(row)
     out.append(table(["tools", "form", "bytes"] + engines + ["steps"],
                      [True, False, True] + [True] * (len(engines) + 1), rows))
@@ -116,7 +102,7 @@ def main() -> int:
         for r in results:
             row = case(r)
             for p in peers:
-                e = fig(r, p)
+                e = engine_figures(r, p)
                 if not e:
                     row.append("—")
                     continue

@@ -193,6 +193,42 @@ TEST(Dfa, LazyStateCapRefusesWhileWalking) {
   EXPECT_EQ(Dfa::Refusals(), before + 1);
 }
 
+// BuildAll builds a lazy DFA out: later walks build nothing and cannot be
+// refused. Past max_states it refuses while compiling, and a set cancel flag
+// stops it.
+TEST(Dfa, LazyBuildAllBuildsEveryStateOrStops) {
+  auto lazy = Dfa::FromPattern("[ab]*a[ab]{6}", RegexLimits{}, DfaOptions{}, /*lazy=*/true);
+  ASSERT_TRUE(lazy.ok()) << lazy.status();
+  const Dfa& d = **lazy;
+  ASSERT_TRUE(d.lazy());
+  ASSERT_TRUE(d.BuildAll(DfaOptions{}).ok());
+  const uint32_t built = d.num_states();
+  EXPECT_GE(built, MustCompile("[ab]*a[ab]{6}")->num_states());  // unminimized
+  const uint64_t before = Dfa::Refusals();
+  std::mt19937 rng(7);
+  Dfa::State s = d.start();
+  for (int i = 0; i < 10000; ++i) s = d.Next(s, static_cast<uint8_t>("abc"[rng() % 3]));
+  EXPECT_EQ(d.num_states(), built);
+  EXPECT_EQ(Dfa::Refusals(), before);
+
+  DfaOptions capped;
+  capped.max_states = 50;
+  auto small = Dfa::FromPattern("[ab]*a[ab]{6}", RegexLimits{}, capped, /*lazy=*/true);
+  ASSERT_TRUE(small.ok()) << small.status();
+  const absl::Status refused = (*small)->BuildAll(capped);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("more than 50 states (limit max_states)"));
+
+  auto big = Dfa::FromPattern("[ab]*a[ab]{10}", RegexLimits{}, DfaOptions{}, /*lazy=*/true);
+  ASSERT_TRUE(big.ok()) << big.status();
+  std::atomic<bool> cancel{true};
+  DfaOptions cancelled;
+  cancelled.cancel = &cancel;
+  EXPECT_EQ((*big)->BuildAll(cancelled).code(), absl::StatusCode::kCancelled);
+  // An eager DFA is whole already.
+  EXPECT_TRUE(MustCompile("[ab]*a[ab]{6}")->BuildAll(cancelled).ok());
+}
+
 TEST(Dfa, NfaCapIsAClearError) {
   DfaOptions options;
   options.max_nfa_states = 100;

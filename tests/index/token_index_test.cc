@@ -483,6 +483,38 @@ TEST(TokenIndex, ThreadsBuildingOneLazyDfaSeeTheEagerMasks) {
   }
 }
 
+// A lazy index whose DFA reaches max_states while computing a mask: the
+// row comes back all zero with the state-limit error, the mask is not kept
+// (the next call refuses again), and NextStateChecked and Precompute report
+// the same error where a walk needs a state past the limit.
+TEST(TokenIndex, LazyStateLimitRefusalsAreErrorsAndNotKept) {
+  CompileOptions o;
+  o.lazy_dfa = true;
+  o.dfa.max_states = 8;
+  auto index = CompileRegex("[a-c ]*a[a-c ]{12}", testing::BundledTokenizer(), o);
+  ASSERT_TRUE(index.ok()) << index.status();
+  const TokenIndex& ix = **index;
+  ASSERT_TRUE(ix.dfa().lazy());
+  std::vector<uint32_t> words(ix.num_words(), 0xFFFFFFFFu);
+  const absl::Status refused = ix.WriteMask(ix.start(), words.data());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(refused.message()).find("limit max_states"), std::string::npos) << refused;
+  EXPECT_TRUE(std::all_of(words.begin(), words.end(), [](uint32_t w) { return w == 0; }));
+  EXPECT_EQ(ix.num_computed_states(), 0u);
+  EXPECT_EQ(ix.WriteMask(ix.start(), words.data()).code(), absl::StatusCode::kResourceExhausted);
+  int checked_refusals = 0;
+  for (uint32_t t = 0; t < ix.vocabulary().size(); ++t) {
+    auto next = ix.NextStateChecked(ix.start(), t);
+    if (!next.ok()) {
+      EXPECT_EQ(next.status().code(), absl::StatusCode::kResourceExhausted);
+      ++checked_refusals;
+    }
+  }
+  EXPECT_GT(checked_refusals, 0);
+  EXPECT_LE(ix.dfa().num_states(), 8u);
+  EXPECT_EQ(ix.Precompute(1).code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(TokenIndex, PrecomputeHonoursDeadlineAndCancel) {
   auto index = CompileRegex(Regexes()[0], testing::BundledTokenizer());
   ASSERT_TRUE(index.ok());

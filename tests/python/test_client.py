@@ -380,6 +380,15 @@ def _depth(tree: dict) -> int:
     return 1 + max((_depth(c) for c in tree["children"]), default=0)
 
 
+def test_eager_dfa_builds_the_whole_dfa_at_compile(client):
+    rx = "[ab]*a[ab]{11}"  # 4,096 minimized states: over --eager-dfa-states, so lazy by default
+    lazy = client.compile("qwen3", regex=rx)
+    whole = client.compile("qwen3", regex=rx, eager_dfa=True)
+    assert lazy.index_id != whole.index_id  # part of the cache key
+    assert lazy.dfa_states < 1024
+    assert whole.dfa_states >= 4096
+
+
 def test_schema_routes(client):
     auto = client.compile("qwen3", json_schema=TREE_SCHEMA)
     assert auto.route == "grammar"  # recursive: exact on the grammar route

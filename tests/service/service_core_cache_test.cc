@@ -58,6 +58,21 @@ TEST(IndexCacheTest, CompileHitAndIds) {
   EXPECT_THAT(m, HasSubstr("maskd_compile_seconds_count{kind=\"regex\",result=\"ok\"} 1"));
 }
 
+// Running totals the cache polls from elsewhere (terminal DFAs built and
+// shared, masks not kept) are counters that follow the total.
+TEST(IndexCacheTest, PolledTotalsAreCounters) {
+  Metrics metrics("test");
+  metrics.SetTerminalDfas(100, 3, 1);
+  metrics.SetTerminalDfas(100, 5, 1);
+  metrics.SetMaskBudget(10, 7);
+  const std::string m = metrics.Serialize();
+  EXPECT_THAT(m, HasSubstr("# TYPE maskd_terminal_dfas_built_total counter"));
+  EXPECT_THAT(m, HasSubstr("maskd_terminal_dfas_built_total 5"));
+  EXPECT_THAT(m, HasSubstr("maskd_terminal_dfas_shared_total 1"));
+  EXPECT_THAT(m, HasSubstr("# TYPE maskd_index_masks_unkept_total counter"));
+  EXPECT_THAT(m, HasSubstr("maskd_index_masks_unkept_total 7"));
+}
+
 TEST(IndexCacheTest, FailuresAreCachedThenExpire) {
   IndexCacheOptions o;
   o.failure_ttl = absl::Milliseconds(200);

@@ -481,7 +481,7 @@ class MaskbenchRunner {
     maskd::Guide first(index);
     mask_.assign(index->num_words(), 0);
     const auto t_mask = Clock::now();
-    (void)first.WriteMaskUnchecked(mask_.data());
+    (void)first.WriteMaskUnchecked(mask_.data());  // a refusal fails the walks too
     const double first_mask_us = UsSince(t_mask);
     tot->ttfm_us.push_back(UsSince(c.t0));
     ++tot->compiled;
@@ -508,7 +508,7 @@ class MaskbenchRunner {
     const std::string& text = inst.text;
     maskd::Guide g(index);
     InstanceWalk w;
-    const uint64_t refusals = maskd::Dfa::Refusals();
+    const maskd::RefusalWatch refusals;
     while (w.pos < text.size()) {
       int64_t id = lookup_.LongestAllowed(g, std::string_view(text).substr(w.pos));
       if (id < 0) {
@@ -517,7 +517,7 @@ class MaskbenchRunner {
       }
       const bool first_visit = flags_.stages && visited->insert(g.state()).second;
       auto s0 = Clock::now();
-      (void)g.WriteMaskUnchecked(mask_.data());
+      (void)g.WriteMaskUnchecked(mask_.data());  // a refusal: `refusals` below
       absl::Status st = g.Advance(static_cast<uint32_t>(id));
       double us = UsSince(s0);
       if (flags_.stages && inst.valid) {
@@ -537,7 +537,7 @@ class MaskbenchRunner {
       if (eos_.empty()) eos_ok = g.IsAccepting();
       w.ok = eos_ok;
     }
-    w.refused = maskd::Dfa::Refusals() != refusals;
+    w.refused = refusals.refused();
     return w;
   }
 

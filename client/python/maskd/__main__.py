@@ -51,7 +51,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="the grammar's format; default: the file's extension")
         p.add_argument("--structural-tag", metavar="FILE", help="a structural tag (JSON)")
         if name == "compile":
-            p.add_argument("--eager", action="store_true")
+            p.add_argument("--eager", action="store_true",
+                           help="build the whole DFA and every state's mask at compile")
+            p.add_argument("--eager-dfa", action="store_true",
+                           help="build a regex's whole DFA at compile (masks as sessions need them)")
             p.add_argument("--no-wait", action="store_true")
             p.add_argument("--timeout-ms", type=int, default=0)
         else:
@@ -67,8 +70,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(json.dumps({"status": status}))
                 return 0 if status == "SERVING" else 3
             if a.cmd == "compile":
-                r = c.compile(a.tokenizer, eager=a.eager, wait=not a.no_wait, timeout_ms=a.timeout_ms,
-                              **_constraint(a))
+                r = c.compile(a.tokenizer, eager=a.eager, eager_dfa=a.eager_dfa, wait=not a.no_wait,
+                              timeout_ms=a.timeout_ms, **_constraint(a))
                 state = {1: "compiling", 2: "ready", 3: "failed"}.get(r.state, "unspecified")
                 print(json.dumps({"index_id": r.index_id, "state": state, "route": r.route,
                                   "dfa_states": r.dfa_states, "compile_ms": r.compile_ms}))

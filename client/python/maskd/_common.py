@@ -158,13 +158,15 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
                     grammar: Optional[GrammarLike] = None,
                     structural_tag: Optional[JsonLike] = None, eager: bool = False,
                     timeout_ms: int = 0, schema_route: str = "auto",
-                    any_property_order: bool = False,
+                    any_property_order: bool = False, eager_dfa: bool = False,
                     wait: bool = True) -> pb.CompileRequest:
     """A CompileRequest of exactly one constraint: ``regex``, ``json_schema`` (a str or a
     dict), ``grammar`` (a ``Grammar``, or a str of Lark) or ``structural_tag`` (a str or a
     dict: docs/grammars.md, "Structural tags"). ``schema_route`` ("auto", "regex" or
     "grammar"; JSON Schemas only) picks the engine (docs/json-schema.md, "Routes");
-    ``any_property_order`` accepts a schema's object members in any order (grammar route)."""
+    ``any_property_order`` accepts a schema's object members in any order (grammar route);
+    ``eager_dfa`` builds a regex's whole DFA at compile instead of its states as sessions reach
+    them (docs/service.md, "Lazy DFAs"). ``eager`` also computes every state's mask."""
     if sum(x is not None for x in (regex, json_schema, grammar, structural_tag)) != 1:
         raise ValueError("give exactly one of regex=, json_schema=, grammar= or structural_tag=")
     if schema_route not in SCHEMA_ROUTES:
@@ -172,7 +174,8 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
     req = pb.CompileRequest(tokenizer=tokenizer, wait=wait,
                             options=pb.CompileOptions(eager=eager, timeout_ms=timeout_ms,
                                                       schema_route=SCHEMA_ROUTES[schema_route],
-                                                      any_property_order=any_property_order))
+                                                      any_property_order=any_property_order,
+                                                      eager_dfa=eager_dfa))
     if regex is not None:
         req.regex = regex
     elif grammar is not None:

@@ -164,12 +164,12 @@ class AsyncClient:
                       json_schema: Optional[JsonLike] = None, grammar: Optional[GrammarLike] = None,
                       structural_tag: Optional[JsonLike] = None,
                       eager: bool = False, timeout_ms: int = 0, schema_route: str = "auto",
-                      any_property_order: bool = False,
+                      any_property_order: bool = False, eager_dfa: bool = False,
                       wait: bool = True) -> pb.CompileResponse:
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
                               structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
                               schema_route=schema_route, any_property_order=any_property_order,
-                              wait=wait)
+                              eager_dfa=eager_dfa, wait=wait)
         return await _rpc(self.stub.Compile, req, self.timeout)
 
     async def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:

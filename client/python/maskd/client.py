@@ -239,7 +239,7 @@ class Client:
                 json_schema: Optional[JsonLike] = None, grammar: Optional[GrammarLike] = None,
                 structural_tag: Optional[JsonLike] = None,
                 eager: bool = False, timeout_ms: int = 0, schema_route: str = "auto",
-                any_property_order: bool = False,
+                any_property_order: bool = False, eager_dfa: bool = False,
                 wait: bool = True) -> pb.CompileResponse:
         """Compiles (or finds cached) the index of one constraint: a regex, a JSON Schema (a
         str or a dict), a grammar (a ``Grammar``, or a str of Lark) or a structural tag (a
@@ -247,7 +247,7 @@ class Client:
         req = compile_request(tokenizer, regex=regex, json_schema=json_schema, grammar=grammar,
                               structural_tag=structural_tag, eager=eager, timeout_ms=timeout_ms,
                               schema_route=schema_route, any_property_order=any_property_order,
-                              wait=wait)
+                              eager_dfa=eager_dfa, wait=wait)
         return _rpc(self.stub.Compile, req, self.timeout)
 
     def get_index(self, index_id: str, wait: bool = False) -> pb.CompileResponse:
