@@ -4,7 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "automaton/internal/subset_rows.h"
 #include "automaton/internal/lazy_dfa.h"
 
 namespace maskd {
@@ -39,8 +40,8 @@ uint64_t Dfa::Refusals() { return automaton_internal::ThreadRefusals(); }
 
 absl::Status Dfa::StateLimitError() const {
   const uint32_t limit = lazy_ != nullptr ? lazy_->max_states() : num_states_;
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "regex: the DFA needs more than %d states (limit max_states), reached while walking", limit));
+  const absl::Status refused = automaton_internal::TooManyStatesError(limit);
+  return absl::ResourceExhaustedError(absl::StrCat(refused.message(), ", reached while walking"));
 }
 
 absl::Status Dfa::BuildAll(const DfaOptions& options) const {

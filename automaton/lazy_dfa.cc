@@ -26,7 +26,8 @@ uint64_t ThreadRefusals() { return refusals; }
 
 LazyDfa::LazyDfa(CompactNfa nfa, const DfaOptions& options)
     : nfa_(std::move(nfa)), options_(WalkOptions(options)), max_states_(options.max_states),
-      nfa_distance_(NfaDistances(nfa_)), classes_(nfa_.byte_class), table_(nfa_.num_classes, kUnknown) {
+      nfa_distance_(NfaDistances(nfa_)), classes_(nfa_.byte_class),
+      table_(nfa_.num_classes, kUnknown) {
   live_.resize(nfa_.num_states);
   for (uint32_t s = 0; s < nfa_.num_states; ++s) {
     live_[s] = nfa_distance_[s] != Dfa::kNoDistance;

@@ -4,8 +4,9 @@
 // a walk reads it, under a mutex. Rows are published with release stores
 // and read with acquire loads, so a walk over rows already filled takes no
 // lock; the rows are one flat table (internal/flat_rows.h), so a filled
-// transition costs a reader what an eager Dfa's does. States are never evicted: their ids stay valid for the sessions and
-// masks that hold them, and their count is bounded by max_states.
+// transition costs a reader what an eager Dfa's does. States are never
+// evicted: their ids stay valid for the sessions and masks that hold them,
+// and their count is bounded by max_states.
 //
 // Unlike the eager Dfa the states are not minimized (two states may accept
 // the same language) but, as there, the dead state 0 is exactly "no
