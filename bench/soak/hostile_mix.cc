@@ -6,6 +6,7 @@
 //                     [--good-clients 4] [--pace-ms 5] [--warmup 30]
 //                     [--rss-tolerance-mb 64] [--fd-tolerance 16]
 //                     [--p99-ratio-goal 2] [--seed 1] [--samples-csv FILE]
+//                     [--hostile-nice 0]
 //   bench/soak/hostile_mix.sh MINUTES   (builds, runs at nice 5, prints the summary)
 //
 // Time is cut into phases of --phase-seconds: quiet, hostile, quiet, hostile,
@@ -41,6 +42,8 @@
 // RSS last - first after --warmup, less the index cache's growth over the same
 // samples (memory maskd keeps on purpose, bounded by --cache-bytes), <=
 // --rss-tolerance-mb; fds last - first <= --fd-tolerance.
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +88,10 @@ struct Flags {
   double rss_tolerance_mb = 64;
   int fd_tolerance = 16;
   double p99_ratio_goal = 2;
+  // Added to the hostile actors' threads' nice value: a diagnostic that takes
+  // the attackers' own client-side CPU out of the contention, as if they ran
+  // on other machines; 0 (the goal runs): they compete as equals.
+  int hostile_nice = 0;
   uint64_t seed = 1;
   std::string maskd = std::string(MASKD_BIN_DIR) + "/maskd";
   std::string tokenizer_dir = std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
@@ -109,6 +116,7 @@ bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
   else if (a == "--rss-tolerance-mb") f->rss_tolerance_mb = atof(v.c_str());
   else if (a == "--fd-tolerance") f->fd_tolerance = atoi(v.c_str());
   else if (a == "--p99-ratio-goal") f->p99_ratio_goal = atof(v.c_str());
+  else if (a == "--hostile-nice") f->hostile_nice = atoi(v.c_str());
   else if (a == "--seed") f->seed = strtoull(v.c_str(), nullptr, 10);
   else if (a == "--maskd") f->maskd = v;
   else if (a == "--tokenizer-dir") f->tokenizer_dir = v;
@@ -646,8 +654,8 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   std::printf("=== maskd hostile mix summary ===\n");
   std::printf("command: %s\ncommit: %s\n", f.command.c_str(), commit.c_str());
   std::printf("duration_s: %.0f  phase_s: %.0f (quiet, hostile, ...; first %.0f s of each not timed)"
-              "  good_clients: %d  pace_ms: %.1f  maskd flags: %s\n",
-              elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms,
+              "  good_clients: %d  pace_ms: %.1f  hostile_nice: %d  maskd flags: %s\n",
+              elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms, f.hostile_nice,
               f.maskd_flags.empty() ? "defaults" : absl::StrJoin(f.maskd_flags, " ").c_str());
   std::printf("good sessions: %" PRId64 "  steps not timed (settle): %" PRId64 "\n", sh.good.sessions,
               sh.good.steps_uncounted);
@@ -702,7 +710,13 @@ void StartActors(Shared* sh, int n, const char* kind, std::vector<std::unique_pt
   for (int i = 0; i < n; ++i) {
     actors->push_back(std::make_unique<A>(sh, absl::StrCat("hostile-", kind, "-", i),
                                           sh->flags.seed * 104729 + actors->size()));
-    threads->emplace_back([a = actors->back().get()] { a->Run(); });
+    threads->emplace_back([a = actors->back().get(), nice = sh->flags.hostile_nice] {
+      if (nice > 0) {  // Linux: per thread
+        const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+        (void)setpriority(PRIO_PROCESS, tid, std::min(getpriority(PRIO_PROCESS, tid) + nice, 19));
+      }
+      a->Run();
+    });
   }
 }
 
