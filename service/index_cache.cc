@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "service/metrics.h"
 #include "service/quote.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 
@@ -483,6 +484,8 @@ size_t IndexCache::size() const {
 
 void IndexCache::Worker(int lane) {
   auto& s = *shared_;
+  NameThisThread(lane == 0 ? "maskd-fastlane" : "maskd-compile");
+  LowerThisThreadPriority(s.options.compile_nice);
   for (;;) {
     std::shared_ptr<Entry> e;
     {

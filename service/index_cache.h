@@ -83,6 +83,10 @@ struct IndexCacheOptions {
   // own (the fast lane), then, if not done, queued for the compile threads
   // and started again; zero: no fast lane.  --compile-fast-lane
   absl::Duration fast_lane_budget = absl::Milliseconds(100);
+  // Added to the nice value of the compile threads and the fast lane's, so
+  // that compilations yield the CPU to steps and masks when they compete
+  // (service/this_thread.h); 0: unchanged.
+  int compile_nice = 0;                              // --compile-nice (5)
   // What one compilation may do: the --max-regex-*, --max-dfa-states,
   // --max-nfa-states, --max-schema-*, --max-pattern-nesting and
   // --max-grammar-* flags (constraint/constraint_compiler.h). Its mask_budget

@@ -27,6 +27,7 @@
 #include "service/peer_credentials_internal.h"
 #include "service/fd_headroom.h"
 #include "service/relay.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 
@@ -339,7 +340,10 @@ Listener::~Listener() { Stop(); }
 
 void Listener::Start(grpc::Server* server) {
   server_ = server;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("maskd-accept");
+    Loop();
+  });
 }
 
 void Listener::Stop() {

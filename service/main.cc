@@ -31,6 +31,7 @@
 #include "service/session_table.h"
 #include "service/shm_service.h"
 #include "service/step_batch.h"
+#include "service/this_thread.h"
 #include "service/tokenizer_registry.h"
 #include "service/work_pool.h"
 
@@ -158,6 +159,7 @@ int WaitForStop(const sigset_t& sigs, const ServerTransport& transport, Core* co
                 Metrics* metrics) {
   absl::Notification stop_stats;
   std::thread stats([&] {
+    NameThisThread("maskd-stats");
     do {
       metrics->SetTransport(transport.Counts());
       const WorkPool& masks = core->mask_pool;

@@ -23,6 +23,7 @@
 #include "service/pooled_allocator.h"
 #include "service/quote.h"
 #include "service/step_proto.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 
@@ -139,7 +140,10 @@ MaskdService::MaskdService(TokenizerRegistry* tokenizers, IndexCache* cache, Ses
   MarkMethodCallback(13, new grpc::internal::CallbackBidiHandler<Checked<v1::StepRequest>,
                                                                  v1::StepResponse>(
                              [this](Ctx* ctx) { return OpenStepStream(ctx); }));
-  reaper_ = std::thread([this] { ReapStreams(); });
+  reaper_ = std::thread([this] {
+    NameThisThread("maskd-reaper");
+    ReapStreams();
+  });
 }
 
 template <typename Req, typename Resp>

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/log.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 namespace {
@@ -93,7 +94,10 @@ Relay::Relay(const RelayOptions& options) : options_(options) {
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;  // the wake fd
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("maskd-relay");
+    Loop();
+  });
 }
 
 Relay::~Relay() {

@@ -138,6 +138,9 @@ ABSL_FLAG(uint64_t, max_pending_compiles_per_client, 128,
           "Compilations queued or running at most per client (--client-identity); 0: no cap. "
           "While other clients hold compilations, also at most --max-pending-compiles / "
           "(clients holding compilations + 1)");
+ABSL_FLAG(int32_t, compile_nice, 5,
+          "Added to the nice value of the compile threads and the fast lane's, so that "
+          "compilations yield the CPU to steps and masks when they compete (Linux; 0-19)");
 ABSL_FLAG(absl::Duration, compile_fast_lane, absl::Milliseconds(100),
           "Each compilation is first tried this long on a thread of its own, then queued for "
           "--compile_threads; 0: no fast lane");
@@ -502,6 +505,7 @@ IndexCacheOptions CacheFlags() {
   o.max_pending = absl::GetFlag(FLAGS_max_pending_compiles);
   o.max_pending_per_client = absl::GetFlag(FLAGS_max_pending_compiles_per_client);
   o.fast_lane_budget = absl::GetFlag(FLAGS_compile_fast_lane);
+  o.compile_nice = std::clamp(absl::GetFlag(FLAGS_compile_nice), 0, 19);
   return o;
 }
 
@@ -580,6 +584,7 @@ WorkPool::Options StepPoolFlags() {
   o.tasks = "grammar step batches";
   o.cap_flag = "--max-pending-steps-per-client";
   o.long_flag = "--max-long-steps";
+  o.thread_name = "maskd-step";
   return o;
 }
 

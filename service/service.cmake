@@ -18,6 +18,7 @@ add_library(maskd_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/session_table.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/step_batch.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/step_stream.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/this_thread.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_registry.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/work_pool.cc)
 target_compile_options(maskd_service PRIVATE ${MASKD_WARNINGS})

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/metrics.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 namespace {
@@ -115,6 +116,7 @@ SessionTable::SessionTable(const SessionTableOptions& options, Metrics* metrics)
     if (period < absl::Milliseconds(10)) period = absl::Milliseconds(10);
   }
   sweeper_ = std::thread([this, period] {
+    NameThisThread("maskd-sweeper");
     while (!stop_.WaitForNotificationWithTimeout(period)) Sweep();
   });
 }

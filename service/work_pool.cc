@@ -1,16 +1,12 @@
 #include "service/work_pool.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "service/this_thread.h"
 
 namespace maskd {
 
@@ -26,16 +22,6 @@ size_t RunningCap(const WorkPool::Options& o) {
 
 size_t MaxLong(const WorkPool::Options& o) {
   return o.max_long != 0 ? o.max_long : 2 * std::max<size_t>(o.threads, 1);
-}
-
-// Adds `nice` to the calling thread's nice value (Linux: a per-thread
-// attribute), best effort: a failure leaves the priority as it was.
-void LowerThreadPriority(int nice) {
-  if (nice <= 0) return;
-  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
-  errno = 0;
-  const int now = getpriority(PRIO_PROCESS, tid);
-  if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(now + nice, 19));
 }
 
 int64_t SliceNs(absl::Duration slice) {
@@ -62,7 +48,10 @@ class WorkPool::Turn final : public Interrupt {
     next_ns_ = After(now);
     if (pool_->queued_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
     refused_ = pool_->AtSlice(key_, &long_);
-    if (long_) LowerThreadPriority(pool_->options_.long_nice);  // this thread exits after
+    if (long_) {  // this thread exits after the task
+      NameThisThread(pool_->options_.thread_name + "-long");
+      LowerThisThreadPriority(pool_->options_.long_nice);
+    }
     if (long_ || !refused_.ok()) next_ns_ = kNever;
     return refused_;
   }
@@ -209,6 +198,7 @@ void WorkPool::ExitThread(Thread self) {
 }
 
 void WorkPool::Loop(Thread self) {
+  NameThisThread(options_.thread_name);
   absl::MutexLock lock(&mu_);
   --starting_;
   std::string key;

@@ -90,6 +90,9 @@ class WorkPool {
     std::string tasks = "Mask calls";
     std::string cap_flag = "--max-pending-masks-per-client";
     std::string long_flag = "--max-long-masks";
+    // The threads' name (service/this_thread.h); a long task's thread adds
+    // "-long". At most 10 bytes, so that both fit the OS's 15.
+    std::string thread_name = "maskd-mask";
   };
   // `turn`: polled by the task from its long loops (see above); it outlives
   // the call and is valid only during it.

@@ -51,6 +51,9 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
   EXPECT_EQ(c->mask_pool.long_flag, "--max-long-masks");
   EXPECT_EQ(c->step_pool.long_nice, 10);
   EXPECT_EQ(c->mask_pool.long_nice, 10);
+  EXPECT_EQ(c->step_pool.thread_name, "maskd-step");
+  EXPECT_EQ(c->mask_pool.thread_name, "maskd-mask");
+  EXPECT_EQ(c->cache.compile_nice, 5);
   EXPECT_EQ(c->grace_period, absl::Seconds(10));
 }
 
@@ -66,6 +69,16 @@ TEST(ServerConfigTest, PoolSlicesAndLongTaskCaps) {
   EXPECT_EQ(c->mask_pool.max_long, 1u);
   EXPECT_EQ(c->step_pool.long_nice, 0);
   EXPECT_EQ(c->mask_pool.long_nice, 0);
+}
+
+// --compile-nice is clamped to the OS's range.
+TEST(ServerConfigTest, CompileNice) {
+  absl::StatusOr<ServerConfig> c = Read({"--compile-nice=7"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->cache.compile_nice, 7);
+  c = Read({"--compile-nice=40"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->cache.compile_nice, 19);
 }
 
 TEST(ServerConfigTest, DashesRepeatsAndCommas) {

@@ -2,9 +2,17 @@
 // failure cache and expiry, deadline, cancel, pending caps, LRU eviction with
 // leases, the mask budget, dedup, the compile queue's fairness). Bundled qwen3
 // tokenizer only.
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <bit>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,6 +338,46 @@ TEST(IndexCacheTest, CheapCompileDoesNotWaitBehindSlowOnes) {
   EXPECT_EQ(cache.Get(b->id)->state, IndexState::kCompiling) << "cheap took " << took;
   EXPECT_TRUE(cache.Cancel(a->id));
   EXPECT_TRUE(cache.Cancel(b->id));
+}
+
+// This process's threads by name: name -> the nice value of each (Linux:
+// /proc/self/task/<tid>/comm and field 19 of .../stat).
+std::multimap<std::string, int> ThreadsByName() {
+  std::multimap<std::string, int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm"), stat(task.path() / "stat");
+    std::string name, line;
+    if (!std::getline(comm, name) || !std::getline(stat, line)) continue;  // exited
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {}  // field 19: nice
+    out.emplace(name, std::stoi(field));
+  }
+  return out;
+}
+
+// The compile threads and the fast lane are named (what `top -H` shows) and
+// run --compile-nice below the rest of the process, so that compilations
+// yield the CPU to steps and masks.
+TEST(IndexCacheTest, CompileThreadsAreNamedAndRunAtLowerPriority) {
+  const int base = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  IndexCacheOptions o;
+  o.compile_threads = 2;
+  o.compile_nice = 3;
+  IndexCache cache(o, nullptr);
+  std::multimap<std::string, int> threads;
+  for (int i = 0; i < 5000; ++i) {  // the threads name themselves as they start
+    threads = ThreadsByName();
+    if (threads.count("maskd-compile") == 2 && threads.count("maskd-fastlane") == 1) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(threads.count("maskd-compile"), 2u);
+  ASSERT_EQ(threads.count("maskd-fastlane"), 1u);
+  for (const char* name : {"maskd-compile", "maskd-fastlane"}) {
+    auto [from, to] = threads.equal_range(name);
+    for (auto it = from; it != to; ++it) EXPECT_EQ(it->second, std::min(base + 3, 19)) << name;
+  }
+  EXPECT_EQ(CompileWait(cache, Spec("[0-9]+x")).state, IndexState::kReady);
 }
 
 TEST(IndexCacheTest, ClientsShareTheQueueRoundRobin) {

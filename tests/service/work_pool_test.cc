@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -169,6 +170,14 @@ int ThreadNice() {
   return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
 }
 
+// The calling thread's name (Linux: /proc/thread-self/comm).
+std::string ThreadName() {
+  std::ifstream comm("/proc/thread-self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
 // A task that polls its turn, as the Earley parser does, until `release`
 // is notified or the poll refuses it (kept in `status`).
 struct Poller {
@@ -176,13 +185,16 @@ struct Poller {
   absl::Status status;  // the poll's refusal, or OK; read after `done`
   std::atomic<int> polls{0};
   std::atomic<int> nice{0};  // its thread's, after the last poll
+  std::string first_name, last_name;  // its thread's, at the start; read after `done`
   WorkPool::Task Task() {
     return [this](const Interrupt& turn) {
       nice = ThreadNice();
+      first_name = ThreadName();
       started.Notify();
       while (!release.HasBeenNotified()) {
         status = turn.Check();
         nice = ThreadNice();
+        last_name = ThreadName();
         ++polls;
         if (!status.ok()) break;
         absl::SleepFor(absl::Microseconds(100));
@@ -241,6 +253,8 @@ TEST(WorkPool, LongTaskHandsItsThreadBack) {
   a.release.Notify();
   a.done.WaitForNotification();
   EXPECT_TRUE(a.status.ok()) << a.status;
+  EXPECT_EQ(a.first_name, "maskd-mask");  // Options::thread_name's default
+  EXPECT_EQ(a.last_name, "maskd-mask-long");
   EXPECT_TRUE(Eventually([&] { return pool.threads() == 1 && pool.long_tasks() == 0; }))
       << pool.threads() << " threads, " << pool.long_tasks() << " long";
 }
