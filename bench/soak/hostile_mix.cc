@@ -6,7 +6,7 @@
 //                     [--good-clients 4] [--pace-ms 5] [--warmup 30]
 //                     [--rss-tolerance-mb 64] [--fd-tolerance 16]
 //                     [--p99-ratio-goal 2] [--seed 1] [--samples-csv FILE]
-//                     [--hostile-nice 0]
+//                     [--hostile-nice 0] [--hostile-in-process 0]
 //   bench/soak/hostile_mix.sh MINUTES   (builds, runs at nice 5, prints the summary)
 //
 // Time is cut into phases of --phase-seconds: quiet, hostile, quiet, hostile,
@@ -32,74 +32,59 @@
 //   abandon  slow compiles (32,770-state regexes, a slow JSON Schema) with
 //            20-200 ms deadlines, CreateSession{compile} with a 50 ms deadline,
 //            and Compile{wait: false} + CancelCompile;
-// (With --good-fresh-every N, every Nth good session is on a regex compiled
-// for it, as an engine's new request schema would be; default off.)
 //   compile  Compile{wait: false} of fresh regexes as fast as accepted.
 // Their outcomes are counted by status code, never against the goals.
+// (With --good-fresh-every N, every Nth good session is on a regex compiled
+// for it, as an engine's new request schema would be; default off.)
+//
+// The hostile actors run in a process of their own, as attackers would:
+// gRPC's client side is process-wide (poller, event engine, timer and
+// executor threads), so actors inside the driver would slow the good clients
+// there too, not only in maskd. The driver starts maskd, then runs itself
+// (/proc/self/exe) with --role hostile --addr A --t0-unix-ns N and the actor
+// flags; that process keeps the same phase schedule (both map the wall-clock
+// origin N onto their own steady clock), ends at --seconds (or on SIGTERM,
+// sent when maskd died) and writes its tallies on its stdout, a pipe the
+// driver reads into the summary (WriteActorReport). It dies with the driver
+// (PR_SET_PDEATHSIG). A hostile process that fails, or whose report is
+// missing or cut short, fails the run ("hostile actors: ..." in the summary).
+// --hostile-in-process 1 runs the actors as threads of the driver instead
+// (the old way, to compare); the summary's header line says which ran
+// ("actors: separate process" / "actors: in process"). --hostile-nice N (a
+// diagnostic) lowers the hostile process's priority (all its threads), or
+// with --hostile-in-process the actor threads'.
 //
 // Goals (exit 0 when all hold, 1 otherwise, 2 on bad flags/setup): good
 // clients' errors == 0; hostile p99 / quiet p99 <= --p99-ratio-goal; maskd's
 // RSS last - first after --warmup, less the index cache's growth over the same
 // samples (memory maskd keeps on purpose, bounded by --cache-bytes), <=
 // --rss-tolerance-mb; fds last - first <= --fd-tolerance.
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <system_error>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/soak/flag_pairs.h"
+#include "bench/soak/hostile_actors.h"
+#include "bench/soak/hostile_mix.h"
 #include "bench/soak/maskd_process.h"
+#include "bench/soak/child_process.h"
 #include "client/client.h"
 
-namespace maskd::soak {
+namespace maskd::soak::hostile {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Flags {
-  double seconds = 240;
-  double phase_seconds = 60;
-  double settle = 5;
-  int good_clients = 4;
-  double pace_ms = 5;
-  int good_fresh_every = 0;  // > 0: every Nth good session is on a regex never seen before
-  int grammar_actors = 3;
-  int flood_actors = 2;
-  int abandon_actors = 2;
-  int compile_actors = 2;
-  double warmup = 30;
-  double rss_tolerance_mb = 64;
-  int fd_tolerance = 16;
-  double p99_ratio_goal = 2;
-  // Added to the hostile actors' threads' nice value: a diagnostic that takes
-  // the attackers' own client-side CPU out of the contention, as if they ran
-  // on other machines; 0 (the goal runs): they compete as equals.
-  int hostile_nice = 0;
-  uint64_t seed = 1;
-  std::string maskd = std::string(MASKD_BIN_DIR) + "/maskd";
-  std::string tokenizer_dir = std::string(MASKD_SOURCE_DIR) + "/data/tokenizers";
-  std::string dir;          // empty: a fresh /tmp/maskd-hostile-XXXXXX
-  std::string samples_csv;  // every sample: t_s,hostile,rss_bytes,fds
-  std::vector<std::string> maskd_flags;  // --maskd-flag X (repeatable): added to maskd's
-  std::string command;
-};
 
 bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
   if (a == "--seconds") f->seconds = atof(v.c_str());
@@ -117,6 +102,10 @@ bool SetFlag(Flags* f, const std::string& a, const std::string& v) {
   else if (a == "--fd-tolerance") f->fd_tolerance = atoi(v.c_str());
   else if (a == "--p99-ratio-goal") f->p99_ratio_goal = atof(v.c_str());
   else if (a == "--hostile-nice") f->hostile_nice = atoi(v.c_str());
+  else if (a == "--hostile-in-process") f->hostile_in_process = atoi(v.c_str()) != 0;
+  else if (a == "--role") f->role = v;
+  else if (a == "--addr") f->addr = v;
+  else if (a == "--t0-unix-ns") f->t0_unix_ns = strtoll(v.c_str(), nullptr, 10);
   else if (a == "--seed") f->seed = strtoull(v.c_str(), nullptr, 10);
   else if (a == "--maskd") f->maskd = v;
   else if (a == "--tokenizer-dir") f->tokenizer_dir = v;
@@ -137,33 +126,15 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
                  "1 <= --good-clients <= 64, --pace-ms >= 0\n");
     return false;
   }
+  if (!f->role.empty() && (f->role != "hostile" || f->addr.empty() || f->t0_unix_ns <= 0)) {
+    std::fprintf(stderr, "maskd_hostile_mix: --role hostile needs --addr and --t0-unix-ns > 0\n");
+    return false;
+  }
   return true;
 }
 
 // ---------------------------------------------------------------------------
-// Constraints.
-
-v1::CompileRequest RegexRequest(const std::string& regex) {
-  v1::CompileRequest c;
-  c.set_tokenizer("qwen3");
-  c.set_regex(regex);
-  return c;
-}
-
-v1::CompileRequest SchemaRequest(const std::string& schema) {
-  v1::CompileRequest c;
-  c.set_tokenizer("qwen3");
-  c.set_json_schema(schema);
-  return c;
-}
-
-v1::CompileRequest GrammarRequest(const std::string& text, v1::Grammar::Format format) {
-  v1::CompileRequest c;
-  c.set_tokenizer("qwen3");
-  c.mutable_grammar()->set_text(text);
-  c.mutable_grammar()->set_format(format);
-  return c;
-}
+// Good clients.
 
 // What the good clients generate: one of each engine route.
 std::vector<v1::CompileRequest> GoodConstraints() {
@@ -180,99 +151,14 @@ std::vector<v1::CompileRequest> GoodConstraints() {
   };
 }
 
-// Exponentially ambiguous grammars (issue #24, finding 1).
-std::vector<v1::CompileRequest> BombConstraints() {
-  return {
-      GrammarRequest("start: start start | \"a\"\n", v1::Grammar::FORMAT_LARK),
-      GrammarRequest("start: start start | /./\n", v1::Grammar::FORMAT_LARK),
-      GrammarRequest("root ::= root root | \"a\"\n", v1::Grammar::FORMAT_GBNF),
-  };
-}
-
-// A fresh regex of 32,770 DFA states (tens of seconds of eager compile).
-std::string SlowRegex(uint64_t n) { return absl::StrCat("z", n, "[a-z]*a[a-z]{14}"); }
-
-std::string SlowSchema(uint64_t n) {
-  return absl::StrCat(R"({"type": "object", "properties": {"k)", n,
-                      R"(": {"type": "string", "pattern": "^[a-z]*a[a-z]{12}$"},)"
-                      R"( "v": {"type": "array", "items": {"type": "integer"}, "minItems": 3,)"
-                      R"( "maxItems": 40}}, "required": ["k)", n, R"(", "v"]})");
-}
-
-// ---------------------------------------------------------------------------
-// Shared state: the phase clock, tallies.
-
-struct Phases {
-  Clock::time_point t0;
-  double phase_s = 60, settle_s = 5;
-  double Now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-  bool HostileAt(double t) const { return static_cast<int64_t>(t / phase_s) % 2 == 1; }
-  bool Hostile() const { return HostileAt(Now()); }
-  // Whether a step started at t counts (not in the first settle_s of its phase).
-  bool Counted(double t) const {
-    return t - phase_s * static_cast<double>(static_cast<int64_t>(t / phase_s)) >= settle_s;
-  }
-};
-
-// One hostile actor kind's outcomes.
-struct ActorTally {
-  std::atomic<int64_t> attempts{0};
-  std::atomic<int64_t> by_code[17] = {};
-  absl::Mutex mu;
-  std::map<int, std::string> first_message ABSL_GUARDED_BY(mu);  // per code, for the summary
-  void Count(const absl::Status& s) {
-    attempts.fetch_add(1);
-    const int i = static_cast<int>(s.code());
-    const int code = i >= 0 && i < 17 ? i : 2;
-    if (by_code[code].fetch_add(1) == 0 && !s.ok()) {
-      absl::MutexLock l(&mu);
-      first_message[code] = std::string(s.message().substr(0, 200));
-    }
-  }
-};
-
-constexpr int kRoutes = 3;
-constexpr const char* kRouteNames[kRoutes] = {"regex", "schema", "lark"};
-
-struct GoodTally {
-  absl::Mutex mu;
-  // [hostile][route]: route 0 regex, 1 JSON Schema, 2 Lark (GoodConstraints).
-  std::vector<uint32_t> latency_us[2][kRoutes] ABSL_GUARDED_BY(mu);
-  int64_t errors[2] ABSL_GUARDED_BY(mu) = {0, 0};
-  int64_t sessions ABSL_GUARDED_BY(mu) = 0;
-  int64_t steps_uncounted ABSL_GUARDED_BY(mu) = 0;
-  std::vector<std::string> first_errors ABSL_GUARDED_BY(mu);
-};
-
-struct Shared {
-  Flags flags;
-  Phases phases;
-  std::string addr;
-  std::atomic<bool> stop{false};
-  GoodTally good;
-  ActorTally grammar, flood, abandon, compile;
-  std::atomic<uint64_t> unique{0};  // fresh constraints across actors
-  std::atomic<int64_t> flood_peak{0};  // most sessions one flood actor held
-};
-
-std::unique_ptr<Client> ConnectAs(const std::string& addr, const std::string& name,
-                                  absl::Duration timeout) {
-  ClientOptions o;
-  o.client_name = name;  // distinct channel arguments: a connection of its own
-  o.timeout = timeout;
-  auto c = Client::Connect(addr, o);
-  return c.ok() ? *std::move(c) : nullptr;
-}
-
+// A token the server allows next, at random; UINT32_MAX when none is.
 uint32_t PickAllowed(const v1::StepResponse& resp, std::mt19937_64& rng) {
   std::vector<uint32_t> allowed = AllowedTokens(MaskRow(resp, 0));
   if (allowed.empty()) return UINT32_MAX;
   return allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
 }
 
-// ---------------------------------------------------------------------------
 // A well-behaved client.
-
 class GoodClient {
  public:
   GoodClient(Shared* sh, int id) : sh_(sh), id_(id), rng_(sh->flags.seed * 7919 + id) {}
@@ -388,176 +274,6 @@ class GoodClient {
 };
 
 // ---------------------------------------------------------------------------
-// Hostile actors. Each loops while the run lasts, acting only in hostile
-// phases.
-
-class Actor {
- public:
-  Actor(Shared* sh, std::string name, uint64_t seed) : sh_(sh), name_(std::move(name)), rng_(seed) {}
-  virtual ~Actor() = default;
-  void Run() {
-    client_ = ConnectAs(sh_->addr, name_, absl::Seconds(30));
-    if (client_ == nullptr) return;
-    while (!sh_->stop.load()) {
-      if (!sh_->phases.Hostile()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      Round();
-    }
-  }
-
- protected:
-  virtual void Round() = 0;
-  bool Active() const { return !sh_->stop.load() && sh_->phases.Hostile(); }
-  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  void SetDeadline(grpc::ClientContext* ctx, int ms) {
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
-  }
-
-  Shared* sh_;
-  std::string name_;
-  std::mt19937_64 rng_;
-  std::unique_ptr<Client> client_;
-};
-
-// Ambiguous grammars stepped (or masked) with ever longer inputs until the
-// server refuses.
-class GrammarActor : public Actor {
- public:
-  using Actor::Actor;
-
- private:
-  void Round() override {
-    const std::vector<v1::CompileRequest> bombs = BombConstraints();
-    const v1::CompileRequest& bomb = bombs[round_++ % bombs.size()];
-    auto created = client_->CreateSession(bomb);
-    if (!created.ok()) {
-      sh_->grammar.Count(created.status());
-      return;
-    }
-    v1::StepRequest req;
-    v1::StepEntry* e = req.add_entries();
-    e->set_session_id(created->session_id());
-    v1::StepResponse resp;
-    absl::Status s = client_->Step(req, &resp);
-    std::vector<uint32_t> allowed;
-    if (s.ok() && resp.results(0).status().code() == 0) allowed = AllowedTokens(MaskRow(resp, 0));
-    std::vector<uint32_t> prefix;
-    while (!allowed.empty() && Active() && prefix.size() < 4096) {
-      e->clear_tokens();
-      for (int i = 0; i < 8; ++i) {
-        const uint32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng_)];
-        e->add_tokens(t);
-        prefix.push_back(t);
-      }
-      s = client_->Step(req, &resp);
-      if (s.ok() && resp.results(0).status().code() != 0) {
-        s = absl::Status(static_cast<absl::StatusCode>(resp.results(0).status().code()),
-                         resp.results(0).status().message());
-      }
-      sh_->grammar.Count(s);
-      if (!s.ok()) break;
-    }
-    if (round_ % 2 == 0 && !prefix.empty() && Active()) {
-      auto m = client_->Mask(created->index_id(), prefix);  // the stateless path too
-      sh_->grammar.Count(m.status());
-    }
-    (void)client_->CloseSession(created->session_id());
-  }
-  uint64_t round_ = 0;
-};
-
-// Sessions created past the per-client share, then all closed.
-class FloodActor : public Actor {
- public:
-  using Actor::Actor;
-
- private:
-  void Round() override {
-    if (index_id_.empty()) {
-      auto c = client_->CompileRegex("qwen3", "[a-z]{1,8}");
-      if (!c.ok()) {
-        sh_->flood.Count(c.status());
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        return;
-      }
-      index_id_ = c->index_id();
-    }
-    std::vector<uint64_t> ids;
-    int refused = 0;
-    while (refused < 100 && Active()) {
-      auto s = client_->CreateSession(index_id_);
-      sh_->flood.Count(s.status());
-      if (s.ok()) {
-        ids.push_back(s->session_id());
-      } else {
-        ++refused;
-      }
-    }
-    int64_t peak = sh_->flood_peak.load();
-    const int64_t held = static_cast<int64_t>(ids.size());
-    while (held > peak && !sh_->flood_peak.compare_exchange_weak(peak, held)) {
-    }
-    for (uint64_t id : ids) (void)client_->CloseSession(id);
-  }
-  std::string index_id_;
-};
-
-// Slow compiles the caller walks away from.
-class AbandonActor : public Actor {
- public:
-  using Actor::Actor;
-
- private:
-  void Round() override {
-    const uint64_t n = sh_->unique.fetch_add(1);
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, Uniform(20, 200));
-    v1::CompileRequest req = (n % 3 == 2) ? SchemaRequest(SlowSchema(n)) : RegexRequest(SlowRegex(n));
-    req.mutable_options()->set_eager(true);
-    req.set_wait(true);
-    v1::CompileResponse resp;
-    sh_->abandon.Count(FromGrpc(client_->stub()->Compile(&ctx, req, &resp)));
-    if (!Active()) return;
-    {  // a session on a slow constraint, given up after 50 ms
-      grpc::ClientContext c2;
-      SetDeadline(&c2, 50);
-      v1::CreateSessionRequest cs;
-      *cs.mutable_compile() = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
-      v1::CreateSessionResponse cr;
-      sh_->abandon.Count(FromGrpc(client_->stub()->CreateSession(&c2, cs, &cr)));
-    }
-    // In the background, then cancelled.
-    v1::CompileRequest bg = RegexRequest(SlowRegex(sh_->unique.fetch_add(1)));
-    bg.mutable_options()->set_eager(true);
-    bg.set_wait(false);
-    auto r = client_->Compile(bg);
-    sh_->abandon.Count(r.status());
-    if (!r.ok()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(1, 20)));
-    sh_->abandon.Count(client_->CancelCompile(r->index_id()).status());
-  }
-};
-
-// Compile{wait: false} of fresh constraints, as fast as the server takes them.
-class CompileFloodActor : public Actor {
- public:
-  using Actor::Actor;
-
- private:
-  void Round() override {
-    const uint64_t n = sh_->unique.fetch_add(1);
-    v1::CompileRequest req =
-        RegexRequest(absl::StrCat("f", n, R"([a-z]{1,8}@[a-z]{2,5}\.(com|org|net))"));
-    req.set_wait(false);
-    auto r = client_->Compile(req);
-    sh_->compile.Count(r.status());
-    if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-};
-
-// ---------------------------------------------------------------------------
 // Summary.
 
 struct Percentiles {
@@ -624,12 +340,14 @@ void PrintActor(const char* name, ActorTally& a) {
 }
 
 struct Verdict {
-  bool errors_ok, ratio_ok, rss_ok, fds_ok, crashed;
-  bool pass() const { return errors_ok && ratio_ok && rss_ok && fds_ok && !crashed; }
+  bool errors_ok, ratio_ok, rss_ok, fds_ok, crashed, actors_ok;
+  bool pass() const { return errors_ok && ratio_ok && rss_ok && fds_ok && !crashed && actors_ok; }
 };
 
+// `actors_problem`: empty, or why the hostile actors' tallies are missing or
+// incomplete (the hostile process failed); the run then fails.
 Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, bool crashed,
-               const std::string& commit) {
+               const std::string& commit, const std::string& actors_problem) {
   const Flags& f = sh.flags;
   absl::MutexLock l(&sh.good.mu);
   const Percentiles quiet = Summarize(AllRoutes(sh.good.latency_us[0]));
@@ -650,12 +368,14 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
   v.rss_ok = rss.n > 0 && rss_beyond_cache <= static_cast<int64_t>(f.rss_tolerance_mb * 1048576);
   v.fds_ok = fds.n > 0 && fds.last - fds.first <= f.fd_tolerance;
   v.crashed = crashed;
+  v.actors_ok = actors_problem.empty();
   auto mb = [](int64_t b) { return b < 0 ? -1.0 : static_cast<double>(b) / 1048576.0; };
   std::printf("=== maskd hostile mix summary ===\n");
   std::printf("command: %s\ncommit: %s\n", f.command.c_str(), commit.c_str());
   std::printf("duration_s: %.0f  phase_s: %.0f (quiet, hostile, ...; first %.0f s of each not timed)"
-              "  good_clients: %d  pace_ms: %.1f  hostile_nice: %d  maskd flags: %s\n",
+              "  good_clients: %d  pace_ms: %.1f  hostile_nice: %d  actors: %s  maskd flags: %s\n",
               elapsed, f.phase_seconds, f.settle, f.good_clients, f.pace_ms, f.hostile_nice,
+              f.hostile_in_process ? "in process" : "separate process",
               f.maskd_flags.empty() ? "defaults" : absl::StrJoin(f.maskd_flags, " ").c_str());
   std::printf("good sessions: %" PRId64 "  steps not timed (settle): %" PRId64 "\n", sh.good.sessions,
               sh.good.steps_uncounted);
@@ -672,11 +392,9 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
                   kRouteNames[r], p.n, p.p50, p.p99, p.max);
     }
   }
-  PrintActor("grammar", sh.grammar);
-  PrintActor("flood", sh.flood);
-  PrintActor("abandon", sh.abandon);
-  PrintActor("compile", sh.compile);
+  for (const auto& [kind, tally] : kActorKinds) PrintActor(kind, sh.*tally);
   std::printf("flood: most sessions one connection held: %" PRId64 "\n", sh.flood_peak.load());
+  if (!actors_problem.empty()) std::printf("hostile actors: %s\n", actors_problem.c_str());
   const Growth all_rss = GrowthOf(samples, 0, &Sample::rss);
   std::printf("RSS at the start (before any hostile phase): %.1f MB\n", mb(all_rss.first));
   std::printf("RSS after %.0f s: first %.1f MB, last %.1f MB, max %.1f MB, growth %.1f MB (tolerance %.0f)\n",
@@ -702,23 +420,62 @@ Verdict Report(Shared& sh, const std::vector<Sample>& samples, double elapsed, b
 }
 
 // ---------------------------------------------------------------------------
-// Main.
+// The driver's side of the hostile process.
 
-template <typename A>
-void StartActors(Shared* sh, int n, const char* kind, std::vector<std::unique_ptr<Actor>>* actors,
-                 std::vector<std::thread>* threads) {
-  for (int i = 0; i < n; ++i) {
-    actors->push_back(std::make_unique<A>(sh, absl::StrCat("hostile-", kind, "-", i),
-                                          sh->flags.seed * 104729 + actors->size()));
-    threads->emplace_back([a = actors->back().get(), nice = sh->flags.hostile_nice] {
-      if (nice > 0) {  // Linux: per thread
-        const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
-        (void)setpriority(PRIO_PROCESS, tid, std::min(getpriority(PRIO_PROCESS, tid) + nice, 19));
-      }
-      a->Run();
-    });
-  }
+std::string FlagNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
+
+// The hostile process's command line: its role, maskd's address, the phase
+// clock's origin and the flags of the driver's that its actors use.
+std::vector<std::string> HostileChildArgs(const Flags& f, const std::string& addr,
+                                          int64_t t0_unix_ns) {
+  std::vector<std::string> args = {"maskd_hostile_mix", "--role", "hostile"};
+  auto add = [&args](const char* name, std::string value) {
+    args.push_back(name);
+    args.push_back(std::move(value));
+  };
+  add("--addr", addr);
+  add("--t0-unix-ns", absl::StrCat(t0_unix_ns));
+  add("--seconds", FlagNumber(f.seconds));
+  add("--phase-seconds", FlagNumber(f.phase_seconds));
+  add("--settle", FlagNumber(f.settle));
+  add("--seed", absl::StrCat(f.seed));
+  add("--grammar-actors", absl::StrCat(f.grammar_actors));
+  add("--flood-actors", absl::StrCat(f.flood_actors));
+  add("--abandon-actors", absl::StrCat(f.abandon_actors));
+  add("--compile-actors", absl::StrCat(f.compile_actors));
+  add("--hostile-nice", absl::StrCat(f.hostile_nice));
+  return args;
+}
+
+// How long the driver waits, once its own run is over, for the hostile
+// process's report: an actor ends its round first (a grammar Step may take up
+// to its client's 30 s timeout; a flood closes up to a share of sessions).
+constexpr double kChildGraceS = 120;
+
+// Reaps the hostile process and reads its report into `sh`. Empty when it
+// exited 0 with a whole report; else the summary's line on what went wrong.
+std::string CollectHostileChild(ChildProcess* child, Shared* sh) {
+  const std::string text = child->Finish(kChildGraceS);
+  const std::string problem = ReadActorReport(text, sh);
+  std::string what;
+  if (child->killed()) {
+    what = absl::StrCat("child did not exit within ", kChildGraceS, " s of the end and was killed");
+  } else if (child->exit_status() != 0) {
+    what = absl::StrCat("child ", DescribeWaitStatus(child->exit_status()));
+  } else if (!problem.empty()) {
+    what = "child exited with status 0";
+  } else {
+    return "";
+  }
+  return problem.empty() ? what : absl::StrCat(what, "; ", problem);
+}
+
+// ---------------------------------------------------------------------------
+// Main.
 
 void WriteSamples(const std::string& path, const std::vector<Sample>& samples) {
   if (path.empty()) return;
@@ -732,46 +489,15 @@ void WriteSamples(const std::string& path, const std::vector<Sample>& samples) {
   std::fclose(out);
 }
 
-int Main(int argc, char** argv) {
-  Shared sh;
-  if (!ParseFlags(argc, argv, &sh.flags)) return 2;
-  const Flags& f = sh.flags;
-  absl::StatusOr<std::string> dir = ServerDirectory(f.dir, "maskd-hostile");
-  if (!dir.ok()) {
-    std::fprintf(stderr, "maskd_hostile_mix: %s\n", dir.status().ToString().c_str());
-    return 2;
-  }
-  MaskdServer server(f.maskd, *dir, f.tokenizer_dir, f.maskd_flags);
-  if (absl::Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "maskd_hostile_mix: %s\n", s.ToString().c_str());
-    return 2;
-  }
-  sh.addr = server.addr();
-  sh.phases.phase_s = f.phase_seconds;
-  sh.phases.settle_s = f.settle;
-  sh.phases.t0 = Clock::now();
-  std::vector<std::thread> threads;
-  std::vector<std::unique_ptr<GoodClient>> good;
-  for (int i = 0; i < f.good_clients; ++i) {
-    good.push_back(std::make_unique<GoodClient>(&sh, i));
-    threads.emplace_back([g = good.back().get()] { g->Run(); });
-  }
-  std::vector<std::unique_ptr<Actor>> actors;
-  StartActors<GrammarActor>(&sh, f.grammar_actors, "grammar", &actors, &threads);
-  StartActors<FloodActor>(&sh, f.flood_actors, "flood", &actors, &threads);
-  StartActors<AbandonActor>(&sh, f.abandon_actors, "abandon", &actors, &threads);
-  StartActors<CompileFloodActor>(&sh, f.compile_actors, "compile", &actors, &threads);
-
-  std::vector<Sample> samples;
-  bool crashed = false;
+// Samples maskd once a second until --seconds; false when maskd died.
+bool SampleUntilEnd(Shared& sh, MaskdServer& server, std::vector<Sample>* samples) {
   std::unique_ptr<Client> sampler = ConnectAs(sh.addr, "sampler", absl::Seconds(5));
-  while (sh.phases.Now() < f.seconds) {
+  while (sh.phases.Now() < sh.flags.seconds) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     if (!server.Running()) {
-      crashed = true;
       std::fprintf(stderr, "maskd_hostile_mix: maskd died (wait status %d)\n%s\n",
                    server.exit_status(), server.Log().c_str());
-      break;
+      return false;
     }
     const double t = sh.phases.Now();
     Sample s{t, sh.phases.HostileAt(t), server.RssBytes(), server.OpenFds(), -1, -1, -1};
@@ -780,24 +506,77 @@ int Main(int argc, char** argv) {
       s.indexes = static_cast<int64_t>(st->indexes());
       s.sessions = static_cast<int64_t>(st->sessions_active());
     }
-    samples.push_back(s);
+    samples->push_back(s);
   }
+  return true;
+}
+
+// The driver: maskd, the hostile process (or threads), the good clients, the
+// sampling, the summary. `dir`: maskd's folder.
+int RunDriver(Shared& sh, const std::string& dir) {
+  const Flags& f = sh.flags;
+  MaskdServer server(f.maskd, dir, f.tokenizer_dir, f.maskd_flags);
+  if (absl::Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "maskd_hostile_mix: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  sh.addr = server.addr();
+  sh.phases.phase_s = f.phase_seconds;
+  sh.phases.settle_s = f.settle;
+  const int64_t t0_unix_ns = UnixNowNs();
+  sh.phases.SetOrigin(t0_unix_ns);
+  ChildProcess child;  // started before any thread of ours: a fork of a quiet process
+  if (!f.hostile_in_process) {
+    const std::vector<std::string> args = HostileChildArgs(f, sh.addr, t0_unix_ns);
+    if (absl::Status s = child.Start("/proc/self/exe", args); !s.ok()) {
+      std::fprintf(stderr, "maskd_hostile_mix: hostile process: %s\n", s.ToString().c_str());
+      return 2;
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<GoodClient>> good;
+  for (int i = 0; i < f.good_clients; ++i) {
+    good.push_back(std::make_unique<GoodClient>(&sh, i));
+    threads.emplace_back([g = good.back().get()] { g->Run(); });
+  }
+  HostileActors actors;
+  if (f.hostile_in_process) actors.Start(&sh, f.hostile_nice);
+  std::vector<Sample> samples;
+  bool crashed = !SampleUntilEnd(sh, server, &samples);
+  if (crashed) child.Terminate();  // its report, now
   sh.stop.store(true);
   for (auto& th : threads) th.join();
+  actors.Join();
   const double elapsed = sh.phases.Now();
+  const std::string actors_problem = f.hostile_in_process ? "" : CollectHostileChild(&child, &sh);
   if (!crashed && !server.Running()) crashed = true;
   WriteSamples(f.samples_csv, samples);
   const char* commit = std::getenv("MASKD_COMMIT");
-  const Verdict v = Report(sh, samples, elapsed, crashed, commit ? commit : "(unknown)");
+  const Verdict v =
+      Report(sh, samples, elapsed, crashed, commit ? commit : "(unknown)", actors_problem);
   server.Kill();
-  if (f.dir.empty()) {  // the folder ServerDirectory made
-    std::error_code ignored;
-    std::filesystem::remove_all(*dir, ignored);
-  }
   return v.pass() ? 0 : 1;
 }
 
-}  // namespace
-}  // namespace maskd::soak
+int Main(int argc, char** argv) {
+  Shared sh;
+  if (!ParseFlags(argc, argv, &sh.flags)) return 2;
+  if (sh.flags.role == "hostile") return RunHostileChild(&sh);
+  absl::StatusOr<std::string> dir = ServerDirectory(sh.flags.dir, "maskd-hostile");
+  if (!dir.ok()) {
+    std::fprintf(stderr, "maskd_hostile_mix: %s\n", dir.status().ToString().c_str());
+    return 2;
+  }
+  const int rc = RunDriver(sh, *dir);
+  if (sh.flags.dir.empty()) {  // the folder ServerDirectory made
+    std::error_code ignored;
+    std::filesystem::remove_all(*dir, ignored);
+  }
+  return rc;
+}
 
-int main(int argc, char** argv) { return maskd::soak::Main(argc, argv); }
+}  // namespace
+}  // namespace maskd::soak::hostile
+
+int main(int argc, char** argv) { return maskd::soak::hostile::Main(argc, argv); }
+

@@ -4,7 +4,9 @@
 # runs it for MINUTES minutes at nice 5: maskd at its default flags, 4
 # well-behaved clients stepping regex, JSON Schema and Lark sessions, and in
 # every other 60 s phase hostile actors beside them (ambiguous grammars,
-# session floods, abandoned compiles, compile floods). Prints a summary block
+# session floods, abandoned compiles, compile floods), run by a second
+# maskd_hostile_mix process as attackers would be (--hostile-in-process 1:
+# as threads of the driver, the old way, to compare). Prints a summary block
 # (paste it into docs/reliability.md, "Hostile mix"); exit 0 when every goal
 # holds (good clients: 0 errors, hostile p99 <= 2x quiet p99; maskd's RSS and
 # fds flat after the warm-up), 1 otherwise. The warm-up is one quiet and one
