@@ -180,6 +180,46 @@ absl::Status BothRoutesFailed(const absl::Status& regex_error, absl::Status gram
   return s;
 }
 
+// SchemaRoute::kAuto: the regex route when its DFA fits max_dfa_states
+// (built out to know), else the grammar route. A schema whose regex would be
+// over auto_route_max_regex_bytes goes to the grammar route untried (the
+// conversion stops at that size); only if the grammar route then fails is the
+// regex route tried at its own limit. A regex cut short at the recursion
+// depth is the fallback of a grammar route that fails.
+absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& schema_options,
+                                                     const Job& job) {
+  JsonSchemaOptions trial = schema_options;
+  const size_t cap = job.limits.auto_route_max_regex_bytes;
+  if (cap != 0) trial.max_regex_bytes = std::min(trial.max_regex_bytes, cap);
+  auto converted = JsonSchemaToRegex(job.constraint.text, trial);
+  absl::Status regex_error;
+  bool regex_tried = false;
+  if (converted.ok()) {
+    if (!converted->truncated_recursion) {
+      auto out = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
+      if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
+      regex_error = out.status();
+      regex_tried = true;
+    }
+  } else {
+    regex_error = ConvertError(converted.status());
+    if (IsBudgetError(regex_error)) return regex_error;
+  }
+  auto out = CompileSchemaGrammar(schema_options, job);
+  if (out.ok() || IsBudgetError(out.status())) return out;
+  if (!converted.ok() && converted.status().code() == absl::StatusCode::kResourceExhausted &&
+      trial.max_regex_bytes < schema_options.max_regex_bytes) {
+    converted = JsonSchemaToRegex(job.constraint.text, schema_options);  // past the cap
+    if (!converted.ok()) return BothRoutesFailed(ConvertError(converted.status()), out.status());
+  }
+  if (converted.ok() && !regex_tried) {
+    auto regex = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
+    if (regex.ok() || IsBudgetError(regex.status())) return regex;
+    regex_error = regex.status();
+  }
+  return BothRoutesFailed(regex_error, out.status());
+}
+
 absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
   const JsonSchemaOptions schema_options = BudgetedSchemaOptions(job);
   const SchemaRoute route = job.constraint.options.schema_route;
@@ -188,30 +228,10 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
       (route == SchemaRoute::kAuto && schema_options.any_property_order)) {
     return CompileSchemaGrammar(schema_options, job);
   }
+  if (route == SchemaRoute::kAuto) return CompileSchemaAuto(schema_options, job);
   auto converted = JsonSchemaToRegex(job.constraint.text, schema_options);
-  if (route == SchemaRoute::kRegex) {
-    if (!converted.ok()) return ConvertError(converted.status());
-    return CompileSchemaRegex(*converted, schema_options, job, /*whole=*/false);
-  }
-  // kAuto.
-  absl::Status regex_error;
-  if (converted.ok()) {
-    if (!converted->truncated_recursion) {
-      auto out = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
-      if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
-      regex_error = out.status();
-    }
-  } else {
-    regex_error = ConvertError(converted.status());
-    if (IsBudgetError(regex_error)) return regex_error;
-  }
-  auto out = CompileSchemaGrammar(schema_options, job);
-  if (out.ok() || IsBudgetError(out.status())) return out;
-  if (regex_error.ok()) {
-    // Recursion cut short on the regex route: better than nothing.
-    return CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
-  }
-  return BothRoutesFailed(regex_error, out.status());
+  if (!converted.ok()) return ConvertError(converted.status());
+  return CompileSchemaRegex(*converted, schema_options, job, /*whole=*/false);
 }
 
 }  // namespace

@@ -172,6 +172,56 @@ TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
   EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
 }
 
+// Three open objects: a regex of about 25 KB (each carries the any-value
+// automaton) whose DFA fits the default state limit.
+constexpr char kThreeOpenObjects[] =
+    R"({"type":"object","properties":{"a":{"type":"object"},"b":{"type":"object"},)"
+    R"("c":{"type":"object","properties":{"d":{"type":"integer"}}}}})";
+constexpr char kThreeOpenObjectsText[] = R"({"a": {"x": [1, "y"]}, "c": {"d": 5, "e": null}})";
+
+// Over auto_route_max_regex_bytes the automatic route takes the grammar
+// route without building the regex route's DFA; with no cap, the regex route.
+TEST(SchemaRoutes, AutoSendsARegexOverItsCapToTheGrammarRoute) {
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  auto regex = JsonSchemaToRegex(kThreeOpenObjects);
+  ASSERT_TRUE(regex.ok()) << regex.status();
+  ASSERT_GT(regex->regex.size(), 16u << 10);
+  for (size_t cap : {size_t{16} << 10, size_t{0}}) {
+    CompileLimits limits;
+    limits.auto_route_max_regex_bytes = cap;
+    auto c = ConstraintCompiler(limits).Compile(Constraint::JsonSchema(kThreeOpenObjects, tokenizer));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->index->route(), cap ? ConstraintRoute::kGrammar : ConstraintRoute::kRegex) << cap;
+    auto guide = ConstraintGuide::Create(c->index);
+    ASSERT_TRUE(guide.ok());
+    ASSERT_TRUE(Spell(*guide, *vocab, kThreeOpenObjectsText)) << cap;
+    EXPECT_TRUE(guide->IsAccepting()) << cap;
+  }
+}
+
+// The cap bounds work, not the language: when the grammar route then fails
+// (here: over its rule limit), the regex route is tried at its own limit.
+TEST(SchemaRoutes, AutoOverItsCapFallsBackToTheRegexRouteWhenTheGrammarRouteFails) {
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  CompileLimits limits;
+  limits.auto_route_max_regex_bytes = 16 << 10;
+  limits.grammar.max_rules = 4;
+  Constraint schema = Constraint::JsonSchema(kThreeOpenObjects, tokenizer);
+  auto c = ConstraintCompiler(limits).Compile(schema);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
+  auto guide = ConstraintGuide::Create(c->index);
+  ASSERT_TRUE(guide.ok());
+  ASSERT_TRUE(Spell(*guide, *vocab, kThreeOpenObjectsText));
+  EXPECT_TRUE(guide->IsAccepting());
+  schema.options.schema_route = SchemaRoute::kGrammar;  // the failure the regex route replaced
+  auto grammar = ConstraintCompiler(limits).Compile(schema);
+  ASSERT_FALSE(grammar.ok());
+  EXPECT_THAT(std::string(grammar.status().message()), HasSubstr("max_rules"));
+}
+
 TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();

@@ -239,6 +239,8 @@ struct MaskbenchFlags {
   maskd::SchemaRoute route = maskd::SchemaRoute::kRegex;
   bool verbose = false, fresh = false, cpu_time = false, stages = false;
   bool require_text = false, share_loops = true;
+  // --auto-route-max-regex-bytes (CompileLimits; 0: no cap)
+  size_t auto_route_max_regex_bytes = maskd::CompileLimits::kDefaultAutoRouteMaxRegexBytes;
 };
 
 absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
@@ -259,6 +261,9 @@ absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
   flags.stages = args.Has("stages");
   flags.require_text = args.Has("require-text");
   flags.share_loops = !args.Has("no-share-loops");
+  auto auto_cap = args.GetUint("auto-route-max-regex-bytes", flags.auto_route_max_regex_bytes);
+  if (!auto_cap.ok()) return auto_cap.status();
+  flags.auto_route_max_regex_bytes = static_cast<size_t>(*auto_cap);
   return flags;
 }
 
@@ -410,6 +415,7 @@ class MaskbenchRunner {
     c->t0 = Clock::now();
     maskd::CompileLimits limits;
     limits.share_loops = flags_.share_loops;
+    limits.auto_route_max_regex_bytes = flags_.auto_route_max_regex_bytes;
     maskd::CompileBudget budget;
     budget.deadline = absl::Now() + absl::Seconds(static_cast<double>(flags_.timeout_s));
     maskd::Constraint constraint = maskd::Constraint::JsonSchema(c->schema_text, context_, flags_.schema);
@@ -624,10 +630,11 @@ int RunMaskbench(const Context& ctx) {
 MASKCTL_COMMAND(maskbench, "maskbench",
                 "MaskBench files (JSON lines of schemas and tests) end to end: pass rates, TTFM, TBM",
                 Form{"maskbench --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] FILE.jsonl "
-                     "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] [--verbose] "
+                     "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] "
+                     "[--auto-route-max-regex-bytes N] [--verbose] "
                      "[--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] "
                      MASKCTL_SCHEMA_OPTIONS_USAGE,
-                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route"}}),
+                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes"}}),
                      Union({SchemaBoolFlags(), {"verbose", "no-share-loops", "fresh", "require-text",
                                                 "cpu-time", "stages"}})},
                 Form{}, RunMaskbench);
