@@ -126,6 +126,10 @@ ABSL_FLAG(int32_t, mask_slice_ms, 20,
           "As --step-slice-ms, for Mask calls on the mask threads");
 ABSL_FLAG(uint64_t, max_long_masks, 0,
           "As --max-long-steps, for Mask calls on the mask threads. 0: twice the mask threads");
+ABSL_FLAG(absl::Duration, slow_client_penalty, absl::Seconds(10),
+          "After one of a client's Mask calls or grammar step batches goes long (or is refused) "
+          "at its slice, the client's next ones start long, at --long_task_nice, for this long; "
+          "0: never");
 ABSL_FLAG(int32_t, long_task_nice, 10,
           "Added to the nice value of the thread of a long step batch or Mask call (past "
           "--step-slice-ms / --mask-slice-ms, on an extra thread), so that the OS gives the CPU "
@@ -567,6 +571,7 @@ WorkPool::Options PoolOptions(size_t threads, uint64_t max_per_client, int32_t s
   o.slice = slice_ms > 0 ? absl::Milliseconds(slice_ms) : absl::InfiniteDuration();
   o.max_long = max_long;
   o.long_nice = std::clamp(absl::GetFlag(FLAGS_long_task_nice), 0, 19);
+  o.penalty = std::max(absl::GetFlag(FLAGS_slow_client_penalty), absl::ZeroDuration());
   return o;
 }
 

@@ -36,8 +36,15 @@ int64_t SliceNs(absl::Duration slice) {
 // tasks queued, one pool lock per slice. Used by the task's thread only.
 class WorkPool::Turn final : public Interrupt {
  public:
-  Turn(WorkPool* pool, const std::string& key)
-      : pool_(pool), key_(key), next_ns_(After(absl::GetCurrentTimeNanos())) {}
+  // `long_from_start`: the task was made long before it began (its client is
+  // penalized); the calling thread takes a long thread's name and priority.
+  Turn(WorkPool* pool, const std::string& key, bool long_from_start)
+      : pool_(pool),
+        key_(key),
+        next_ns_(long_from_start ? kNever : After(absl::GetCurrentTimeNanos())),
+        long_(long_from_start) {
+    if (long_) BecomeLong();
+  }
 
   absl::Status Check() const override {
     // Long already, refused already (the task's remaining work is refused
@@ -46,12 +53,8 @@ class WorkPool::Turn final : public Interrupt {
     const int64_t now = absl::GetCurrentTimeNanos();
     if (now < next_ns_) return absl::OkStatus();
     next_ns_ = After(now);
-    if (pool_->queued_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
     refused_ = pool_->AtSlice(key_, &long_);
-    if (long_) {  // this thread exits after the task
-      NameThisThread(pool_->options_.thread_name + "-long");
-      LowerThisThreadPriority(pool_->options_.long_nice);
-    }
+    if (long_) BecomeLong();
     if (long_ || !refused_.ok()) next_ns_ = kNever;
     return refused_;
   }
@@ -62,11 +65,17 @@ class WorkPool::Turn final : public Interrupt {
     const int64_t slice = pool_->slice_ns_;
     return slice > kNever - now ? kNever : now + slice;
   }
+  // This thread exits after the task; its replacement was started before
+  // (a new thread inherits its creator's priority).
+  void BecomeLong() const {
+    NameThisThread(pool_->options_.thread_name + "-long");
+    LowerThisThreadPriority(pool_->options_.long_nice);
+  }
 
   WorkPool* const pool_;
   const std::string& key_;  // the task's client
   mutable int64_t next_ns_;  // the next look at the pool; kNever: none
-  mutable bool long_ = false;
+  mutable bool long_;
   mutable absl::Status refused_;  // AtSlice's refusal, kept; OK if none
 };
 
@@ -74,7 +83,8 @@ WorkPool::WorkPool(const Options& options)
     : options_(options),
       running_cap_(RunningCap(options)),
       max_long_(MaxLong(options)),
-      slice_ns_(SliceNs(options.slice)) {
+      slice_ns_(SliceNs(options.slice)),
+      penalty_ns_(absl::ToInt64Nanoseconds(std::max(options.penalty, absl::ZeroDuration()))) {
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < std::max<size_t>(options.threads, 1); ++i) StartThread();
 }
@@ -161,7 +171,23 @@ absl::Status WorkPool::GoLong(const std::string& key, bool* is_long) {
   // long a moment ago) takes what waits; a task no thread could start, or
   // of this task's own client, waits as before. None is a reason to hand
   // this thread back.
-  if (idle_ + starting_ > 0 || !Waiting(key)) return absl::OkStatus();
+  if (idle_ + starting_ > 0 || !Waiting(key)) {
+    // No other client's task waits for this thread. Past its slice the task
+    // is background work all the same: long, on a lower priority, when there
+    // is room; never refused.
+    if (RoomToGoLong(key) && TakeLongSlot(key).ok()) {
+      Penalize(key);
+      *is_long = true;
+    }
+    return absl::OkStatus();
+  }
+  Penalize(key);  // made long or refused: its next tasks start long
+  absl::Status status = TakeLongSlot(key);
+  *is_long = status.ok();
+  return status;
+}
+
+absl::Status WorkPool::TakeLongSlot(const std::string& key) {
   Client& c = clients_.find(key)->second;
   const size_t share = std::max<size_t>(max_long_ / clients_.size(), 1);
   if (c.long_tasks >= share) {
@@ -180,9 +206,37 @@ absl::Status WorkPool::GoLong(const std::string& key, bool* is_long) {
   --c.running;
   ++c.long_tasks;
   ++long_;
-  *is_long = true;
   StartThread();  // the replacement takes a turn
   return absl::OkStatus();
+}
+
+bool WorkPool::RoomToGoLong(const std::string& key) {
+  const Client& c = clients_.find(key)->second;
+  const size_t share = std::max<size_t>(max_long_ / (clients_.size() + 1), 1);
+  return c.long_tasks < share && long_ < max_long_;
+}
+
+void WorkPool::Penalize(const std::string& key) {
+  if (penalty_ns_ <= 0) return;
+  const int64_t now = absl::GetCurrentTimeNanos();
+  if (penalized_.size() >= 1024) {  // each entry cost a slice of work: few; drop the expired
+    for (auto it = penalized_.begin(); it != penalized_.end();) {
+      if (it->second <= now) {
+        penalized_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  penalized_[key] = now + penalty_ns_;
+}
+
+bool WorkPool::Penalized(const std::string& key) {
+  auto it = penalized_.find(key);
+  if (it == penalized_.end()) return false;
+  if (it->second > absl::GetCurrentTimeNanos()) return true;
+  penalized_.erase(it);
+  return false;
 }
 
 void WorkPool::StartThread() {
@@ -224,18 +278,21 @@ void WorkPool::Loop(Thread self) {
     ++running_;
     ++c.running;
     if (!c.tasks.empty()) turn_.push_back(key);
-    if (RunTask(key, std::move(task))) {  // a long task's thread
+    // A penalized client's task runs long from its start when a slot is
+    // free (else as any task: its slice may still make it long).
+    const bool start_long = Penalized(key) && RoomToGoLong(key) && TakeLongSlot(key).ok();
+    if (RunTask(key, std::move(task), start_long)) {  // a long task's thread
       ExitThread(self);
       return;
     }
   }
 }
 
-bool WorkPool::RunTask(const std::string& key, Task task) {
+bool WorkPool::RunTask(const std::string& key, Task task, bool start_long) {
   mu_.Unlock();
   bool was_long = false;
   {
-    const Turn turn(this, key);
+    const Turn turn(this, key, start_long);
     std::move(task)(turn);
     task = nullptr;  // what it holds is released outside the lock
     was_long = turn.is_long();

@@ -30,14 +30,28 @@
 // exceed either at its slice gets RESOURCE_EXHAUSTED naming `long_flag`
 // from that poll and every later one, and stops as on any interrupt (its
 // work undone). Neither happens while a thread is idle (or starting) or no
-// other client's queued task could start on the task's thread: a task
-// alone, behind which only its own client's tasks wait, or whose waiting
-// tasks could not start anyway, goes on as before (one client's tasks wait
-// behind each other), and looks again one slice later. Only polling tasks
-// hand back: a task that does not poll runs to its end
-// on its thread, as before. The thread of a long task exits when the task
-// ends (the replacement took its place; its priority goes with it). So: threads + max_long threads at
-// most, a client's tasks on max_running_per_client + its share of them.
+// other client's queued task could start on the task's thread: such a task
+// keeps its thread (one client's tasks wait behind each other) and looks
+// again one slice later; it is made long all the same, never refused, when
+// there is room (a slot free, and its client under the share that leaves
+// room for one more client: max_long / (clients + 1), at least 1), so that
+// work past a
+// slice runs at the lower priority whether or not the pool is busy (the CPU
+// may be: gRPC's threads serve cheap calls beside it). Only polling tasks
+// hand back: a task that does not poll runs to its end on its thread, as
+// before. The thread of a long task exits when the task ends (the
+// replacement took its place; its priority goes with it). So: threads +
+// max_long threads at most, a client's tasks on max_running_per_client + its
+// share of them.
+//
+// Slow clients are remembered. A client one of whose tasks was made long or
+// refused at its slice is *penalized* for `penalty`: each of its tasks that
+// starts meanwhile starts long (the replacement started first: a new thread
+// inherits its creator's priority) when there is room as above, else runs
+// as any task; so a client known to be expensive competes at the
+// lower priority from its first instruction rather than after a slice at
+// full priority. Penalties outlive the client's tasks (a client between two
+// calls has none) and are dropped when expired.
 //
 // Tasks run in submission order per client. A task must not block on
 // another task of the pool. Destruction stops accepting tasks, runs every
@@ -84,6 +98,9 @@ class WorkPool {
     // (Linux: per thread), so the OS favours the threads serving the queue;
     // 0: unchanged.
     int long_nice = 10;
+    // --slow-client-penalty: how long a client whose task was made long (or
+    // refused) at its slice has its next tasks start long; zero: never.
+    absl::Duration penalty = absl::Seconds(10);
     // The refusal past max_per_client says "this client already has N
     // <tasks> queued or running (<cap_flag>)"; the long-task refusals name
     // <long_flag>.
@@ -128,9 +145,11 @@ class WorkPool {
   using Thread = std::list<std::thread>::iterator;
 
   void Loop(Thread self);
-  // Runs `task` of `key` outside the lock, then settles the counts; true
-  // when the thread is extra now and must exit.
-  bool RunTask(const std::string& key, Task task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `task` of `key` outside the lock (long from its start when
+  // `start_long`: its slot taken, its replacement started), then settles the
+  // counts; true when the thread is extra now and must exit.
+  bool RunTask(const std::string& key, Task task, bool start_long)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes from turn_ and returns the first client in line whose running
   // tasks are under running_cap_; false when none.
   bool TakeTurn(std::string* key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -142,6 +161,16 @@ class WorkPool {
   absl::Status AtSlice(const std::string& key, bool* is_long) ABSL_LOCKS_EXCLUDED(mu_);
   // AtSlice's decision, under mu_ (it may start the replacement thread).
   absl::Status GoLong(const std::string& key, bool* is_long) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves one running task of `key` to a long slot and starts the replacement
+  // thread; refused past the client's share of max_long_ or max_long_ itself.
+  absl::Status TakeLongSlot(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A task of `key` may take a long slot though no other client waits: a
+  // slot is free and the client holds fewer long tasks than the share that
+  // leaves room for one more client (max_long / (clients with work + 1), at
+  // least 1).
+  bool RoomToGoLong(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Penalize(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Penalized(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExitThread(Thread self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -149,6 +178,7 @@ class WorkPool {
   const size_t running_cap_;     // max_running_per_client, resolved
   const size_t max_long_;        // max_long, resolved
   const int64_t slice_ns_;       // INT64_MAX: never
+  const int64_t penalty_ns_;     // 0: no penalties
   mutable absl::Mutex mu_;
   absl::CondVar work_;  // signalled when a task is queued or stopping_ is set
   // Clients with an entry have a task queued, running or long.
@@ -156,6 +186,8 @@ class WorkPool {
   // The clients with a task queued, each once, in the order they are served
   // (a client at running_cap_ keeps its place until one of its tasks ends).
   std::deque<std::string> turn_ ABSL_GUARDED_BY(mu_);
+  // Penalized clients: when the penalty ends (absl::GetCurrentTimeNanos).
+  absl::flat_hash_map<std::string, int64_t> penalized_ ABSL_GUARDED_BY(mu_);
   // Written under mu_; read without it by Turn::Check's slow path.
   std::atomic<size_t> queued_{0};
   size_t running_ ABSL_GUARDED_BY(mu_) = 0;  // long ones included

@@ -54,6 +54,9 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
   EXPECT_EQ(c->step_pool.thread_name, "maskd-step");
   EXPECT_EQ(c->mask_pool.thread_name, "maskd-mask");
   EXPECT_EQ(c->cache.compile_nice, 5);
+  EXPECT_EQ(c->cache.compile.auto_route_max_regex_bytes, 262144u);
+  EXPECT_EQ(c->step_pool.penalty, absl::Seconds(10));
+  EXPECT_EQ(c->mask_pool.penalty, absl::Seconds(10));
   EXPECT_EQ(c->grace_period, absl::Seconds(10));
 }
 
@@ -61,7 +64,7 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
 TEST(ServerConfigTest, PoolSlicesAndLongTaskCaps) {
   absl::StatusOr<ServerConfig> c = Read(
       {"--step-slice-ms=5", "--max-long-steps=3", "--mask-slice-ms=0", "--max-long-masks=1",
-       "--long-task-nice=0"});
+       "--long-task-nice=0", "--slow-client-penalty=0"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->step_pool.slice, absl::Milliseconds(5));
   EXPECT_EQ(c->step_pool.max_long, 3u);
@@ -69,6 +72,8 @@ TEST(ServerConfigTest, PoolSlicesAndLongTaskCaps) {
   EXPECT_EQ(c->mask_pool.max_long, 1u);
   EXPECT_EQ(c->step_pool.long_nice, 0);
   EXPECT_EQ(c->mask_pool.long_nice, 0);
+  EXPECT_EQ(c->step_pool.penalty, absl::ZeroDuration());
+  EXPECT_EQ(c->mask_pool.penalty, absl::ZeroDuration());
 }
 
 // --compile-nice is clamped to the OS's range.

@@ -259,6 +259,67 @@ TEST(WorkPool, LongTaskHandsItsThreadBack) {
       << pool.threads() << " threads, " << pool.long_tasks() << " long";
 }
 
+// Where a task's first instruction ran: its thread's name and nice value.
+struct FirstLook {
+  absl::Notification done;
+  std::string name;
+  int nice = 0;
+  WorkPool::Task Task() {
+    return [this](const Interrupt&) {
+      name = ThreadName();
+      nice = ThreadNice();
+      done.Notify();
+    };
+  }
+};
+
+// Client a's task goes long (b waits behind it) and ends: a is penalized.
+void MakeALong(WorkPool& pool) {
+  Poller a1;
+  absl::Notification b_done;
+  ASSERT_TRUE(pool.Submit("a", a1.Task()).ok());
+  a1.started.WaitForNotification();
+  ASSERT_TRUE(pool.Submit("b", [&](const Interrupt&) { b_done.Notify(); }).ok());
+  b_done.WaitForNotification();  // a1 went long
+  a1.release.Notify();
+  a1.done.WaitForNotification();
+  EXPECT_TRUE(Eventually([&] { return pool.long_tasks() == 0 && pool.running() == 0; }));
+}
+
+// A client whose task went long is penalized: its next task starts long
+// (a long thread's name and priority from its first instruction) though
+// nothing else waits; another client's task runs as before.
+TEST(WorkPool, PenalizedClientStartsLong) {
+  const int base = ThreadNice();
+  WorkPool pool(HandOff(/*threads=*/1, /*max_long=*/2));
+  MakeALong(pool);
+  FirstLook a2, c;
+  ASSERT_TRUE(pool.Submit("a", a2.Task()).ok());
+  a2.done.WaitForNotification();
+  ASSERT_TRUE(pool.Submit("c", c.Task()).ok());
+  c.done.WaitForNotification();
+  EXPECT_EQ(a2.name, "maskd-mask-long");
+  EXPECT_EQ(a2.nice, std::min(base + 10, 19));
+  EXPECT_EQ(c.name, "maskd-mask");
+  EXPECT_EQ(c.nice, base);
+  EXPECT_TRUE(Eventually([&] { return pool.threads() == 1 && pool.long_tasks() == 0; }));
+}
+
+// Without a penalty (0), or once it has expired, the next task runs as any.
+TEST(WorkPool, NoPenaltyOrAnExpiredOneStartsAsAnyTask) {
+  for (absl::Duration penalty : {absl::ZeroDuration(), absl::Milliseconds(30)}) {
+    WorkPool::Options o = HandOff(/*threads=*/1, /*max_long=*/2);
+    o.penalty = penalty;
+    WorkPool pool(o);
+    MakeALong(pool);
+    absl::SleepFor(penalty + absl::Milliseconds(20));  // past the penalty's end
+    FirstLook a2;
+    ASSERT_TRUE(pool.Submit("a", a2.Task()).ok());
+    a2.done.WaitForNotification();
+    EXPECT_EQ(a2.name, "maskd-mask") << penalty;
+  }
+}
+
 // max_long 1: a is long; b, running on the replacement, polls while c
 // waits, finds no slot left and is refused naming the flag; c then runs.
 // A refused task stops (here: returns), as on any interrupt.
@@ -359,25 +420,33 @@ TEST(WorkPool, DestructionWaitsForLongTasks) {
   EXPECT_EQ(ran.load(), accepted);
 }
 
-// Only another client's waiting task makes a task long: a's second task
-// waits behind a's first, which polls on (neither made long nor refused),
-// as one client's tasks always waited behind each other.
+// Only another client's waiting task makes a task long while the client
+// has one long already: a1, alone past its slice, goes long (a's first, a
+// slot free: work past a slice runs lowered even when nothing waits) and a2
+// runs on the replacement; a2 then polls on while only a's own a3 waits
+// (neither made long nor refused), as one client's tasks wait behind each
+// other.
 TEST(WorkPool, OwnQueuedTaskDoesNotHandBack) {
-  Poller a1;
-  absl::Notification a2_done;
+  Poller a1, a2;
+  absl::Notification a3_done;
   {
-    WorkPool pool(HandOff(/*threads=*/1, /*max_long=*/1));
+    WorkPool pool(HandOff(/*threads=*/1, /*max_long=*/2));
     ASSERT_TRUE(pool.Submit("a", a1.Task()).ok());
     a1.started.WaitForNotification();
-    ASSERT_TRUE(pool.Submit("a", [&](const Interrupt&) { a2_done.Notify(); }).ok());
-    const int polled = a1.polls.load();
-    ASSERT_TRUE(Eventually([&] { return a1.polls.load() >= polled + 10; }));
-    EXPECT_EQ(pool.long_tasks(), 0u);
-    EXPECT_FALSE(a2_done.HasBeenNotified());
+    ASSERT_TRUE(Eventually([&] { return pool.long_tasks() == 1; }));
+    ASSERT_TRUE(pool.Submit("a", a2.Task()).ok());
+    a2.started.WaitForNotification();
+    ASSERT_TRUE(pool.Submit("a", [&](const Interrupt&) { a3_done.Notify(); }).ok());
+    const int polled = a2.polls.load();
+    ASSERT_TRUE(Eventually([&] { return a2.polls.load() >= polled + 10; }));
+    EXPECT_EQ(pool.long_tasks(), 1u);
+    EXPECT_FALSE(a3_done.HasBeenNotified());
+    a2.release.Notify();
+    a3_done.WaitForNotification();
     a1.release.Notify();
   }
   EXPECT_TRUE(a1.status.ok()) << a1.status;
-  EXPECT_TRUE(a2_done.HasBeenNotified());
+  EXPECT_TRUE(a2.status.ok()) << a2.status;
 }
 
 // With an infinite slice (--step-slice-ms=0) a task's turn never hands
