@@ -32,8 +32,8 @@ int64_t SliceNs(absl::Duration slice) {
 }  // namespace
 
 // The Interrupt a running task polls. Cheap while within its slice (a clock
-// read) or while nothing is queued (and an atomic load); past the slice with
-// tasks queued, one pool lock per slice. Used by the task's thread only.
+// read); past it, one pool lock per slice until the task is long or
+// refused. Used by the task's thread only.
 class WorkPool::Turn final : public Interrupt {
  public:
   // `long_from_start`: the task was made long before it began (its client is
@@ -169,8 +169,8 @@ absl::Status WorkPool::AtSlice(const std::string& key, bool* is_long) {
 absl::Status WorkPool::GoLong(const std::string& key, bool* is_long) {
   // An idle thread (or one starting: the replacement of a task that went
   // long a moment ago) takes what waits; a task no thread could start, or
-  // of this task's own client, waits as before. None is a reason to hand
-  // this thread back.
+  // of this task's own client, waits as before. None is a reason to refuse
+  // this task.
   if (idle_ + starting_ > 0 || !Waiting(key)) {
     // No other client's task waits for this thread. Past its slice the task
     // is background work all the same: long, on a lower priority, when there
