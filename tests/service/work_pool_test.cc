@@ -226,18 +226,18 @@ bool Eventually(F done) {
   return false;
 }
 
-// One thread: a's task polls while b's waits, so a's turn makes it long and
-// a replacement thread runs b's task while a's still runs, a's thread at a
-// lower priority (long_nice, 10 by default), b's as it was. Once a's task
-// ends, its thread exits.
+// One thread: a's task polls past its slice (alone or while b's waits), so
+// a's turn makes it long and a replacement thread runs b's task while a's
+// still runs, a's thread at a lower priority (long_nice, 10 by default), b's
+// as it was. Once a's task ends, its thread exits.
 TEST(WorkPool, LongTaskHandsItsThreadBack) {
   Poller a;
   absl::Notification b_done;
   std::atomic<int> b_nice{-100};
+  const int base = ThreadNice();  // the pool's threads start at this thread's
   WorkPool pool(HandOff(/*threads=*/1, /*max_long=*/2));
   ASSERT_TRUE(pool.Submit("a", a.Task()).ok());
-  a.started.WaitForNotification();
-  const int base = a.nice.load();
+  a.started.WaitForNotification();  // a may go long now, alone (there is room)
   ASSERT_TRUE(pool.Submit("b", [&](const Interrupt&) {
                     b_nice = ThreadNice();
                     b_done.Notify();
