@@ -192,32 +192,26 @@ absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& sc
   const size_t cap = job.limits.auto_route_max_regex_bytes;
   if (cap != 0) trial.max_regex_bytes = std::min(trial.max_regex_bytes, cap);
   auto converted = JsonSchemaToRegex(job.constraint.text, trial);
-  absl::Status regex_error;
-  bool regex_tried = false;
-  if (converted.ok()) {
-    if (!converted->truncated_recursion) {
-      auto out = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
-      if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
-      regex_error = out.status();
-      regex_tried = true;
-    }
-  } else {
-    regex_error = ConvertError(converted.status());
-    if (IsBudgetError(regex_error)) return regex_error;
+  if (!converted.ok() && IsBudgetError(converted.status())) return ConvertError(converted.status());
+  if (converted.ok() && !converted->truncated_recursion) {
+    auto out = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
+    if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
+    auto grammar = CompileSchemaGrammar(schema_options, job);
+    if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
+    return BothRoutesFailed(out.status(), grammar.status());
   }
-  auto out = CompileSchemaGrammar(schema_options, job);
-  if (out.ok() || IsBudgetError(out.status())) return out;
+  // The regex route not tried: its conversion failed (or stopped at the
+  // cap), or cut recursion short.
+  auto grammar = CompileSchemaGrammar(schema_options, job);
+  if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
   if (!converted.ok() && converted.status().code() == absl::StatusCode::kResourceExhausted &&
       trial.max_regex_bytes < schema_options.max_regex_bytes) {
     converted = JsonSchemaToRegex(job.constraint.text, schema_options);  // past the cap
-    if (!converted.ok()) return BothRoutesFailed(ConvertError(converted.status()), out.status());
   }
-  if (converted.ok() && !regex_tried) {
-    auto regex = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
-    if (regex.ok() || IsBudgetError(regex.status())) return regex;
-    regex_error = regex.status();
-  }
-  return BothRoutesFailed(regex_error, out.status());
+  if (!converted.ok()) return BothRoutesFailed(ConvertError(converted.status()), grammar.status());
+  auto regex = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
+  if (regex.ok() || IsBudgetError(regex.status())) return regex;
+  return BothRoutesFailed(regex.status(), grammar.status());
 }
 
 absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
