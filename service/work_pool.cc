@@ -219,7 +219,7 @@ bool WorkPool::RoomToGoLong(const std::string& key) {
 void WorkPool::Penalize(const std::string& key) {
   if (penalty_ns_ <= 0) return;
   const int64_t now = absl::GetCurrentTimeNanos();
-  if (penalized_.size() >= 1024) {  // each entry cost a slice of work: few; drop the expired
+  if (penalized_.size() >= prune_at_) {
     for (auto it = penalized_.begin(); it != penalized_.end();) {
       if (it->second <= now) {
         penalized_.erase(it++);
@@ -227,6 +227,7 @@ void WorkPool::Penalize(const std::string& key) {
         ++it;
       }
     }
+    prune_at_ = std::max<size_t>(1024, 2 * penalized_.size());
   }
   penalized_[key] = now + penalty_ns_;
 }

@@ -35,14 +35,13 @@
 // again one slice later; it is made long all the same, never refused, when
 // there is room (a slot free, and its client under the share that leaves
 // room for one more client: max_long / (clients + 1), at least 1), so that
-// work past a
-// slice runs at the lower priority whether or not the pool is busy (the CPU
-// may be: gRPC's threads serve cheap calls beside it). Only polling tasks
-// hand back: a task that does not poll runs to its end on its thread, as
-// before. The thread of a long task exits when the task ends (the
-// replacement took its place; its priority goes with it). So: threads +
-// max_long threads at most, a client's tasks on max_running_per_client + its
-// share of them.
+// work past a slice runs at the lower priority whether or not the pool is
+// busy (the CPU may be: gRPC's threads serve cheap calls beside it). Only
+// polling tasks hand back: a task that does not poll runs to its end on its
+// thread, as before. The thread of a long task exits when the task ends
+// (the replacement took its place; its priority goes with it). So: threads
+// + max_long threads at most, a client's tasks on max_running_per_client +
+// its share of them.
 //
 // Slow clients are remembered. A client one of whose tasks was made long or
 // refused at its slice is *penalized* for `penalty`: each of its tasks that
@@ -187,7 +186,11 @@ class WorkPool {
   // (a client at running_cap_ keeps its place until one of its tasks ends).
   std::deque<std::string> turn_ ABSL_GUARDED_BY(mu_);
   // Penalized clients: when the penalty ends (absl::GetCurrentTimeNanos).
+  // Expired entries are dropped when looked up, and all at once when the map
+  // reaches prune_at_ (then twice what is left, at least 1024): amortized
+  // O(1) per penalty, bounded by the penalties of the last `penalty`.
   absl::flat_hash_map<std::string, int64_t> penalized_ ABSL_GUARDED_BY(mu_);
+  size_t prune_at_ ABSL_GUARDED_BY(mu_) = 1024;
   // Written under mu_; read without it by Turn::Check's slow path.
   std::atomic<size_t> queued_{0};
   size_t running_ ABSL_GUARDED_BY(mu_) = 0;  // long ones included
