@@ -209,6 +209,9 @@ absl::Status SessionTable::Close(uint64_t id) {
     s = std::move(it->second);
     shard.map.erase(it);
   }
+  // The share's unit goes back now, not when the last call holding `s`
+  // lets go: a client that closed a session may create the next at once.
+  ClientShares::Charge released = std::move(s->charge_);
   count_.fetch_sub(1);
   if (metrics_) metrics_->SetSessionsActive(count_.load(std::memory_order_relaxed));
   return absl::OkStatus();  // `s` (and maybe the index lease) released outside the lock
@@ -225,11 +228,13 @@ size_t SessionTable::ExpireIdle(absl::Time now) {
   const int64_t cutoff = absl::ToUnixNanos(now - options_.ttl);
   size_t expired = 0;
   std::vector<std::shared_ptr<Session>> dropped;
+  std::vector<ClientShares::Charge> released;  // as Close: shares go back now
   for (auto& shard : shards_) {
     {
       absl::MutexLock lock(&shard.mu);
       for (auto it = shard.map.begin(); it != shard.map.end();) {
         if (it->second->last_used_ns() < cutoff) {
+          released.push_back(std::move(it->second->charge_));
           dropped.push_back(std::move(it->second));
           shard.map.erase(it++);
         } else {
@@ -240,6 +245,7 @@ size_t SessionTable::ExpireIdle(absl::Time now) {
     expired += dropped.size();
     count_.fetch_sub(dropped.size());
     dropped.clear();  // outside the shard lock
+    released.clear();
   }
   if (metrics_ && expired) {
     metrics_->SessionsExpired(expired);

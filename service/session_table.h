@@ -124,7 +124,8 @@ class Session {
   void Touch();
 
   uint64_t id_ = 0;  // set once, by SessionTable::Insert, before it is shared
-  ClientShares::Charge charge_;  // the creator's unit of its session share
+  ClientShares::Charge charge_;  // the creator's unit of its session share;
+                                // moved out (released) when the table drops it
   const std::shared_ptr<IndexLease> lease_;
   const uint32_t num_words_;
   const uint32_t vocab_size_;
@@ -162,8 +163,8 @@ class SessionTable {
   // Removes sessions idle since before `now - ttl`; returns how many.
   size_t ExpireIdle(absl::Time now);
   size_t size() const { return count_.load(std::memory_order_relaxed); }
-  // Sessions charged to `client` (gone ones may still count while a call
-  // that found them holds them).
+  // Sessions charged to `client`: a closed or expired session stops counting
+  // at once, even while a call that found it still holds it.
   uint64_t held_by(absl::string_view client) const { return shares_.held(client); }
 
   static absl::Status NotFound(uint64_t id);
