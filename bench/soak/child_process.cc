@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,14 +25,12 @@ ChildProcess::~ChildProcess() {
   if (out_fd_ >= 0) close(out_fd_);
 }
 
-absl::Status ChildProcess::Start(const std::string& binary, const std::vector<std::string>& args) {
-  if (pid_ > 0 || args.empty()) return absl::FailedPreconditionError("child running or no argv");
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
-  }
+absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
+                            const SpawnOptions& options) {
+  if (args.empty()) return absl::InvalidArgumentError("Spawn: no argv");
   // Everything the child needs is prepared here: between fork and exec the
-  // child of a multithreaded parent may only make async-signal-safe calls.
+  // child of a multithreaded parent may only make async-signal-safe calls
+  // (no malloc).
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
   for (auto& a : copy) argv.push_back(a.data());
@@ -39,24 +38,44 @@ absl::Status ChildProcess::Start(const std::string& binary, const std::vector<st
   const char* path = binary.c_str();
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid != 0) return pid;
+  // A parent already gone before prctl took effect is caught by getppid
+  // (the child was re-parented).
+  if (options.die_with_parent &&
+      (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)) {
+    _exit(126);
   }
-  if (pid == 0) {
-    // Dies with the parent; a parent already gone before prctl took effect
-    // is caught by getppid (we were re-parented).
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
-    const int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(fds[1], 1) < 0) _exit(126);
-    if (fds[1] == 1) fcntl(1, F_SETFD, 0);  // dup2 onto itself keeps O_CLOEXEC
-    close_range(3, ~0U, 0);  // no client socket, pipe end or log of the parent's
-    execv(path, argv.data());
-    _exit(127);
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || dup2(null_fd, 0) < 0) _exit(126);
+  for (const auto [from, to] : {std::pair{options.stdout_fd, 1}, std::pair{options.stderr_fd, 2}}) {
+    if (from < 0) continue;
+    if (from == to) {
+      fcntl(to, F_SETFD, 0);  // dup2 onto itself would keep O_CLOEXEC
+    } else if (dup2(from, to) < 0) {
+      _exit(126);
+    }
   }
+  close_range(3, ~0U, 0);
+  execv(path, argv.data());
+  _exit(127);
+}
+
+absl::Status ChildProcess::Start(const std::string& binary, const std::vector<std::string>& args) {
+  if (pid_ > 0) return absl::FailedPreconditionError("child running");
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
+  }
+  SpawnOptions options;
+  options.stdout_fd = fds[1];
+  absl::StatusOr<pid_t> pid = Spawn(binary, args, options);
   close(fds[1]);
-  pid_ = pid;
+  if (!pid.ok()) {
+    close(fds[0]);
+    return pid.status();
+  }
+  pid_ = *pid;
   out_fd_ = fds[0];
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace maskd::soak {
 
@@ -47,6 +48,22 @@ class ChildProcess {
   int exit_status_ = 0;
   bool killed_ = false;
 };
+
+// How Spawn wires a child's standard fds. Every other fd of the parent's is
+// closed in the child (no client socket, pipe end or log keeps a connection
+// alive or counts in the child's fds).
+struct SpawnOptions {
+  int stdout_fd = -1;  // -1: the parent's
+  int stderr_fd = -1;  // -1: the parent's
+  // SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG): spawn
+  // from a thread that lives as long as the child should (the main thread).
+  bool die_with_parent = true;
+};
+
+// Runs `binary` with `args` (args[0] is its argv[0]; not empty), its stdin
+// /dev/null. The child's pid; the caller reaps it.
+absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
+                            const SpawnOptions& options);
 
 // "exited with status N", "killed by signal N" for a raw wait status.
 std::string DescribeWaitStatus(int status);

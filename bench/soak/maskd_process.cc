@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "bench/soak/child_process.h"
 
 namespace maskd::soak {
 
@@ -49,27 +50,17 @@ absl::Status MaskdServer::Start(double timeout_s) {
   // count as this one's.
   log_path_ = absl::StrCat(dir_, "/maskd.", starts_, ".log");
   unlink(log_path_.c_str());
-  // Everything the child needs is prepared here: between fork and exec the
-  // child of a multithreaded parent may only make async-signal-safe calls
-  // (no malloc).
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const char* log = log_path_.c_str();
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      dup2(fd, 1);
-    }
-    // Nothing of the parent's (client sockets, pipes) leaks into maskd's fd
-    // count or keeps a connection alive.
-    close_range(3, ~0U, 0);
-    execv(argv[0], argv.data());
-    _exit(127);
+  const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log < 0) {
+    return absl::InternalError(absl::StrCat("open ", log_path_, ": ", std::strerror(errno)));
   }
+  SpawnOptions options;
+  options.stdout_fd = log;
+  options.stderr_fd = log;
+  absl::StatusOr<pid_t> spawned = Spawn(binary_, args, options);
+  close(log);
+  if (!spawned.ok()) return spawned.status();
+  const pid_t pid = *spawned;
   pid_ = pid;
   ++starts_;
   const auto deadline = std::chrono::steady_clock::now() +

@@ -1,6 +1,8 @@
 // MaskdServer: the real maskd binary as a child process on a fixed unix
 // socket, for tests and the soak driver that kill and restart it on the same
-// address. Not thread-safe (one owner starts, kills and samples it).
+// address. It dies with the thread that started it (Spawn's die_with_parent:
+// start it from the main thread), so a killed driver leaves no maskd behind.
+// Not thread-safe (one owner starts, kills and samples it).
 #ifndef MASKD_BENCH_SOAK_MASKD_PROCESS_H_
 #define MASKD_BENCH_SOAK_MASKD_PROCESS_H_
 

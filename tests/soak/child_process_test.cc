@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -56,6 +57,29 @@ TEST(ChildProcessTest, InheritsOnlyStdio) {
   close(leaked);
   EXPECT_EQ(out, "/dev/null\n0\n1\n2\n");
   EXPECT_EQ(child.exit_status(), 0);
+}
+
+// Spawn (MaskdServer's log): stdout and stderr to one fd the parent opened
+// close-on-exec; that fd itself is not inherited past the two.
+TEST(SpawnTest, StdoutAndStderrGoToTheGivenFd) {
+  char path[] = "/tmp/maskd-spawn-XXXXXX";
+  const int fd = mkostemp(path, O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  SpawnOptions options;
+  options.stdout_fd = fd;
+  options.stderr_fd = fd;
+  options.die_with_parent = false;
+  auto pid = Spawn("/bin/sh", {"sh", "-c", "echo out; echo err >&2; ls /proc/$$/fd | wc -l"}, options);
+  close(fd);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << DescribeWaitStatus(status);
+  std::ifstream in(path);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unlink(path);
+  // The shell holds 0, 1 and 2 only.
+  EXPECT_EQ(out, "out\nerr\n3\n");
 }
 
 // Whether `pid` is gone (or a zombie no one reaps: it runs no more).
