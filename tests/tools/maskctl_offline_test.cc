@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -290,6 +291,15 @@ TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {
   // The baseline flag changes timings only.
   r = Maskctl("maskbench " + kTok + " --no-share-loops " + bench);
   EXPECT_EQ(r.lines.back()["passing"], 2);
+  // --slowest N: the N compiled schemas of the longest TTFM, one line each.
+  r = Maskctl("maskbench " + kTok + " --slowest 5 " + bench);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> slowest;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "slowest: ")) slowest.emplace_back(line);
+  }
+  ASSERT_EQ(slowest.size(), 2u) << r.err;  // two of the three compile
+  EXPECT_THAT(slowest[0], ::testing::MatchesRegex("slowest: [0-9.]+ ms regex .*bench.jsonl line [0-9]"));
   r = Maskctl("maskbench " + kTok + " /nonexistent.jsonl");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent.jsonl"));

@@ -31,6 +31,8 @@
 // rest of the compile (DFA and index) and the first mask, as medians and as
 // shares of the summed TTFM; TBM split into first visits (the step's state
 // not seen before in this schema: its mask is computed) and revisits.
+// --slowest N: after the totals, the N schemas of the longest TTFM on stderr
+// ("slowest: TTFM_MS ROUTE FILE:LINE NAME"), for finding a tail's causes.
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -239,6 +241,7 @@ struct MaskbenchFlags {
   maskd::SchemaRoute route = maskd::SchemaRoute::kRegex;
   bool verbose = false, fresh = false, cpu_time = false, stages = false;
   bool require_text = false, share_loops = true;
+  uint64_t slowest = 0;  // --slowest N
   // --auto-route-max-regex-bytes (CompileLimits; 0: no cap)
   size_t auto_route_max_regex_bytes = maskd::CompileLimits::kDefaultAutoRouteMaxRegexBytes;
 };
@@ -261,6 +264,9 @@ absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
   flags.stages = args.Has("stages");
   flags.require_text = args.Has("require-text");
   flags.share_loops = !args.Has("no-share-loops");
+  auto slowest = args.GetUint("slowest", 0);
+  if (!slowest.ok()) return slowest.status();
+  flags.slowest = *slowest;
   auto auto_cap = args.GetUint("auto-route-max-regex-bytes", flags.auto_route_max_regex_bytes);
   if (!auto_cap.ok()) return auto_cap.status();
   flags.auto_route_max_regex_bytes = static_cast<size_t>(*auto_cap);
@@ -365,6 +371,17 @@ class MaskbenchRunner {
     return absl::OkStatus();
   }
 
+  // --slowest N, on stderr: the N schemas of the longest TTFM.
+  void PrintSlowest() {
+    const size_t n = std::min<size_t>(flags_.slowest, slowest_.size());
+    std::partial_sort(slowest_.begin(), slowest_.begin() + n, slowest_.end(),
+                      [](const Timed& a, const Timed& b) { return a.ttfm_us > b.ttfm_us; });
+    for (size_t i = 0; i < n; ++i) {
+      std::fprintf(stderr, "slowest: %.1f ms %s %s\n", slowest_[i].ttfm_us / 1000,
+                   slowest_[i].route, slowest_[i].where.c_str());
+    }
+  }
+
   // --verbose, on stderr: the loop memo's counters and the top failure reasons.
   void PrintDiagnostics() const {
     const maskd::LoopMasks::Stats st = context_->loop_masks().stats();
@@ -384,6 +401,18 @@ class MaskbenchRunner {
   }
 
  private:
+  struct Timed {
+    double ttfm_us;
+    const char* route;
+    std::string where;  // "FILE:LINE NAME"
+  };
+
+  // The TTFM just recorded, for --slowest.
+  void NoteTtfm(const SchemaCase& c, const char* route) {
+    if (flags_.slowest == 0) return;
+    slowest_.push_back({c.tot->ttfm_us.back(), route, absl::StrCat(*c.path, " ", c.name)});
+  }
+
   absl::Status RunLine(const std::string& path, int64_t line_no, const std::string& line,
                        Totals* tot) {
     ojson doc;
@@ -450,6 +479,7 @@ class MaskbenchRunner {
       }
     }
     c.tot->ttfm_us.push_back(UsSince(c.t0));
+    NoteTtfm(c, "grammar");
     ++c.tot->compiled;
     RunTests(c, [&](const Instance& inst) { return WalkGrammar(index, inst.text); });
   }
@@ -490,6 +520,7 @@ class MaskbenchRunner {
     (void)first.WriteMaskUnchecked(mask_.data());  // a refusal fails the walks too
     const double first_mask_us = UsSince(t_mask);
     tot->ttfm_us.push_back(UsSince(c.t0));
+    NoteTtfm(c, "regex");
     ++tot->compiled;
     // The states whose masks this schema has computed (--stages).
     absl::flat_hash_set<uint32_t> visited;
@@ -601,6 +632,7 @@ class MaskbenchRunner {
   const TokenLookup lookup_;
   const std::vector<uint32_t>& eos_;
   Reasons reasons_;
+  std::vector<Timed> slowest_;  // --slowest: every compiled schema's TTFM
   std::vector<uint32_t> mask_;  // a mask row, reused
 };
 
@@ -621,6 +653,7 @@ int RunMaskbench(const Context& ctx) {
     all.Add(tot);
   }
   PrintTotals("all", all, flags->stages);
+  if (flags->slowest > 0) runner.PrintSlowest();
   if (flags->verbose) runner.PrintDiagnostics();
   return 0;
 }
@@ -631,10 +664,10 @@ MASKCTL_COMMAND(maskbench, "maskbench",
                 "MaskBench files (JSON lines of schemas and tests) end to end: pass rates, TTFM, TBM",
                 Form{"maskbench --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] FILE.jsonl "
                      "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] "
-                     "[--auto-route-max-regex-bytes N] [--verbose] "
+                     "[--auto-route-max-regex-bytes N] [--verbose] [--slowest N] "
                      "[--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] "
                      MASKCTL_SCHEMA_OPTIONS_USAGE,
-                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes"}}),
+                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes", "slowest"}}),
                      Union({SchemaBoolFlags(), {"verbose", "no-share-loops", "fresh", "require-text",
                                                 "cpu-time", "stages"}})},
                 Form{}, RunMaskbench);
