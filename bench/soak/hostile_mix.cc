@@ -516,6 +516,7 @@ bool SampleUntilEnd(Shared& sh, MaskdServer& server, std::vector<Sample>* sample
 int RunDriver(Shared& sh, const std::string& dir) {
   const Flags& f = sh.flags;
   MaskdServer server(f.maskd, dir, f.tokenizer_dir, f.maskd_flags);
+  server.set_die_with_parent(true);  // started from the main thread
   if (absl::Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "maskd_hostile_mix: %s\n", s.ToString().c_str());
     return 2;

@@ -57,6 +57,7 @@ absl::Status MaskdServer::Start(double timeout_s) {
   SpawnOptions options;
   options.stdout_fd = log;
   options.stderr_fd = log;
+  options.die_with_parent = die_with_parent_;
   absl::StatusOr<pid_t> spawned = Spawn(binary_, args, options);
   close(log);
   if (!spawned.ok()) return spawned.status();

@@ -1,8 +1,6 @@
 // MaskdServer: the real maskd binary as a child process on a fixed unix
 // socket, for tests and the soak driver that kill and restart it on the same
-// address. It dies with the thread that started it (Spawn's die_with_parent:
-// start it from the main thread), so a killed driver leaves no maskd behind.
-// Not thread-safe (one owner starts, kills and samples it).
+// address. Not thread-safe (one owner starts, kills and samples it).
 #ifndef MASKD_BENCH_SOAK_MASKD_PROCESS_H_
 #define MASKD_BENCH_SOAK_MASKD_PROCESS_H_
 
@@ -31,6 +29,13 @@ class MaskdServer {
               std::vector<std::string> flags = {});
   // SIGKILL if running.
   ~MaskdServer();
+
+  // Whether instances started from now on die with the thread that starts
+  // them (Spawn's die_with_parent), so a killed driver leaves no maskd
+  // behind. Off by default: a test may restart maskd from a thread that
+  // ends before maskd should. The soak and hostile-mix drivers turn it on
+  // (they start maskd from their main thread).
+  void set_die_with_parent(bool on) { die_with_parent_ = on; }
 
   // Starts it and waits (up to `timeout_s`) for its start line. A previous
   // instance must have been killed (Kill) or have exited.
@@ -61,6 +66,7 @@ class MaskdServer {
   pid_t pid_ = -1;
   int exit_status_ = 0;
   int starts_ = 0;
+  bool die_with_parent_ = false;
 };
 
 }  // namespace maskd::soak

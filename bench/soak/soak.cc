@@ -81,6 +81,7 @@ int Main(int argc, char** argv) {
                                            "--compile-threads=2"};
   if (f.shm) server_flags.push_back("--allow_shm");
   MaskdServer server(f.maskd, *dir, f.tokenizer_dir, server_flags);
+  server.set_die_with_parent(true);  // started and restarted from the main thread
   if (absl::Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "maskd_soak: %s\n", s.ToString().c_str());
     return 2;
