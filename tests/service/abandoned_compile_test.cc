@@ -88,9 +88,16 @@ TEST(AbandonedCompileTest, CompilesNoOneWaitsForStop) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
     ++sent;
   }
-  EXPECT_TRUE(MetricsReach(server, [&](const std::string& m) {
-    return MetricValue(m, kAbandoned) == sent && MetricValue(m, kRunning) == 0;
-  })) << "the abandoned compiles still run after 60 s\n" << server.Metrics();
+  // Every compile the server started is abandoned and stops. (On a loaded
+  // machine a request's 50 ms can run out before the server takes it: it
+  // starts no compile, so cache misses, not requests, count the started.)
+  const auto all_started_stopped = [](const std::string& m) {
+    return MetricValue(m, kAbandoned) == MetricValue(m, kMisses) && MetricValue(m, kRunning) == 0;
+  };
+  EXPECT_TRUE(MetricsReach(server, all_started_stopped))
+      << "the abandoned compiles still run after 60 s\n" << server.Metrics();
+  const double started = MetricValue(server.Metrics(), kMisses);
+  EXPECT_GE(started, 1) << "no compile of " << sent << " started";
 
   // Not cached as a failure: a short one, abandoned, then asked for again
   // with a long deadline, compiles afresh and right.
@@ -99,9 +106,7 @@ TEST(AbandonedCompileTest, CompilesNoOneWaitsForStop) {
   grpc::Status left = CompileWithin(*clients[0], again, std::chrono::milliseconds(50), &resp);
   // 2^10 eager states, each a mask over qwen3's vocabulary: far past 50 ms.
   ASSERT_EQ(left.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << left.error_message();
-  EXPECT_TRUE(MetricsReach(server, [&](const std::string& m) {
-    return MetricValue(m, kAbandoned) == sent + 1 && MetricValue(m, kRunning) == 0;
-  })) << server.Metrics();
+  EXPECT_TRUE(MetricsReach(server, all_started_stopped)) << server.Metrics();
   grpc::Status s = CompileWithin(*clients[1], again, std::chrono::minutes(5), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.state(), v1::INDEX_STATE_READY);
