@@ -188,7 +188,7 @@ struct Harness {
       abort();
     }
     IndexCacheOptions co;
-    co.max_bytes = 64 << 20;
+    co.max_bytes = 32 << 20;
     co.compile_threads = 2;
     co.compile_timeout = absl::Seconds(2);
     co.failure_ttl = absl::Milliseconds(100);
@@ -206,6 +206,11 @@ struct Harness {
     co.compile.grammar_index.earley.max_items_per_position = 1 << 12;
     co.compile.grammar_index.max_mask_work = 1 << 16;
     co.compile.grammar_index.max_memo_bytes = 4 << 20;
+    // The compiler's shared caches, small (the server's defaults are 256 MiB
+    // of terminal DFAs and 64 MiB of lowered schemas): their eviction is
+    // fuzzed too, and their bytes stay a small part of -rss_limit_mb.
+    co.compile.terminal_dfa_bytes = 8 << 20;
+    co.compile.schema_grammar_bytes = 4 << 20;
     cache = std::make_unique<IndexCache>(co, &metrics);
     SessionTableOptions so;
     so.max_sessions = 64;
