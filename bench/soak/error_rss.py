@@ -3,13 +3,15 @@
 
 Each round makes four unary calls on one channel: a Compile of a distinct malformed
 regex, a Step of an unknown session, a CreateSession on an unknown index, and a
-stateless Mask on a real index with a varying token. The server's RSS (/proc/<pid>)
+stateless Mask on a real index with a varying token. With --streams, each round
+instead opens one StepStream with one Step of an unknown session, every third
+cancelled before its reply is read (the request fuzzer's stream records). The server's RSS (/proc/<pid>)
 is printed eight times along the way and at the end: it should stay flat. Not in the
 default suite; uses the Python client's generated stubs (the venv of
 scripts/setup_python.sh). Results: docs/reliability.md ("Hours run", third round).
 
   $(scripts/setup_python.sh)/bin/python bench/soak/error_rss.py --addr unix:///tmp/maskd.sock \\
-      --pid PID --rounds 8000 [--tokenizer qwen3]
+      --pid PID --rounds 8000 [--tokenizer qwen3] [--streams]
 """
 import argparse
 import os
@@ -30,14 +32,36 @@ def rss_mb(pid: int) -> int:
     return -1
 
 
+def run_streams(stub: pbg.MaskdStub, args: argparse.Namespace) -> int:
+    every = max(1, args.rounds // 8)
+    for i in range(args.rounds):
+        step = pb.StepRequest(entries=[pb.StepEntry(session_id=12345 + i, tokens=[1])])
+        call = stub.StepStream(iter([step]), timeout=5)
+        try:
+            if i % 3 == 0:
+                call.cancel()
+            else:
+                for _ in call:
+                    pass
+        except grpc.RpcError:
+            pass
+        if i % every == 0:
+            print("%d streams, RSS %d MB" % (i, rss_mb(args.pid)), flush=True)
+    print("%d streams, RSS %d MB" % (args.rounds, rss_mb(args.pid)))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--addr", required=True)
     ap.add_argument("--pid", type=int, required=True)
     ap.add_argument("--rounds", type=int, default=8000)
     ap.add_argument("--tokenizer", default="qwen3")
+    ap.add_argument("--streams", action="store_true")
     args = ap.parse_args()
     stub = pbg.MaskdStub(grpc.insecure_channel(args.addr))
+    if args.streams:
+        return run_streams(stub, args)
     index = stub.Compile(pb.CompileRequest(tokenizer=args.tokenizer, regex="[a-z]{1,5}")).index_id
     every = max(1, args.rounds // 8)
     for i in range(args.rounds):
