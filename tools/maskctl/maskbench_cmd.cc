@@ -32,7 +32,7 @@
 // shares of the summed TTFM; TBM split into first visits (the step's state
 // not seen before in this schema: its mask is computed) and revisits.
 // --slowest N: after the totals, the N schemas of the longest TTFM on stderr
-// ("slowest: TTFM_MS ROUTE FILE:LINE NAME"), for finding a tail's causes.
+// ("slowest: TTFM ms ROUTE FILE NAME", NAME the line's "file" or "line N"), for finding a tail's causes.
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -404,7 +404,7 @@ class MaskbenchRunner {
   struct Timed {
     double ttfm_us;
     const char* route;
-    std::string where;  // "FILE:LINE NAME"
+    std::string where;  // "FILE NAME" (SchemaCase::name)
   };
 
   // The TTFM just recorded, for --slowest.
