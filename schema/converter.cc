@@ -95,6 +95,15 @@ absl::Status Converter::CheckBudget(bool check_clock) const {
   return absl::OkStatus();
 }
 
+absl::Status Converter::CountStep() {
+  if (++steps_ > kMaxSteps) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "schema too complex: more than ", kMaxSteps, " subschema conversions and value checks"));
+  }
+  // The flag each time, the clock less often.
+  return CheckBudget(/*check_clock=*/steps_ % 64 == 1);
+}
+
 absl::StatusOr<std::shared_ptr<const Dfa>> Converter::BudgetedDfa(const std::string& regex,
                                                                   uint32_t max_states) const {
   DfaOptions dopt = o_.budget;
@@ -140,9 +149,7 @@ std::string Converter::Open(char c) const {
 std::string Converter::Close(char c) const { return absl::StrCat(ws_, "\\", std::string(1, c)); }
 
 absl::StatusOr<Re> Converter::Convert(const json& s_in, const std::string& ptr) {
-  if (++calls_ > 2000000) return absl::ResourceExhaustedError("schema too complex");
-  // The flag each time, the clock less often.
-  MASKD_RETURN_IF_ERROR(CheckBudget(/*check_clock=*/calls_ % 64 == 1));
+  MASKD_RETURN_IF_ERROR(CountStep());
   // Each level is a few KiB of stack (Convert, ConvertInner, ConvertPlain,
   // ConvertObject/Array); the deepest schema MaskBench converts needs 29.
   // Past the limit depth_ stays raised (the error ends the conversion).

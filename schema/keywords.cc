@@ -84,10 +84,24 @@ bool IsIntegral(const json& v) {
   return false;
 }
 
+namespace {
+// Each exclusive bound and the bound it qualifies in draft 4.
+constexpr std::pair<const char*, const char*> kExclusiveBounds[] = {
+    {"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}};
+}  // namespace
+
+bool HasDraft4Bounds(const json& s) {
+  if (!s.is_object()) return false;
+  for (auto [ex, bound] : kExclusiveBounds) {
+    auto it = s.find(ex);
+    if (it != s.end() && it->is_boolean()) return true;
+  }
+  return false;
+}
+
 void NormalizeBounds(json& s) {
   if (!s.is_object()) return;
-  for (auto [ex, bound] : {std::pair<const char*, const char*>{"exclusiveMinimum", "minimum"},
-                           {"exclusiveMaximum", "maximum"}}) {
+  for (auto [ex, bound] : kExclusiveBounds) {
     auto it = s.find(ex);
     if (it == s.end() || !it->is_boolean()) continue;
     bool on = it->get<bool>();

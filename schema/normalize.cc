@@ -63,6 +63,17 @@ absl::Status MergePatternProperties(json& a, const json& b) {
   return absl::OkStatus();
 }
 
+// The keywords LowerConditionals moves out of a schema.
+constexpr const char* kDependencyKeywords[] = {"dependencies", "dependentRequired",
+                                               "dependentSchemas"};
+bool HasConditionals(const json& s) {
+  if (s.contains("if")) return true;
+  for (const char* k : kDependencyKeywords) {
+    if (s.contains(k)) return true;
+  }
+  return false;
+}
+
 bool IsLowerBound(const std::string& k) {
   return k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
          k == "minProperties";
@@ -76,10 +87,14 @@ bool IsUpperBound(const std::string& k) {
 // `s`'s properties merged into `acc`'s: each side's additionalProperties
 // applies to the other side's extra properties (spec semantics of allOf).
 // acc's "properties", when present, is an object: only this writes it.
+// In place: acc's properties keep their order, s's new ones follow.
 void MergeProperties(json& acc, const json& s) {
-  const json* acc_props = acc.contains("properties") ? &acc["properties"] : nullptr;
-  const json* s_props = s.contains("properties") ? &s["properties"] : nullptr;
-  json merged_props = acc_props ? *acc_props : json::object();
+  const bool acc_had = acc.contains("properties");
+  const auto s_it = s.find("properties");
+  const json* s_props = s_it != s.end() ? &*s_it : nullptr;
+  if (!acc_had && s_props == nullptr) return;
+  json& merged_props = acc["properties"];  // created empty when absent
+  if (merged_props.is_null()) merged_props = json::object();
   if (s_props && s_props->is_object()) {
     for (auto it = s_props->begin(); it != s_props->end(); ++it) {
       if (merged_props.contains(it.key())) {
@@ -92,14 +107,13 @@ void MergeProperties(json& acc, const json& s) {
       }
     }
   }
-  if (acc_props && s.contains("additionalProperties") && !s.contains("patternProperties")) {
-    for (auto it = acc_props->begin(); it != acc_props->end(); ++it) {
+  if (acc_had && s.contains("additionalProperties") && !s.contains("patternProperties")) {
+    // acc's own properties: those s does not declare (s's were added above).
+    for (auto it = merged_props.begin(); it != merged_props.end(); ++it) {
       if (s_props && s_props->contains(it.key())) continue;
-      merged_props[it.key()] =
-          json{{"allOf", json::array({merged_props[it.key()], s["additionalProperties"]})}};
+      *it = json{{"allOf", json::array({*it, s["additionalProperties"]})}};
     }
   }
-  if (acc_props || s_props) acc["properties"] = merged_props;
 }
 
 }  // namespace
@@ -116,26 +130,34 @@ absl::Status Converter::MergeInto(json& acc, const json& s_in, const std::string
   if (!s_in.is_object()) {
     return Invalid(absl::StrCat("schema at ", Where(ptr), " is not an object"));
   }
-  json s = s_in;
-  NormalizeBounds(s);
+  // `s_in` itself, or a copy where it must change (the numeric bounds form,
+  // conditionals lowered): a merge reads large schemas many times over. The
+  // $ref and allOf merged here are skipped below, not erased.
+  json owned;
+  const bool changes = HasDraft4Bounds(s_in) || HasConditionals(s_in);
+  if (changes) {
+    owned = s_in;
+    NormalizeBounds(owned);
+  }
+  const json& s = changes ? owned : s_in;
+  bool ref_merged = false, all_of_merged = false;
   if (auto it = s.find("$ref"); it != s.end() && it->is_string()) {
     std::string tptr;
     MASKD_ASSIGN_OR_RETURN(const json* target, Resolve(it->get<std::string>(), ptr, &tptr));
-    s.erase("$ref");
+    ref_merged = true;
     MASKD_RETURN_IF_ERROR(MergeInto(acc, *target, tptr, depth + 1));
     if (acc.is_boolean()) return absl::OkStatus();
   }
   if (auto it = s.find("allOf"); it != s.end() && it->is_array()) {
-    json parts = *it;
-    s.erase("allOf");
-    for (size_t i = 0; i < parts.size(); ++i) {
-      MASKD_RETURN_IF_ERROR(MergeInto(acc, parts[i], Child(ptr, "allOf", i), depth + 1));
+    all_of_merged = true;
+    for (size_t i = 0; i < it->size(); ++i) {
+      MASKD_RETURN_IF_ERROR(MergeInto(acc, (*it)[i], Child(ptr, "allOf", i), depth + 1));
       if (acc.is_boolean()) return absl::OkStatus();
     }
   }
-  {
+  if (changes) {
     json parts = json::array();
-    MASKD_RETURN_IF_ERROR(LowerConditionals(s, ptr, &parts));
+    MASKD_RETURN_IF_ERROR(LowerConditionals(owned, ptr, &parts));
     for (auto& part : parts) {
       MASKD_RETURN_IF_ERROR(MergeInto(acc, part, ptr, depth + 1));
       if (acc.is_boolean()) return absl::OkStatus();
@@ -144,7 +166,9 @@ absl::Status Converter::MergeInto(json& acc, const json& s_in, const std::string
   MergeProperties(acc, s);
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string& k = it.key();
-    if (k == "properties") continue;
+    if (k == "properties" || (k == "$ref" && ref_merged) || (k == "allOf" && all_of_merged)) {
+      continue;
+    }
     if (!acc.contains(k)) {
       acc[k] = it.value();
       continue;
@@ -255,7 +279,7 @@ absl::Status Converter::LowerConditionals(json& s, const std::string& ptr, json*
     s.erase("then");
     s.erase("else");
   }
-  for (const char* k : {"dependencies", "dependentRequired", "dependentSchemas"}) {
+  for (const char* k : kDependencyKeywords) {
     auto d = s.find(k);
     if (d == s.end()) continue;
     if (!d->is_object()) return Invalid(absl::StrCat(k, " at ", Where(ptr), " is not an object"));

@@ -97,6 +97,13 @@ class Converter {
   // Cancelled when the budget's cancel flag is set and, when `check_clock`,
   // DeadlineExceeded past its deadline.
   absl::Status CheckBudget(bool check_clock) const;
+  // One unit of the conversion's work: a subschema converted (Convert) or a
+  // value checked against one (Accepts). ResourceExhausted past kMaxSteps
+  // (a schema whose work grows faster than its size, such as an instance
+  // check whose candidates each meet every branch of a large anyOf); then
+  // CheckBudget, its clock every 64 steps.
+  absl::Status CountStep();
+  static constexpr int64_t kMaxSteps = 2000000;
   // A DFA for `regex` under the budget, with at most `max_states` states (and
   // the budget's own caps); nullptr when it does not fit (a cap, or rules
   // that cannot be expanded): the caller falls back. An error when the
@@ -215,7 +222,11 @@ class Converter {
   // Whether `v` is an instance of `s`, with the specification's semantics (no
   // type inference; formats maskd enforces are checked). Unimplemented for a
   // keyword this check does not decide; budget errors as the conversion's.
-  absl::StatusOr<bool> Accepts(const json& s, const std::string& ptr, const json& v, int depth);
+  // `shallow`: only `s`'s own keywords that do not recurse (type, const,
+  // enum, numbers' and strings'; no applicator, no array or object keyword):
+  // a false is then final, a true says nothing.
+  absl::StatusOr<bool> Accepts(const json& s, const std::string& ptr, const json& v, int depth,
+                               bool shallow = false);
   // Accepts keyword family by family, for `s` an object schema in the
   // numeric bounds form (NormalizeBounds): whether `v` passes the family's
   // keywords, with Accepts' errors. Accepts asks them in this order after the
@@ -329,6 +340,9 @@ class Converter {
   };
   std::map<std::string, PatternInfo> pattern_cache_;
   std::map<std::string, std::shared_ptr<const Dfa>> check_dfa_cache_;  // content regex -> DFA
+  // pattern -> its content regex (PatternToJsonStringRegex), nullopt where
+  // that fails: an instance check asks the same pattern once per candidate.
+  std::map<std::string, std::optional<std::string>> pattern_regex_cache_;
   const json& root_;
   const JsonSchemaOptions& o_;
   std::string ws_, item_sep_, key_sep_;
@@ -348,7 +362,7 @@ class Converter {
   std::string any_rule_;                        // "(?&k)" once made
   int cuts_ = 0;                                // recursions cut at max_recursion_depth
   std::string cut_required_;  // the first required property lost to a cut
-  int64_t calls_ = 0;         // Convert calls, for the work limit
+  int64_t steps_ = 0;         // CountStep calls, for the work limit
   int depth_ = 0;             // Convert calls open now
 };
 

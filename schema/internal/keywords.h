@@ -55,6 +55,8 @@ bool IsIntegral(const json& v);
 bool TypeMatches(const json& v, const std::set<std::string>& types);
 // Draft-4 boolean exclusiveMinimum/Maximum to the numeric form, in place.
 void NormalizeBounds(json& s);
+// Whether NormalizeBounds would change `s` (a boolean exclusive bound).
+bool HasDraft4Bounds(const json& s);
 
 }  // namespace maskd::json_schema_internal
 
