@@ -94,6 +94,23 @@ bool Dfa::Matches(std::string_view text) const {
   return s != kDead && IsAccepting(s);
 }
 
+std::bitset<256> Dfa::LiveBytes() const {
+  std::bitset<256> live_classes;  // by class
+  if (lazy_ != nullptr) {
+    live_classes = lazy_->LiveClasses();
+  } else {
+    for (State s = 1; s < num_states_; ++s) {
+      const State* row = &table_[static_cast<size_t>(s) * num_classes_];
+      for (uint32_t c = 0; c < num_classes_; ++c) {
+        if (row[c] != kDead) live_classes[c] = true;
+      }
+    }
+  }
+  std::bitset<256> bytes;
+  for (int b = 0; b < 256; ++b) bytes[b] = live_classes[byte_class_[b]];
+  return bytes;
+}
+
 size_t Dfa::MemoryBytes() const {
   if (lazy_ != nullptr) return sizeof(Dfa) + lazy_->MemoryBytes();
   return sizeof(Dfa) + table_.capacity() * sizeof(State) + accepting_.capacity() +

@@ -28,6 +28,7 @@
 #define MASKD_AUTOMATON_DFA_H_
 
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -127,6 +128,11 @@ class Dfa {
   // lowest-numbered on a tie), and in `*bytes` how many; kDead (and 0) when
   // every byte dies or stays in `s`. Self-loop bytes in `*self_bytes`.
   State WidestSuccessor(State s, uint32_t* bytes, uint32_t* self_bytes = nullptr) const;
+
+  // The bytes some live state takes to a live state: a byte outside it is
+  // rejected from every state. Lazy: a superset (the bytes on the NFA's
+  // edges into live NFA states), and no state is built.
+  std::bitset<256> LiveBytes() const;
 
   // Bytes held (lazy: grows with the states built).
   size_t MemoryBytes() const;

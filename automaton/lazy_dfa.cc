@@ -126,6 +126,15 @@ int LazyDfa::ForcedByte(uint32_t s) const {
   return facts.forced.load(std::memory_order_relaxed);
 }
 
+std::bitset<256> LazyDfa::LiveClasses() const {
+  std::bitset<256> classes;
+  for (const CompactNfa::Edge& e : nfa_.edges) {
+    if (!live_[e.to]) continue;
+    for (uint32_t c = e.lo; c <= e.hi; ++c) classes[c] = true;
+  }
+  return classes;
+}
+
 size_t LazyDfa::MemoryBytes() const {
   absl::MutexLock lock(&mu_);
   return sizeof(LazyDfa) + table_.MemoryBytes() + facts_.MemoryBytes() + sets_.MemoryBytes() +

@@ -18,6 +18,7 @@
 #define MASKD_AUTOMATON_INTERNAL_LAZY_DFA_H_
 
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -69,6 +70,9 @@ class LazyDfa {
   // At least the largest DistanceToAccept of any state (exact for eager
   // DFAs; here the largest distance of a live NFA state).
   uint32_t MaxDistanceBound() const { return max_distance_bound_; }
+  // The classes on an NFA edge into a live NFA state: every class a live
+  // DFA state may take to a live one, and perhaps more.
+  std::bitset<256> LiveClasses() const;
   // Dfa::ForcedByte: fills s's row first; -1 when that is refused.
   int ForcedByte(uint32_t s) const;
   // Dfa::BuildAll: fills every row reachable from the start; `options`'

@@ -3,6 +3,7 @@
 #include "automaton/dfa.h"
 
 #include <atomic>
+#include <bitset>
 #include <map>
 #include <random>
 #include <string>
@@ -367,6 +368,51 @@ TEST_P(DfaModes, AgreesWithRe2OnRandomRegexes) {
   EXPECT_LT(too_big, num_regexes / 100);
   EXPECT_EQ(regexes + too_big, num_regexes);
   EXPECT_EQ(checks, regexes * 40);
+}
+
+// The bytes some live state of `dfa` takes to a live state, by a scan of
+// every state (lazy: of those built so far).
+std::bitset<256> ScannedLiveBytes(const Dfa& dfa) {
+  std::bitset<256> bytes;
+  for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
+    for (int b = 0; b < 256; ++b) {
+      if (dfa.Next(q, static_cast<uint8_t>(b)) != Dfa::kDead) bytes[b] = true;
+    }
+  }
+  return bytes;
+}
+
+// LiveBytes: exactly the scanned bytes of an eager DFA; a superset of them
+// for a lazy one, before and after its states are built, and no state built
+// to answer.
+TEST_P(DfaModes, LiveBytesHoldEveryByteALiveStateTakes) {
+  RegexGen gen(777);
+  DfaOptions options;
+  options.max_states = 20000;
+  int compared = 0;
+  for (int i = 0; i < testing::Scaled(300, 60); ++i) {
+    const std::string pattern = gen.Regex();
+    auto eager = Dfa::FromPattern(pattern, RegexLimits{}, options);
+    if (!eager.ok()) continue;
+    const std::bitset<256> want = ScannedLiveBytes(**eager);
+    ASSERT_EQ((*eager)->LiveBytes(), want) << pattern;
+    auto dfa = FromPatternIn(GetParam(), pattern, options);
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.status();
+    const uint32_t built = (*dfa)->num_states();
+    const std::bitset<256> live = (*dfa)->LiveBytes();
+    EXPECT_EQ((*dfa)->num_states(), built) << pattern;
+    EXPECT_EQ(live & want, want) << pattern;
+    if ((*dfa)->lazy()) ASSERT_TRUE((*dfa)->BuildAll(options).ok()) << pattern;
+    EXPECT_EQ(live & ScannedLiveBytes(**dfa), ScannedLiveBytes(**dfa)) << pattern;
+    ++compared;
+  }
+  EXPECT_GT(compared, testing::Scaled(300, 60) / 2);
+  // Where the NFA's edges are exact, so is the lazy answer.
+  auto small = FromPatternIn(GetParam(), "[a-c]x|q");
+  ASSERT_TRUE(small.ok());
+  std::bitset<256> abcxq;
+  for (char c : std::string("abcxq")) abcxq[static_cast<uint8_t>(c)] = true;
+  EXPECT_EQ((*small)->LiveBytes(), abcxq);
 }
 
 // Construction shares the NFA states of equal subexpressions that precede the
