@@ -85,12 +85,15 @@ struct ConstraintOptions {
   // instead of on first use (no effect on the grammar route, whose masks
   // depend on the parser state).
   bool eager = false;
-  // Regex route: build the whole DFA (minimized) while compiling instead of
-  // its states as walks first reach them (automaton/dfa.h, lazy mode), which
-  // is the default: a first mask then costs what its state needs. `eager`
-  // implies it. A JSON Schema's DFA is lazy too: kRegex builds its start
-  // state only; kAuto builds every state of it at compile (no minimization)
-  // to test that it fits max_dfa_states, so its walks are never refused.
+  // Build the whole DFA (minimized) while compiling instead of its states
+  // as walks first reach them (automaton/dfa.h, lazy mode), which is the
+  // default: a first mask then costs what its state needs. `eager` implies
+  // it. On the regex route, a JSON Schema's DFA is lazy too: kRegex builds
+  // its start state only; kAuto builds every state of it at compile (no
+  // minimization) to test that it fits max_dfa_states, so its walks are
+  // never refused. On the grammar route it is each terminal's DFA
+  // (grammar::TerminalMode): lazy past
+  // CompileLimits::eager_terminal_dfa_states.
   bool eager_dfa = false;
 
   auto Fields() const {

@@ -85,6 +85,9 @@ absl::StatusOr<CompiledConstraint> IndexGrammar(const grammar::Grammar& g, const
   options.earley.regex_limits.max_pattern_bytes =
       std::max(job.index.regex.max_pattern_bytes, max_terminal_bytes);
   options.earley.dfa_options = job.index.dfa;
+  options.earley.dfa_options.eager_up_to_states = job.limits.eager_terminal_dfa_states;
+  options.earley.terminal_mode =
+      job.index.lazy_dfa && !job.index.eager ? grammar::TerminalMode::kLazy : grammar::TerminalMode::kWhole;
   options.budget = job.limits.mask_budget;
   options.terminal_dfas = job.limits.terminal_dfas;
   auto index = grammar::GrammarIndex::Create(g, job.constraint.tokenizer, options);

@@ -77,6 +77,14 @@ struct CompileLimits {
   // (DfaOptions::eager_up_to_states; 0: always lazy). --eager-dfa-states.
   uint32_t eager_dfa_states = kDefaultEagerDfaStates;
   static constexpr uint32_t kDefaultEagerDfaStates = 1024;
+  // The same for each terminal of a grammar (grammar::TerminalMode).
+  // Lower than a regex's: a grammar has many terminals, and a whole build
+  // (subset construction + minimization) costs each one its states while
+  // its walks read few of them (400 tools, 838 terminal DFAs: compile 354 ms
+  // at 1024, 135 at 64, per-token time within 2%; docs/grammars.md).
+  // --eager-terminal-dfa-states.
+  uint32_t eager_terminal_dfa_states = kDefaultEagerTerminalDfaStates;
+  static constexpr uint32_t kDefaultEagerTerminalDfaStates = 64;
   // SchemaRoute::kAuto: a schema whose regex would be over this many bytes
   // takes the grammar route without trying the regex route, whose DFA and
   // index cost grow with the regex (a trade measured in docs/json-schema.md:

@@ -17,7 +17,7 @@ namespace {
 // same bytes finds a counterexample if there is one.
 bool ConcatClosed(const Dfa& dfa) {
   const uint32_t n = dfa.num_states();
-  if (n > CompiledGrammar::kMaxClosedCheckStates) return false;
+  if (dfa.lazy() || n > CompiledGrammar::kMaxClosedCheckStates) return false;
   std::vector<bool> seen(static_cast<size_t>(n) * n, false);
   std::vector<std::pair<uint32_t, uint32_t>> stack;
   for (uint32_t a = 1; a < n; ++a) {
@@ -47,9 +47,9 @@ bool ConcatClosed(const Dfa& dfa) {
 
 absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
     const Grammar& g, const RegexLimits& regex_limits, const DfaOptions& dfa_options,
-    TerminalDfas* dfas) {
-  absl::Status valid = Validate(g);
-  if (!valid.ok()) return valid;
+    TerminalDfas* dfas, TerminalMode mode) {
+  // The terminals' own invariant is checked on their DFAs below.
+  if (absl::Status valid = ValidateRules(g); !valid.ok()) return valid;
   if (g.rules.size() >= (1u << 30) || g.terminals.size() >= (1u << 30)) {
     return absl::ResourceExhaustedError("grammar has more than 2^30 rules or terminals");
   }
@@ -67,11 +67,23 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
     return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
   }
   for (const Terminal& t : g.terminals) {
-    auto dfa = TerminalDfa(dfas, t.regex, regex_limits, dfa_options);
+    auto dfa = TerminalDfa(dfas, t.regex, regex_limits, dfa_options, mode);
     if (!dfa.ok()) {
       return absl::Status(dfa.status().code(),
                           absl::StrCat("terminal '", t.name, "' (line ", t.where.line, ", column ",
                                        t.where.column, "): ", dfa.status().message()));
+    }
+    const RefusalWatch watch;  // a lazy DFA's start row may need states past its limit
+    const bool matches = MatchesNonEmptyString(**dfa);
+    if (watch.refused()) {
+      return absl::ResourceExhaustedError(absl::StrCat("terminal '", t.name, "' (line ", t.where.line,
+                                                       ", column ", t.where.column, "): ",
+                                                       (*dfa)->StateLimitError().message()));
+    }
+    if (!matches) {
+      return absl::InvalidArgumentError(absl::StrCat("terminal '", t.name, "' (line ", t.where.line,
+                                                     ", column ", t.where.column,
+                                                     ") matches no non-empty string"));
     }
     c->nullable_terminal_.push_back((*dfa)->IsAccepting((*dfa)->start()));
     c->concat_closed_.push_back(ConcatClosed(**dfa));

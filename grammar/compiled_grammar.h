@@ -30,9 +30,10 @@ class CompiledGrammar {
   // a terminal that does not compile is an error naming it and its line and
   // column. ResourceExhausted when rules, terminals or productions reach 2^30.
   // With `dfas`, the terminals' DFAs are taken from (and added to) that cache.
+  // `mode`: whole or lazy DFAs (terminal_dfas.h).
   static absl::StatusOr<std::shared_ptr<const CompiledGrammar>> Create(
       const Grammar& g, const RegexLimits& regex_limits = {}, const DfaOptions& dfa_options = {},
-      TerminalDfas* dfas = nullptr);
+      TerminalDfas* dfas = nullptr, TerminalMode mode = TerminalMode::kWhole);
 
   const std::vector<Production>& productions() const { return productions_; }
   // Production ids of rule `r`.
@@ -45,7 +46,8 @@ class CompiledGrammar {
   const Dfa& dfa(uint32_t t) const { return *dfas_[t]; }
   // The terminal's language L is closed under concatenation (L L is within
   // L), so two of its strings in a row are also one of them (\s+, [a-z]*).
-  // Computed for DFAs of at most kMaxClosedCheckStates states; false above.
+  // Computed for whole DFAs of at most kMaxClosedCheckStates states; false
+  // above and for lazy ones (whose check would build their states).
   bool concat_closed(uint32_t t) const { return concat_closed_[t]; }
   static constexpr uint32_t kMaxClosedCheckStates = 512;
   const std::vector<uint32_t>& ignore() const { return ignore_; }

@@ -47,6 +47,10 @@ struct EarleyOptions {
   size_t max_chart_items = 1 << 22;
   RegexLimits regex_limits;  // for the terminals' regexes
   DfaOptions dfa_options;    // for the terminals' DFAs
+  // Whole (the default) or lazy terminal DFAs (terminal_dfas.h), for a
+  // GrammarIndex, whose GrammarGuide tells a lazy DFA's refused state from a
+  // rejected byte. EarleyRecognizer, the reference, builds whole DFAs.
+  TerminalMode terminal_mode = TerminalMode::kWhole;
 };
 
 class EarleyRecognizer {

@@ -128,7 +128,7 @@ absl::Status Normalize(Grammar* g) {
   return absl::OkStatus();
 }
 
-absl::Status Validate(const Grammar& g) {
+absl::Status ValidateRules(const Grammar& g) {
   if (g.start >= g.rules.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("start rule id ", g.start, " is out of range (", g.rules.size(), " rules)"));
@@ -165,6 +165,11 @@ absl::Status Validate(const Grammar& g) {
           "rule '", rule.name, "' (", Where(rule.where), ") is unreachable from the start rule"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const Grammar& g) {
+  if (absl::Status rules = ValidateRules(g); !rules.ok()) return rules;
   for (const Terminal& t : g.terminals) {
     auto re = Regex::Parse(t.regex);
     if (!re.ok()) {

@@ -92,6 +92,12 @@ absl::Status Normalize(Grammar* g);
 // and its position: "rule 'value' (line 3, column 1) derives no string").
 absl::Status Validate(const Grammar& g);
 
+// Validate without the terminals' own invariant (that each regex parses and
+// matches a non-empty string): for callers that build every terminal's DFA
+// next and check it there (CompiledGrammar::Create), so a large grammar's
+// terminals are not parsed once more only to be checked.
+absl::Status ValidateRules(const Grammar& g);
+
 // The grammar as BNF text, one rule per line, terminals by name, for error
 // messages, tests and `maskctl grammar`. Deterministic.
 std::string ToText(const Grammar& g);

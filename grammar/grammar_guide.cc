@@ -29,7 +29,9 @@ absl::Status GrammarGuide::WriteMask(absl::Span<uint32_t> words) {
     return absl::OkStatus();
   }
   BeginWork();
-  return index_->FillMask(parser_, scratch_, words.data());
+  const RefusalWatch watch;
+  absl::Status s = index_->FillMask(parser_, scratch_, words.data());
+  return Refused(watch) ? index_->StateLimitError() : s;
 }
 
 absl::StatusOr<bool> GrammarGuide::PushToken(uint32_t token) {
@@ -51,9 +53,11 @@ absl::StatusOr<bool> GrammarGuide::IsAllowed(uint32_t token) {
   if (vocab.is_eos(token)) return finished_ || parser_.IsAccepting();
   if (finished_ || vocab.is_special(token) || vocab.bytes(token).empty()) return false;
   BeginWork();
+  const RefusalWatch watch;
   const size_t before = parser_.num_sets();
   absl::StatusOr<bool> live = PushToken(token);
   parser_.PopTo(before);
+  if (Refused(watch)) return index_->StateLimitError();
   return live;
 }
 
@@ -86,7 +90,12 @@ absl::Status GrammarGuide::AdvanceOne(uint32_t token) {
   bool ok = false;
   if (!finished_ && vocab.has_token(token) && !vocab.is_special(token) &&
       !vocab.bytes(token).empty()) {
+    const RefusalWatch watch;
     absl::StatusOr<bool> pushed = PushToken(token);
+    if (Refused(watch)) {
+      parser_.PopTo(start);  // a set the refusal cut short stays out
+      return index_->StateLimitError();
+    }
     if (!pushed.ok()) return pushed.status();
     ok = *pushed;
   }
@@ -175,6 +184,7 @@ absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {
   std::string out;
   if (finished_) return out;
   BeginWork();
+  const RefusalWatch watch;
   const size_t before = parser_.num_sets();
   while (out.size() < max_bytes && !parser_.IsAccepting()) {
     const std::bitset<256> next = parser_.NextBytes();
@@ -189,6 +199,7 @@ absl::StatusOr<std::string> GrammarGuide::ForcedContinuation(size_t max_bytes) {
     out.push_back(static_cast<char>(b));
   }
   parser_.PopTo(before);
+  if (Refused(watch)) return index_->StateLimitError();
   return out;
 }
 
@@ -207,6 +218,7 @@ absl::Status GrammarGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uin
   auto allowed = [&](uint32_t t) { return (words[t >> 5] >> (t & 31)) & 1; };
   budget_.clear();
   BeginWork();
+  const RefusalWatch watch;
   size_t work = 0;
   for (uint32_t i = 1; i < trie.num_nodes();) {
     const TokenTrie::Node& node = nodes[i];
@@ -232,6 +244,7 @@ absl::Status GrammarGuide::ApplyTokenBudget(uint32_t tokens_left, absl::Span<uin
     ++i;
   }
   parser_.PopTo(base);
+  if (Refused(watch)) return index_->StateLimitError();  // `words` unchanged
   uint64_t best = CompiledGrammar::kNoLength;
   bool keep_any = false;
   for (uint32_t eos : vocab.eos_ids()) keep_any = keep_any || allowed(eos);

@@ -41,6 +41,11 @@ class GrammarGuide {
 
   const GrammarIndex& index() const { return *index_; }
 
+  // Over lazy terminal DFAs (EarleyOptions::terminal_mode), a call below
+  // that needs a DFA state past max_states fails with ResourceExhausted
+  // (GrammarIndex::StateLimitError), the state unchanged: a refused state
+  // never reads as a rejected byte.
+  //
   // Every call below that runs the parser (a mask, an advance, a rollback
   // that advances again, the token budget, the forced continuation) may take
   // at most index().options().max_parser_steps parser steps, and polls
@@ -129,6 +134,11 @@ class GrammarGuide {
   void ReleaseSpare();
   // Pushes `token`'s bytes; false (parser unchanged) when one is refused.
   absl::StatusOr<bool> PushToken(uint32_t token);
+  // Whether a lazy terminal DFA refused a state since `watch` began: then
+  // what the call read was cut short and it must fail (StateLimitError).
+  bool Refused(const RefusalWatch& watch) const {
+    return index_->has_lazy_terminals() && watch.refused();
+  }
 
   std::shared_ptr<const GrammarIndex> index_;
   EarleyParser parser_;

@@ -107,18 +107,19 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
   absl::StatusOr<std::shared_ptr<const CompiledGrammar>> compiled =
       absl::UnknownError("not compiled");
   if (options.inline_regular_rules) {
-    if (absl::Status valid = Validate(g); !valid.ok()) return valid;
+    if (absl::Status valid = ValidateRules(g); !valid.ok()) return valid;
     InlineOptions inline_options;
     inline_options.regex_limits = options.earley.regex_limits;
     inline_options.dfa_options = options.earley.dfa_options;
     inline_options.dfas = dfas;
+    inline_options.mode = options.earley.terminal_mode;
     compiled = CompiledGrammar::Create(InlineRegularRules(g, inline_options),
                                        options.earley.regex_limits, options.earley.dfa_options,
-                                       dfas);
+                                       dfas, options.earley.terminal_mode);
   }
   if (!compiled.ok()) {
     compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options,
-                                       dfas);
+                                       dfas, options.earley.terminal_mode);
   }
   if (!compiled.ok()) return compiled.status();
   std::shared_ptr<GrammarIndex> index(new GrammarIndex());
@@ -127,43 +128,28 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
   index->vocab_ = &index->context_->vocabulary();
   index->options_ = options;
   index->num_words_ = (index->vocab_->size() + 31) / 32;
+  absl::flat_hash_set<const Dfa*> seen;  // terminals may share a DFA (terminal_dfas.h)
   for (size_t t = 0; t < index->grammar_->num_terminals(); ++t) {
     const Dfa& dfa = index->grammar_->dfa(static_cast<uint32_t>(t));
-    const uint32_t n = dfa.num_states();
-    index->num_dfa_states_ += n;
-    index->base_bytes_ += dfa.MemoryBytes() + n * sizeof(std::atomic<const TerminalStateTokens*>);
-    auto slots = std::make_unique<std::atomic<const TerminalStateTokens*>[]>(n);
-    for (uint32_t q = 0; q < n; ++q) slots[q].store(nullptr, std::memory_order_relaxed);
-    index->memo_.push_back(std::move(slots));
+    index->memo_.push_back(std::make_unique<MemoSlots>());
+    if (!seen.insert(&dfa).second) continue;
+    if (dfa.lazy()) {
+      index->lazy_dfas_.push_back(&dfa);
+    } else {
+      index->whole_dfa_states_ += dfa.num_states();
+      index->base_bytes_ += dfa.MemoryBytes();
+    }
   }
   index->FindNeverAllowed();
   return std::shared_ptr<const GrammarIndex>(std::move(index));
 }
 
 void GrammarIndex::FindNeverAllowed() {
-  std::bitset<256> taken;  // bytes some terminal's DFA takes from a live state
-  absl::flat_hash_set<const Dfa*> seen;  // terminals may share a DFA (terminal_dfas.h)
+  // Bytes some terminal's DFA takes from a live state (with a lazy DFA, a
+  // superset: fewer tokens are never allowed, none wrongly).
+  std::bitset<256> taken;
   for (size_t t = 0; t < grammar_->num_terminals() && !taken.all(); ++t) {
-    const Dfa& dfa = grammar_->dfa(static_cast<uint32_t>(t));
-    if (!seen.insert(&dfa).second) continue;
-    // By byte class: one byte of each stands for all of its class.
-    std::vector<int> class_byte(dfa.num_classes(), -1);
-    for (int b = 0; b < 256; ++b) {
-      int& first = class_byte[dfa.byte_class(static_cast<uint8_t>(b))];
-      if (first < 0) first = b;
-    }
-    std::vector<bool> live(dfa.num_classes(), false);
-    for (Dfa::State q = 1; q < dfa.num_states(); ++q) {
-      for (uint32_t c = 0; c < dfa.num_classes(); ++c) {
-        if (!live[c] && class_byte[c] >= 0 &&
-            dfa.Next(q, static_cast<uint8_t>(class_byte[c])) != Dfa::kDead) {
-          live[c] = true;
-        }
-      }
-    }
-    for (int b = 0; b < 256; ++b) {
-      if (live[dfa.byte_class(static_cast<uint8_t>(b))]) taken[b] = true;
-    }
+    taken |= grammar_->dfa(static_cast<uint32_t>(t)).LiveBytes();
   }
   never_.assign(num_words_, 0);
   base_bytes_ += never_.capacity() * sizeof(uint32_t);
@@ -186,10 +172,33 @@ void GrammarIndex::FindNeverAllowed() {
 
 GrammarIndex::~GrammarIndex() {
   for (size_t t = 0; t < memo_.size(); ++t) {
+    // A lazy DFA's states may have grown past the slots a mask touched:
+    // Find skips the chunks never made.
     const uint32_t n = grammar_->dfa(static_cast<uint32_t>(t)).num_states();
-    for (uint32_t q = 0; q < n; ++q) delete memo_[t][q].load(std::memory_order_relaxed);
+    for (uint32_t q = 0; q < n; ++q) {
+      if (auto* slot = memo_[t]->Find(q)) delete slot->load(std::memory_order_relaxed);
+    }
   }
   if (options_.budget != nullptr) options_.budget->Release(memo_bytes());
+}
+
+size_t GrammarIndex::MemoryBytes() const {
+  size_t bytes = base_bytes_ + memo_bytes();
+  for (const auto& slots : memo_) bytes += slots->MemoryBytes();
+  for (const Dfa* dfa : lazy_dfas_) bytes += dfa->MemoryBytes();
+  return bytes;
+}
+
+uint32_t GrammarIndex::num_dfa_states() const {
+  uint32_t states = whole_dfa_states_;
+  for (const Dfa* dfa : lazy_dfas_) states += dfa->num_states();
+  return states;
+}
+
+absl::Status GrammarIndex::StateLimitError() const {
+  if (lazy_dfas_.empty()) return absl::InternalError("no lazy terminal DFA to refuse a state");
+  return absl::ResourceExhaustedError(
+      absl::StrCat("grammar terminal: ", lazy_dfas_.front()->StateLimitError().message()));
 }
 
 TokenSet TokenSet::FromWords(std::vector<uint32_t> words) {
@@ -224,22 +233,38 @@ void Crossings::Build(const TokenTrie& trie, std::vector<uint32_t> ends, const u
   const uint32_t* ids = trie.token_ids();
   crossings.clear();
   crossing_begin.clear();
-  // Whether child c leads to a token in neither set. Reads the tokens of c's
-  // subtree up to the first such one: at most the bytes of the vocabulary
-  // over all children, nested ones included.
-  auto leads_on = [&](uint32_t c) {
-    for (uint32_t k = begin[c]; k < begin[nodes[c].next]; ++k) {
-      const uint32_t t = ids[k];
-      if (((covered[t >> 5] | never[t >> 5]) >> (t & 31) & 1) == 0) return true;
-    }
-    return false;
+  auto open = [&](uint32_t k) {  // token slot k holds a token in neither set
+    const uint32_t t = ids[k];
+    return ((covered[t >> 5] | never[t >> 5]) >> (t & 31) & 1) == 0;
   };
   // A single walk lists its ends in order; several walks (Into) may repeat
   // one.
   if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  // Whether child c leads to a token in neither set. With few ends, a read
+  // of c's subtree's tokens up to the first such one. With many (a terminal
+  // that may end after nearly every prefix: the subtrees nest, and their
+  // reads would add up to the tokens' bytes), from the first open slot at or
+  // after each slot, one pass over the slots.
+  thread_local std::vector<uint32_t> next_open;
+  const uint32_t slots = static_cast<uint32_t>(trie.num_tokens());
+  const bool many = ends.size() > kManyEnds;
+  if (many) {
+    next_open.resize(size_t{slots} + 1);
+    next_open[slots] = slots;
+    for (uint32_t k = slots; k-- > 0;) next_open[k] = open(k) ? k : next_open[k + 1];
+  }
+  auto leads_on = [&](uint32_t c) {
+    const uint32_t end = begin[nodes[c].next];
+    if (many) return next_open[begin[c]] < end;
+    for (uint32_t k = begin[c]; k < end; ++k) {
+      if (open(k)) return true;
+    }
+    return false;
+  };
   std::vector<uint32_t> children;
   for (uint32_t e : ends) {
+    if (many && next_open[begin[e]] >= begin[nodes[e].next]) continue;  // no child leads on
     for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
       if (leads_on(c)) children.push_back(c);
     }
@@ -266,7 +291,10 @@ size_t MaskScratch::MemoryBytes() const {
 
 void GrammarIndex::Compute(uint32_t terminal, uint32_t state, MaskScratch& scratch,
                            TerminalStateTokens* out) const {
-  if (options_.self_loop_entries && ComputeSelfLoop(terminal, state, out)) return;
+  if (options_.self_loop_entries && (ComputeSelfLoop(terminal, state, out) ||
+                                     ComputeNearLoop(terminal, state, scratch, out))) {
+    return;
+  }
   std::vector<uint32_t> words(num_words_, 0), ends;
   // Visits each trie node at most once: not counted against max_mask_work.
   WalkDfa(terminal, state, 1, static_cast<uint32_t>(context_->trie().num_nodes()), SIZE_MAX,
@@ -294,12 +322,15 @@ void GrammarIndex::Unreserve(size_t bytes) const {
 
 const TerminalStateTokens& GrammarIndex::Tokens(uint32_t terminal, uint32_t state,
                                                 MaskScratch& scratch) const {
-  std::atomic<const TerminalStateTokens*>& slot = memo_[terminal][state];
+  std::atomic<const TerminalStateTokens*>& slot = *memo_[terminal]->At(state);
   if (const TerminalStateTokens* e = slot.load(std::memory_order_acquire)) return *e;
   auto fresh = std::make_unique<TerminalStateTokens>();
+  const RefusalWatch watch;
   Compute(terminal, state, scratch, fresh.get());
   const size_t bytes = fresh->MemoryBytes();
-  if (!Reserve(bytes)) {
+  // An entry a refusal cut short is used once (the caller's work fails for
+  // the refusal) and never kept.
+  if (watch.refused() || !Reserve(bytes)) {
     scratch.unkept = std::move(fresh);
     return *scratch.unkept;
   }
@@ -320,6 +351,7 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
     if (found != from.into.end()) return *found->second;
   }
   auto fresh = std::make_unique<CrossingTokens>();
+  const RefusalWatch watch;
   std::vector<uint32_t> words(num_words_, 0), ends;
   const TokenTrie::Node* nodes = context_->trie().nodes();
   for (uint32_t c : from.crossings.crossings) {
@@ -332,7 +364,7 @@ const CrossingTokens& GrammarIndex::Into(const TerminalStateTokens& from, uint32
   fresh->next.Build(context_->trie(), std::move(ends), covered.data(), never_.data());
   fresh->tokens = TokenSet::FromWords(std::move(words));
   const size_t bytes = fresh->MemoryBytes();
-  if (!Reserve(bytes)) {
+  if (watch.refused() || !Reserve(bytes)) {  // as in Tokens
     scratch.unkept_into = std::move(fresh);
     return *scratch.unkept_into;
   }

@@ -46,6 +46,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "automaton/grow_only_array.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
 #include "grammar/earley_parser.h"
@@ -70,6 +71,9 @@ struct Crossings {
   std::vector<uint32_t> crossing_begin;  // 257 entries, or none
   void Build(const TokenTrie& trie, std::vector<uint32_t> ends, const uint32_t* covered,
              const uint32_t* never);
+  // Past this many ends, Build reads every token slot once instead of each
+  // child's subtree.
+  static constexpr size_t kManyEnds = 256;
   bool empty() const { return crossings.empty(); }
   size_t MemoryBytes() const {
     return (crossings.capacity() + crossing_begin.capacity()) * sizeof(uint32_t);
@@ -130,6 +134,10 @@ struct MaskScratch {
   // Memo entries computed past max_memo_bytes (not kept).
   std::unique_ptr<TerminalStateTokens> unkept;
   std::unique_ptr<CrossingTokens> unkept_into;
+  // Set while ComputeNearLoop asks for its loop state's entry, which then
+  // takes no near-loop shortcut itself (two states each other's widest
+  // successor).
+  bool in_near_loop = false;
 
   // Bytes held: the arrays by capacity, the unkept entries, not the object.
   size_t MemoryBytes() const;
@@ -208,26 +216,52 @@ class GrammarIndex {
                              MaskScratch& scratch) const;
   // Bytes the memo holds now.
   size_t memo_bytes() const { return memo_bytes_.load(std::memory_order_relaxed); }
-  // Bytes held now: the terminals' DFAs and tables plus the memo.
-  size_t MemoryBytes() const { return base_bytes_ + memo_bytes(); }
-  // DFA states of all terminals together.
-  uint32_t num_dfa_states() const { return num_dfa_states_; }
+  // Bytes held now: the terminals' DFAs (a lazy one's as built so far) and
+  // tables plus the memo.
+  size_t MemoryBytes() const;
+  // DFA states of all terminals together (a lazy one's built so far).
+  uint32_t num_dfa_states() const;
+  // Whether some terminal's DFA is lazy (EarleyOptions::terminal_mode):
+  // then work that reads the DFAs watches for the state limit's refusals
+  // (RefusalWatch) and fails with StateLimitError when one came.
+  bool has_lazy_terminals() const { return !lazy_dfas_.empty(); }
+  // ResourceExhausted: a lazy terminal DFA needs more than max_states
+  // states, reached while walking.
+  absl::Status StateLimitError() const;
 
   // The memo entry of (terminal, state) without a walk of the whole trie,
-  // for a state s, not accepting, that at least LoopMasks::kMinStayBytes
-  // bytes keep in s and whose other live bytes at most
-  // 1/kMaxSelfLoopWalkShare of the tokens hold: bitmask work from the
-  // tokenizer's byte index plus a walk of those tokens alone
-  // (self_loop_tokens.cc). The entry equals Compute's walk. False (nothing
-  // written) for other states. Used by Tokens (Options::self_loop_entries);
-  // public for tests.
+  // for a state s that at least LoopMasks::kMinStayBytes bytes keep in s and
+  // whose other live bytes at most 1/kMaxSelfLoopWalkShare of the tokens
+  // hold (when s accepts, with the tokens that die in s: at most that share
+  // too): bitmask work from the tokenizer's byte index plus a walk of those
+  // tokens alone (self_loop_tokens.cc). The entry equals Compute's walk.
+  // False (nothing written) for other states. Used by Tokens
+  // (Options::self_loop_entries); public for tests.
   bool ComputeSelfLoop(uint32_t terminal, uint32_t state, TerminalStateTokens* out) const;
   static constexpr size_t kMaxSelfLoopWalkShare = 8;
+  // The memo entry of (terminal, state) from that of a loop state L, for a
+  // state s whose bytes mostly lead to L where L stays (after a '<' in free
+  // text that avoids "<function=", after a '*' in a C comment): at least
+  // LoopMasks::kMinStayBytes bytes b with Next(s, b) = Next(L, b) = L. A
+  // token starting with such a b walks from s as it does from L, so those
+  // first bytes' subtrees are L's entry read again (its inside tokens, and
+  // the ends its crossings hang from), and only the other first bytes'
+  // subtrees are walked (self_loop_tokens.cc). The entry equals Compute's
+  // walk. False (nothing written) for other states, and while computing
+  // L's own entry (scratch.in_near_loop). Used by Tokens
+  // (Options::self_loop_entries); public for tests.
+  bool ComputeNearLoop(uint32_t terminal, uint32_t state, MaskScratch& scratch,
+                       TerminalStateTokens* out) const;
 
  private:
   GrammarIndex() = default;
   // Fills never_.
   void FindNeverAllowed();
+  // ComputeSelfLoop's walk of one token from s on terminal DFA `dfa`: marks
+  // it in `words` when it stays live, and appends to `ends` the trie nodes
+  // on its path where the DFA accepts (not the root, not the token's own).
+  void WalkToken(const Dfa& dfa, Dfa::State s, uint32_t token, uint32_t* words,
+                 std::vector<uint32_t>* ends) const;
   absl::Status OverBudget() const;
   // The scan and ignore items of the parser's last set, sorted by
   // (terminal, state).
@@ -278,16 +312,20 @@ class GrammarIndex {
   // adds no token that the level above does not already find.
   bool Redundant(const EarleyItem& it, const EarleyItem& completed) const;
 
+  using MemoSlots = GrowOnlyArray<std::atomic<const TerminalStateTokens*>>;
+
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenizerContext> context_;
   const Vocabulary* vocab_ = nullptr;  // &context_->vocabulary()
   Options options_;
   uint32_t num_words_ = 0;
-  size_t base_bytes_ = 0;
-  uint32_t num_dfa_states_ = 0;
-  // memo_[t][q]: null until computed; entries are never replaced or freed
-  // before the index.
-  std::vector<std::unique_ptr<std::atomic<const TerminalStateTokens*>[]>> memo_;
+  size_t base_bytes_ = 0;          // whole DFAs and never_
+  uint32_t whole_dfa_states_ = 0;  // of the whole DFAs
+  // The distinct lazy DFAs, whose states and bytes grow.
+  std::vector<const Dfa*> lazy_dfas_;
+  // memo_[t]->At(q): null until computed; entries are never replaced or
+  // freed before the index. Slots grow with a lazy DFA's states.
+  std::vector<std::unique_ptr<MemoSlots>> memo_;
   // Mask words: the text tokens holding a byte that no terminal's DFA takes
   // from any state, which no mask allows. The walks skip subtrees of these
   // and marked tokens alike.

@@ -13,6 +13,7 @@
 #include "automaton/regex.h"
 #include "grammar/regex_language.h"
 #include "grammar/regex_rule_parser.h"
+#include "grammar/terminal_dfas.h"
 
 namespace maskd::grammar {
 namespace {
@@ -109,7 +110,9 @@ class Lowering {
   // DFA costs max_states states' work, and the parts around one large piece
   // (a long string, in each of several objects) would each pay it. Only a
   // grammar with a part over the DFA limit presumes, and such a grammar
-  // compiled to no index before parts were split.
+  // compiled to no index before parts were split. Also with `may_presume`,
+  // with or without the DFA check, a regex PresumedOverStateLimit
+  // (grammar/terminal_dfas.h) is presumed over it from its size alone.
   absl::StatusOr<int32_t> TerminalOf(absl::string_view text, bool may_presume, absl::Status* why,
                                      bool* presumed) {
     if (auto it = terminal_of_.find(text); it != terminal_of_.end()) return it->second;
@@ -130,6 +133,13 @@ class Lowering {
     } else if (!lang.non_empty) {
       id = kEmptyOnly;
     } else {
+      if (may_presume && PresumedOverStateLimit(re->expanded_size(), terminal_.dfa)) {
+        *why = absl::ResourceExhaustedError(absl::StrCat(
+            "regex rule '", rules_[current_].name, "': ", re->expanded_size(),
+            " regex nodes, presumed over ", terminal_.dfa.max_states, " DFA states"));
+        *presumed = true;
+        return kOversized;
+      }
       if (terminal_.check_dfa) {
         if (may_presume && re->expanded_size() >= dfa_failed_nodes_ / 2) {
           *why = dfa_failed_;

@@ -29,13 +29,14 @@ std::string Alternation(const std::vector<std::string>& alts) {
 
 // Whether the DFA of `regex` compiles and matches a non-empty string (every
 // live state reaches acceptance, so any live successor of the start will do).
+// A regex PresumedOverStateLimit is not tried: a merged terminal is only
+// an optimization, and the rules around a large one would each fail too.
 bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
-  auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options);
+  auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options,
+                         options.mode, /*presume=*/true);
   if (!dfa.ok()) return false;
-  for (int b = 0; b < 256; ++b) {
-    if ((*dfa)->Next((*dfa)->start(), static_cast<uint8_t>(b)) != Dfa::kDead) return true;
-  }
-  return false;
+  const RefusalWatch watch;  // a lazy DFA over its limit already: keep the rule
+  return MatchesNonEmptyString(**dfa) && !watch.refused();
 }
 
 // Rules in dependency order (Kahn's algorithm over references to other

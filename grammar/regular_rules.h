@@ -38,6 +38,7 @@ struct InlineOptions {
   RegexLimits regex_limits;
   DfaOptions dfa_options;
   TerminalDfas* dfas = nullptr;  // where the merged terminals' DFAs are looked up
+  TerminalMode mode = TerminalMode::kWhole;  // how they are built
 };
 
 // `g` must satisfy Validate; so does the result.

@@ -16,8 +16,17 @@
 // such a byte: every end (a trie node where the DFA accepts and a token
 // goes on) lies on a walked token (found from the token's node by the trie's
 // parent links), and the crossings built from those ends are the ones a walk
-// of the whole trie finds. The cost is bitmask work
-// over the vocabulary's words plus the walked tokens' bytes.
+// of the whole trie finds. With s accepting (free text that may stop at any
+// byte: a structural tag's text before its trigger, a comment), every node
+// of a path within S is an end, but a crossing (an end's child) is kept only
+// when it leads to a token that is neither inside nor never allowed
+// (Crossings::Build), and such a token's path holds every end it hangs
+// from: so every such token is walked too, and they must be few. The cost
+// is bitmask work over the vocabulary's words plus the walked tokens' bytes.
+//
+// GrammarIndex::ComputeNearLoop: the entry of a state next to such a loop
+// (most of its bytes lead into the loop state and stay), read from the
+// loop's entry for those first bytes' subtrees (grammar_index.h).
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
@@ -32,11 +41,35 @@
 
 namespace maskd::grammar {
 
+void GrammarIndex::WalkToken(const Dfa& dfa, Dfa::State s, uint32_t token, uint32_t* words,
+                             std::vector<uint32_t>* ends) const {
+  const std::string_view bytes = vocab_->bytes(token);
+  thread_local std::vector<uint32_t> at;  // prefix lengths where the terminal may end
+  at.clear();
+  Dfa::State q = s;
+  size_t i = 0;
+  for (; i < bytes.size(); ++i) {
+    if (i > 0 && dfa.IsAccepting(q)) at.push_back(static_cast<uint32_t>(i));
+    q = dfa.Next(q, static_cast<uint8_t>(bytes[i]));
+    if (q == Dfa::kDead) break;
+  }
+  if (i == bytes.size()) words[token >> 5] |= 1u << (token & 31);
+  // The ends on this token's path: its node's ancestors at those depths.
+  const TokenTrie& trie = context_->trie();
+  uint32_t node = trie.node_of(token);
+  uint32_t depth = static_cast<uint32_t>(bytes.size());
+  for (size_t k = at.size(); k-- > 0;) {
+    for (; depth > at[k]; --depth) node = trie.parent(node);
+    ends->push_back(node);
+  }
+}
+
 bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
                                    TerminalStateTokens* out) const {
   const Dfa& dfa = grammar_->dfa(terminal);
   const Dfa::State s = state;
-  if (s == Dfa::kDead || dfa.IsAccepting(s)) return false;
+  if (s == Dfa::kDead) return false;
+  const bool accepting = dfa.IsAccepting(s);
   const LoopMasks& index = context_->loop_masks();
   const TokenTrie& trie = context_->trie();
   // kind[b]: 0 dead, 1 stays in s, 2 live elsewhere (its tokens walked).
@@ -52,9 +85,11 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
   thread_local std::vector<std::pair<uint8_t, Dfa::State>> pairs;
   const bool utf8 = Utf8Closed(dfa, s, s, &pairs);
   if (utf8) {
-    // The states inside a character must not accept (ends only past exits).
+    // From a state that does not accept, the states inside a character must
+    // not either (ends only past exits). From one that accepts, every token
+    // an end leads to is walked below.
     for (const auto& [u, q] : pairs) {
-      if (dfa.IsAccepting(q)) return false;
+      if (!accepting && dfa.IsAccepting(q)) return false;
     }
     stay += 0x80;
   } else {
@@ -72,9 +107,7 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
   for (int b = 0; b < 256; ++b) outside[b] = kind[b] != 1;
   index.TokensWithin(outside, utf8, num_words_, words.data());
   // Then the tokens holding a byte that s lets through elsewhere, once each.
-  const Vocabulary& vocab = *vocab_;
   std::vector<uint32_t> seen(num_words_, 0), ends;
-  std::vector<uint32_t> at;  // prefix lengths of one token where t may end
   for (int b = 0; b < last; ++b) {
     if (kind[b] != 2) continue;
     auto [id, end] = index.TokensWith(static_cast<uint8_t>(b));
@@ -82,25 +115,82 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
       const uint32_t bit = 1u << (*id & 31);
       if (seen[*id >> 5] & bit) continue;
       seen[*id >> 5] |= bit;
-      const std::string_view bytes = vocab.bytes(*id);
-      Dfa::State q = s;
-      size_t i = 0;
-      at.clear();
-      for (; i < bytes.size(); ++i) {
-        if (i > 0 && dfa.IsAccepting(q)) at.push_back(static_cast<uint32_t>(i));
-        q = dfa.Next(q, static_cast<uint8_t>(bytes[i]));
-        if (q == Dfa::kDead) break;
-      }
-      if (i == bytes.size()) words[*id >> 5] |= bit;
-      if (at.empty()) continue;
-      // The ends on this token's path: its node's ancestors at those depths.
-      uint32_t node = trie.node_of(*id);
-      uint32_t depth = static_cast<uint32_t>(bytes.size());
-      for (size_t k = at.size(); k-- > 0;) {
-        for (; depth > at[k]; --depth) node = trie.parent(node);
-        ends.push_back(node);
+      WalkToken(dfa, s, *id, words.data(), &ends);
+    }
+  }
+  // From an accepting s, also every other token neither inside nor never
+  // allowed (a dead byte, malformed UTF-8 after a prefix within S): the ends
+  // on its path lead to it.
+  if (accepting) {
+    // At least the open ids less those that are not text tokens: too many
+    // is known before any walk.
+    size_t open_ids = 0;
+    for (uint32_t w = 0; w < num_words_; ++w) {
+      open_ids += static_cast<size_t>(__builtin_popcount(~(words[w] | seen[w] | never_[w])));
+    }
+    const size_t not_text = size_t{num_words_} * 32 - trie.num_tokens();
+    if (open_ids > not_text && (open_ids - not_text) * kMaxSelfLoopWalkShare > trie.num_tokens()) {
+      return false;
+    }
+    size_t rest = 0;
+    for (uint32_t w = 0; w < num_words_; ++w) {
+      for (uint32_t bits = ~(words[w] | seen[w] | never_[w]); bits != 0; bits &= bits - 1) {
+        const uint32_t id = w * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
+        if (trie.node_of(id) == 0) continue;  // not a text token
+        if (++rest * kMaxSelfLoopWalkShare > trie.num_tokens()) return false;
+        WalkToken(dfa, s, id, words.data(), &ends);
       }
     }
+  }
+  out->crossings.Build(trie, std::move(ends), words.data(), never_.data());
+  out->inside = TokenSet::FromWords(std::move(words));
+  return true;
+}
+
+bool GrammarIndex::ComputeNearLoop(uint32_t terminal, uint32_t state, MaskScratch& scratch,
+                                   TerminalStateTokens* out) const {
+  const Dfa& dfa = grammar_->dfa(terminal);
+  const Dfa::State s = state;
+  if (s == Dfa::kDead || scratch.in_near_loop) return false;
+  uint32_t widest = 0;
+  const Dfa::State loop = dfa.WidestSuccessor(s, &widest);
+  if (loop == Dfa::kDead || widest < LoopMasks::kMinStayBytes) return false;
+  bool same[256];  // first bytes whose subtrees walk from s as from `loop`
+  uint32_t num_same = 0;
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t x = static_cast<uint8_t>(b);
+    same[b] = dfa.Next(s, x) == loop && dfa.Next(loop, x) == loop;
+    num_same += same[b];
+  }
+  if (num_same < LoopMasks::kMinStayBytes) return false;
+  scratch.in_near_loop = true;
+  const TerminalStateTokens& from = Tokens(terminal, loop, scratch);
+  scratch.in_near_loop = false;
+  const TokenTrie& trie = context_->trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* begin = trie.token_begin();
+  const uint32_t* ids = trie.token_ids();
+  std::vector<uint32_t> loop_words(num_words_, 0), words(num_words_, 0), ends;
+  from.inside.MarkInto(loop_words.data(), num_words_);
+  for (int b = 0; b < 256; ++b) {
+    const uint32_t child = trie.root_child(static_cast<uint8_t>(b));
+    if (child == 0) continue;
+    if (!same[b]) {
+      WalkDfa(terminal, s, child, nodes[child].next, SIZE_MAX, /*skip_marked=*/false, scratch,
+              words.data(), &ends);
+      continue;
+    }
+    for (uint32_t k = begin[child]; k < begin[nodes[child].next]; ++k) {
+      const uint32_t t = ids[k];
+      words[t >> 5] |= loop_words[t >> 5] & (1u << (t & 31));
+    }
+  }
+  // The ends the loop's crossings hang from, in the subtrees read again
+  // (the other ends there lead to no crossing).
+  for (uint32_t c : from.crossings.crossings) {
+    uint32_t top = c;
+    while (nodes[top].depth > 1) top = trie.parent(top);
+    if (same[nodes[top].byte]) ends.push_back(trie.parent(c));
   }
   out->crossings.Build(trie, std::move(ends), words.data(), never_.data());
   out->inside = TokenSet::FromWords(std::move(words));

@@ -5,33 +5,57 @@
 namespace maskd::grammar {
 namespace {
 
-// Every limit that decides whether a build succeeds, then the pattern. The
-// deadline and cancel flag are left out: a finished build is valid for any.
-std::string Key(std::string_view pattern, const RegexLimits& limits, const DfaOptions& options) {
+// Every limit that decides whether a build succeeds and what it builds,
+// then the pattern. The deadline and cancel flag are left out: a finished
+// build is valid for any.
+std::string Key(std::string_view pattern, const RegexLimits& limits, const DfaOptions& options,
+                TerminalMode mode) {
+  const uint32_t eager_up_to = mode == TerminalMode::kLazy ? options.eager_up_to_states : 0;
   return absl::StrCat(limits.max_pattern_bytes, ",", limits.max_repeat, ",", limits.max_nodes, ",",
                       limits.max_set_ranges, ",", limits.max_nesting, ",", options.max_states, ",",
-                      options.max_nfa_states, "\n",
-                      absl::string_view(pattern.data(), pattern.size()));
+                      options.max_nfa_states, mode == TerminalMode::kLazy ? ",lazy," : ",whole,",
+                      eager_up_to, "\n", absl::string_view(pattern.data(), pattern.size()));
+}
+
+// Dfa::Compile or CompileLazy by `mode`, or with `presume` the refusal of a
+// pattern PresumedOverStateLimit (one parse either way).
+absl::StatusOr<std::shared_ptr<const Dfa>> Build(std::string_view pattern, const RegexLimits& limits,
+                                                 const DfaOptions& options, TerminalMode mode,
+                                                 bool presume) {
+  absl::StatusOr<Regex> re = Regex::Parse(pattern, limits);
+  if (!re.ok()) return re.status();
+  if (presume && PresumedOverStateLimit(re->expanded_size(), options)) {
+    return absl::ResourceExhaustedError(absl::StrCat(re->expanded_size(), " regex nodes, presumed over ",
+                                                     options.max_states, " DFA states"));
+  }
+  return mode == TerminalMode::kLazy ? Dfa::CompileLazy(*re, options) : Dfa::Compile(*re, options);
 }
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfas::Get(std::string_view pattern,
                                                              const RegexLimits& limits,
-                                                             const DfaOptions& options) {
+                                                             const DfaOptions& options,
+                                                             TerminalMode mode, bool presume) {
   return cache_.GetOrMake(
-      Key(pattern, limits, options),
-      [&]() -> absl::StatusOr<std::shared_ptr<const Dfa>> {
-        return Dfa::FromPattern(pattern, limits, options);
-      },
+      Key(pattern, limits, options, mode),
+      [&]() { return Build(pattern, limits, options, mode, presume); },
       [](const Dfa& dfa) { return dfa.MemoryBytes(); });
+}
+
+bool MatchesNonEmptyString(const Dfa& dfa) {
+  for (int b = 0; b < 256; ++b) {
+    if (dfa.Next(dfa.start(), static_cast<uint8_t>(b)) != Dfa::kDead) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,
                                                        const RegexLimits& limits,
-                                                       const DfaOptions& options) {
-  if (cache == nullptr) return Dfa::FromPattern(pattern, limits, options);
-  return cache->Get(pattern, limits, options);
+                                                       const DfaOptions& options, TerminalMode mode,
+                                                       bool presume) {
+  if (cache == nullptr) return Build(pattern, limits, options, mode, presume);
+  return cache->Get(pattern, limits, options, mode, presume);
 }
 
 }  // namespace maskd::grammar

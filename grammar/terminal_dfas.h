@@ -36,6 +36,17 @@
 
 namespace maskd::grammar {
 
+// How a terminal's DFA is built.
+//  - kWhole: Dfa::Compile, every state built and minimized; a terminal over
+//    DfaOptions::max_states fails the build (and the lowering splits it).
+//  - kLazy: Dfa::CompileLazy with DfaOptions::eager_up_to_states: whole when
+//    the build fits that many states, else its states built as walks reach
+//    them (the NFA and the start state at compile), max_states bounding them
+//    while walking: a walk that needs more is refused there
+//    (Dfa::Refusals), which the grammar's users turn into ResourceExhausted
+//    (GrammarGuide). Same language, same masks.
+enum class TerminalMode { kWhole, kLazy };
+
 class TerminalDfas {
  public:
   using Stats = ByteLruStats;
@@ -43,11 +54,17 @@ class TerminalDfas {
 
   explicit TerminalDfas(size_t max_bytes) : cache_(max_bytes) {}
 
-  // Dfa::FromPattern(pattern, limits, options), from the cache when a build
-  // under the same limits is there.
+  // Dfa::FromPattern(pattern, limits, options, lazy when `mode` is kLazy),
+  // from the cache when a build under the same limits and mode is there.
+  // `presume`: a pattern not in the cache and PresumedOverStateLimit (below)
+  // is refused (ResourceExhausted) without building its DFA. A lazy DFA is
+  // charged what it holds when it is added; what its walks build later is
+  // charged to the indexes that hold it (GrammarIndex::MemoryBytes), at
+  // most max_states states each.
   absl::StatusOr<std::shared_ptr<const Dfa>> Get(std::string_view pattern,
                                                  const RegexLimits& limits,
-                                                 const DfaOptions& options);
+                                                 const DfaOptions& options, TerminalMode mode,
+                                                 bool presume = false);
 
   Stats stats() const { return cache_.stats(); }
   size_t max_bytes() const { return cache_.max_bytes(); }
@@ -57,10 +74,34 @@ class TerminalDfas {
   ByteLru<Dfa> cache_;
 };
 
-// `cache`->Get(...), or Dfa::FromPattern when `cache` is null.
+// Whether a regex of `expanded_nodes` nodes (Regex::expanded_size: counted
+// repeats expanded) is presumed over options.max_states without building its
+// DFA: more than kPresumedNodesPerState nodes per allowed state. A failed
+// build costs max_states states' work (~100 ms at the default 100,000), and
+// a grammar's large parts fail in nests (an object holding an array of long
+// strings, the members around it, the object around those). Terminals are
+// lexemes whose subset construction has about a state per node or two: in
+// maskbench-dev's Github_hard---o9904 (3.1 s on the grammar route before
+// this), every terminal over 2 nodes per allowed state failed its build
+// (212k-700k nodes, 100k states) and every one under built (up to 106k
+// nodes, 50k states). A heuristic, so only for callers to whom a presumed
+// failure costs a different grammar, never a different language: the
+// lowering then splits the part (grammar/regex_rules.h), the inlining keeps
+// the rule (grammar/regular_rules.h).
+inline constexpr size_t kPresumedNodesPerState = 2;
+inline bool PresumedOverStateLimit(size_t expanded_nodes, const DfaOptions& options) {
+  return expanded_nodes > kPresumedNodesPerState * size_t{options.max_states};
+}
+
+// Whether `dfa` matches some non-empty string: every live state reaches
+// acceptance (automaton/dfa.h), so a live successor of the start will do.
+bool MatchesNonEmptyString(const Dfa& dfa);
+
+// `cache`->Get(...), or what it would build when `cache` is null.
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,
                                                        const RegexLimits& limits,
-                                                       const DfaOptions& options);
+                                                       const DfaOptions& options, TerminalMode mode,
+                                                       bool presume = false);
 
 }  // namespace maskd::grammar
 

@@ -87,7 +87,7 @@ absl::Status ReadOptions(const v1::CompileOptions& o, Constraint* c) {
   auto whitespace = ReadWhitespace(o);
   if (!whitespace.ok()) return whitespace.status();
   c->options.eager = o.eager();
-  if (c->kind == ConstraintKind::kRegex) c->options.eager_dfa = o.eager_dfa();
+  c->options.eager_dfa = o.eager_dfa();
   if (c->kind == ConstraintKind::kJsonSchema) c->options.schema_route = route;
   // A structural tag's schemas take the same layout as a JSON Schema's.
   if (c->kind == ConstraintKind::kJsonSchema || c->kind == ConstraintKind::kStructuralTag) {

@@ -231,6 +231,10 @@ ABSL_FLAG(uint64_t, auto_route_max_regex_bytes, maskd::CompileLimits::kDefaultAu
 ABSL_FLAG(uint32_t, eager_dfa_states, maskd::CompileLimits::kDefaultEagerDfaStates,
           "A regex's DFA is built whole (minimized) at compile when its subset construction "
           "fits this many states, else lazily as sessions reach its states; 0: always lazy");
+ABSL_FLAG(uint32_t, eager_terminal_dfa_states, maskd::CompileLimits::kDefaultEagerTerminalDfaStates,
+          "A grammar terminal's DFA is built whole (minimized) at compile when its subset "
+          "construction fits this many states, else lazily as sessions reach its states; 0: "
+          "always lazy");
 ABSL_FLAG(uint64_t, max_tokenizers, 64, "Tokenizers (loaded + registered) at most");
 ABSL_FLAG(uint64_t, loop_mask_bytes, uint64_t{64} << 20,
           "Per tokenizer: bytes of shared loop masks kept (docs/design.md, Loops)");
@@ -483,6 +487,7 @@ CompileLimits CompileLimitsFlags() {
   c.max_dfa_states = absl::GetFlag(FLAGS_max_dfa_states);
   c.max_nfa_states = absl::GetFlag(FLAGS_max_nfa_states);
   c.eager_dfa_states = absl::GetFlag(FLAGS_eager_dfa_states);
+  c.eager_terminal_dfa_states = absl::GetFlag(FLAGS_eager_terminal_dfa_states);
   c.auto_route_max_regex_bytes = absl::GetFlag(FLAGS_auto_route_max_regex_bytes);
   c.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
   c.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);

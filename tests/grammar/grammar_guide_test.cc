@@ -10,18 +10,23 @@
 // (advance, rollback, fork, EOS, errors, limits, forced continuations).
 #include "grammar/grammar_guide.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "automaton/interrupt.h"
 #include "gmock/gmock.h"
 #include "grammar/bnf_parser.h"
 #include "grammar/earley.h"
 #include "grammar/grammar_index.h"
 #include "grammar/lark_parser.h"
+#include "tokenizer/token_trie.h"
 #include "gtest/gtest.h"
 #include "tests/grammar/grammar_test_util.h"
 #include "tests/index/test_util.h"
@@ -54,20 +59,31 @@ std::shared_ptr<const GrammarIndex> MustIndex(const Grammar& g,
   return index.ok() ? *index : nullptr;
 }
 
-class GrammarWalkTest : public ::testing::TestWithParam<std::string> {};
+// Every terminal's DFA whole, or lazy from its start state
+// (eager_up_to_states 0: even the smallest is built as walks reach it).
+GrammarIndex::Options WithTerminals(TerminalMode mode, GrammarIndex::Options options = {}) {
+  options.earley.terminal_mode = mode;
+  options.earley.dfa_options.eager_up_to_states = 0;
+  return options;
+}
+
+class GrammarWalkTest : public ::testing::TestWithParam<std::tuple<std::string, TerminalMode>> {};
 
 TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
-  const Grammar g = Parse(GetParam());
-  auto index = MustIndex(g);
+  const auto& [name, mode] = GetParam();
+  const Grammar g = Parse(name);
+  auto index = MustIndex(g, WithTerminals(mode));
   ASSERT_NE(index, nullptr);
-  auto reference = EarleyRecognizer::Create(g);
+  ASSERT_EQ(index->has_lazy_terminals(), mode == TerminalMode::kLazy);
+  const uint32_t states_at_start = index->num_dfa_states();
+  auto reference = EarleyRecognizer::Create(g);  // whole DFAs of its own
   ASSERT_TRUE(reference.ok()) << reference.status();
   const Vocabulary& vocab = index->vocab();
   const std::vector<uint32_t> order = testing::TextTokensByBytes(vocab);
   std::mt19937 rng(1234);
   // sql.lark's Earley sets are large (keywords that are also names): its
   // steps are the slowest.
-  const bool heavy = GetParam() == "sql.lark";
+  const bool heavy = name == "sql.lark";
   const int walks = heavy ? 1 : testing::Scaled(3, 1);
   const int steps = heavy ? testing::Scaled(12, 4) : testing::Scaled(25, 8);
   for (int walk = 0; walk < walks; ++walk) {
@@ -82,7 +98,7 @@ TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
       for (char c : text) ASSERT_TRUE(*parser->Push(static_cast<uint8_t>(c)));
       const std::vector<uint32_t> expected = BruteForceMask(*index, *parser, order);
       ASSERT_EQ(Allowed(mask), Allowed(expected))
-          << GetParam() << " walk " << walk << " step " << step << " after \"" << text << "\"";
+          << name << " walk " << walk << " step " << step << " after \"" << text << "\"";
       // The reference recognizer on sampled tokens, allowed ones and any.
       const std::vector<uint32_t> allowed = Allowed(mask);
       for (int k = 0; k < 20; ++k) {
@@ -109,18 +125,25 @@ TEST_P(GrammarWalkTest, MasksEqualBruteForceAndTheReferenceRecognizer) {
       text += vocab.bytes(t);
     }
   }
+  // Whole terminals were built at compile (lazy ones grow with walks, or
+  // were numbered whole by the compile's look at their start rows).
+  if (mode == TerminalMode::kWhole) EXPECT_EQ(index->num_dfa_states(), states_at_start);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grammars, GrammarWalkTest,
-                         ::testing::Values("json.gbnf", "arithmetic.gbnf", "list.gbnf",
-                                           "chess.gbnf", "c.gbnf", "calls.lark", "sql.lark",
-                                           "ambiguous.gbnf"),
+                         ::testing::Combine(::testing::Values("json.gbnf", "arithmetic.gbnf",
+                                                              "list.gbnf", "chess.gbnf", "c.gbnf",
+                                                              "calls.lark", "sql.lark",
+                                                              "ambiguous.gbnf"),
+                                            ::testing::Values(TerminalMode::kWhole,
+                                                              TerminalMode::kLazy)),
                          [](const auto& info) {
-                           std::string name = info.param;
+                           std::string name = std::get<0>(info.param);
                            for (char& c : name) {
                              if (c == '.') c = '_';
                            }
-                           return name;
+                           const bool lazy = std::get<1>(info.param) == TerminalMode::kLazy;
+                           return name + (lazy ? "_lazy" : "_whole");
                          });
 
 // Token ids of `text`'s pieces (each must be one token of the vocabulary).
@@ -299,10 +322,77 @@ TEST(GrammarGuideTest, MemoBudgetChangesNoMask) {
 // The memo entries filled from the byte index (ComputeSelfLoop: a string's
 // content, a comment) equal those of a walk of the whole trie, for every
 // terminal state of grammars with strings, comments and identifiers.
+// Crossings::Build against a scan of each end's children's subtrees, with
+// few ends and with more than kManyEnds (where it reads the token slots once
+// instead): random ends over the bundled vocabulary's trie, random covered
+// sets, and one covering every token but a few deep ones.
+TEST(CrossingsTest, BuildEqualsTheSubtreeScan) {
+  const TokenTrie& trie = testing::BundledTokenizer()->trie();
+  const TokenTrie::Node* nodes = trie.nodes();
+  const uint32_t* begin = trie.token_begin();
+  const uint32_t* ids = trie.token_ids();
+  const uint32_t num_words = static_cast<uint32_t>((testing::BundledTokenizer()->vocabulary().size() + 31) / 32);
+  std::mt19937 rng(7);
+  for (int round = 0; round < 12; ++round) {
+    std::vector<uint32_t> covered(num_words, 0), never(num_words, 0);
+    for (uint32_t& w : covered) w = round % 3 == 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(rng());
+    if (round % 3 == 0) {  // all covered but a few tokens
+      for (int k = 0; k < 20; ++k) {
+        const uint32_t t = ids[rng() % trie.num_tokens()];
+        covered[t >> 5] &= ~(1u << (t & 31));
+      }
+    }
+    for (uint32_t& w : never) w = static_cast<uint32_t>(rng()) & static_cast<uint32_t>(rng());
+    const size_t num_ends = round % 2 == 0 ? 40 : Crossings::kManyEnds * 20;
+    std::vector<uint32_t> ends;
+    for (size_t k = 0; k < num_ends; ++k) ends.push_back(1 + rng() % (trie.num_nodes() - 1));
+    Crossings got;
+    got.Build(trie, ends, covered.data(), never.data());
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    std::vector<uint32_t> want;
+    for (uint32_t e : ends) {
+      for (uint32_t c = e + 1; c < nodes[e].next; c = nodes[c].next) {
+        bool open = false;
+        for (uint32_t k = begin[c]; k < begin[nodes[c].next] && !open; ++k) {
+          const uint32_t t = ids[k];
+          open = ((covered[t >> 5] | never[t >> 5]) >> (t & 31) & 1) == 0;
+        }
+        if (open) want.push_back(c);
+      }
+    }
+    std::vector<uint32_t> have = got.crossings;
+    std::sort(want.begin(), want.end());
+    std::sort(have.begin(), have.end());
+    EXPECT_EQ(have, want) << "round " << round;
+    if (!want.empty()) {
+      ASSERT_EQ(got.crossing_begin.size(), 257u);
+      for (int x = 0; x < 256; ++x) {
+        for (uint32_t i = got.crossing_begin[x]; i < got.crossing_begin[x + 1]; ++i) {
+          EXPECT_EQ(nodes[got.crossings[i]].byte, x);
+        }
+      }
+    }
+  }
+}
+
+// Free text that may stop at any byte (an accepting state that loops on
+// most bytes): a structural tag's text before its trigger, a comment to the
+// end of a line, bytes that kill the text (a control byte; tokens of
+// malformed UTF-8 die inside any character-level loop).
+constexpr char kFreeTextLark[] = R"lark(
+start: TEXT? (CALL TEXT?)*
+TEXT: /[^<\x00-\x08]+/
+CALL: /<f=[a-z]+>/ COMMENT?
+COMMENT: /#[^\n]*\n/
+)lark";
+
 TEST(GrammarGuideTest, SelfLoopEntriesEqualTrieWalks) {
-  size_t shortcut = 0;
-  for (const char* name : {"json.gbnf", "c.gbnf", "calls.lark", "sql.lark"}) {
-    const Grammar g = Parse(name);
+  size_t shortcut = 0, accepting_shortcut = 0, near_shortcut = 0;
+  for (const char* name : {"json.gbnf", "c.gbnf", "calls.lark", "sql.lark", "free_text"}) {
+    absl::StatusOr<Grammar> free_text = ParseLark(kFreeTextLark);
+    ASSERT_TRUE(free_text.ok()) << free_text.status();
+    const Grammar g = std::string(name) == "free_text" ? *free_text : Parse(name);
     auto fast = MustIndex(g);
     GrammarIndex::Options walk_options;
     walk_options.self_loop_entries = false;
@@ -312,10 +402,16 @@ TEST(GrammarGuideTest, SelfLoopEntriesEqualTrieWalks) {
     MaskScratch scratch;
     const uint32_t nw = fast->num_words();
     for (uint32_t t = 0; t < fast->grammar()->num_terminals(); ++t) {
-      for (uint32_t q = 1; q < fast->grammar()->dfa(t).num_states(); ++q) {
+      const Dfa& dfa = fast->grammar()->dfa(t);
+      for (uint32_t q = 1; q < dfa.num_states(); ++q) {
         TerminalStateTokens direct;
-        const bool used = fast->ComputeSelfLoop(t, q, &direct);
+        bool used = fast->ComputeSelfLoop(t, q, &direct);
         shortcut += used;
+        accepting_shortcut += used && dfa.IsAccepting(q);
+        if (!used) {
+          used = fast->ComputeNearLoop(t, q, scratch, &direct);
+          near_shortcut += used;
+        }
         const TerminalStateTokens& a = fast->Tokens(t, q, scratch);
         const TerminalStateTokens& b = walk->Tokens(t, q, scratch);
         std::vector<uint32_t> wa(nw, 0), wb(nw, 0), wd(nw, 0);
@@ -328,11 +424,14 @@ TEST(GrammarGuideTest, SelfLoopEntriesEqualTrieWalks) {
           direct.inside.MarkInto(wd.data(), nw);
           EXPECT_EQ(wd, wb) << name << " terminal " << t << " state " << q;  // against the walk
           EXPECT_EQ(direct.crossings.crossings, b.crossings.crossings) << name << " " << t;
+          EXPECT_EQ(direct.crossings.crossing_begin, b.crossings.crossing_begin) << name << " " << t;
         }
       }
     }
   }
-  EXPECT_GT(shortcut, 0u);  // a string's content at least
+  EXPECT_GT(shortcut, 0u);            // a string's content at least
+  EXPECT_GT(accepting_shortcut, 0u);  // the free text and the comment
+  EXPECT_GT(near_shortcut, 0u);       // the free text after '<', a C comment after '*'
 }
 
 TEST(GrammarGuideTest, ChartLimitIsResourceExhaustedAndChangesNothing) {
@@ -351,6 +450,127 @@ TEST(GrammarGuideTest, ChartLimitIsResourceExhaustedAndChangesNothing) {
   EXPECT_GT(advanced, 0u);
   ASSERT_TRUE(guide->Rollback(1).ok());  // room again after a rollback
   EXPECT_TRUE(guide->Advance(open).ok());
+}
+
+// A text token of at least `min_bytes` bytes, all lowercase ASCII letters.
+uint32_t LowercaseTokenOfAtLeast(const Vocabulary& vocab, size_t min_bytes) {
+  for (uint32_t t = 0; t < vocab.size(); ++t) {
+    if (!vocab.has_token(t) || vocab.is_special(t)) continue;
+    const std::string_view b = vocab.bytes(t);
+    if (b.size() >= min_bytes && b.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == b.npos) {
+      return t;
+    }
+  }
+  ADD_FAILURE() << "no lowercase token of " << min_bytes << " bytes";
+  return 0;
+}
+
+// Issue #26 (1): a lazy terminal DFA builds its states as walks reach them,
+// max_states bounding them there. A walk the limit refuses never reads as a
+// rejected token: the mask and the advance fail with ResourceExhausted, the
+// guide unchanged, and the memo keeps nothing the refusal cut short. Where
+// the states fit, the masks are the whole DFA's.
+TEST(GrammarGuideTest, LazyTerminalStateLimitIsResourceExhaustedAndChangesNothing) {
+  // One state per letter read: 42 states whole, the dead one included.
+  absl::StatusOr<Grammar> g = ParseLark("start: /[a-z]{0,40}!/\n");
+  ASSERT_TRUE(g.ok()) << g.status();
+  GrammarIndex::Options small = WithTerminals(TerminalMode::kLazy);
+  small.earley.dfa_options.max_states = 12;
+  GrammarIndex::Options whole_small = WithTerminals(TerminalMode::kWhole, small);
+  auto refused = GrammarIndex::Create(*g, testing::BundledTokenizer(), whole_small);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+
+  auto index = MustIndex(*g, small);
+  ASSERT_NE(index, nullptr);
+  auto guide = GrammarGuide::Create(index);
+  ASSERT_TRUE(guide.ok()) << guide.status();
+  std::vector<uint32_t> mask(index->num_words());
+  absl::Status s = guide->WriteMask(absl::MakeSpan(mask));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_states"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("reached while walking"));
+  EXPECT_EQ(index->memo_bytes(), 0u);  // nothing cut short was kept
+  EXPECT_LE(index->num_dfa_states(), 12u);
+
+  const Vocabulary& vocab = index->vocab();
+  const uint32_t long_word = LowercaseTokenOfAtLeast(vocab, 13);
+  s = guide->Advance(long_word);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(guide->num_tokens(), 0u);
+  EXPECT_EQ(guide->num_bytes(), 0u);
+  const uint32_t a = TokenOf(vocab, "a");
+  ASSERT_TRUE(guide->Advance(a).ok());  // a state within the limit
+  EXPECT_EQ(guide->num_bytes(), 1u);
+
+  // Room for every state: the lazy masks are the whole DFA's.
+  auto lazy = MustIndex(*g, WithTerminals(TerminalMode::kLazy));
+  auto whole = MustIndex(*g, WithTerminals(TerminalMode::kWhole));
+  ASSERT_TRUE(lazy != nullptr && whole != nullptr);
+  const size_t lazy_bytes = lazy->MemoryBytes() - lazy->memo_bytes();
+  const uint32_t lazy_states = lazy->num_dfa_states();
+  auto lazy_guide = GrammarGuide::Create(lazy);
+  auto whole_guide = GrammarGuide::Create(whole);
+  ASSERT_TRUE(lazy_guide.ok() && whole_guide.ok());
+  std::vector<uint32_t> want(whole->num_words());
+  for (uint32_t t : {long_word, a, long_word}) {
+    ASSERT_TRUE(whole_guide->WriteMask(absl::MakeSpan(want)).ok());
+    ASSERT_TRUE(lazy_guide->WriteMask(absl::MakeSpan(mask)).ok());
+    EXPECT_EQ(mask, want);
+    ASSERT_TRUE(whole_guide->Advance(t).ok());
+    ASSERT_TRUE(lazy_guide->Advance(t).ok());
+  }
+  // What the walks built is counted and charged (the index cache re-reads
+  // it).
+  EXPECT_GT(lazy->num_dfa_states(), lazy_states);
+  EXPECT_GT(lazy->MemoryBytes() - lazy->memo_bytes(), lazy_bytes);
+}
+
+// Issue #26 (1): sessions on several threads over one index of lazy
+// terminals build its states and memo entries concurrently; each thread's
+// masks along its own walk equal a whole-DFA index's.
+TEST(GrammarGuideTest, ConcurrentGuidesOverLazyTerminalsEqualWholeOnes) {
+  const Grammar g = Parse("json.gbnf");
+  auto lazy = MustIndex(g, WithTerminals(TerminalMode::kLazy));
+  auto whole = MustIndex(g, WithTerminals(TerminalMode::kWhole));
+  ASSERT_TRUE(lazy != nullptr && whole != nullptr);
+  constexpr int kThreads = 4;
+  const int steps = testing::Scaled(30, 10);
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kThreads; ++k) {
+    threads.emplace_back([&, k] {
+      std::mt19937 rng(100 + k);
+      auto a = GrammarGuide::Create(lazy);
+      auto b = GrammarGuide::Create(whole);
+      if (!a.ok() || !b.ok()) {
+        failures[k] = "create";
+        return;
+      }
+      std::vector<uint32_t> got(lazy->num_words()), want(whole->num_words());
+      for (int step = 0; step < steps; ++step) {
+        if (!a->WriteMask(absl::MakeSpan(got)).ok() || !b->WriteMask(absl::MakeSpan(want)).ok()) {
+          failures[k] = absl::StrCat("mask failed at step ", step);
+          return;
+        }
+        if (got != want) {
+          failures[k] = absl::StrCat("masks differ at step ", step);
+          return;
+        }
+        std::vector<uint32_t> text;
+        for (uint32_t t : Allowed(want)) {
+          if (!lazy->vocab().is_special(t)) text.push_back(t);
+        }
+        if (text.empty()) return;
+        const uint32_t t = text[rng() % text.size()];
+        if (!a->Advance(t).ok() || !b->Advance(t).ok()) {
+          failures[k] = absl::StrCat("advance failed at step ", step);
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int k = 0; k < kThreads; ++k) EXPECT_EQ(failures[k], "") << "thread " << k;
 }
 
 // Issue #24 (1): an ambiguous grammar of two short rules costs seconds of

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
+#include "grammar/compiled_grammar.h"
 #include "gtest/gtest.h"
 
 namespace maskd::grammar {
@@ -103,12 +104,20 @@ TEST(Grammar, ValidateNamesWhatIsWrong) {
     absl::Status s = Validate(g);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+    // CompiledGrammar::Create checks the terminals on their DFAs instead
+    // (ValidateRules, then each DFA): the same refusals.
+    auto compiled = CompiledGrammar::Create(g, RegexLimits{}, DfaOptions{}, nullptr);
+    ASSERT_FALSE(compiled.ok()) << c.message;
+    EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(compiled.status().message()), HasSubstr(c.message));
   }
   // Terminals that may also match the empty string are fine.
   for (const char* regex : {"a*", "(?:a|)", "(?:)|b", "(?:a{0})*b?"}) {
     Grammar g = ok;
     g.terminals[3].regex = regex;
     EXPECT_TRUE(Validate(g).ok()) << regex << ": " << Validate(g);
+    auto compiled = CompiledGrammar::Create(g, RegexLimits{}, DfaOptions{}, nullptr);
+    EXPECT_TRUE(compiled.ok()) << regex << ": " << compiled.status();
   }
 }
 

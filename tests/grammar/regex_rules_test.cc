@@ -16,6 +16,7 @@
 #include "automaton/regex.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
+#include "grammar/terminal_dfas.h"
 #include "gtest/gtest.h"
 
 namespace maskd::grammar {
@@ -339,6 +340,44 @@ TEST(RegexRules, GenuinelyBigRepeatBecomesRules) {
   EXPECT_FALSE(Accepts(*r, array(3, std::string(601, 'z'))));
   EXPECT_FALSE(Accepts(*r, array(1001, "abc")));
   EXPECT_FALSE(Accepts(*r, array(5, "A")));
+}
+
+// A part far larger than the DFA limit allows (PresumedOverStateLimit: over
+// 2 expanded nodes per state) is split from its size alone, without building
+// its DFA, even where the lowering does not check DFAs (a failed build costs
+// max_states states' work, and the parts around it would each pay it). The
+// language is the same.
+TEST(RegexRules, PartPresumedOverTheStateLimitIsSplitWithoutItsDfa) {
+  const std::string regex = R"(\[(?:"[a-z]{0,255}"(?:, "[a-z]{0,255}"){0,99})?\])";
+  auto parsed = Regex::Parse(regex);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  TerminalLimits unchecked;
+  unchecked.check_dfa = false;
+  unchecked.dfa.max_states = 1000;
+  ASSERT_TRUE(PresumedOverStateLimit(parsed->expanded_size(), unchecked.dfa));
+  auto g = GrammarFromRegexRules({{"array", regex}}, 0, GrammarLimits{}, unchecked);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_GT(g->terminals.size(), 1u);
+  for (const Terminal& t : g->terminals) EXPECT_NE(t.regex, regex);
+  auto r = EarleyRecognizer::Create(*g);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto array = [](int n, size_t len) {
+    std::string out = "[";
+    for (int i = 0; i < n; ++i) absl::StrAppend(&out, i ? ", " : "", "\"", std::string(len, 'k'), "\"");
+    return out + "]";
+  };
+  EXPECT_TRUE(Accepts(*r, "[]"));
+  EXPECT_TRUE(Accepts(*r, array(1, 0)));
+  EXPECT_TRUE(Accepts(*r, array(100, 255)));
+  EXPECT_FALSE(Accepts(*r, array(101, 3)));
+  EXPECT_FALSE(Accepts(*r, array(2, 256)));
+  // Under the presumption's bound, the part stays one terminal.
+  TerminalLimits roomy = unchecked;
+  roomy.dfa.max_states = 100000;
+  auto whole = GrammarFromRegexRules({{"array", regex}}, 0, GrammarLimits{}, roomy);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->terminals.size(), 1u);
+  EXPECT_EQ(whole->terminals[0].regex, regex);
 }
 
 TEST(RegexRules, OversizedPartWithoutAnOperatorKeepsTheLimitsError) {

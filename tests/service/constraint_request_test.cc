@@ -88,9 +88,6 @@ TEST(ConstraintFromRequest, EveryCompileOptionIsPartOfTheKey) {
     SCOPED_TRACE(field->name());
     v1::CompileRequest req = SchemaRequest();
     ASSERT_TRUE(SetNonDefault(req.mutable_options(), field));
-    if (field->name() == "eager_dfa") {
-      continue;  // regexes only: RegexEagerDfaIsPartOfTheKey
-    }
     if (field->name() == "timeout_ms") {
       // How long to wait, not what to compile (docs/api.md).
       EXPECT_EQ(KeyOf(req), base);
@@ -100,28 +97,28 @@ TEST(ConstraintFromRequest, EveryCompileOptionIsPartOfTheKey) {
   }
 }
 
-// Two regex requests that differ only in eager_dfa name two cache entries
-// (a whole DFA and a lazy one); a schema's DFA is whole either way, so there
-// it keeps its default.
-TEST(ConstraintFromRequest, RegexEagerDfaIsPartOfTheKey) {
-  v1::CompileRequest lazy;
-  lazy.set_tokenizer("tiny");
-  lazy.set_regex("a+b{0,40}");
-  v1::CompileRequest whole = lazy;
-  whole.mutable_options()->set_eager_dfa(true);
-  EXPECT_NE(KeyOf(lazy), KeyOf(whole));
-  auto c = Convert(whole);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_TRUE(c->options.eager_dfa);
-  auto l = Convert(lazy);
-  ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_FALSE(l->options.eager_dfa);
-  v1::CompileRequest schema = SchemaRequest();
-  schema.mutable_options()->set_eager_dfa(true);
-  EXPECT_EQ(KeyOf(schema), KeyOf(SchemaRequest()));
-  auto s = Convert(schema);
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_FALSE(s->options.eager_dfa);
+// Two requests that differ only in eager_dfa name two cache entries (whole
+// DFAs and lazy ones), for a regex and for a grammar, whose terminals' DFAs
+// it builds whole (grammar::TerminalMode).
+TEST(ConstraintFromRequest, EagerDfaIsPartOfTheKey) {
+  v1::CompileRequest regex;
+  regex.set_tokenizer("tiny");
+  regex.set_regex("a+b{0,40}");
+  v1::CompileRequest lark;
+  lark.set_tokenizer("tiny");
+  lark.mutable_grammar()->set_text("start: /a+b{0,40}/");
+  lark.mutable_grammar()->set_format(v1::Grammar::FORMAT_LARK);
+  for (const v1::CompileRequest& lazy : {regex, lark}) {
+    v1::CompileRequest whole = lazy;
+    whole.mutable_options()->set_eager_dfa(true);
+    EXPECT_NE(KeyOf(lazy), KeyOf(whole));
+    auto c = Convert(whole);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->options.eager_dfa);
+    auto l = Convert(lazy);
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_FALSE(l->options.eager_dfa);
+  }
 }
 
 TEST(ConstraintFromRequest, KindFormatAndVocabularyArePartOfTheKey) {

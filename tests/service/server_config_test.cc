@@ -36,6 +36,7 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
   EXPECT_EQ(c->cache.max_bytes, uint64_t{1} << 30);
   EXPECT_EQ(c->cache.compile.max_dfa_states, 100000u);
   EXPECT_EQ(c->cache.compile.eager_dfa_states, 1024u);
+  EXPECT_EQ(c->cache.compile.eager_terminal_dfa_states, 64u);
   EXPECT_EQ(c->sessions.max_sessions, 100000u);
   ASSERT_NE(c->sessions.grammar_chart_budget, nullptr);
   EXPECT_EQ(c->step.max_batch, 1024u);

@@ -165,8 +165,9 @@ def compile_request(tokenizer: str, *, regex: Optional[str] = None,
     dict: docs/grammars.md, "Structural tags"). ``schema_route`` ("auto", "regex" or
     "grammar"; JSON Schemas only) picks the engine (docs/json-schema.md, "Routes");
     ``any_property_order`` accepts a schema's object members in any order (grammar route);
-    ``eager_dfa`` builds a regex's whole DFA at compile instead of its states as sessions reach
-    them (docs/service.md, "Lazy DFAs"). ``eager`` also computes every state's mask."""
+    ``eager_dfa`` builds a regex's whole DFA (a grammar's: each terminal's) at compile instead
+    of its states as sessions reach them (docs/service.md, "Lazy DFAs"). ``eager`` also computes
+    every state's mask."""
     if sum(x is not None for x in (regex, json_schema, grammar, structural_tag)) != 1:
         raise ValueError("give exactly one of regex=, json_schema=, grammar= or structural_tag=")
     if schema_route not in SCHEMA_ROUTES:

@@ -474,10 +474,11 @@ class CompileOptions(_message.Message):
     cache key.
     """
     eager_dfa: _builtins.bool
-    """Regex only: build the whole (minimized) DFA during compilation instead
-    of the default, which builds a large DFA's states as sessions first
-    reach them (docs/service.md, "Lazy DFAs"); the masks are the same.
-    `eager` implies it. Part of the cache key.
+    """Build the whole (minimized) DFA of a regex, or of each terminal of a
+    grammar, during compilation instead of the default, which builds a large
+    DFA's states as sessions first reach them (docs/service.md, "Lazy
+    DFAs"); the masks are the same. `eager` implies it. Part of the cache
+    key.
     """
     def __init__(
         self,
