@@ -7,11 +7,16 @@
 //   maskd_grammar_coldpath --tokenizer DIR --grammar FILE [--format lark|gbnf|ebnf]
 //                          [--text FILE | --steps 64 --seed 1] [--warm-reps 10]
 //                          [--masks-out FILE] [--clock wall|cpu]
+//                          [--eager-terminal-dfa-states N | --eager-dfa]
 //   maskd_grammar_coldpath --tokenizer DIR --structural-tag FILE [the same flags]
 //
-// With --structural-tag the file is a structural tag (constraint/
-// structural_tag.h), compiled as maskd compiles one (ConstraintCompiler with
-// its default limits; bench/tools_bench.py runs this on tool lists).
+// The grammar, or with --structural-tag a structural tag (constraint/
+// structural_tag.h; bench/tools_bench.py runs this on tool lists), is
+// compiled as maskd compiles one: a ConstraintCompiler with maskd's default
+// limits, so a terminal's DFA is whole when it fits
+// CompileLimits::eager_terminal_dfa_states and lazy past it.
+// --eager-terminal-dfa-states sets that bound (0: every terminal lazy);
+// --eager-dfa builds every terminal whole (the constraint option eager_dfa).
 //
 // The walk: with --text, the sample text is spelled token by token, each
 // step taking the longest allowed token whose bytes start the rest of the
@@ -39,9 +44,9 @@
 //   accepting       whether the grammar accepts the walk's text
 //   memo_bytes      the index memo after the walk and its replays
 //   tokens          the walk's token ids
-//   dfas_built, dfas_shared  with --structural-tag: terminal DFAs built, and
-//                   taken from the compiler's cache (grammar/terminal_dfas.h),
-//                   by the first compilation
+//   dfas_built, dfas_shared  terminal DFAs built, and taken from the
+//                   compiler's cache (grammar/terminal_dfas.h), by the first
+//                   compilation
 //   resent_ttfm_ms  with --structural-tag: the same document compiled again
 //                   by the same compiler (a new index: the tools sent again in
 //                   a later request, its DFAs from the cache) + its first
@@ -134,28 +139,44 @@ int64_t LongestAllowedPrefix(const maskd::Vocabulary& vocab, const std::vector<u
 
 using IndexOr = absl::StatusOr<std::shared_ptr<const GrammarIndex>>;
 
-IndexOr CompileGrammar(const std::string& path, const std::string& text,
-                       maskd::grammar::GrammarFormat format,
-                       std::shared_ptr<const maskd::TokenizerContext> context) {
-  auto g = maskd::grammar::ParseGrammarText(text, format);
-  if (!g.ok()) Die(absl::StrCat(path, ": ", g.status().message()));
-  return GrammarIndex::Create(*g, std::move(context));
+// How the run compiles: --eager-terminal-dfa-states and --eager-dfa.
+uint32_t eager_terminal_dfa_states = maskd::CompileLimits::kDefaultEagerTerminalDfaStates;
+bool eager_dfa = false;
+
+// One compiler per process, as in maskd.
+const maskd::ConstraintCompiler& Compiler() {
+  static const maskd::ConstraintCompiler* compiler = [] {
+    maskd::CompileLimits limits;
+    limits.eager_terminal_dfa_states = eager_terminal_dfa_states;
+    return new maskd::ConstraintCompiler(limits);
+  }();
+  return *compiler;
 }
 
-// Terminal DFAs a structural tag's compilation built and shared (its
-// compiler's TerminalDfas stats).
+// Terminal DFAs the first compilation built and shared (the compiler's
+// TerminalDfas stats).
 uint64_t dfas_built = 0, dfas_shared = 0;
 
-IndexOr CompileStructuralTag(const std::string& text,
-                             std::shared_ptr<const maskd::TokenizerContext> context) {
-  static const maskd::ConstraintCompiler compiler;  // one per process, as in maskd
-  auto compiled = compiler.Compile(maskd::Constraint::StructuralTag(text, std::move(context)));
+IndexOr Compile(maskd::Constraint constraint) {
+  constraint.options.eager_dfa = eager_dfa;
+  const maskd::ConstraintCompiler& compiler = Compiler();
+  auto compiled = compiler.Compile(constraint);
   if (compiler.terminal_dfas() != nullptr && dfas_built == 0) {  // the first compilation's
     dfas_built = compiler.terminal_dfas()->stats().misses;
     dfas_shared = compiler.terminal_dfas()->stats().hits;
   }
   if (!compiled.ok()) return compiled.status();
   return compiled->index->grammar_index();
+}
+
+IndexOr CompileGrammar(const std::string& text, maskd::grammar::GrammarFormat format,
+                       std::shared_ptr<const maskd::TokenizerContext> context) {
+  return Compile(maskd::Constraint::Grammar(text, format, std::move(context)));
+}
+
+IndexOr CompileStructuralTag(const std::string& text,
+                             std::shared_ptr<const maskd::TokenizerContext> context) {
+  return Compile(maskd::Constraint::StructuralTag(text, std::move(context)));
 }
 
 // The same structural tag compiled again by the same compiler (a new index:
@@ -192,6 +213,9 @@ int main(int argc, char** argv) {
     else if (a == "--seed") seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--warm-reps") warm_reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--masks-out") masks_out = value();
+    else if (a == "--eager-terminal-dfa-states") {
+      eager_terminal_dfa_states = static_cast<uint32_t>(std::strtoul(value().c_str(), nullptr, 10));
+    } else if (a == "--eager-dfa") eager_dfa = true;
     else if (a == "--clock") {
       const std::string c = value();
       if (c != "cpu" && c != "wall") Die("--clock is cpu or wall");
@@ -220,7 +244,7 @@ int main(int argc, char** argv) {
 
   t0 = NowMs();
   auto index = structural_tag ? CompileStructuralTag(grammar_text, context)
-                              : CompileGrammar(grammar_path, grammar_text, *grammar_format, context);
+                              : CompileGrammar(grammar_text, *grammar_format, context);
   const double compile_ms = MsSince(t0);
   if (!index.ok()) Die(absl::StrCat("compile: ", index.status().message()));
   const uint32_t nw = (*index)->num_words();

@@ -288,9 +288,18 @@ TEST(MaskctlMaskbench, OneLinePerFileThenAllWithTheContractKeys) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.lines.back()["compiled"], 0);
   EXPECT_EQ(r.lines.back()["passing"], 0);
-  // The baseline flag changes timings only.
+  // The baseline flag and the DFA mode change timings only.
   r = Maskctl("maskbench " + kTok + " --no-share-loops " + bench);
   EXPECT_EQ(r.lines.back()["passing"], 2);
+  r = Maskctl("maskbench " + kTok + " --eager-terminal-dfa-states 0 --route grammar " + bench);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.lines.back()["passing"], 2);
+  r = Maskctl("maskbench " + kTok + " --eager-dfa-states 4294967296 " + bench);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--eager-dfa-states"));
+  r = Maskctl("maskbench " + kTok + " --eager-terminal-dfa-states -1 " + bench);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("eager-terminal-dfa-states"));
   // --slowest N: the N compiled schemas of the longest TTFM, one line each.
   r = Maskctl("maskbench " + kTok + " --slowest 5 " + bench);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -244,6 +244,10 @@ struct MaskbenchFlags {
   uint64_t slowest = 0;  // --slowest N
   // --auto-route-max-regex-bytes (CompileLimits; 0: no cap)
   size_t auto_route_max_regex_bytes = maskd::CompileLimits::kDefaultAutoRouteMaxRegexBytes;
+  // --eager-dfa-states, --eager-terminal-dfa-states (CompileLimits; 0:
+  // every large DFA lazy)
+  uint32_t eager_dfa_states = maskd::CompileLimits::kDefaultEagerDfaStates;
+  uint32_t eager_terminal_dfa_states = maskd::CompileLimits::kDefaultEagerTerminalDfaStates;
 };
 
 absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
@@ -270,6 +274,15 @@ absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
   auto auto_cap = args.GetUint("auto-route-max-regex-bytes", flags.auto_route_max_regex_bytes);
   if (!auto_cap.ok()) return auto_cap.status();
   flags.auto_route_max_regex_bytes = static_cast<size_t>(*auto_cap);
+  for (auto [name, out] : {std::pair{"eager-dfa-states", &flags.eager_dfa_states},
+                           std::pair{"eager-terminal-dfa-states", &flags.eager_terminal_dfa_states}}) {
+    auto states = args.GetUint(name, *out);
+    if (!states.ok()) return states.status();
+    if (*states > UINT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": at most 2^32 - 1"));
+    }
+    *out = static_cast<uint32_t>(*states);
+  }
   return flags;
 }
 
@@ -445,6 +458,8 @@ class MaskbenchRunner {
     maskd::CompileLimits limits;
     limits.share_loops = flags_.share_loops;
     limits.auto_route_max_regex_bytes = flags_.auto_route_max_regex_bytes;
+    limits.eager_dfa_states = flags_.eager_dfa_states;
+    limits.eager_terminal_dfa_states = flags_.eager_terminal_dfa_states;
     maskd::CompileBudget budget;
     budget.deadline = absl::Now() + absl::Seconds(static_cast<double>(flags_.timeout_s));
     maskd::Constraint constraint = maskd::Constraint::JsonSchema(c->schema_text, context_, flags_.schema);
@@ -664,10 +679,10 @@ MASKCTL_COMMAND(maskbench, "maskbench",
                 "MaskBench files (JSON lines of schemas and tests) end to end: pass rates, TTFM, TBM",
                 Form{"maskbench --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] FILE.jsonl "
                      "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] "
-                     "[--auto-route-max-regex-bytes N] [--verbose] [--slowest N] "
+                     "[--auto-route-max-regex-bytes N] [--eager-dfa-states N] [--eager-terminal-dfa-states N] [--verbose] [--slowest N] "
                      "[--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] "
                      MASKCTL_SCHEMA_OPTIONS_USAGE,
-                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes", "slowest"}}),
+                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes", "eager-dfa-states", "eager-terminal-dfa-states", "slowest"}}),
                      Union({SchemaBoolFlags(), {"verbose", "no-share-loops", "fresh", "require-text",
                                                 "cpu-time", "stages"}})},
                 Form{}, RunMaskbench);
