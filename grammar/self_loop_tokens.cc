@@ -35,6 +35,7 @@
 
 #include "grammar/grammar_index.h"
 #include "tokenizer/loop_masks.h"
+#include "tokenizer/mask_bits.h"
 #include "tokenizer/token_trie.h"
 #include "tokenizer/utf8_closed.h"
 #include "tokenizer/vocabulary.h"
@@ -122,19 +123,18 @@ bool GrammarIndex::ComputeSelfLoop(uint32_t terminal, uint32_t state,
   // allowed (a dead byte, malformed UTF-8 after a prefix within S): the ends
   // on its path lead to it.
   if (accepting) {
-    // At least the open ids less those that are not text tokens: too many
-    // is known before any walk.
-    size_t open_ids = 0;
-    for (uint32_t w = 0; w < num_words_; ++w) {
-      open_ids += static_cast<size_t>(__builtin_popcount(~(words[w] | seen[w] | never_[w])));
-    }
+    // `seen` becomes the open ids (WalkToken sets only the bit of the id it
+    // walks). At least their count less the ids that are not text tokens:
+    // too many is known before any walk.
+    for (uint32_t w = 0; w < num_words_; ++w) seen[w] = ~(words[w] | seen[w] | never_[w]);
+    const size_t open_ids = CountMaskBits(seen.data(), num_words_);
     const size_t not_text = size_t{num_words_} * 32 - trie.num_tokens();
     if (open_ids > not_text && (open_ids - not_text) * kMaxSelfLoopWalkShare > trie.num_tokens()) {
       return false;
     }
     size_t rest = 0;
     for (uint32_t w = 0; w < num_words_; ++w) {
-      for (uint32_t bits = ~(words[w] | seen[w] | never_[w]); bits != 0; bits &= bits - 1) {
+      for (uint32_t bits = seen[w]; bits != 0; bits &= bits - 1) {
         const uint32_t id = w * 32 + static_cast<uint32_t>(__builtin_ctz(bits));
         if (trie.node_of(id) == 0) continue;  // not a text token
         if (++rest * kMaxSelfLoopWalkShare > trie.num_tokens()) return false;

@@ -3,13 +3,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "tokenizer/mask_bits.h"
 
 namespace maskd {
 
 uint32_t CountAllowedTokens(const uint32_t* words, uint32_t num_words) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < num_words; ++i) n += static_cast<uint32_t>(__builtin_popcount(words[i]));
-  return n;
+  return static_cast<uint32_t>(CountMaskBits(words, num_words));
 }
 
 uint32_t NthAllowedToken(const uint32_t* words, uint32_t num_words, uint32_t k) {

@@ -2,6 +2,7 @@
 // straight-line advancing; every error leaves the state unchanged.
 #include "index/guide.h"
 
+#include <bitset>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "index/random_walk.h"
 #include "tests/index/test_util.h"
+#include "tokenizer/mask_bits.h"
 
 namespace maskd {
 namespace {
@@ -38,6 +40,23 @@ uint32_t TokenFor(const Vocabulary& v, const std::string& text) {
 }
 
 constexpr char kJsonish[] = R"re(\{"id": [0-9]{1,6}, "tags": \[("[a-z]{1,8}"(, "[a-z]{1,8}"){0,3})?\]\})re";
+
+// CountMaskBits (POPCNT where the CPU has it) against std::bitset's count,
+// over rows of every length up to 70 words and every density.
+TEST(MaskBits, CountEqualsBitsetCount) {
+  std::mt19937 rng(7);
+  for (size_t n = 0; n <= 70; ++n) {
+    std::vector<uint32_t> words(n);
+    size_t expected = 0;
+    for (uint32_t& w : words) {
+      w = static_cast<uint32_t>(rng()) & static_cast<uint32_t>(rng());  // sparser
+      if (n % 3 == 0) w = ~w;                                          // denser
+      expected += std::bitset<32>(w).count();
+    }
+    EXPECT_EQ(CountMaskBits(words.data(), n), expected) << n << " words";
+    EXPECT_EQ(CountAllowedTokens(words.data(), static_cast<uint32_t>(n)), expected);
+  }
+}
 
 TEST(Guide, RollbackForkAndReplayMatchStraightLine) {
   auto index = Compile(kJsonish);
