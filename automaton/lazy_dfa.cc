@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<LazyDfa>> LazyDfa::Create(CompactNfa nfa, const D
     if (!id.ok()) return id.status();
     dfa->start_ = *id;
   }
+  dfa->CountBytes();
   return dfa;
 }
 
@@ -75,7 +76,9 @@ absl::Status LazyDfa::FillRow(uint32_t s) const {
   };
   row_.resize(nfa_.num_classes);
   // FillRow reads the set before interning (which may move the pool).
-  if (absl::Status st = rows_->FillRow(sets_.Get(s), intern, row_.data()); !st.ok()) return st;
+  absl::Status st = rows_->FillRow(sets_.Get(s), intern, row_.data());
+  CountBytes();  // states interned before a refusal stay
+  if (!st.ok()) return st;
   std::atomic<uint32_t>* row = table_.Row(s);
   for (uint32_t c = 0; c < nfa_.num_classes; ++c) row[c].store(row_[c], std::memory_order_release);
   const int16_t forced =
@@ -135,14 +138,16 @@ std::bitset<256> LazyDfa::LiveClasses() const {
   return classes;
 }
 
-size_t LazyDfa::MemoryBytes() const {
-  absl::MutexLock lock(&mu_);
-  return sizeof(LazyDfa) + table_.MemoryBytes() + facts_.MemoryBytes() + sets_.MemoryBytes() +
-         rows_->MemoryBytes() + row_.capacity() * sizeof(uint32_t) + live_.capacity() +
-         nfa_distance_.capacity() * sizeof(uint32_t) +
-         (nfa_.edge_begin.capacity() + nfa_.eps_begin.capacity() + nfa_.eps_to.capacity()) *
-             sizeof(uint32_t) +
-         nfa_.edges.capacity() * sizeof(CompactNfa::Edge);
+void LazyDfa::CountBytes() const {
+  const size_t nfa_bytes =
+      (live_.capacity() + (nfa_distance_.capacity() + nfa_.edge_begin.capacity() +
+                           nfa_.eps_begin.capacity() + nfa_.eps_to.capacity()) *
+                              sizeof(uint32_t)) +
+      nfa_.edges.capacity() * sizeof(CompactNfa::Edge);
+  const size_t bytes = sizeof(LazyDfa) + table_.MemoryBytes() + facts_.MemoryBytes() +
+                       sets_.MemoryBytes() + rows_->MemoryBytes() +
+                       row_.capacity() * sizeof(uint32_t) + nfa_bytes;
+  bytes_.store(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace maskd::automaton_internal

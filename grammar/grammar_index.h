@@ -217,7 +217,7 @@ class GrammarIndex {
   // Bytes the memo holds now.
   size_t memo_bytes() const { return memo_bytes_.load(std::memory_order_relaxed); }
   // Bytes held now: the terminals' DFAs (a lazy one's as built so far) and
-  // tables plus the memo.
+  // tables plus the memo. Takes no lock: a relaxed load per terminal.
   size_t MemoryBytes() const;
   // DFA states of all terminals together (a lazy one's built so far).
   uint32_t num_dfa_states() const;

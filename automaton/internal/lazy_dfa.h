@@ -78,7 +78,9 @@ class LazyDfa {
   // Dfa::BuildAll: fills every row reachable from the start; `options`'
   // deadline and cancel flag polled every 256 states.
   absl::Status BuildAll(const DfaOptions& options) const;
-  size_t MemoryBytes() const;
+  // Bytes held as of the last state or row added: a relaxed load, no lock
+  // (an index sums it over its terminals when the cache asks).
+  size_t MemoryBytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Facts {
@@ -92,6 +94,8 @@ class LazyDfa {
   // Fills row s (when no other thread did) and returns its entry c.
   uint32_t FillAndRead(uint32_t s, uint32_t c) const;
   absl::Status FillRow(uint32_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores MemoryBytes' answer; after every change to what it counts.
+  void CountBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The id of `set`, numbered (row unknown, facts set) when new;
   // ResourceExhausted past max_states.
   absl::StatusOr<uint32_t> Intern(absl::Span<const uint32_t> set) const
@@ -114,6 +118,7 @@ class LazyDfa {
   mutable FlatRows table_;
   GrowOnlyArray<Facts> facts_;
   mutable std::atomic<uint32_t> num_states_{0};
+  mutable std::atomic<size_t> bytes_{0};  // CountBytes
 };
 
 }  // namespace maskd::automaton_internal
