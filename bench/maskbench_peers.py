@@ -10,6 +10,13 @@ layout maskctl maskbench uses (json.dumps separators, no free whitespace; XGramm
 off); a test's text is walked as maskctl walks it (the longest allowed token that spells what
 remains, then EOS). Prints one line per schema: compiled, and (valid, accepted) per test; or the
 peer's error.
+
+  .venv-bench/bin/python bench/maskbench_peers.py --peer llguidance --file big.jsonl --time
+
+--time: every schema of the files unless --names, and per schema its compile + first mask in
+this process's CPU time (the tokenizer loaded before; the peer's own caches across schemas kept,
+as a serving process keeps them), then a summary line: TTFM p50 / p99 / max over the schemas it
+compiled (p99 nearest rank), the figures `maskctl maskbench --fresh --cpu-time` prints for maskd.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -29,11 +37,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peer", choices=["llguidance", "xgrammar"], required=True)
     ap.add_argument("--file", action="append", required=True, help="a MaskBench .jsonl (repeatable)")
-    ap.add_argument("--names", required=True, help="comma-separated schema names (file name without .json)")
+    ap.add_argument("--names", help="comma-separated schema names (file name without .json); "
+                    "every schema when omitted with --time")
+    ap.add_argument("--time", action="store_true", help="time compile + first mask (CPU time)")
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(ROOT), "shared", "tokenizers", "llama3"))
     ap.add_argument("--maskctl", default=os.path.join(ROOT, "build", "bin", "maskctl"))
     ap.add_argument("--cache", default=os.path.join(ROOT, "build", "peer-cache"))
     args = ap.parse_args()
+    if args.names is None and not args.time:
+        ap.error("--names is required without --time")
     vocab_size, eos, tokens, special = peers.load_dump(args.maskctl, args.tokenizer, args.cache)
     by_bytes: dict[bytes, list[int]] = {}
     for i, b in tokens.items():
@@ -57,17 +69,19 @@ def main() -> int:
         mask_into(arr)
         return any((arr[e >> 5] >> (e & 31)) & 1 for e in eos)
 
-    wanted = set(args.names.split(","))
+    wanted = set(args.names.split(",")) if args.names else None
+    ttfm_ms: list[float] = []
     peer = (peers.LLGuidancePeer if args.peer == "llguidance" else peers.XGrammarPeer)(
         vocab_size, eos, tokens, special)
     for path in args.file:
         for line in open(path):
             d = json.loads(line)
             name = os.path.basename(d.get("description", "")).replace(".json", "")
-            if name not in wanted:
+            if wanted is not None and name not in wanted:
                 continue
-            schema = json.dumps(d["schema"])
+            schema = d["schema"] if isinstance(d["schema"], str) else json.dumps(d["schema"])
             try:
+                t0 = time.process_time()
                 if args.peer == "llguidance":
                     ll = peer.ll
                     g = ll.LLMatcher.grammar_from_json_schema(
@@ -84,6 +98,11 @@ def main() -> int:
                         schema, any_whitespace=False, separators=(", ", ": "), strict_mode=False))
                     mask_into = lambda a, m=m: m.fill_next_token_bitmask(a.view(np.int32).reshape(1, -1))
                     advance = m.accept_token
+                if args.time:
+                    mask_into(np.zeros(words, np.uint32))
+                    ttfm_ms.append((time.process_time() - t0) * 1e3)
+                    print("%s %s: ttfm %.2f ms" % (args.peer, name, ttfm_ms[-1]))
+                    continue
                 verdicts = []
                 for t in d.get("tests", []):
                     m.reset()
@@ -91,6 +110,11 @@ def main() -> int:
                 print("%s %s: compiled; tests (valid, accepted): %s" % (args.peer, name, verdicts))
             except Exception as e:  # the peer's refusal, reported
                 print("%s %s: error: %s" % (args.peer, name, str(e)[:200]))
+    if args.time and ttfm_ms:
+        ttfm_ms.sort()
+        pick = lambda q: ttfm_ms[min(len(ttfm_ms) - 1, max(0, -(-len(ttfm_ms) * q // 100) - 1))]
+        print("%s: compiled %d; TTFM p50 %.2f ms, p99 %.2f ms, max %.2f ms"
+              % (args.peer, len(ttfm_ms), pick(50), pick(99), ttfm_ms[-1]))
     return 0
 
 
