@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <queue>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -67,23 +68,21 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
     return absl::ResourceExhaustedError("grammar has more than 2^30 alternatives");
   }
   for (const Terminal& t : g.terminals) {
+    const std::string where = absl::StrCat("terminal '", t.name, "' (line ", t.where.line,
+                                           ", column ", t.where.column, ")");
     auto dfa = TerminalDfa(dfas, t.regex, regex_limits, dfa_options, mode);
     if (!dfa.ok()) {
       return absl::Status(dfa.status().code(),
-                          absl::StrCat("terminal '", t.name, "' (line ", t.where.line, ", column ",
-                                       t.where.column, "): ", dfa.status().message()));
+                          absl::StrCat(where, ": ", dfa.status().message()));
     }
     const RefusalWatch watch;  // a lazy DFA's start row may need states past its limit
     const bool matches = MatchesNonEmptyString(**dfa);
     if (watch.refused()) {
-      return absl::ResourceExhaustedError(absl::StrCat("terminal '", t.name, "' (line ", t.where.line,
-                                                       ", column ", t.where.column, "): ",
-                                                       (*dfa)->StateLimitError().message()));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where, ": ", (*dfa)->StateLimitError().message()));
     }
     if (!matches) {
-      return absl::InvalidArgumentError(absl::StrCat("terminal '", t.name, "' (line ", t.where.line,
-                                                     ", column ", t.where.column,
-                                                     ") matches no non-empty string"));
+      return absl::InvalidArgumentError(absl::StrCat(where, " matches no non-empty string"));
     }
     c->nullable_terminal_.push_back((*dfa)->IsAccepting((*dfa)->start()));
     c->concat_closed_.push_back(ConcatClosed(**dfa));
