@@ -36,7 +36,7 @@ void CodepointSet::Add(const CodepointSet& other) {
   AssignSorted(std::move(merged));
 }
 
-void CodepointSet::AddRanges(const Ranges& ranges) {
+void CodepointSet::AddRanges(absl::Span<const std::pair<uint32_t, uint32_t>> ranges) {
   Ranges r = this->ranges();
   r.insert(r.end(), ranges.begin(), ranges.end());
   Assign(std::move(r));

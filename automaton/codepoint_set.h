@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
+
 namespace maskd {
 
 // Largest Unicode codepoint.
@@ -21,7 +24,7 @@ inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 // hold their ranges themselves, one allocation a copy.
 class CodepointSet {
  public:
-  using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+  using Ranges = absl::InlinedVector<std::pair<uint32_t, uint32_t>, 1>;
 
   CodepointSet() = default;
   static CodepointSet Range(uint32_t lo, uint32_t hi);  // lo <= hi <= kMaxCodepoint
@@ -29,7 +32,7 @@ class CodepointSet {
   void Add(const CodepointSet& other);
   // Closed ranges in any order, overlapping or not, each within
   // [0, kMaxCodepoint].
-  void AddRanges(const Ranges& ranges);
+  void AddRanges(absl::Span<const std::pair<uint32_t, uint32_t>> ranges);
   // Removes every codepoint of `other`: linear in the two sizes.
   void Subtract(const CodepointSet& other);
   CodepointSet Complement() const;          // over [0, kMaxCodepoint] minus surrogates

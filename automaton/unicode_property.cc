@@ -105,7 +105,8 @@ absl::StatusOr<CodepointRanges> PropertyRanges(std::string_view expr, bool* nega
   return Unknown("Unicode property", expr);
 }
 
-void AppendCaseVariants(const CodepointRanges& ranges, CodepointRanges* out) {
+void AppendCaseVariants(absl::Span<const std::pair<uint32_t, uint32_t>> ranges,
+                        CodepointRanges* out) {
   const OrbitLink* begin = kCaseOrbit;
   const OrbitLink* end = kCaseOrbit + kCaseOrbitSize;
   auto find = [&](uint32_t cp) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "automaton/codepoint_set.h"
 #include "automaton/unicode_property.h"
@@ -24,7 +25,7 @@ namespace {
 // One codepoint as a set.
 CodepointSet One(uint32_t cp) { return CodepointSet::Range(cp, cp); }
 
-CodepointSet Of(const CodepointSet::Ranges& ranges) {
+CodepointSet Of(absl::Span<const std::pair<uint32_t, uint32_t>> ranges) {
   CodepointSet set;
   set.AddRanges(ranges);
   return set;
