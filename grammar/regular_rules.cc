@@ -27,11 +27,17 @@ std::string Alternation(const std::vector<std::string>& alts) {
   return out;
 }
 
-// Whether the DFA of `regex` compiles and matches a non-empty string (every
-// live state reaches acceptance, so any live successor of the start will do).
-// A regex PresumedOverStateLimit is not tried: a merged terminal is only
-// an optimization, and the rules around a large one would each fail too.
+// Whether `regex` is within max_terminal_nodes, and its DFA compiles and
+// matches a non-empty string (every live state reaches acceptance, so any
+// live successor of the start will do). A regex PresumedOverStateLimit is
+// not tried: a merged terminal is only an optimization, and the rules
+// around a large one would each fail too.
 bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
+  if (options.max_terminal_nodes != 0) {
+    RegexLimits limits = options.regex_limits;
+    limits.max_nodes = std::min(limits.max_nodes, options.max_terminal_nodes);
+    if (!Regex::Parse(regex, limits).ok()) return false;
+  }
   auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options,
                          options.mode, /*presume=*/true);
   if (!dfa.ok()) return false;
@@ -138,6 +144,9 @@ std::vector<bool> ChooseTerminals(const Grammar& g, const InlineOptions& options
   const size_t n = g.rules.size();
   std::vector<bool>& regular = rules->regular;
   std::vector<bool> is_terminal(n, false);
+  // A rule's regex is fixed, so is its verdict: tried once however often
+  // the choice starts over.
+  std::vector<int8_t> usable(n, -1);
   for (bool changed = true; changed;) {
     changed = false;
     std::vector<bool> wanted(n, false);
@@ -152,7 +161,8 @@ std::vector<bool> ChooseTerminals(const Grammar& g, const InlineOptions& options
     }
     for (uint32_t r = 0; r < n; ++r) {
       if (!wanted[r] || is_terminal[r]) continue;
-      if (UsableTerminal(rules->regex[r], options)) {
+      if (usable[r] < 0) usable[r] = UsableTerminal(rules->regex[r], options);
+      if (usable[r]) {
         is_terminal[r] = true;
       } else {
         regular[r] = false;

@@ -18,9 +18,10 @@
 // its terminals' concatenations. Grammars with %ignore terminals are
 // returned unchanged (an ignored string may come between a rule's symbols
 // but never inside a terminal). A merged terminal is kept only when its
-// regex has at most max_regex_bytes, its DFA compiles within the given
-// limits, and it matches some non-empty string; otherwise the rule stays a
-// rule and the regular rules it references become terminals instead.
+// regex has at most max_regex_bytes and max_terminal_nodes, its DFA compiles
+// within the given limits, and it matches some non-empty string; otherwise
+// the rule stays a rule and the regular rules it references become
+// terminals instead.
 #ifndef MASKD_GRAMMAR_REGULAR_RULES_H_
 #define MASKD_GRAMMAR_REGULAR_RULES_H_
 
@@ -35,6 +36,11 @@ namespace maskd::grammar {
 
 struct InlineOptions {
   size_t max_regex_bytes = 1 << 14;
+  // Syntax nodes with counted repeats expanded (Regex::expanded_size): what
+  // a terminal's NFA, built whole at compile, grows with. A few bytes of
+  // regex can expand past it (an object inside `{0,99}`); the parser then
+  // steps over the repeats' rules instead. 0: no cap.
+  size_t max_terminal_nodes = 1 << 14;
   RegexLimits regex_limits;
   DfaOptions dfa_options;
   TerminalDfas* dfas = nullptr;  // where the merged terminals' DFAs are looked up

@@ -6,6 +6,7 @@
 
 #include "grammar/regex_rules.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "automaton/regex.h"
 #include "gmock/gmock.h"
 #include "grammar/earley.h"
+#include "grammar/regular_rules.h"
 #include "grammar/terminal_dfas.h"
 #include "gtest/gtest.h"
 
@@ -410,6 +412,54 @@ TEST(RegexRules, OversizedPartWithoutAnOperatorKeepsTheLimitsError) {
   auto h = GrammarFromRegexRules({{"r", "x\\p{L}"}}, 0, GrammarLimits{}, few_states);
   EXPECT_EQ(h.status().code(), absl::StatusCode::kResourceExhausted) << h.status();
   EXPECT_THAT(h.status().message(), HasSubstr("max_states"));
+}
+
+
+// InlineRegularRules keeps a merged terminal only within max_terminal_nodes
+// expanded nodes: a repeat over a reference (lowered to rules over binary
+// powers, all regular) merges into one terminal without the cap, and into
+// terminals under it with the cap. The language is the same either way.
+TEST(RegexRules, InlinedTerminalsStayUnderTheirNodeCap) {
+  const std::vector<RegexRule> rules = {{"array", "\\[(?:(?&1)(?:,(?&1)){0,39})?\\]"},
+                                        {"item", "\"[a-z]{1,20}\""}};
+  auto g = GrammarFromRegexRules(rules, 0, GrammarLimits{});
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto largest_terminal = [](const Grammar& grammar) {
+    size_t largest = 0;
+    for (const Terminal& t : grammar.terminals) {
+      auto re = Regex::Parse(t.regex);
+      EXPECT_TRUE(re.ok()) << re.status();
+      if (re.ok()) largest = std::max(largest, re->expanded_size());
+    }
+    return largest;
+  };
+  InlineOptions uncapped;
+  uncapped.max_terminal_nodes = 0;
+  const Grammar whole = InlineRegularRules(*g, uncapped);
+  InlineOptions capped;
+  capped.max_terminal_nodes = 500;
+  const Grammar split = InlineRegularRules(*g, capped);
+  EXPECT_GT(largest_terminal(whole), 500u);
+  EXPECT_LE(largest_terminal(split), 500u);
+  EXPECT_GT(split.terminals.size(), g->terminals.size());  // some rules still merged
+  auto a = EarleyRecognizer::Create(whole);
+  auto b = EarleyRecognizer::Create(split);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::mt19937 rng(11);
+  int accepted = 0;
+  for (int i = 0; i < 400; ++i) {
+    const int n = static_cast<int>(rng() % 44);
+    std::string text = "[";
+    for (int k = 0; k < n; ++k) {
+      absl::StrAppend(&text, k ? "," : "", "\"", std::string(rng() % 22, "ab"[rng() % 2]), "\"");
+    }
+    text += rng() % 10 ? "]" : ",]";
+    const bool want = Accepts(*a, text);
+    accepted += want;
+    EXPECT_EQ(Accepts(*b, text), want) << text;
+  }
+  EXPECT_GT(accepted, 50);
+  EXPECT_LT(accepted, 350);
 }
 
 }  // namespace
