@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "automaton/dfa.h"
+#include "automaton/regex.h"
 #include "constraint/schema_grammar.h"
 #include "constraint/structural_tag.h"
 #include "index/token_index.h"
@@ -120,20 +121,26 @@ absl::StatusOr<CompiledConstraint> CompileGrammar(const Job& job) {
   return IndexGrammar(*g, job, max_terminal_bytes);
 }
 
-// A JSON Schema on the regex route. Its DFA is lazy unless the constraint
-// asks for it whole (eager, eager_dfa); with `whole` a lazy DFA is built out
-// while compiling (Dfa::BuildAll), so a DFA over max_dfa_states fails here
-// rather than while walking (the automatic route's test of fit).
-absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
-                                                      const JsonSchemaOptions& schema_options,
-                                                      const Job& job, bool whole) {
+// A converted schema's regex parsed for the regex route: converted regexes
+// are large by construction (every open object carries an any-value
+// automaton), and the converter has already bounded this one's bytes.
+absl::StatusOr<Regex> ParseSchemaRegex(const JsonSchemaRegex& converted,
+                                       const JsonSchemaOptions& schema_options, const Job& job) {
   if (auto st = CheckBudget(job.index.dfa); !st.ok()) return st;
-  // Converted regexes are large by construction (every open object carries an
-  // any-value automaton); the converter has already bounded this one.
-  CompileOptions regex_options = job.index;
-  regex_options.regex.max_pattern_bytes =
-      std::max(job.index.regex.max_pattern_bytes, schema_options.max_regex_bytes);
-  auto index = CompileRegex(converted.regex, job.constraint.tokenizer, regex_options);
+  RegexLimits limits = job.index.regex;
+  limits.max_pattern_bytes = std::max(limits.max_pattern_bytes, schema_options.max_regex_bytes);
+  return Regex::Parse(converted.regex, limits);
+}
+
+// A JSON Schema on the regex route, `regex` its parsed regex. Its DFA is
+// lazy unless the constraint asks for it whole (eager, eager_dfa); with
+// `whole` a lazy DFA is built out while compiling (Dfa::BuildAll), so a DFA
+// over max_dfa_states fails here rather than while walking (the automatic
+// route's test of fit).
+absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
+                                                      const Regex& regex, const Job& job,
+                                                      bool whole) {
+  auto index = CompileRegex(regex, job.constraint.tokenizer, job.index);
   if (!index.ok()) return index.status();
   const Dfa& dfa = (*index)->dfa();
   if (whole) {
@@ -143,6 +150,15 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
   out.index = std::make_shared<const ConstraintIndex>(*std::move(index));
   out.warnings = converted.warnings;
   return out;
+}
+
+// Parse + CompileSchemaRegex.
+absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& converted,
+                                                      const JsonSchemaOptions& schema_options,
+                                                      const Job& job, bool whole) {
+  auto regex = ParseSchemaRegex(converted, schema_options, job);
+  if (!regex.ok()) return regex.status();
+  return CompileSchemaRegex(converted, *regex, job, whole);
 }
 
 // A JSON Schema on the grammar route.
@@ -185,10 +201,11 @@ absl::Status BothRoutesFailed(const absl::Status& regex_error, absl::Status gram
 
 // SchemaRoute::kAuto: the regex route when its DFA fits max_dfa_states
 // (built out to know), else the grammar route. A schema whose regex would be
-// over auto_route_max_regex_bytes goes to the grammar route untried (the
-// conversion stops at that size); only if the grammar route then fails is the
-// regex route tried at its own limit. A regex cut short at the recursion
-// depth is the fallback of a grammar route that fails.
+// over auto_route_max_regex_bytes (the conversion stops at that size) or
+// auto_route_max_regex_nodes goes to the grammar route untried; only if the
+// grammar route then fails is the regex route tried at its own limits. A
+// regex cut short at the recursion depth is the fallback of a grammar route
+// that fails.
 absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& schema_options,
                                                      const Job& job) {
   JsonSchemaOptions trial = schema_options;
@@ -197,10 +214,24 @@ absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& sc
   auto converted = JsonSchemaToRegex(job.constraint.text, trial);
   if (!converted.ok() && IsBudgetError(converted.status())) return ConvertError(converted.status());
   if (converted.ok() && !converted->truncated_recursion) {
-    auto out = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
-    if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
+    auto regex = ParseSchemaRegex(*converted, schema_options, job);
+    if (!regex.ok() && regex.status().code() != absl::StatusCode::kResourceExhausted) {
+      return regex.status();
+    }
+    const size_t max_nodes = job.limits.auto_route_max_regex_nodes;
+    const bool over_nodes = regex.ok() && max_nodes != 0 && regex->expanded_size() > max_nodes;
+    if (regex.ok() && !over_nodes) {
+      auto out = CompileSchemaRegex(*converted, *regex, job, /*whole=*/true);
+      if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
+      auto grammar = CompileSchemaGrammar(schema_options, job);
+      if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
+      return BothRoutesFailed(out.status(), grammar.status());
+    }
     auto grammar = CompileSchemaGrammar(schema_options, job);
     if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
+    if (!regex.ok()) return BothRoutesFailed(regex.status(), grammar.status());
+    auto out = CompileSchemaRegex(*converted, *regex, job, /*whole=*/true);  // past the node cap
+    if (out.ok() || IsBudgetError(out.status())) return out;
     return BothRoutesFailed(out.status(), grammar.status());
   }
   // The regex route not tried: its conversion failed (or stopped at the

@@ -94,6 +94,16 @@ struct CompileLimits {
   // to the regex route. --auto-route-max-regex-bytes.
   size_t auto_route_max_regex_bytes = kDefaultAutoRouteMaxRegexBytes;
   static constexpr size_t kDefaultAutoRouteMaxRegexBytes = size_t{256} << 10;
+  // SchemaRoute::kAuto: a schema whose regex has more syntax nodes than
+  // this, counted repeats expanded (Regex::expanded_size: what the NFA and
+  // DFA builds grow with), takes the grammar route without building the
+  // regex route's automaton: a short regex can expand to millions of NFA
+  // states (an array of maxItems 100 of objects with maxLength 255 strings),
+  // whose build costs more than the grammar route's whole compile. 0: no cap
+  // but regex.max_nodes. A limit on work, as the byte cap.
+  // --auto-route-max-regex-nodes.
+  size_t auto_route_max_regex_nodes = kDefaultAutoRouteMaxRegexNodes;
+  static constexpr size_t kDefaultAutoRouteMaxRegexNodes = 200000;
   // The JSON Schema parser's nesting: each lowers the constraint's
   // json_schema field of the same name. --max-schema-nesting,
   // --max-schema-depth, --max-pattern-nesting.

@@ -166,7 +166,16 @@ size_t TokenIndex::MemoryBytes() const {
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
     std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options) {
-  auto dfa = Dfa::FromPattern(pattern, options.regex, options.dfa, options.lazy_dfa && !options.eager);
+  auto regex = Regex::Parse(pattern, options.regex);
+  if (!regex.ok()) return regex.status();
+  return CompileRegex(*regex, std::move(context), options);
+}
+
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
+    const Regex& regex, std::shared_ptr<const TokenizerContext> context,
+    const CompileOptions& options) {
+  auto dfa = options.lazy_dfa && !options.eager ? Dfa::CompileLazy(regex, options.dfa)
+                                                : Dfa::Compile(regex, options.dfa);
   if (!dfa.ok()) return dfa.status();
   if ((*dfa)->start() == Dfa::kDead) {
     return absl::InvalidArgumentError("regex: the pattern matches no text");

@@ -162,6 +162,10 @@ struct CompileOptions {
 absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
     std::string_view pattern, std::shared_ptr<const TokenizerContext> context,
     const CompileOptions& options = {});
+// The same for a regex already parsed (options.regex unused).
+absl::StatusOr<std::shared_ptr<const TokenIndex>> CompileRegex(
+    const Regex& regex, std::shared_ptr<const TokenizerContext> context,
+    const CompileOptions& options = {});
 
 }  // namespace maskd
 

@@ -228,6 +228,10 @@ ABSL_FLAG(uint32_t, max_nfa_states, 2000000, "NFA states at most per index");
 ABSL_FLAG(uint64_t, auto_route_max_regex_bytes, maskd::CompileLimits::kDefaultAutoRouteMaxRegexBytes,
           "SCHEMA_ROUTE_AUTO: a JSON Schema whose regex would be over this many bytes takes the "
           "grammar route without trying the regex route (0: no cap)");
+ABSL_FLAG(uint64_t, auto_route_max_regex_nodes, maskd::CompileLimits::kDefaultAutoRouteMaxRegexNodes,
+          "SCHEMA_ROUTE_AUTO: a JSON Schema whose regex has more syntax nodes than this, counted "
+          "repeats expanded, takes the grammar route without building the regex route's "
+          "automaton (0: no cap)");
 ABSL_FLAG(uint32_t, eager_dfa_states, maskd::CompileLimits::kDefaultEagerDfaStates,
           "A regex's DFA is built whole (minimized) at compile when its subset construction "
           "fits this many states, else lazily as sessions reach its states; 0: always lazy");
@@ -489,6 +493,7 @@ CompileLimits CompileLimitsFlags() {
   c.eager_dfa_states = absl::GetFlag(FLAGS_eager_dfa_states);
   c.eager_terminal_dfa_states = absl::GetFlag(FLAGS_eager_terminal_dfa_states);
   c.auto_route_max_regex_bytes = absl::GetFlag(FLAGS_auto_route_max_regex_bytes);
+  c.auto_route_max_regex_nodes = absl::GetFlag(FLAGS_auto_route_max_regex_nodes);
   c.grammar.max_text_bytes = absl::GetFlag(FLAGS_max_grammar_bytes);
   c.grammar.max_rules = absl::GetFlag(FLAGS_max_grammar_rules);
   c.grammar.max_terminals = absl::GetFlag(FLAGS_max_grammar_terminals);

@@ -222,6 +222,51 @@ TEST(SchemaRoutes, AutoOverItsCapFallsBackToTheRegexRouteWhenTheGrammarRouteFail
   EXPECT_THAT(std::string(grammar.status().message()), HasSubstr("max_rules"));
 }
 
+// A short regex that expands far (an array of objects with counted strings):
+// over auto_route_max_regex_nodes the automatic route takes the grammar route
+// without building the regex route's automaton; with no cap, the regex route
+// (its DFA fits). Both spell the same text; when the grammar route then
+// fails (over its rule limit), the regex route is tried past the cap.
+constexpr char kCountedArray[] =
+    R"({"type":"array","maxItems":12,"items":{"type":"object","properties":)"
+    R"({"k":{"type":"string","pattern":"^[a-z]{1,40}$"},"v":{"type":"string","maxLength":40}},)"
+    R"("required":["k"],"additionalProperties":false}})";
+constexpr char kCountedArrayText[] = R"([{"k": "abc", "v": "x y"}, {"k": "zz"}])";
+
+TEST(SchemaRoutes, AutoSendsARegexOverItsNodeCapToTheGrammarRoute) {
+  auto tokenizer = testing::BundledTokenizer();
+  auto vocab = tokenizer->shared_vocabulary();
+  auto regex = JsonSchemaToRegex(kCountedArray);
+  ASSERT_TRUE(regex.ok()) << regex.status();
+  auto parsed = Regex::Parse(regex->regex);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_LT(regex->regex.size(), 1000u);
+  const size_t nodes = parsed->expanded_size();
+  ASSERT_GT(nodes, 4000u);
+  for (size_t cap : {size_t{4000}, nodes, size_t{0}}) {
+    CompileLimits limits;
+    limits.auto_route_max_regex_nodes = cap;
+    auto c = ConstraintCompiler(limits).Compile(Constraint::JsonSchema(kCountedArray, tokenizer));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->index->route(), cap == 4000 ? ConstraintRoute::kGrammar : ConstraintRoute::kRegex) << cap;
+    auto guide = ConstraintGuide::Create(c->index);
+    ASSERT_TRUE(guide.ok());
+    ASSERT_TRUE(Spell(*guide, *vocab, kCountedArrayText)) << cap;
+    EXPECT_TRUE(guide->IsAccepting()) << cap;
+  }
+  CompileLimits limits;
+  limits.auto_route_max_regex_nodes = 4000;
+  limits.grammar.max_rules = 0;
+  Constraint schema = Constraint::JsonSchema(kCountedArray, tokenizer);
+  auto c = ConstraintCompiler(limits).Compile(schema);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->index->route(), ConstraintRoute::kRegex);
+  schema.options.schema_route = SchemaRoute::kGrammar;  // the failure the regex route replaced
+  auto grammar = ConstraintCompiler(limits).Compile(schema);
+  ASSERT_FALSE(grammar.ok());
+  EXPECT_THAT(std::string(grammar.status().message()), HasSubstr("max_rules"));
+}
+
 TEST(SchemaRoutes, RecursionTakesTheGrammarRouteAndIsExact) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();

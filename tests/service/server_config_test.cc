@@ -56,6 +56,7 @@ TEST(ServerConfigTest, DefaultsAreTheFlagsDefaults) {
   EXPECT_EQ(c->mask_pool.thread_name, "maskd-mask");
   EXPECT_EQ(c->cache.compile_nice, 5);
   EXPECT_EQ(c->cache.compile.auto_route_max_regex_bytes, 262144u);
+  EXPECT_EQ(c->cache.compile.auto_route_max_regex_nodes, 200000u);
   EXPECT_EQ(c->step_pool.penalty, absl::Seconds(10));
   EXPECT_EQ(c->mask_pool.penalty, absl::Seconds(10));
   EXPECT_EQ(c->grace_period, absl::Seconds(10));

@@ -242,8 +242,10 @@ struct MaskbenchFlags {
   bool verbose = false, fresh = false, cpu_time = false, stages = false;
   bool require_text = false, share_loops = true;
   uint64_t slowest = 0;  // --slowest N
-  // --auto-route-max-regex-bytes (CompileLimits; 0: no cap)
+  // --auto-route-max-regex-bytes, --auto-route-max-regex-nodes
+  // (CompileLimits; 0: no cap)
   size_t auto_route_max_regex_bytes = maskd::CompileLimits::kDefaultAutoRouteMaxRegexBytes;
+  size_t auto_route_max_regex_nodes = maskd::CompileLimits::kDefaultAutoRouteMaxRegexNodes;
   // --eager-dfa-states, --eager-terminal-dfa-states (CompileLimits; 0:
   // every large DFA lazy)
   uint32_t eager_dfa_states = maskd::CompileLimits::kDefaultEagerDfaStates;
@@ -271,9 +273,12 @@ absl::StatusOr<MaskbenchFlags> ReadMaskbenchFlags(const Args& args) {
   auto slowest = args.GetUint("slowest", 0);
   if (!slowest.ok()) return slowest.status();
   flags.slowest = *slowest;
-  auto auto_cap = args.GetUint("auto-route-max-regex-bytes", flags.auto_route_max_regex_bytes);
-  if (!auto_cap.ok()) return auto_cap.status();
-  flags.auto_route_max_regex_bytes = static_cast<size_t>(*auto_cap);
+  for (auto [name, out] : {std::pair{"auto-route-max-regex-bytes", &flags.auto_route_max_regex_bytes},
+                           std::pair{"auto-route-max-regex-nodes", &flags.auto_route_max_regex_nodes}}) {
+    auto cap = args.GetUint(name, *out);
+    if (!cap.ok()) return cap.status();
+    *out = static_cast<size_t>(*cap);
+  }
   for (auto [name, out] : {std::pair{"eager-dfa-states", &flags.eager_dfa_states},
                            std::pair{"eager-terminal-dfa-states", &flags.eager_terminal_dfa_states}}) {
     auto states = args.GetUint(name, *out);
@@ -458,6 +463,7 @@ class MaskbenchRunner {
     maskd::CompileLimits limits;
     limits.share_loops = flags_.share_loops;
     limits.auto_route_max_regex_bytes = flags_.auto_route_max_regex_bytes;
+    limits.auto_route_max_regex_nodes = flags_.auto_route_max_regex_nodes;
     limits.eager_dfa_states = flags_.eager_dfa_states;
     limits.eager_terminal_dfa_states = flags_.eager_terminal_dfa_states;
     maskd::CompileBudget budget;
@@ -679,10 +685,10 @@ MASKCTL_COMMAND(maskbench, "maskbench",
                 "MaskBench files (JSON lines of schemas and tests) end to end: pass rates, TTFM, TBM",
                 Form{"maskbench --tokenizer PATH [--vocab-size N] [--eos ID[,ID...]] FILE.jsonl "
                      "[FILE.jsonl ...] [--timeout-s N] [--route regex|auto|grammar] "
-                     "[--auto-route-max-regex-bytes N] [--eager-dfa-states N] [--eager-terminal-dfa-states N] [--verbose] [--slowest N] "
+                     "[--auto-route-max-regex-bytes N] [--auto-route-max-regex-nodes N] [--eager-dfa-states N] [--eager-terminal-dfa-states N] [--verbose] [--slowest N] "
                      "[--no-share-loops] [--fresh] [--require-text] [--cpu-time] [--stages] "
                      MASKCTL_SCHEMA_OPTIONS_USAGE,
-                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes", "eager-dfa-states", "eager-terminal-dfa-states", "slowest"}}),
+                     Union({TokenizerValueFlags(), SchemaValueFlags(), {"timeout-s", "route", "auto-route-max-regex-bytes", "auto-route-max-regex-nodes", "eager-dfa-states", "eager-terminal-dfa-states", "slowest"}}),
                      Union({SchemaBoolFlags(), {"verbose", "no-share-loops", "fresh", "require-text",
                                                 "cpu-time", "stages"}})},
                 Form{}, RunMaskbench);
