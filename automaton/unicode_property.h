@@ -44,7 +44,8 @@ absl::StatusOr<CodepointRanges> PropertyRanges(std::string_view expr, bool* nega
 // simple case folding (CaseFolding.txt C + S) makes equivalent to a codepoint
 // of `ranges` other than itself: the union of `ranges` and `*out` is then
 // closed under case-insensitive equality. `ranges` need not be sorted.
-void AppendCaseVariants(absl::Span<const std::pair<uint32_t, uint32_t>> ranges, CodepointRanges* out);
+void AppendCaseVariants(absl::Span<const std::pair<uint32_t, uint32_t>> ranges,
+                        CodepointRanges* out);
 
 }  // namespace maskd::unicode
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "automaton/codepoint_set.h"
 #include "automaton/unicode_property.h"
 #include "automaton/utf8.h"
