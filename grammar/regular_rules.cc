@@ -33,13 +33,8 @@ std::string Alternation(const std::vector<std::string>& alts) {
 // not tried: a merged terminal is only an optimization, and the rules
 // around a large one would each fail too.
 bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
-  if (options.max_terminal_nodes != 0) {
-    RegexLimits limits = options.regex_limits;
-    limits.max_nodes = std::min(limits.max_nodes, options.max_terminal_nodes);
-    if (!Regex::Parse(regex, limits).ok()) return false;
-  }
   auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options,
-                         options.mode, /*presume=*/true);
+                         options.mode, /*presume=*/true, options.max_terminal_nodes);
   if (!dfa.ok()) return false;
   const RefusalWatch watch;  // a lazy DFA over its limit already: keep the rule
   return MatchesNonEmptyString(**dfa) && !watch.refused();

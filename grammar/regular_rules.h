@@ -39,7 +39,8 @@ struct InlineOptions {
   // Syntax nodes with counted repeats expanded (Regex::expanded_size): what
   // a terminal's NFA, built whole at compile, grows with. A few bytes of
   // regex can expand past it (an object inside `{0,99}`); the parser then
-  // steps over the repeats' rules instead. 0: no cap.
+  // steps over the repeats' rules instead. 0: no cap. (A DFA already in
+  // `dfas` is used whatever its size: it costs nothing more.)
   size_t max_terminal_nodes = 1 << 14;
   RegexLimits regex_limits;
   DfaOptions dfa_options;

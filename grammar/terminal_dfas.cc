@@ -18,15 +18,20 @@ std::string Key(std::string_view pattern, const RegexLimits& limits, const DfaOp
 }
 
 // Dfa::Compile or CompileLazy by `mode`, or with `presume` the refusal of a
-// pattern PresumedOverStateLimit (one parse either way).
+// pattern PresumedOverStateLimit, or of one over `max_nodes` (one parse
+// either way).
 absl::StatusOr<std::shared_ptr<const Dfa>> Build(std::string_view pattern, const RegexLimits& limits,
                                                  const DfaOptions& options, TerminalMode mode,
-                                                 bool presume) {
+                                                 bool presume, size_t max_nodes) {
   absl::StatusOr<Regex> re = Regex::Parse(pattern, limits);
   if (!re.ok()) return re.status();
   if (presume && PresumedOverStateLimit(re->expanded_size(), options)) {
     return absl::ResourceExhaustedError(absl::StrCat(re->expanded_size(), " regex nodes, presumed over ",
                                                      options.max_states, " DFA states"));
+  }
+  if (max_nodes != 0 && re->expanded_size() > max_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(re->expanded_size(), " regex nodes, over ", max_nodes));
   }
   return mode == TerminalMode::kLazy ? Dfa::CompileLazy(*re, options) : Dfa::Compile(*re, options);
 }
@@ -36,10 +41,11 @@ absl::StatusOr<std::shared_ptr<const Dfa>> Build(std::string_view pattern, const
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfas::Get(std::string_view pattern,
                                                              const RegexLimits& limits,
                                                              const DfaOptions& options,
-                                                             TerminalMode mode, bool presume) {
+                                                             TerminalMode mode, bool presume,
+                                                             size_t max_nodes) {
   return cache_.GetOrMake(
       Key(pattern, limits, options, mode),
-      [&]() { return Build(pattern, limits, options, mode, presume); },
+      [&]() { return Build(pattern, limits, options, mode, presume, max_nodes); },
       [](const Dfa& dfa) { return dfa.MemoryBytes(); });
 }
 
@@ -53,9 +59,9 @@ bool MatchesNonEmptyString(const Dfa& dfa) {
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,
                                                        const RegexLimits& limits,
                                                        const DfaOptions& options, TerminalMode mode,
-                                                       bool presume) {
-  if (cache == nullptr) return Build(pattern, limits, options, mode, presume);
-  return cache->Get(pattern, limits, options, mode, presume);
+                                                       bool presume, size_t max_nodes) {
+  if (cache == nullptr) return Build(pattern, limits, options, mode, presume, max_nodes);
+  return cache->Get(pattern, limits, options, mode, presume, max_nodes);
 }
 
 }  // namespace maskd::grammar

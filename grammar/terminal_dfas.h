@@ -57,14 +57,16 @@ class TerminalDfas {
   // Dfa::FromPattern(pattern, limits, options, lazy when `mode` is kLazy),
   // from the cache when a build under the same limits and mode is there.
   // `presume`: a pattern not in the cache and PresumedOverStateLimit (below)
-  // is refused (ResourceExhausted) without building its DFA. A lazy DFA is
+  // is refused (ResourceExhausted) without building its DFA; so is one over
+  // `max_nodes` expanded regex nodes (0: no such bound), for callers whose
+  // DFA is optional (a merged terminal, grammar/regular_rules.h). A lazy DFA is
   // charged what it holds when it is added; what its walks build later is
   // charged to the indexes that hold it (GrammarIndex::MemoryBytes), at
   // most max_states states each.
   absl::StatusOr<std::shared_ptr<const Dfa>> Get(std::string_view pattern,
                                                  const RegexLimits& limits,
                                                  const DfaOptions& options, TerminalMode mode,
-                                                 bool presume = false);
+                                                 bool presume = false, size_t max_nodes = 0);
 
   Stats stats() const { return cache_.stats(); }
   size_t max_bytes() const { return cache_.max_bytes(); }
@@ -101,7 +103,7 @@ bool MatchesNonEmptyString(const Dfa& dfa);
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,
                                                        const RegexLimits& limits,
                                                        const DfaOptions& options, TerminalMode mode,
-                                                       bool presume = false);
+                                                       bool presume = false, size_t max_nodes = 0);
 
 }  // namespace maskd::grammar
 
