@@ -116,7 +116,7 @@ CodepointSet CodepointSet::Complement() const {
   }
   if (next <= kMaxCodepoint) emit(next, kMaxCodepoint);
   CodepointSet set;
-  set.Assign(std::move(out));
+  set.AssignSorted(std::move(out));  // emitted in order
   return set;
 }
 

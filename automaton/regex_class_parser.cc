@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "automaton/internal/regex_tree_parser.h"
 #include "automaton/unicode_property.h"
@@ -260,6 +261,10 @@ absl::StatusOr<CodepointSet> RegexTreeParser::ParseClass() {
     negate = true;
     ++pos_;
   }
+  // Single codepoints and ranges, gathered unsorted and folded together at
+  // the end (folding distributes over union); whole classes (\d, \p{..})
+  // merged as they come.
+  absl::InlinedVector<std::pair<uint32_t, uint32_t>, 8> items;
   CodepointSet set;
   bool first = true;
   while (true) {
@@ -315,12 +320,13 @@ absl::StatusOr<CodepointSet> RegexTreeParser::ParseClass() {
       if (hi < lo) return Error(item_start, "bad character range (end before start)");
     }
     // Ranges may span the surrogates; they cannot appear in UTF-8 text.
-    CodepointSet item;
-    if (lo < 0xD800) item.AddRange(lo, std::min<uint32_t>(hi, 0xD7FF));
-    if (hi > 0xDFFF) item.AddRange(std::max<uint32_t>(lo, 0xE000), hi);
-    set.Add(Folded(std::move(item)));
+    if (lo < 0xD800) items.emplace_back(lo, std::min<uint32_t>(hi, 0xD7FF));
+    if (hi > 0xDFFF) items.emplace_back(std::max<uint32_t>(lo, 0xE000), hi);
   }
-  // Under i the items were folded one by one: [^k] excludes K and U+212A.
+  CodepointSet singles;
+  singles.AddRanges(items);
+  set.Add(Folded(std::move(singles)));
+  // Under i the items were folded before the complement: [^k] excludes K and U+212A.
   return negate ? set.Complement() : set;
 }
 
