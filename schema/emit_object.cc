@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,19 +31,52 @@ struct TrieNode {
   bool terminal = false;
 };
 
-// JSON string content that is not one of `node`'s words.
-std::string Complement(const TrieNode& node) {
-  std::string exclude;
-  for (auto& [c, _] : node.kids) exclude += RegexClassEscape(c);
+// Three regexes over JSON string content, each read from trie node `n`:
+//   Prefixes(n): a path down from n, the empty one included;
+//   Departures(n): a path down from n, then one raw character that starts
+//     none of the reached node's children;
+//   NonWords(n): a path down from n to a node that ends no word (nullopt:
+//     there is none).
+// The content that is none of the words is NonWords(root), or Prefixes(root)
+// then an escape, or Departures(root), the last two followed by any content
+// (an escape counts as leaving the trie: see docs/json-schema.md). That
+// content is written once, so the regex grows with the trie alone: a
+// character of a word costs a few bytes and no DFA states beyond its node.
+std::string Prefixes(const TrieNode& n) {
+  if (n.kids.empty()) return "";
   std::vector<std::string> alts;
-  alts.push_back(absl::StrCat("(?:[^\"\\\\\\x00-\\x1f", exclude,
-                              "]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})", JsonCharRegex(), "*"));
-  for (auto& [c, kid] : node.kids) {
-    alts.push_back(RegexEscape(c) + Complement(kid));
+  for (auto& [c, kid] : n.kids) alts.push_back(RegexEscape(c) + Prefixes(kid));
+  return "(?:" + absl::StrJoin(alts, "|") + ")?";
+}
+
+std::string Departures(const TrieNode& n) {
+  std::string exclude;
+  for (auto& [c, _] : n.kids) exclude += RegexClassEscape(c);
+  std::vector<std::string> alts = {absl::StrCat("[^\"\\\\\\x00-\\x1f", exclude, "]")};
+  for (auto& [c, kid] : n.kids) alts.push_back(RegexEscape(c) + Departures(kid));
+  if (alts.size() == 1) return alts[0];
+  return "(?:" + absl::StrJoin(alts, "|") + ")";
+}
+
+std::optional<std::string> NonWords(const TrieNode& n) {
+  std::vector<std::string> alts;
+  for (auto& [c, kid] : n.kids) {
+    if (std::optional<std::string> rest = NonWords(kid)) alts.push_back(RegexEscape(c) + *rest);
   }
+  if (alts.empty()) return n.terminal ? std::nullopt : std::optional<std::string>("");
   std::string r = "(?:" + absl::StrJoin(alts, "|") + ")";
-  if (!node.terminal) r += "?";
+  if (!n.terminal) r += "?";
   return r;
+}
+
+// JSON string content that is none of the words of the trie at `root`.
+std::string Complement(const TrieNode& root) {
+  std::string r = absl::StrCat("(?:", Prefixes(root), "\\\\(?:[\"\\\\/bfnrt]|u[0-9a-fA-F]{4})|",
+                               Departures(root), ")", JsonCharRegex(), "*");
+  std::optional<std::string> non_words = NonWords(root);
+  if (!non_words) return r;
+  if (non_words->empty()) return "(?:" + r + ")?";
+  return "(?:" + r + "|" + *non_words + ")";
 }
 
 }  // namespace

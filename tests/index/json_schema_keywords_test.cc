@@ -14,6 +14,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -274,6 +276,48 @@ TEST(JsonSchema, OpenObjectsWithMultiByteKeys) {
         {"{\"\xc3\xa9\": \"x\"}", "{\"\xef\xbb\xbf\": \"x\"}",
          "{\"\xe6\x97\xa5\xe6\x9c\xac\": \"x\"}"},
         raw);
+}
+
+// Other keys of an open object, against a brute-force oracle: a key is
+// another key exactly when its spelling (the encoded JSON content) is none
+// of the declared keys' spellings. Random declared sets over a few
+// characters (prefixes of each other, multi-byte ones) and random
+// candidates: the declared keys, their prefixes and extensions, escapes.
+TEST(JsonSchema, OtherKeysAreEveryKeyButTheDeclaredOnes) {
+  const std::vector<std::string> chars = {"a", "b", "\xc3\xa9", "\xe6\x97\xa5", "\\n",
+                                          "\\u0061"};
+  std::mt19937 rng(11);
+  auto word = [&](size_t max_len) {
+    std::string w;
+    for (size_t n = rng() % (max_len + 1); n > 0; --n) w += chars[rng() % chars.size()];
+    return w;
+  };
+  JsonSchemaOptions raw;
+  raw.ensure_ascii = false;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::set<std::string> declared;  // spellings without escapes
+    nlohmann::json schema = {{"type", "object"}, {"additionalProperties", {{"type", "null"}}}};
+    for (int k = 1 + rng() % 5; k > 0; --k) {
+      std::string w;
+      for (size_t n = rng() % 4; n > 0; --n) w += chars[rng() % 4];
+      declared.insert(w);
+      schema["properties"][w] = {{"type", "integer"}};
+    }
+    std::set<std::string> candidates;
+    for (const std::string& d : declared) {
+      candidates.insert(d);
+      candidates.insert(d + word(2));
+      if (!d.empty()) candidates.insert(d.substr(0, d.size() - 1));
+    }
+    for (int i = 0; i < 30; ++i) candidates.insert(word(4));
+    std::vector<std::string> other, not_other;
+    for (const std::string& c : candidates) {
+      // A prefix cut inside a multi-byte character or an escape is no key.
+      if (!nlohmann::json::accept("\"" + c + "\"")) continue;
+      (declared.count(c) ? not_other : other).push_back("{\"" + c + "\": null}");
+    }
+    Check(schema.dump(), other, not_other, raw);
+  }
 }
 
 TEST(JsonSchema, ManyOptionalPropertiesStaySmall) {
