@@ -1,6 +1,7 @@
 #include "automaton/internal/nfa.h"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "absl/base/attributes.h"
@@ -46,6 +47,7 @@ class NodeIds {
   }
   uint32_t id(uint32_t pre) const { return ids_[pre]; }
   uint32_t subtree_size(uint32_t pre) const { return sizes_[pre]; }
+  uint32_t num_ids() const { return keys_.size(); }
 
  private:
   // Gives node n (preorder index `pre`), whose children are numbered, its id.
@@ -93,15 +95,17 @@ class NfaBuilder {
   };
 
   NfaBuilder(const DfaOptions& options, const RegexNode& root)
-      : options_(options), root_(root), ids_(root) {}
+      : options_(options), root_(root), ids_(root), seqs_of_id_(ids_.num_ids(), kNoSeqs) {}
 
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> NewState() {
-    if (num_states_ >= options_.max_nfa_states) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "regex: the automaton needs more than %d NFA states (limit max_nfa_states)",
-          options_.max_nfa_states));
-    }
+    if (num_states_ >= options_.max_nfa_states) return StateLimitError();
     return num_states_++;
+  }
+
+  absl::Status StateLimitError() const {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "regex: the automaton needs more than %d NFA states (limit max_nfa_states)",
+        options_.max_nfa_states));
   }
 
   // Builds the whole regex in front of `out`; returns the start state.
@@ -126,7 +130,7 @@ class NfaBuilder {
       case RegexNode::Kind::kEmpty:
         break;
       case RegexNode::Kind::kSet:
-        s = AddSet(n.set, out);
+        s = AddSet(ids_.id(pre), n.set, out);
         if (!s.ok()) return s;
         in = *s;
         break;
@@ -166,13 +170,18 @@ class NfaBuilder {
           AddEps(loop, *s);
           AddEps(loop, out);
           in = loop;
-        } else {
+        }
+        const uint32_t copies = n.min + (n.max == RegexNode::kUnbounded ? 0 : n.max - n.min);
+        if (copies == 0) break;
+        Copier copier(body, body_pre, copies);
+        auto next_copy = [&](uint32_t out) { return CopyBody(&copier, out); };
+        if (n.max != RegexNode::kUnbounded) {
           // Optional copies, innermost first: x{0,2} is (x(x)?)?.
           for (uint32_t i = n.min; i < n.max; ++i) {
             s = NewState();
             if (!s.ok()) return s;
             const uint32_t opt = *s;
-            s = Build(body, body_pre, in);
+            s = next_copy(in);
             if (!s.ok()) return s;
             AddEps(opt, *s);
             AddEps(opt, out);
@@ -180,7 +189,7 @@ class NfaBuilder {
           }
         }
         for (uint32_t i = 0; i < n.min; ++i) {
-          s = Build(body, body_pre, in);
+          s = next_copy(in);
           if (!s.ok()) return s;
           in = *s;
         }
@@ -200,9 +209,12 @@ class NfaBuilder {
   ABSL_ATTRIBUTE_NOINLINE void SaveMemo(uint64_t key, uint32_t in) { memo_.emplace(key, in); }
   ABSL_ATTRIBUTE_NOINLINE void AddEps(uint32_t from, uint32_t to) { eps_.emplace_back(from, to); }
 
-  // The build's abort check (deadline, cancellation), every 4096 calls.
-  ABSL_ATTRIBUTE_NOINLINE absl::Status Tick() {
-    return ++steps_ % 4096 == 0 ? CheckBuildAbort(options_) : absl::OkStatus();
+  // The build's abort check (deadline, cancellation), every 4096 steps (a
+  // Build call, or a copied state).
+  ABSL_ATTRIBUTE_NOINLINE absl::Status Tick(uint64_t steps = 1) {
+    const uint64_t before = steps_;
+    steps_ += steps;
+    return before / 4096 != steps_ / 4096 ? CheckBuildAbort(options_) : absl::OkStatus();
   }
 
   // Pushes the preorder indices of n's children onto child_pre_; returns
@@ -216,13 +228,22 @@ class NfaBuilder {
     return base;
   }
 
-  // A state matching one codepoint of `set` (as UTF-8) and then L(out).
-  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> AddSet(const CodepointSet& set, uint32_t out) {
-    seqs_.clear();
-    for (const auto& [lo, hi] : set.ranges()) Utf8Sequences(lo, hi, &seqs_);
+  // A state matching one codepoint of `set` (as UTF-8) and then L(out);
+  // `id` is the set node's structural id (its byte sequences are computed
+  // once per id).
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> AddSet(uint32_t id, const CodepointSet& set,
+                                                          uint32_t out) {
+    if (seqs_of_id_[id] == kNoSeqs) {
+      seqs_of_id_[id] = static_cast<uint32_t>(seq_begin_.size());
+      seq_begin_.push_back(static_cast<uint32_t>(seqs_.size()));
+      for (const auto& [lo, hi] : set.ranges()) Utf8Sequences(lo, hi, &seqs_);
+      seq_begin_.push_back(static_cast<uint32_t>(seqs_.size()));
+    }
+    const uint32_t first = seq_begin_[seqs_of_id_[id]], end = seq_begin_[seqs_of_id_[id] + 1];
     auto in = NewState();
     if (!in.ok()) return in;
-    for (const ByteSeq& q : seqs_) {
+    for (uint32_t k = first; k < end; ++k) {
+      const ByteSeq& q = seqs_[k];
       uint32_t t = out;
       for (int i = q.len - 1; i >= 1; --i) {
         auto s = Tail(q.lo[i], q.hi[i], t);
@@ -231,6 +252,101 @@ class NfaBuilder {
       }
       edges_.push_back({*in, t, q.lo[0], q.hi[0]});
     }
+    return in;
+  }
+
+  // A repeat's body built once in front of `hole`, a fresh state that no
+  // state built before reaches: its states are [first_state, end_state),
+  // every edge from them is in edges_[first_edge, end_edge) and eps_[first_eps,
+  // end_eps) (states are given edges only while built), and what they reach
+  // is `hole`, one of them, or a state built before that does not depend on
+  // the continuation.
+  struct Template {
+    uint32_t hole, in;
+    uint32_t first_state, end_state;
+    size_t first_edge, end_edge, first_eps, end_eps;
+  };
+
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<Template> BuildTemplate(const RegexNode& body,
+                                                                 uint32_t body_pre) {
+    Template t;
+    auto hole = NewState();
+    if (!hole.ok()) return hole.status();
+    t.hole = *hole;
+    t.first_state = num_states_;
+    t.first_edge = edges_.size();
+    t.first_eps = eps_.size();
+    auto in = Build(body, body_pre, t.hole);
+    if (!in.ok()) return in.status();
+    t.in = *in;
+    t.end_state = num_states_;
+    t.end_edge = edges_.size();
+    t.end_eps = eps_.size();
+    return t;
+  }
+
+  // What Build(body, out) would build, as a copy of `t` with `out` for its
+  // hole: a repeat's copies cost a copy of its edges, not a build each.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> Copy(const Template& t, uint32_t out) {
+    const uint32_t size = t.end_state - t.first_state;
+    if (num_states_ + uint64_t{size} > uint64_t{options_.max_nfa_states}) return StateLimitError();
+    if (auto tick = Tick(size); !tick.ok()) return tick;
+    const uint32_t base = num_states_;
+    num_states_ += size;
+    auto map = [&](uint32_t s) {
+      if (s == t.hole) return out;
+      return s >= t.first_state && s < t.end_state ? s - t.first_state + base : s;
+    };
+    for (size_t e = t.first_edge; e < t.end_edge; ++e) {
+      const ByteEdge edge = edges_[e];
+      edges_.push_back({map(edge.from), map(edge.to), edge.lo, edge.hi});
+    }
+    for (size_t e = t.first_eps; e < t.end_eps; ++e) {
+      const auto [from, to] = eps_[e];
+      eps_.emplace_back(map(from), map(to));
+    }
+    return map(t.in);
+  }
+
+  // The template itself made a copy in front of `out`: its hole's edges
+  // point to `out`. Memo and tail entries keyed by the hole go stale, but the
+  // hole is never a continuation again.
+  uint32_t FillHole(const Template& t, uint32_t out) {
+    for (size_t e = t.first_edge; e < t.end_edge; ++e) {
+      if (edges_[e].to == t.hole) edges_[e].to = out;
+    }
+    for (size_t e = t.first_eps; e < t.end_eps; ++e) {
+      if (eps_[e].second == t.hole) eps_[e].second = out;
+    }
+    return t.in == t.hole ? out : t.in;
+  }
+
+  // The copies of a repeat's body, each in front of its own continuation.
+  struct Copier {
+    Copier(const RegexNode& body, uint32_t body_pre, uint32_t copies)
+        : body(body), body_pre(body_pre), left(copies) {}
+    const RegexNode& body;
+    const uint32_t body_pre;
+    uint32_t left;                     // copies still to make
+    std::optional<Template> built;     // once a copy needed a build
+  };
+
+  // What Build(c->body, out) returns, for the next of c's copies: the memo's
+  // state when there is one (x+ builds x twice in front of its loop), else a
+  // copy of a template built once for the repeat (the last copy being the
+  // template itself), or a build when only one copy is left to make.
+  absl::StatusOr<uint32_t> CopyBody(Copier* c, uint32_t out) {
+    --c->left;
+    const uint64_t key = (static_cast<uint64_t>(ids_.id(c->body_pre)) << 32) | out;
+    if (uint32_t in = FindMemo(key); in != kNoState) return in;
+    if (!c->built && c->left == 0) return Build(c->body, c->body_pre, out);
+    if (!c->built) {
+      auto t = BuildTemplate(c->body, c->body_pre);
+      if (!t.ok()) return t.status();
+      c->built = *t;
+    }
+    absl::StatusOr<uint32_t> in = c->left == 0 ? FillHole(*c->built, out) : Copy(*c->built, out);
+    if (in.ok()) SaveMemo(key, *in);
     return in;
   }
 
@@ -254,7 +370,10 @@ class NfaBuilder {
   absl::flat_hash_map<uint64_t, uint32_t> memo_;   // (node id, out) -> in
   absl::flat_hash_map<uint64_t, uint32_t> tails_;  // (t, lo, hi) -> state
   std::vector<uint32_t> child_pre_;                // stack for kConcat
-  std::vector<ByteSeq> seqs_;
+  static constexpr uint32_t kNoSeqs = ~uint32_t{0};
+  std::vector<uint32_t> seqs_of_id_;  // set node id -> index into seq_begin_, or kNoSeqs
+  std::vector<uint32_t> seq_begin_;   // pairs: [begin, end) into seqs_
+  std::vector<ByteSeq> seqs_;         // UTF-8 byte sequences of the sets built
   uint64_t steps_ = 0;
 };
 
@@ -269,6 +388,7 @@ absl::StatusOr<CompactNfa> BuildNfa(const Regex& regex, const DfaOptions& option
   if (!start.ok()) return start.status();
 
   CompactNfa nfa;
+  if (getenv("XNFA")) fprintf(stderr, "NFA %u states %zu edges %zu eps\n", builder.num_states(), builder.edges().size(), builder.eps().size());
   // Byte classes from the NFA's range boundaries.
   std::array<uint8_t, 257> boundary{};
   boundary[0] = 1;
