@@ -33,6 +33,9 @@
 #   maskbench_routes  maskctl maskbench on every file, --route regex, --route auto, then --route
 #                     auto --any-property-order; bench/tables/maskbench_routes.py; ~25 min; with it, from the auto run's
 #                     --verbose output, maskbench_routes_reasons (bench/tables/maskbench_reasons.py)
+#   maskbench_peers   bench/maskbench_ttfm.py: fresh TTFM p50/p99/max, maskd's automatic route
+#                     beside llguidance, over every schema, those both compile, their 60 largest;
+#                     ~6 min
 #   json_schema_suite json_schema_suite_test; bench/tables/json_schema_suite.py; <1 min
 #   dfa_construction  index_bench --benchmark_filter='^Dfa'; bench/tables/dfa_construction.py; <1 min
 #   restructure_ab    (only when named in ONLY: the record of issue #13)
@@ -86,7 +89,7 @@ if smoke; then
   REPEATS=1 PEER_TOKENIZERS=qwen3 ENGINES=maskd PEER_ENGINES=maskd MASKBENCH_FILES=${MASKBENCH_FILES:-BFCL_sql}
 fi
 TABLES=(kernels_gpu kernels coldpath others index_bench regex_conformance service vocab_vs_json
-        vocab_load shm_demo maskbench maskbench_limit maskbench_routes json_schema_suite dfa_construction
+        vocab_load shm_demo maskbench maskbench_limit maskbench_routes maskbench_peers json_schema_suite dfa_construction
         restructure_ab adapters adapters_idle processor_step budget engines grammar grammar_peers tools)
 out=build/bench-docs
 mkdir -p "$out"
@@ -311,6 +314,17 @@ table_maskbench_limit() {
   done > "$out/maskbench_limit.txt"
   emit maskbench_limit "build/bin/maskctl maskbench --tokenizer ../shared/tokenizers/llama3 --max-regex-bytes N $(show "${files[@]}")" \
     maskbench_limit.py "$out/maskbench_limit.txt" "N = 1048576, then 8388608."
+}
+
+table_maskbench_peers() {
+  [ -x .venv-bench/bin/python ] || scripts/bench_venv.sh
+  build maskctl
+  [[ -d ../shared/corpora/maskbench-dev ]] || return 2
+  local cmd=(.venv-bench/bin/python bench/maskbench_ttfm.py --peers llguidance)
+  [[ -n ${MASKBENCH_FILES:-} ]] && cmd+=(--files "$MASKBENCH_FILES")
+  { stamp "$(show "${cmd[@]}")" "llama3, ${MASKBENCH_FILES:-every file of maskbench-dev}; CPU time; maskd fresh per schema (\`maskctl maskbench --fresh --route auto\`), llguidance 1.9.1 in one process per file, its caches kept."
+    nice "${cmd[@]}" --raw "$out/maskbench_peers.json" 2> "$out/maskbench_peers.log"; } > "$out/maskbench_peers.md.new"
+  mv "$out/maskbench_peers.md.new" "$out/maskbench_peers.md"
 }
 
 table_maskbench_routes() {
