@@ -388,7 +388,6 @@ absl::StatusOr<CompactNfa> BuildNfa(const Regex& regex, const DfaOptions& option
   if (!start.ok()) return start.status();
 
   CompactNfa nfa;
-  if (getenv("XNFA")) fprintf(stderr, "NFA %u states %zu edges %zu eps\n", builder.num_states(), builder.edges().size(), builder.eps().size());
   // Byte classes from the NFA's range boundaries.
   std::array<uint8_t, 257> boundary{};
   boundary[0] = 1;
