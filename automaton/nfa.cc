@@ -174,14 +174,13 @@ class NfaBuilder {
         const uint32_t copies = n.min + (n.max == RegexNode::kUnbounded ? 0 : n.max - n.min);
         if (copies == 0) break;
         Copier copier(body, body_pre, copies);
-        auto next_copy = [&](uint32_t out) { return CopyBody(&copier, out); };
         if (n.max != RegexNode::kUnbounded) {
           // Optional copies, innermost first: x{0,2} is (x(x)?)?.
           for (uint32_t i = n.min; i < n.max; ++i) {
             s = NewState();
             if (!s.ok()) return s;
             const uint32_t opt = *s;
-            s = next_copy(in);
+            s = CopyBody(&copier, in);
             if (!s.ok()) return s;
             AddEps(opt, *s);
             AddEps(opt, out);
@@ -189,7 +188,7 @@ class NfaBuilder {
           }
         }
         for (uint32_t i = 0; i < n.min; ++i) {
-          s = next_copy(in);
+          s = CopyBody(&copier, in);
           if (!s.ok()) return s;
           in = *s;
         }
@@ -234,12 +233,11 @@ class NfaBuilder {
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<uint32_t> AddSet(uint32_t id, const CodepointSet& set,
                                                           uint32_t out) {
     if (seqs_of_id_[id] == kNoSeqs) {
-      seqs_of_id_[id] = static_cast<uint32_t>(seq_begin_.size());
-      seq_begin_.push_back(static_cast<uint32_t>(seqs_.size()));
+      const uint32_t first = static_cast<uint32_t>(seqs_.size());
       for (const auto& [lo, hi] : set.ranges()) Utf8Sequences(lo, hi, &seqs_);
-      seq_begin_.push_back(static_cast<uint32_t>(seqs_.size()));
+      seqs_of_id_[id] = {first, static_cast<uint32_t>(seqs_.size())};
     }
-    const uint32_t first = seq_begin_[seqs_of_id_[id]], end = seq_begin_[seqs_of_id_[id] + 1];
+    const auto [first, end] = seqs_of_id_[id];
     auto in = NewState();
     if (!in.ok()) return in;
     for (uint32_t k = first; k < end; ++k) {
@@ -338,6 +336,8 @@ class NfaBuilder {
   absl::StatusOr<uint32_t> CopyBody(Copier* c, uint32_t out) {
     --c->left;
     const uint64_t key = (static_cast<uint64_t>(ids_.id(c->body_pre)) << 32) | out;
+    // A template left unfilled by a memo hit on the last copy is unreachable
+    // (nothing points to its states) and harmless.
     if (uint32_t in = FindMemo(key); in != kNoState) return in;
     if (!c->built && c->left == 0) return Build(c->body, c->body_pre, out);
     if (!c->built) {
@@ -370,10 +370,11 @@ class NfaBuilder {
   absl::flat_hash_map<uint64_t, uint32_t> memo_;   // (node id, out) -> in
   absl::flat_hash_map<uint64_t, uint32_t> tails_;  // (t, lo, hi) -> state
   std::vector<uint32_t> child_pre_;                // stack for kConcat
-  static constexpr uint32_t kNoSeqs = ~uint32_t{0};
-  std::vector<uint32_t> seqs_of_id_;  // set node id -> index into seq_begin_, or kNoSeqs
-  std::vector<uint32_t> seq_begin_;   // pairs: [begin, end) into seqs_
-  std::vector<ByteSeq> seqs_;         // UTF-8 byte sequences of the sets built
+  // Set node id -> its UTF-8 byte sequences, [begin, end) of seqs_ (kNoSeqs
+  // until the set is first built).
+  static constexpr std::pair<uint32_t, uint32_t> kNoSeqs = {~uint32_t{0}, 0};
+  std::vector<std::pair<uint32_t, uint32_t>> seqs_of_id_;
+  std::vector<ByteSeq> seqs_;
   uint64_t steps_ = 0;
 };
 
