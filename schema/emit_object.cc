@@ -71,8 +71,8 @@ std::optional<std::string> NonWords(const TrieNode& n) {
 
 // JSON string content that is none of the words of the trie at `root`.
 std::string Complement(const TrieNode& root) {
-  std::string r = absl::StrCat("(?:", Prefixes(root), "\\\\(?:[\"\\\\/bfnrt]|u[0-9a-fA-F]{4})|",
-                               Departures(root), ")", JsonCharRegex(), "*");
+  std::string r = absl::StrCat("(?:", Prefixes(root), JsonEscapeRegex(), "|", Departures(root), ")",
+                               JsonCharRegex(), "*");
   std::optional<std::string> non_words = NonWords(root);
   if (!non_words) return r;
   if (non_words->empty()) return "(?:" + r + ")?";

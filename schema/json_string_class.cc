@@ -145,4 +145,9 @@ const std::string& JsonCharRegex() {
   return *s;
 }
 
+const std::string& JsonEscapeRegex() {
+  static const std::string* s = new std::string("\\\\(?:[\"\\\\/bfnrt]|u[0-9a-fA-F]{4})");
+  return *s;
+}
+
 }  // namespace maskd::json_schema_internal

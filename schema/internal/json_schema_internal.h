@@ -74,6 +74,9 @@ std::string ExcludedStringsRegex(const std::vector<std::string>& words);
 
 // Regex matching one character of JSON string content (raw or escaped).
 const std::string& JsonCharRegex();
+// Regex matching one escaped character of JSON string content (\" \\ \/ \b \f
+// \n \r \t or \uXXXX): JsonCharRegex's escapes, as one group.
+const std::string& JsonEscapeRegex();
 
 }  // namespace maskd::json_schema_internal
 
