@@ -23,6 +23,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import peers  # noqa: E402
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 CORPUS = os.path.join(SHARED, "corpora", "maskbench-dev")
 TOKENIZER = os.path.join(SHARED, "tokenizers", "llama3")
@@ -65,11 +67,11 @@ def peer_ttfm(peer: str, path: str, python: str, alias: dict[str, str]) -> dict[
 
 
 def percentiles(values: list[float]) -> str:
+    """p50 / p99 / max (nearest rank, peers.summary)."""
     if not values:
-        return "— | — | —"
-    v = sorted(values)
-    pick = lambda q: v[min(len(v) - 1, max(0, -(-len(v) * q // 100) - 1))]
-    return "%.2f | %.1f | %.1f" % (pick(50), pick(99), v[-1])
+        return "— / — / —"
+    s = peers.summary(values)
+    return "%.2f / %.1f / %.1f" % (s["p50"], s["p99"], s["max"])
 
 
 def main() -> int:
@@ -115,9 +117,8 @@ def main() -> int:
     for e in engines:
         t = ttfm[e]
         print("| %s | %d of %d | %s | %s | %s |" % (
-            e, len(t), len(size), percentiles(list(t.values())).replace(" | ", " / "),
-            percentiles([t[k] for k in both]).replace(" | ", " / "),
-            percentiles([t[k] for k in largest]).replace(" | ", " / ")))
+            e, len(t), len(size), percentiles(list(t.values())), percentiles([t[k] for k in both]),
+            percentiles([t[k] for k in largest])))
     return 0
 
 
