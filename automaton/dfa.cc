@@ -12,6 +12,7 @@ namespace maskd {
 
 namespace automaton_internal {
 uint64_t ThreadRefusals();  // lazy_dfa.cc
+void CountThreadRefusal();  // lazy_dfa.cc
 }  // namespace automaton_internal
 
 Dfa::Dfa() = default;
@@ -37,6 +38,7 @@ int Dfa::ForcedByte(State s) const {
 }
 
 uint64_t Dfa::Refusals() { return automaton_internal::ThreadRefusals(); }
+void Dfa::CountRefusal() { automaton_internal::CountThreadRefusal(); }
 
 absl::Status Dfa::StateLimitError() const {
   const uint32_t limit = lazy_ != nullptr ? lazy_->max_states() : num_states_;

@@ -142,6 +142,10 @@ class Dfa {
   // it before and after (RefusalWatch); a change means some kDead it saw
   // was a refusal.
   static uint64_t Refusals();
+  // Counts a refusal on the calling thread for a DFA that a caller could not
+  // build when a walk first needed it (grammar/deferred_dfa.h): work that
+  // read it is then discarded as for the state limit.
+  static void CountRefusal();
   // The error for a refusal: ResourceExhausted naming max_states.
   absl::Status StateLimitError() const;
 

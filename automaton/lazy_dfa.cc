@@ -23,6 +23,7 @@ DfaOptions WalkOptions(const DfaOptions& options) {
 }  // namespace
 
 uint64_t ThreadRefusals() { return refusals; }
+void CountThreadRefusal() { ++refusals; }
 
 LazyDfa::LazyDfa(CompactNfa nfa, const DfaOptions& options)
     : nfa_(std::move(nfa)), options_(WalkOptions(options)), max_states_(options.max_states),

@@ -1,12 +1,14 @@
 // CompiledGrammar: a validated Grammar in the form Earley parsers run on:
 // numbered productions, nullability, and one DFA per terminal.
 //
-// Immutable once created; shared by the reference recognizer (earley.h), the
-// incremental parser (earley_parser.h) and the token-mask engine
-// (grammar_index.h).
+// Immutable once created but for its deferred terminal DFAs, each built once
+// when first asked for (deferred_dfa.h); shared by the reference recognizer
+// (earley.h), the incremental parser (earley_parser.h) and the token-mask
+// engine (grammar_index.h), from any thread.
 #ifndef MASKD_GRAMMAR_COMPILED_GRAMMAR_H_
 #define MASKD_GRAMMAR_COMPILED_GRAMMAR_H_
 
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "automaton/dfa.h"
 #include "automaton/regex.h"
+#include "grammar/deferred_dfa.h"
 #include "grammar/grammar.h"
 #include "grammar/terminal_dfas.h"
 
@@ -30,26 +33,39 @@ class CompiledGrammar {
   // a terminal that does not compile is an error naming it and its line and
   // column. ResourceExhausted when rules, terminals or productions reach 2^30.
   // With `dfas`, the terminals' DFAs are taken from (and added to) that cache.
-  // `mode`: whole or lazy DFAs (terminal_dfas.h).
+  // `mode`: whole or lazy DFAs (terminal_dfas.h); in lazy mode a terminal
+  // whose build no limit can refuse (DeferredBuild::Deferrable) is only
+  // parsed here, and its DFA built when first asked for (deferred_dfa.h).
   static absl::StatusOr<std::shared_ptr<const CompiledGrammar>> Create(
       const Grammar& g, const RegexLimits& regex_limits = {}, const DfaOptions& dfa_options = {},
-      TerminalDfas* dfas = nullptr, TerminalMode mode = TerminalMode::kWhole);
+      std::shared_ptr<TerminalDfas> dfas = nullptr, TerminalMode mode = TerminalMode::kWhole);
 
   const std::vector<Production>& productions() const { return productions_; }
   // Production ids of rule `r`.
   const std::vector<uint32_t>& rule_productions(uint32_t r) const { return rule_productions_[r]; }
   size_t num_rules() const { return rule_productions_.size(); }
-  size_t num_terminals() const { return dfas_.size(); }
+  size_t num_terminals() const { return terminals_.size(); }
   bool nullable_rule(uint32_t r) const { return nullable_rule_[r]; }
   // The terminal's DFA accepts at its start (matches the empty string).
   bool nullable_terminal(uint32_t t) const { return nullable_terminal_[t]; }
-  const Dfa& dfa(uint32_t t) const { return *dfas_[t]; }
-  // The terminal's language L is closed under concatenation (L L is within
-  // L), so two of its strings in a row are also one of them (\s+, [a-z]*).
-  // Computed for whole DFAs of at most kMaxClosedCheckStates states; false
-  // above and for lazy ones (whose check would build their states).
-  bool concat_closed(uint32_t t) const { return concat_closed_[t]; }
-  static constexpr uint32_t kMaxClosedCheckStates = 512;
+  // The terminal's DFA, built by this call when it was deferred.
+  const Dfa& dfa(uint32_t t) const { return terminals_[t]->Get(); }
+  // The terminal's DFA when built, else null (builds nothing).
+  const Dfa* built_dfa(uint32_t t) const { return terminals_[t]->IfBuilt(); }
+  // Whether the terminal's DFA was left to its first use (then built_dfa
+  // may change from null to the DFA at any time, on any thread).
+  bool deferred(uint32_t t) const { return terminals_[t]->deferred(); }
+  bool has_deferred() const { return deferred_ != nullptr; }
+  // OK, or the error of the first deferred build that failed (its walk was
+  // refused: deferred_dfa.h).
+  absl::Status DeferredError() const;
+  // Bytes some state of the terminal's DFA takes to a live state, or more:
+  // Dfa::LiveBytes, or for a deferred terminal the bytes of its regex.
+  const std::bitset<256>& live_bytes(uint32_t t) const { return live_bytes_[t]; }
+  // The terminal's language L is closed under concatenation
+  // (terminal_dfas.h: ConcatClosed); false for a deferred terminal until
+  // its DFA is built.
+  bool concat_closed(uint32_t t) const { return terminals_[t]->concat_closed(); }
   const std::vector<uint32_t>& ignore() const { return ignore_; }
   uint32_t start() const { return start_; }
 
@@ -66,14 +82,21 @@ class CompiledGrammar {
 
  private:
   CompiledGrammar() = default;
+  // Appends terminal `t`'s DFA (built now, or deferred in lazy mode) and
+  // facts; an error names the terminal.
+  absl::Status AddTerminal(const Terminal& t, const RegexLimits& regex_limits,
+                           const DfaOptions& dfa_options, const std::shared_ptr<TerminalDfas>& dfas,
+                           TerminalMode mode);
   void ComputeMinLengths();
 
   std::vector<Production> productions_;
   std::vector<std::vector<uint32_t>> rule_productions_;
   std::vector<bool> nullable_rule_;
   std::vector<bool> nullable_terminal_;
-  std::vector<bool> concat_closed_;
-  std::vector<std::shared_ptr<const Dfa>> dfas_;
+  std::vector<uint64_t> terminal_min_;  // per terminal: its shortest match, in bytes
+  std::vector<std::bitset<256>> live_bytes_;
+  std::vector<std::unique_ptr<DeferredDfa>> terminals_;
+  std::shared_ptr<DeferredBuild> deferred_;  // null when no terminal is deferred
   std::vector<uint32_t> ignore_;
   uint32_t start_ = 0;
   std::vector<uint64_t> rule_min_;      // per rule

@@ -85,11 +85,11 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
     inline_options.mode = options.earley.terminal_mode;
     compiled = CompiledGrammar::Create(InlineRegularRules(g, inline_options),
                                        options.earley.regex_limits, options.earley.dfa_options,
-                                       dfas, options.earley.terminal_mode);
+                                       options.terminal_dfas, options.earley.terminal_mode);
   }
   if (!compiled.ok()) {
     compiled = CompiledGrammar::Create(g, options.earley.regex_limits, options.earley.dfa_options,
-                                       dfas, options.earley.terminal_mode);
+                                       options.terminal_dfas, options.earley.terminal_mode);
   }
   if (!compiled.ok()) return compiled.status();
   std::shared_ptr<GrammarIndex> index(new GrammarIndex());
@@ -100,14 +100,18 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
   index->num_words_ = (index->vocab_->size() + 31) / 32;
   absl::flat_hash_set<const Dfa*> seen;  // terminals may share a DFA (terminal_dfas.h)
   for (size_t t = 0; t < index->grammar_->num_terminals(); ++t) {
-    const Dfa& dfa = index->grammar_->dfa(static_cast<uint32_t>(t));
     index->memo_.push_back(std::make_unique<MemoSlots>());
-    if (!seen.insert(&dfa).second) continue;
-    if (dfa.lazy()) {
-      index->lazy_dfas_.push_back(&dfa);
+    const Dfa* dfa = index->grammar_->built_dfa(static_cast<uint32_t>(t));
+    if (dfa == nullptr) {
+      index->deferred_.push_back(static_cast<uint32_t>(t));
+      continue;
+    }
+    if (!seen.insert(dfa).second) continue;
+    if (dfa->lazy()) {
+      index->lazy_dfas_.push_back(dfa);
     } else {
-      index->whole_dfa_states_ += dfa.num_states();
-      index->base_bytes_ += dfa.MemoryBytes();
+      index->whole_dfa_states_ += dfa->num_states();
+      index->base_bytes_ += dfa->MemoryBytes();
     }
   }
   index->FindNeverAllowed();
@@ -115,11 +119,11 @@ absl::StatusOr<std::shared_ptr<const GrammarIndex>> GrammarIndex::Create(
 }
 
 void GrammarIndex::FindNeverAllowed() {
-  // Bytes some terminal's DFA takes from a live state (with a lazy DFA, a
-  // superset: fewer tokens are never allowed, none wrongly).
+  // Bytes some terminal's DFA takes from a live state (with a lazy or
+  // deferred DFA, a superset: fewer tokens are never allowed, none wrongly).
   std::bitset<256> taken;
   for (size_t t = 0; t < grammar_->num_terminals() && !taken.all(); ++t) {
-    taken |= grammar_->dfa(static_cast<uint32_t>(t)).LiveBytes();
+    taken |= grammar_->live_bytes(static_cast<uint32_t>(t));
   }
   never_.assign(num_words_, 0);
   base_bytes_ += never_.capacity() * sizeof(uint32_t);
@@ -144,7 +148,8 @@ GrammarIndex::~GrammarIndex() {
   for (size_t t = 0; t < memo_.size(); ++t) {
     // A lazy DFA's states may have grown past the slots a mask touched:
     // Find skips the chunks never made.
-    const uint32_t n = grammar_->dfa(static_cast<uint32_t>(t)).num_states();
+    const Dfa* dfa = grammar_->built_dfa(static_cast<uint32_t>(t));
+    const uint32_t n = dfa != nullptr ? dfa->num_states() : 0;
     for (uint32_t q = 0; q < n; ++q) {
       if (auto* slot = memo_[t]->Find(q)) delete slot->load(std::memory_order_relaxed);
     }
@@ -156,19 +161,34 @@ size_t GrammarIndex::MemoryBytes() const {
   size_t bytes = base_bytes_ + memo_bytes();
   for (const auto& slots : memo_) bytes += slots->MemoryBytes();
   for (const Dfa* dfa : lazy_dfas_) bytes += dfa->MemoryBytes();
+  for (uint32_t t : deferred_) {
+    if (const Dfa* dfa = grammar_->built_dfa(t)) bytes += dfa->MemoryBytes();
+  }
   return bytes;
 }
 
 uint32_t GrammarIndex::num_dfa_states() const {
   uint32_t states = whole_dfa_states_;
   for (const Dfa* dfa : lazy_dfas_) states += dfa->num_states();
+  for (uint32_t t : deferred_) {
+    if (const Dfa* dfa = grammar_->built_dfa(t)) states += dfa->num_states();
+  }
   return states;
 }
 
 absl::Status GrammarIndex::StateLimitError() const {
-  if (lazy_dfas_.empty()) return absl::InternalError("no lazy terminal DFA to refuse a state");
+  if (absl::Status deferred = grammar_->DeferredError(); !deferred.ok()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("grammar terminal, built when first reached: ", deferred.message()));
+  }
+  const Dfa* lazy = !lazy_dfas_.empty() ? lazy_dfas_.front() : nullptr;
+  for (size_t i = 0; lazy == nullptr && i < deferred_.size(); ++i) {
+    const Dfa* dfa = grammar_->built_dfa(deferred_[i]);
+    if (dfa != nullptr && dfa->lazy()) lazy = dfa;
+  }
+  if (lazy == nullptr) return absl::InternalError("no lazy terminal DFA to refuse a state");
   return absl::ResourceExhaustedError(
-      absl::StrCat("grammar terminal: ", lazy_dfas_.front()->StateLimitError().message()));
+      absl::StrCat("grammar terminal: ", lazy->StateLimitError().message()));
 }
 
 TokenSet TokenSet::FromWords(std::vector<uint32_t> words) {

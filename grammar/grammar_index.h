@@ -221,12 +221,13 @@ class GrammarIndex {
   size_t MemoryBytes() const;
   // DFA states of all terminals together (a lazy one's built so far).
   uint32_t num_dfa_states() const;
-  // Whether some terminal's DFA is lazy (EarleyOptions::terminal_mode):
+  // Whether some terminal's DFA is lazy (EarleyOptions::terminal_mode) or
+  // deferred (its build may fail while walking, deferred_dfa.h):
   // then work that reads the DFAs watches for the state limit's refusals
   // (RefusalWatch) and fails with StateLimitError when one came.
-  bool has_lazy_terminals() const { return !lazy_dfas_.empty(); }
+  bool has_lazy_terminals() const { return !lazy_dfas_.empty() || !deferred_.empty(); }
   // ResourceExhausted: a lazy terminal DFA needs more than max_states
-  // states, reached while walking.
+  // states, reached while walking, or a deferred one failed to build.
   absl::Status StateLimitError() const;
 
   // The memo entry of (terminal, state) without a walk of the whole trie,
@@ -323,6 +324,9 @@ class GrammarIndex {
   uint32_t whole_dfa_states_ = 0;  // of the whole DFAs
   // The distinct lazy DFAs, whose states and bytes grow.
   std::vector<const Dfa*> lazy_dfas_;
+  // The terminals whose DFAs are built when first reached
+  // (CompiledGrammar::deferred): counted once built.
+  std::vector<uint32_t> deferred_;
   // memo_[t]->At(q): null until computed; entries are never replaced or
   // freed before the index. Slots grow with a lazy DFA's states.
   std::vector<std::unique_ptr<MemoSlots>> memo_;

@@ -1,5 +1,8 @@
 #include "grammar/terminal_dfas.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace maskd::grammar {
@@ -54,6 +57,38 @@ bool MatchesNonEmptyString(const Dfa& dfa) {
     if (dfa.Next(dfa.start(), static_cast<uint8_t>(b)) != Dfa::kDead) return true;
   }
   return false;
+}
+
+// L L within L: from every accepting state a, every string of L must lead to
+// an accepting state, and every prefix of one to a live state. A search over
+// the pairs (state reached from a, state reached from the start) on the
+// same bytes finds a counterexample if there is one.
+bool ConcatClosed(const Dfa& dfa) {
+  const uint32_t n = dfa.num_states();
+  if (dfa.lazy() || n > kMaxClosedCheckStates) return false;
+  std::vector<bool> seen(static_cast<size_t>(n) * n, false);
+  std::vector<std::pair<uint32_t, uint32_t>> stack;
+  for (uint32_t a = 1; a < n; ++a) {
+    if (!dfa.IsAccepting(a)) continue;
+    stack.push_back({a, dfa.start()});
+    seen[static_cast<size_t>(a) * n + dfa.start()] = true;
+  }
+  while (!stack.empty()) {
+    const auto [x, y] = stack.back();
+    stack.pop_back();
+    if (x == Dfa::kDead || (dfa.IsAccepting(y) && !dfa.IsAccepting(x))) return false;
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t ny = dfa.Next(y, static_cast<uint8_t>(b));
+      if (ny == Dfa::kDead) continue;
+      const uint32_t nx = dfa.Next(x, static_cast<uint8_t>(b));
+      const size_t key = static_cast<size_t>(nx) * n + ny;
+      if (!seen[key]) {
+        seen[key] = true;
+        stack.push_back({nx, ny});
+      }
+    }
+  }
+  return true;
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,

@@ -99,6 +99,13 @@ inline bool PresumedOverStateLimit(size_t expanded_nodes, const DfaOptions& opti
 // acceptance (automaton/dfa.h), so a live successor of the start will do.
 bool MatchesNonEmptyString(const Dfa& dfa);
 
+// Whether the language L of `dfa` is closed under concatenation (L L is
+// within L), so two of its strings in a row are also one of them (\s+,
+// [a-z]*). Decided for whole DFAs of at most kMaxClosedCheckStates states;
+// false above and for lazy ones (whose check would build their states).
+bool ConcatClosed(const Dfa& dfa);
+inline constexpr uint32_t kMaxClosedCheckStates = 512;
+
 // `cache`->Get(...), or what it would build when `cache` is null.
 absl::StatusOr<std::shared_ptr<const Dfa>> TerminalDfa(TerminalDfas* cache, std::string_view pattern,
                                                        const RegexLimits& limits,

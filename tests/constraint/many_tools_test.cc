@@ -286,20 +286,32 @@ TEST(ManyTools, LimitsAreBytesAndSizeNotACount) {
   EXPECT_EQ(FailedStage(refused.status()), CompileStage::kConvert);
 }
 
+// Builds every terminal DFA of `compiled`'s grammar, as walks reaching all
+// of it would: a terminal's DFA is built when a walk first reaches it
+// (grammar/deferred_dfa.h), through the compiler's cache.
+void BuildTerminalDfas(const CompiledConstraint& compiled) {
+  const grammar::CompiledGrammar& g = *compiled.index->grammar_index()->grammar();
+  for (uint32_t t = 0; t < g.num_terminals(); ++t) g.dfa(t);
+}
+
 TEST(ManyTools, CompilationsSharingAToolShareItsDfas) {
   const std::vector<Tool> tools = MakeTools(6, 3);
   const std::string first = Document({tools[0], tools[1], tools[2]});
   const std::string second = Document({tools[0], tools[1], tools[3]});
   auto tokenizer = ::maskd::testing::BundledTokenizer();
   const ConstraintCompiler shared;
-  ASSERT_TRUE(shared.Compile(Constraint::StructuralTag(first, tokenizer)).ok());
+  auto once = shared.Compile(Constraint::StructuralTag(first, tokenizer));
+  ASSERT_TRUE(once.ok()) << once.status();
+  BuildTerminalDfas(*once);
   const grammar::TerminalDfas::Stats after_first = shared.terminal_dfas()->stats();
   auto again = shared.Compile(Constraint::StructuralTag(second, tokenizer));
   ASSERT_TRUE(again.ok()) << again.status();
+  BuildTerminalDfas(*again);
   const grammar::TerminalDfas::Stats after_second = shared.terminal_dfas()->stats();
   const ConstraintCompiler fresh;
   auto alone = fresh.Compile(Constraint::StructuralTag(second, tokenizer));
   ASSERT_TRUE(alone.ok()) << alone.status();
+  BuildTerminalDfas(*alone);
   const grammar::TerminalDfas::Stats own = fresh.terminal_dfas()->stats();
   // The second compilation built fewer DFAs than it builds alone, and took
   // more from the cache: tools 0 and 1's.
