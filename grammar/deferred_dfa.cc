@@ -23,8 +23,12 @@ DeferredBuild::DeferredBuild(const RegexLimits& limits, const DfaOptions& option
                              std::shared_ptr<TerminalDfas> cache)
     : limits_(limits), options_(WithoutAbort(options)), cache_(std::move(cache)) {}
 
+bool DeferrableTerminal(const RegexLanguage& language, const DfaOptions& options) {
+  return language.nfa_states <= options.max_nfa_states && options.max_states >= kMinStatesOfDeferred;
+}
+
 bool DeferredBuild::Deferrable(const RegexLanguage& language) const {
-  return language.nfa_states <= options_.max_nfa_states && options_.max_states >= kMinStates;
+  return DeferrableTerminal(language, options_);
 }
 
 absl::StatusOr<std::shared_ptr<const Dfa>> DeferredBuild::Build(const std::string& pattern) const {

@@ -33,6 +33,15 @@
 
 namespace maskd::grammar {
 
+// Whether a lazy terminal of `language` (non-empty) under `options` may be
+// built late: its NFA fits options.max_nfa_states (RegexLanguage::nfa_states
+// bounds it), so no limit refuses its build, and max_states leaves room for
+// its start row (the dead state, the start, one successor per byte), so no
+// limit refuses what compiling a terminal checks on its DFA either. (A lazy
+// DFA past its eager trial bounds its states while walking, deferred or not.)
+bool DeferrableTerminal(const RegexLanguage& language, const DfaOptions& options);
+inline constexpr uint32_t kMinStatesOfDeferred = 2 + 256;
+
 // What the deferred terminals of one grammar are built with, and the first
 // build that failed. Thread-safe.
 class DeferredBuild {
@@ -42,14 +51,8 @@ class DeferredBuild {
   DeferredBuild(const RegexLimits& limits, const DfaOptions& options,
                 std::shared_ptr<TerminalDfas> cache);
 
-  // Whether a terminal of `language` (non-empty) is built late: its NFA
-  // fits options.max_nfa_states (RegexLanguage::nfa_states bounds it), so no
-  // limit refuses its build, and max_states leaves room for its start row
-  // (the dead state, the start, one successor per byte), so no limit refuses
-  // what compiling a terminal checks on its DFA either. A lazy DFA past its
-  // eager trial bounds its states while walking, deferred or not.
+  // DeferrableTerminal(language, the options given).
   bool Deferrable(const RegexLanguage& language) const;
-  static constexpr uint32_t kMinStates = 2 + 256;
 
   // TerminalDfa(cache, pattern, ..., kLazy).
   absl::StatusOr<std::shared_ptr<const Dfa>> Build(const std::string& pattern) const;

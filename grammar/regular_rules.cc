@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "automaton/regex.h"
+#include "grammar/deferred_dfa.h"
+#include "grammar/regex_language.h"
 
 namespace maskd::grammar {
 namespace {
@@ -27,12 +30,28 @@ std::string Alternation(const std::vector<std::string>& alts) {
   return out;
 }
 
+// Lazy mode: whether `regex` is within max_terminal_nodes and not
+// PresumedOverStateLimit, matches a non-empty string, and is a terminal
+// CompiledGrammar defers (DeferrableTerminal: no limit can refuse its DFA),
+// decided on its tree without building the DFA.
+bool DeferrableWithinCaps(const std::string& regex, const InlineOptions& options) {
+  auto re = Regex::Parse(regex, options.regex_limits);
+  if (!re.ok()) return false;
+  const size_t nodes = re->expanded_size();
+  if (options.max_terminal_nodes != 0 && nodes > options.max_terminal_nodes) return false;
+  if (PresumedOverStateLimit(nodes, options.dfa_options)) return false;
+  const RegexLanguage language = AnalyzeRegex(re->root());
+  return language.non_empty && DeferrableTerminal(language, options.dfa_options);
+}
+
 // Whether `regex` is within max_terminal_nodes, and its DFA compiles and
 // matches a non-empty string (every live state reaches acceptance, so any
 // live successor of the start will do). A regex PresumedOverStateLimit is
 // not tried: a merged terminal is only an optimization, and the rules
-// around a large one would each fail too.
+// around a large one would each fail too. In lazy mode a terminal whose
+// DFA CompiledGrammar builds late is not built here either.
 bool UsableTerminal(const std::string& regex, const InlineOptions& options) {
+  if (options.mode == TerminalMode::kLazy && DeferrableWithinCaps(regex, options)) return true;
   auto dfa = TerminalDfa(options.dfas, regex, options.regex_limits, options.dfa_options,
                          options.mode, /*presume=*/true, options.max_terminal_nodes);
   if (!dfa.ok()) return false;
