@@ -161,10 +161,10 @@ absl::StatusOr<CompiledConstraint> CompileSchemaRegex(const JsonSchemaRegex& con
   return CompileSchemaRegex(converted, *regex, job, whole);
 }
 
-// A JSON Schema on the grammar route.
-absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const JsonSchemaOptions& schema_options,
+// A JSON Schema (its document, parsed) on the grammar route.
+absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const JsonSchemaDocument& schema,
+                                                        const JsonSchemaOptions& schema_options,
                                                         const Job& job) {
-  const std::string& text = job.constraint.text;
   std::vector<std::string> warnings;
   // The limits IndexGrammar compiles each terminal under. Its DFAs are built
   // there; only when that is refused (a terminal's DFA over max_states, say)
@@ -174,12 +174,12 @@ absl::StatusOr<CompiledConstraint> CompileSchemaGrammar(const JsonSchemaOptions&
   terminal.regex = job.index.regex;
   terminal.dfa = job.index.dfa;
   terminal.check_dfa = false;
-  auto g = JsonSchemaGrammar(text, schema_options, job.limits.grammar, terminal, &warnings);
+  auto g = JsonSchemaGrammar(schema, schema_options, job.limits.grammar, terminal, &warnings);
   if (!g.ok()) return ConvertError(g.status());
   auto out = IndexGrammar(*g, job, schema_options.max_regex_bytes);
   if (!out.ok() && out.status().code() == absl::StatusCode::kResourceExhausted) {
     terminal.check_dfa = true;
-    auto split = JsonSchemaGrammar(text, schema_options, job.limits.grammar, terminal);
+    auto split = JsonSchemaGrammar(schema, schema_options, job.limits.grammar, terminal);
     if (split.ok()) out = IndexGrammar(*split, job, schema_options.max_regex_bytes);
   }
   if (out.ok()) out->warnings = std::move(warnings);
@@ -211,7 +211,10 @@ absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& sc
   JsonSchemaOptions trial = schema_options;
   const size_t cap = job.limits.auto_route_max_regex_bytes;
   if (cap != 0) trial.max_regex_bytes = std::min(trial.max_regex_bytes, cap);
-  auto converted = JsonSchemaToRegex(job.constraint.text, trial);
+  // One parse for both routes' conversions.
+  auto document = JsonSchemaDocument::Parse(job.constraint.text, schema_options);
+  if (!document.ok()) return ConvertError(document.status());
+  auto converted = JsonSchemaToRegex(*document, trial);
   if (!converted.ok() && IsBudgetError(converted.status())) return ConvertError(converted.status());
   if (converted.ok() && !converted->truncated_recursion) {
     auto regex = ParseSchemaRegex(*converted, schema_options, job);
@@ -223,11 +226,11 @@ absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& sc
     if (regex.ok() && !over_nodes) {
       auto out = CompileSchemaRegex(*converted, *regex, job, /*whole=*/true);
       if (out.ok() || out.status().code() != absl::StatusCode::kResourceExhausted) return out;
-      auto grammar = CompileSchemaGrammar(schema_options, job);
+      auto grammar = CompileSchemaGrammar(*document, schema_options, job);
       if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
       return BothRoutesFailed(out.status(), grammar.status());
     }
-    auto grammar = CompileSchemaGrammar(schema_options, job);
+    auto grammar = CompileSchemaGrammar(*document, schema_options, job);
     if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
     if (!regex.ok()) return BothRoutesFailed(regex.status(), grammar.status());
     auto out = CompileSchemaRegex(*converted, *regex, job, /*whole=*/true);  // past the node cap
@@ -236,11 +239,11 @@ absl::StatusOr<CompiledConstraint> CompileSchemaAuto(const JsonSchemaOptions& sc
   }
   // The regex route not tried: its conversion failed (or stopped at the
   // cap), or cut recursion short.
-  auto grammar = CompileSchemaGrammar(schema_options, job);
+  auto grammar = CompileSchemaGrammar(*document, schema_options, job);
   if (grammar.ok() || IsBudgetError(grammar.status())) return grammar;
   if (!converted.ok() && converted.status().code() == absl::StatusCode::kResourceExhausted &&
       trial.max_regex_bytes < schema_options.max_regex_bytes) {
-    converted = JsonSchemaToRegex(job.constraint.text, schema_options);  // past the cap
+    converted = JsonSchemaToRegex(*document, schema_options);  // past the cap
   }
   if (!converted.ok()) return BothRoutesFailed(ConvertError(converted.status()), grammar.status());
   auto regex = CompileSchemaRegex(*converted, schema_options, job, /*whole=*/true);
@@ -254,7 +257,9 @@ absl::StatusOr<CompiledConstraint> CompileSchema(const Job& job) {
   // Every member order is a grammar's job (the regex route refuses it).
   if (route == SchemaRoute::kGrammar ||
       (route == SchemaRoute::kAuto && schema_options.any_property_order)) {
-    return CompileSchemaGrammar(schema_options, job);
+    auto document = JsonSchemaDocument::Parse(job.constraint.text, schema_options);
+    if (!document.ok()) return ConvertError(document.status());
+    return CompileSchemaGrammar(*document, schema_options, job);
   }
   if (route == SchemaRoute::kAuto) return CompileSchemaAuto(schema_options, job);
   auto converted = JsonSchemaToRegex(job.constraint.text, schema_options);

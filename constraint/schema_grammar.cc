@@ -14,6 +14,16 @@ absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
                                                    const grammar::GrammarLimits& limits,
                                                    const grammar::TerminalLimits& terminal,
                                                    std::vector<std::string>* warnings) {
+  auto document = JsonSchemaDocument::Parse(schema, options);
+  if (!document.ok()) return document.status();
+  return JsonSchemaGrammar(*document, options, limits, terminal, warnings);
+}
+
+absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(const JsonSchemaDocument& schema,
+                                                   const JsonSchemaOptions& options,
+                                                   const grammar::GrammarLimits& limits,
+                                                   const grammar::TerminalLimits& terminal,
+                                                   std::vector<std::string>* warnings) {
   auto rules = JsonSchemaToRules(schema, options);
   if (!rules.ok()) return rules.status();
   std::vector<grammar::RegexRule> regex_rules;

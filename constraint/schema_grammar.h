@@ -26,6 +26,12 @@ inline constexpr uint32_t kMaxSchemaRuleNesting = 1024;
 // to kMaxSchemaRuleNesting: converted schemas are large and deep by
 // construction; `terminal`, the limits the terminals will be compiled under). The schema keywords not enforced go to *warnings
 // when it is not null.
+absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(const JsonSchemaDocument& schema,
+                                                   const JsonSchemaOptions& options,
+                                                   const grammar::GrammarLimits& limits,
+                                                   const grammar::TerminalLimits& terminal,
+                                                   std::vector<std::string>* warnings = nullptr);
+// The same for a schema's text: JsonSchemaDocument::Parse's errors besides.
 absl::StatusOr<grammar::Grammar> JsonSchemaGrammar(std::string_view schema,
                                                    const JsonSchemaOptions& options,
                                                    const grammar::GrammarLimits& limits,

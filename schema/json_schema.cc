@@ -92,13 +92,8 @@ absl::Status ParseError(std::string_view schema_json) {
       absl::StrCat("schema is not valid JSON: ", Shown(what), where));
 }
 
-// Checks the options and the document's size and nesting, then parses it.
-absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaOptions& options) {
-  if (schema_json.size() > options.max_schema_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("schema is ", schema_json.size(),
-                                                     " bytes, above max_schema_bytes (",
-                                                     options.max_schema_bytes, ")"));
-  }
+// InvalidArgument for options outside their ranges.
+absl::Status CheckOptions(const JsonSchemaOptions& options) {
   if (options.max_counted_repeat < 1 || options.max_counted_repeat > 1000) {
     return absl::InvalidArgumentError("max_counted_repeat must be in [1, 1000]");
   }
@@ -117,27 +112,15 @@ absl::StatusOr<json> ParseSchema(std::string_view schema_json, const JsonSchemaO
           absl::StrCat(name, " ", value, " is outside [1, ", max, "]"));
     }
   }
-  // Before any tree is built: nesting (every walk below recurses per level),
-  // object size (ordered_json inserts in linear time) and the document's end
-  // (nlohmann stops at a NUL byte as if the text ended there).
-  if (auto st = internal::CheckJsonStructure(
-          schema_json,
-          {.max_depth = static_cast<size_t>(options.max_schema_nesting),
-           .max_object_members = kMaxSchemaObjectMembers,
-           .depth_limit_name = "max_schema_nesting, maskd --max_schema_nesting"},
-          "schema");
-      !st.ok()) {
-    return st;
-  }
-  json root = json::parse(schema_json.begin(), schema_json.end(), /*cb=*/nullptr,
-                          /*allow_exceptions=*/false);
-  if (root.is_discarded()) return ParseError(schema_json);
-  // Between parsing and conversion: a large document takes a while to parse.
-  if (options.budget.cancel != nullptr && options.budget.cancel->load(std::memory_order_relaxed)) {
-    return ConversionCancelledError();
-  }
-  if (absl::Now() > options.budget.deadline) return ConversionDeadlineError();
-  return root;
+  return absl::OkStatus();
+}
+
+// The regex route refuses any_property_order.
+absl::Status CheckRegexRouteOptions(const JsonSchemaOptions& options) {
+  if (!options.any_property_order) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "any_property_order needs the grammar route (JsonSchemaToRules): a regex cannot hold "
+      "every order");
 }
 
 // Runs `fn(converter)`; an error's message is capped at kMaxMessageBytes.
@@ -154,16 +137,50 @@ absl::StatusOr<Result> RunConverter(const json& root, const JsonSchemaOptions& o
 
 }  // namespace
 
+// Checks the document's size, the options, and the document's nesting, then
+// parses it.
+absl::StatusOr<JsonSchemaDocument> JsonSchemaDocument::Parse(std::string_view schema_json,
+                                                             const JsonSchemaOptions& options) {
+  if (schema_json.size() > options.max_schema_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("schema is ", schema_json.size(),
+                                                     " bytes, above max_schema_bytes (",
+                                                     options.max_schema_bytes, ")"));
+  }
+  MASKD_RETURN_IF_ERROR(CheckOptions(options));
+  // Before any tree is built: nesting (every walk below recurses per level),
+  // object size (ordered_json inserts in linear time) and the document's end
+  // (nlohmann stops at a NUL byte as if the text ended there).
+  MASKD_RETURN_IF_ERROR(internal::CheckJsonStructure(
+      schema_json,
+      {.max_depth = static_cast<size_t>(options.max_schema_nesting),
+       .max_object_members = kMaxSchemaObjectMembers,
+       .depth_limit_name = "max_schema_nesting, maskd --max_schema_nesting"},
+      "schema"));
+  auto parsed = std::make_shared<json_schema_internal::ParsedSchema>();
+  parsed->root = json::parse(schema_json.begin(), schema_json.end(), /*cb=*/nullptr,
+                             /*allow_exceptions=*/false);
+  if (parsed->root.is_discarded()) return ParseError(schema_json);
+  // Between parsing and conversion: a large document takes a while to parse.
+  if (options.budget.cancel != nullptr && options.budget.cancel->load(std::memory_order_relaxed)) {
+    return ConversionCancelledError();
+  }
+  if (absl::Now() > options.budget.deadline) return ConversionDeadlineError();
+  return JsonSchemaDocument(std::move(parsed));
+}
+
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
                                                   const JsonSchemaOptions& options) {
-  if (options.any_property_order) {
-    return absl::InvalidArgumentError(
-        "any_property_order needs the grammar route (JsonSchemaToRules): a regex cannot hold "
-        "every order");
-  }
-  auto root = ParseSchema(schema_json, options);
-  if (!root.ok()) return root.status();
-  return RunConverter<JsonSchemaRegex>(*root, options, false, [&](Converter& c) -> absl::StatusOr<JsonSchemaRegex> {
+  MASKD_RETURN_IF_ERROR(CheckRegexRouteOptions(options));
+  MASKD_ASSIGN_OR_RETURN(JsonSchemaDocument document, JsonSchemaDocument::Parse(schema_json, options));
+  return JsonSchemaToRegex(document, options);
+}
+
+absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(const JsonSchemaDocument& schema,
+                                                  const JsonSchemaOptions& options) {
+  MASKD_RETURN_IF_ERROR(CheckRegexRouteOptions(options));
+  MASKD_RETURN_IF_ERROR(CheckOptions(options));
+  const json& root = schema.parsed().root;
+  return RunConverter<JsonSchemaRegex>(root, options, false, [&](Converter& c) -> absl::StatusOr<JsonSchemaRegex> {
     JsonSchemaRegex out;
     MASKD_ASSIGN_OR_RETURN(out.regex, c.Run());
     out.warnings = c.warnings();
@@ -179,9 +196,15 @@ absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
 
 absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(std::string_view schema_json,
                                                   const JsonSchemaOptions& options) {
-  auto root = ParseSchema(schema_json, options);
-  if (!root.ok()) return root.status();
-  return RunConverter<JsonSchemaRules>(*root, options, true, [&](Converter& c) -> absl::StatusOr<JsonSchemaRules> {
+  MASKD_ASSIGN_OR_RETURN(JsonSchemaDocument document, JsonSchemaDocument::Parse(schema_json, options));
+  return JsonSchemaToRules(document, options);
+}
+
+absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(const JsonSchemaDocument& schema,
+                                                  const JsonSchemaOptions& options) {
+  MASKD_RETURN_IF_ERROR(CheckOptions(options));
+  const json& root = schema.parsed().root;
+  return RunConverter<JsonSchemaRules>(root, options, true, [&](Converter& c) -> absl::StatusOr<JsonSchemaRules> {
     MASKD_RETURN_IF_ERROR(c.Run().status());
     JsonSchemaRules out;
     out.rules = c.TakeRules();

@@ -22,8 +22,10 @@
 #define MASKD_SCHEMA_JSON_SCHEMA_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -134,11 +136,42 @@ struct JsonSchemaRegex {
   bool truncated_recursion = false;
 };
 
+namespace json_schema_internal {
+struct ParsedSchema;  // the document's tree (internal/keywords.h)
+}
+
+// A JSON Schema document parsed once and checked against the document limits
+// of the options it was parsed under (max_schema_bytes, max_schema_nesting,
+// the budget), for several conversions under options with the same limits:
+// the automatic route converts a schema for the regex route and, where that
+// does not fit, for the grammar route (constraint/constraint_compiler.cc).
+// Immutable; a copy shares the tree.
+class JsonSchemaDocument {
+ public:
+  // The errors JsonSchemaToRegex gives for the options and the document
+  // itself: InvalidArgument (bad options, bad JSON with the parse error's
+  // byte offset, nesting past max_schema_nesting), ResourceExhausted (over
+  // max_schema_bytes, an object of too many members), DeadlineExceeded and
+  // Cancelled (the budget).
+  static absl::StatusOr<JsonSchemaDocument> Parse(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options);
+  const json_schema_internal::ParsedSchema& parsed() const { return *parsed_; }
+
+ private:
+  explicit JsonSchemaDocument(std::shared_ptr<const json_schema_internal::ParsedSchema> parsed)
+      : parsed_(std::move(parsed)) {}
+  std::shared_ptr<const json_schema_internal::ParsedSchema> parsed_;
+};
+
 // InvalidArgument: bad JSON (with the parse error position), unsupported
 // keyword or $ref, schema without instances, nesting past a limit.
 // ResourceExhausted: schema or regex over its byte limit, schema too complex.
 // DeadlineExceeded, Cancelled: options.budget's deadline or cancel flag.
 absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options = {});
+// The same for a document parsed already, under options with its document
+// limits (JsonSchemaDocument).
+absl::StatusOr<JsonSchemaRegex> JsonSchemaToRegex(const JsonSchemaDocument& schema,
                                                   const JsonSchemaOptions& options = {});
 
 // JSON Schema -> regex rules: the grammar route. rules[0] is the root; each
@@ -163,6 +196,8 @@ struct JsonSchemaRules {
   std::vector<std::string> warnings;  // as JsonSchemaRegex::warnings
 };
 absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(std::string_view schema_json,
+                                                  const JsonSchemaOptions& options = {});
+absl::StatusOr<JsonSchemaRules> JsonSchemaToRules(const JsonSchemaDocument& schema,
                                                   const JsonSchemaOptions& options = {});
 
 // A stable text of the options for cache keys (every field, fixed order).

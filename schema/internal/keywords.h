@@ -18,6 +18,11 @@ namespace maskd::json_schema_internal {
 // Schemas keep their keys in document order (properties are written in it).
 using json = nlohmann::ordered_json;
 
+// A parsed schema document (JsonSchemaDocument's tree).
+struct ParsedSchema {
+  json root;
+};
+
 // Internal keywords, only in schemas the converter derives (negations): no
 // user schema is expected to spell them.
 //   kNotStrings: [s1, s2, ...]: a string is none of these (any spelling).

@@ -163,6 +163,57 @@ bool Spell(ConstraintGuide& guide, const Vocabulary& vocab, const std::string& t
   return true;
 }
 
+// The automatic route parses a schema once and converts the document for
+// both routes: each conversion of a JsonSchemaDocument is the conversion of
+// its text, twice over (a conversion leaves the document as it was).
+TEST(SchemaRoutes, OneParsedDocumentConvertsAsItsText) {
+  std::ifstream in(std::string(MASKD_SOURCE_DIR) + "/tests/data/maskbench_slice.jsonl");
+  ASSERT_TRUE(in) << "tests/data/maskbench_slice.jsonl";
+  const JsonSchemaOptions o;
+  std::string line;
+  int schemas = 0, converted = 0;
+  while (std::getline(in, line)) {
+    const std::string schema = nlohmann::ordered_json::parse(line)["schema"].dump();
+    ++schemas;
+    auto document = JsonSchemaDocument::Parse(schema, o);
+    ASSERT_TRUE(document.ok()) << document.status();
+    auto regex = JsonSchemaToRegex(schema, o);
+    auto rules = JsonSchemaToRules(schema, o);
+    for (int twice = 0; twice < 2; ++twice) {
+      auto regex_of_document = JsonSchemaToRegex(*document, o);
+      ASSERT_EQ(regex.status(), regex_of_document.status());
+      if (regex.ok()) {
+        EXPECT_EQ(regex->regex, regex_of_document->regex);
+        EXPECT_EQ(regex->warnings, regex_of_document->warnings);
+        EXPECT_EQ(regex->truncated_recursion, regex_of_document->truncated_recursion);
+      }
+      auto rules_of_document = JsonSchemaToRules(*document, o);
+      ASSERT_EQ(rules.status(), rules_of_document.status());
+      if (!rules.ok()) continue;
+      ++converted;
+      ASSERT_EQ(rules->rules.size(), rules_of_document->rules.size());
+      for (size_t k = 0; k < rules->rules.size(); ++k) {
+        EXPECT_EQ(rules->rules[k].regex, rules_of_document->rules[k].regex);
+      }
+    }
+  }
+  EXPECT_GT(schemas, 20);
+  EXPECT_GT(converted, 2 * schemas * 9 / 10);
+  // The document's own errors come from Parse; the options' from each
+  // conversion too.
+  auto bad = JsonSchemaDocument::Parse("{\"type\": }", o);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("byte offset"));
+  auto document = JsonSchemaDocument::Parse("{\"type\": \"string\"}", o);
+  ASSERT_TRUE(document.ok());
+  JsonSchemaOptions any_order;
+  any_order.any_property_order = true;
+  EXPECT_EQ(JsonSchemaToRegex(*document, any_order).status().code(), absl::StatusCode::kInvalidArgument);
+  JsonSchemaOptions bad_repeat;
+  bad_repeat.max_counted_repeat = 0;
+  EXPECT_THAT(JsonSchemaToRules(*document, bad_repeat).status().message(), HasSubstr("max_counted_repeat"));
+}
+
 TEST(SchemaRoutes, AutoTakesTheRegexRouteWhereTheSchemaFits) {
   auto tokenizer = testing::BundledTokenizer();
   auto vocab = tokenizer->shared_vocabulary();
