@@ -8,7 +8,7 @@
 // it on the calling thread while any other caller waits for that build
 // (absl::call_once); later calls read it without a lock. CompiledGrammar
 // defers only the terminals whose build cannot fail on a limit
-// (Deferrable), in lazy mode, and takes the facts it needs at compile from
+// (DeferrableTerminal), in lazy mode, and takes the facts it needs at compile from
 // the regex tree instead (grammar/regex_language.h).
 //
 // A build that fails anyway returns a DFA matching nothing and counts a
