@@ -632,7 +632,11 @@ class CompileResponse(_message.Message):
     tokenizer: _builtins.str
     """Tokenizer name the index was compiled for."""
     dfa_states: _builtins.int
-    """DFA states (dead state included); 0 until ready."""
+    """DFA states built so far (dead state included); 0 until ready. Lazy DFAs
+    grow as walks reach their states, and a grammar's terminals whose DFAs
+    are built when a walk first reaches them count from then on: 0 right
+    after compiling such a grammar (docs/grammars.md).
+    """
     memory_bytes: _builtins.int
     """Bytes held now (DFA plus masks computed so far); 0 until ready."""
     queue_ms: _builtins.float
