@@ -40,7 +40,11 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Create(
     if (absl::Status s = c->AddTerminal(t, regex_limits, dfa_options, dfas, mode); !s.ok()) return s;
   }
   bool any_deferred = false;
-  for (const auto& t : c->terminals_) any_deferred = any_deferred || t->deferred();
+  c->dfa_of_ = std::make_unique<std::atomic<const Dfa*>[]>(c->terminals_.size());
+  for (size_t t = 0; t < c->terminals_.size(); ++t) {
+    any_deferred = any_deferred || c->terminals_[t]->deferred();
+    c->dfa_of_[t].store(c->terminals_[t]->IfBuilt(), std::memory_order_relaxed);
+  }
   if (!any_deferred) c->deferred_ = nullptr;
   c->nullable_rule_.assign(g.rules.size(), false);
   bool changed = true;
@@ -103,6 +107,13 @@ absl::Status CompiledGrammar::AddTerminal(const Terminal& t, const RegexLimits& 
   live_bytes_.push_back(built.LiveBytes());
   terminals_.push_back(std::make_unique<DeferredDfa>(*std::move(dfa)));
   return absl::OkStatus();
+}
+
+const Dfa& CompiledGrammar::BuildDfa(uint32_t t) const {
+  const Dfa& dfa = terminals_[t]->Get();
+  // A failed build's stand-in is not noted: each read counts its refusal.
+  if (terminals_[t]->IfBuilt() == &dfa) dfa_of_[t].store(&dfa, std::memory_order_release);
+  return dfa;
 }
 
 absl::Status CompiledGrammar::DeferredError() const {

@@ -8,6 +8,7 @@
 #ifndef MASKD_GRAMMAR_COMPILED_GRAMMAR_H_
 #define MASKD_GRAMMAR_COMPILED_GRAMMAR_H_
 
+#include <atomic>
 #include <bitset>
 #include <cstdint>
 #include <memory>
@@ -48,8 +49,12 @@ class CompiledGrammar {
   bool nullable_rule(uint32_t r) const { return nullable_rule_[r]; }
   // The terminal's DFA accepts at its start (matches the empty string).
   bool nullable_terminal(uint32_t t) const { return nullable_terminal_[t]; }
-  // The terminal's DFA, built by this call when it was deferred.
-  const Dfa& dfa(uint32_t t) const { return terminals_[t]->Get(); }
+  // The terminal's DFA, built by this call when it was deferred. One load
+  // from a flat array once built (the parser asks per item and byte).
+  const Dfa& dfa(uint32_t t) const {
+    const Dfa* dfa = dfa_of_[t].load(std::memory_order_acquire);
+    return dfa != nullptr ? *dfa : BuildDfa(t);
+  }
   // The terminal's DFA when built, else null (builds nothing).
   const Dfa* built_dfa(uint32_t t) const { return terminals_[t]->IfBuilt(); }
   // Whether the terminal's DFA was left to its first use (then built_dfa
@@ -88,6 +93,8 @@ class CompiledGrammar {
                            const DfaOptions& dfa_options, const std::shared_ptr<TerminalDfas>& dfas,
                            TerminalMode mode);
   void ComputeMinLengths();
+  // terminals_[t]->Get(), noted in dfa_of_ when built.
+  const Dfa& BuildDfa(uint32_t t) const;
 
   std::vector<Production> productions_;
   std::vector<std::vector<uint32_t>> rule_productions_;
@@ -96,6 +103,8 @@ class CompiledGrammar {
   std::vector<uint64_t> terminal_min_;  // per terminal: its shortest match, in bytes
   std::vector<std::bitset<256>> live_bytes_;
   std::vector<std::unique_ptr<DeferredDfa>> terminals_;
+  // Per terminal: its DFA once built, else null (terminals_[t]->IfBuilt()).
+  std::unique_ptr<std::atomic<const Dfa*>[]> dfa_of_;
   std::shared_ptr<DeferredBuild> deferred_;  // null when no terminal is deferred
   std::vector<uint32_t> ignore_;
   uint32_t start_ = 0;
